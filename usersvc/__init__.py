@@ -1,0 +1,37 @@
+"""usersvc: a resource-oriented HTTP service that manages users.
+
+    from usersvc import make_app
+    app = make_app(storage="sqlite:///users.db")   # a plain WSGI callable
+
+Map of the package: ``app`` (WSGI in, problems out), ``routing``,
+``resources``, ``representation`` (JSON and XML), ``validation``,
+``problems``, ``storage`` (the protocol, ``memory`` and ``sqlite``) and
+``server`` (the standalone waitress server).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .app import DEFAULT_MAX_BODY_SIZE, App, Mount
+from .storage import UserStore, open_store
+from .validation import USER
+
+__all__ = ["make_app", "App", "Mount", "UserStore", "open_store",
+           "DEFAULT_STORAGE", "DEFAULT_MAX_BODY_SIZE"]
+
+DEFAULT_STORAGE = "sqlite:///users.db"
+
+
+def make_app(storage: str | UserStore = DEFAULT_STORAGE, *,
+             max_body_size: int = DEFAULT_MAX_BODY_SIZE) -> App:
+    """A WSGI app serving ``/users`` from ``storage``: a store object, or a
+    URL (``memory://``, ``sqlite://``, ``sqlite:///users.db``) for a store
+    the app opens, and closes with ``app.close()``. Apps share nothing."""
+    app = App(max_body_size=max_body_size)
+    if isinstance(storage, str):
+        store: Any = open_store(storage)
+        app.on_close(store.close)
+    else:
+        store = storage
+    app.add_collection(USER, store)
+    return app

@@ -1,0 +1,148 @@
+"""The WSGI application: one ``Request`` in, one ``Response`` out.
+
+``App.__call__`` is the whole life of a request:
+
+1. the body-size guard (413, before the body is read);
+2. the router: a route and its parameters, or 404; a known method the route
+   lacks is 405 with ``Allow``, a method the service lacks is 501;
+3. OPTIONS is answered from the route's method map;
+4. ``negotiate`` picks the response format, or 406, before anything changes;
+5. the resource's responder does the rest;
+6. any ``Problem`` or domain error becomes a problem document in the
+   negotiated format. Anything else is a bug: it is logged with its trace and
+   the client gets a 500 that says nothing about the code.
+
+This is the only module that knows WSGI.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Iterable
+
+from webob import Request, Response
+
+from .problems import Problem
+from .representation import BODY_TYPES, PATCH_TYPES, negotiate, problem_format
+from .resources import Collection, Item
+from .routing import KNOWN_METHODS, Router
+from .storage import StoreError
+from .validation import Invalid, Schema
+
+log = logging.getLogger("usersvc")
+
+DEFAULT_MAX_BODY_SIZE = 64 * 1024
+
+# Methods whose response carries a representation, so Accept matters.
+_NEGOTIATED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH"})
+
+
+class App:
+    """A WSGI application serving the collections added to it."""
+
+    def __init__(self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE) -> None:
+        if max_body_size < 1:
+            raise ValueError("max_body_size must be at least 1 byte")
+        self.max_body_size = max_body_size
+        self.router = Router()
+        self._closers: list[Callable[[], None]] = []
+
+    def add_collection(self, schema: Schema, store: Any) -> None:
+        """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from ``store``."""
+        self.router.add(f"/{schema.plural}", Collection(schema, store))
+        self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store))
+
+    def on_close(self, closer: Callable[[], None]) -> None:
+        self._closers.append(closer)
+
+    def close(self) -> None:
+        """Close the stores this app opened."""
+        for closer in self._closers:
+            closer()
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        req = Request(environ)
+        try:
+            response = self.handle(req)
+        except Problem as problem:
+            response = self.problem_response(req, problem)
+        except (StoreError, Invalid) as error:
+            response = self.problem_response(req, Problem.from_error(error))
+        except Exception:
+            log.exception("%s %s failed", req.method, req.path_qs)
+            response = self.problem_response(
+                req, Problem(500, "The server could not complete the request."))
+        # Every answer may differ by Accept: representations and problems alike.
+        response.headers["Vary"] = "Accept"
+        return response(environ, start_response)
+
+    def handle(self, req: Request) -> Response:
+        self._bound_body(req)
+        if req.method not in KNOWN_METHODS:
+            raise Problem(501, f"The method {req.method} is not implemented here.")
+        found = self.router.match(req.path_info)
+        if found is None:
+            raise Problem(404, "There is nothing at this path.")
+        route, params = found
+        if req.method == "OPTIONS":
+            return self._options(route)
+        responder = route.responders.get(req.method)
+        if responder is None:
+            raise Problem(405, f"The method {req.method} is not allowed here.",
+                          headers=[("Allow", route.allow)])
+        fmt = negotiate(req) if req.method in _NEGOTIATED else None
+        return responder(req, fmt, **params)
+
+    def _bound_body(self, req: Request) -> None:
+        """413 for a body over the limit, judged by Content-Length before
+        anything is read, or, for a body of unknown length (chunked), by
+        reading at most one byte more than the limit."""
+        limit = self.max_body_size
+        length = req.content_length
+        if length is None and req.is_body_readable:
+            body = req.body_file_raw.read(limit + 1)
+            length = len(body)
+            if length <= limit:
+                req.body = body
+        if length is not None and length > limit:
+            raise Problem(413, f"The request body is over the limit of {limit} bytes.",
+                          max_body_size=limit)
+
+    def _options(self, route: Any) -> Response:
+        headers = [("Allow", route.allow)]
+        if "POST" in route.responders:
+            headers.append(("Accept-Post", ", ".join(BODY_TYPES)))
+        if "PATCH" in route.responders:
+            headers.append(("Accept-Patch", ", ".join(PATCH_TYPES)))
+        return Response(status=204, headerlist=headers)
+
+    def problem_response(self, req: Request, problem: Problem) -> Response:
+        fmt = problem_format(req)
+        headers = [("Content-Type", fmt.problem_type), *problem.headers]
+        if req.method in ("GET", "HEAD"):
+            headers.append(("Cache-Control", "no-cache"))
+        return Response(body=fmt.render_problem(problem.to_dict()),
+                        status=f"{problem.status} {problem.title}", headerlist=headers)
+
+
+class Mount:
+    """Serve ``app`` under a path ``prefix`` (``/v1``); any other path is a
+    404 problem. ``SCRIPT_NAME`` grows by the prefix, so every URL the app
+    writes carries it."""
+
+    def __init__(self, prefix: str, app: App) -> None:
+        if not prefix.strip("/"):
+            raise ValueError(f"not a path prefix: {prefix!r}")
+        self.prefix = "/" + prefix.strip("/")
+        self.app = app
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path == self.prefix or path.startswith(self.prefix + "/"):
+            environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + self.prefix
+            environ["PATH_INFO"] = path[len(self.prefix):]
+            return self.app(environ, start_response)
+        req = Request(environ)
+        response = self.app.problem_response(
+            req, Problem(404, f"This server serves only paths under {self.prefix}/."))
+        response.headers["Vary"] = "Accept"
+        return response(environ, start_response)

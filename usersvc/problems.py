@@ -1,0 +1,69 @@
+"""Problem: an HTTP error as RFC 9457 describes it, and where each comes from.
+
+A ``Problem`` is raised anywhere below the app and rendered once, in
+``app.py``, in the format the client negotiated. Domain errors (from the
+store and the validator) become problems through one table, ``STATUS``.
+"""
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any, Iterable
+
+from .storage import Conflict, NotFound, StaleVersion
+from .validation import Invalid, pointer
+
+# RFC 9110 renamed two statuses; http.HTTPStatus still has the old names.
+_TITLES = {413: "Content Too Large", 422: "Unprocessable Content"}
+
+#: Domain error -> HTTP status, the one place that decides it.
+STATUS: dict[type[Exception], int] = {
+    NotFound: 404,
+    Conflict: 409,
+    StaleVersion: 412,
+    Invalid: 422,
+}
+
+
+def title(status: int) -> str:
+    return _TITLES.get(status) or HTTPStatus(status).phrase
+
+
+class Problem(Exception):
+    """An error response: status, a sentence for people (``detail``), the
+    field problems of a 422 (``errors``), extra headers (``Allow``...) and
+    any extension members (RFC 9457 §3.2)."""
+
+    def __init__(self, status: int, detail: str, *,
+                 errors: Iterable[tuple[str, str]] = (),
+                 headers: Iterable[tuple[str, str]] = (),
+                 **extensions: Any) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.title = title(status)
+        self.detail = detail
+        self.errors = list(errors)
+        self.headers = list(headers)
+        self.extensions = extensions
+
+    def to_dict(self) -> dict[str, Any]:
+        """The problem's members, ready for any format."""
+        members: dict[str, Any] = {"type": "about:blank", "title": self.title,
+                                   "status": self.status, "detail": self.detail}
+        if self.errors:
+            members["errors"] = [{"pointer": p, "detail": d} for p, d in self.errors]
+        members.update(self.extensions)
+        return members
+
+    @classmethod
+    def from_error(cls, error: Exception) -> "Problem":
+        """The problem a domain error stands for; ``KeyError`` if none does."""
+        for kind in type(error).__mro__:
+            if kind in STATUS:
+                break
+        else:
+            raise KeyError(type(error))
+        if isinstance(error, Invalid):
+            return cls(422, error.detail, errors=error.errors)
+        if isinstance(error, Conflict) and error.field:
+            return cls(409, str(error), errors=[(pointer(error.field), "is already taken")])
+        return cls(STATUS[kind], str(error))

@@ -1,0 +1,313 @@
+"""Bytes on the wire: choosing a format, and JSON and XML in both directions.
+
+- ``negotiate(req)`` picks the response format from ``Accept`` (RFC 9110
+  §12.5.1), or raises a 406 problem; ``problem_format(req)`` never fails.
+- ``read_document(req, body, accepted)`` picks the parser from
+  ``Content-Type`` (415 if none fits) and parses (400 for bad syntax).
+- A ``Format`` renders a record, a list of records and a problem.
+- ``etag(record, fmt)`` names a version of a representation; ``version_in``
+  reads the version back out of an ETag a client sends.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable, Mapping
+from xml.parsers import expat
+from xml.sax.saxutils import escape
+
+from .problems import Problem
+from .validation import Invalid, Schema, pointer
+
+JSON_TYPE = "application/json"
+XML_TYPE = "application/xml"
+
+
+class Format:
+    """One wire format: its media types and its renderers."""
+
+    name: str
+    media_type: str        # Content-Type of a record or a list
+    problem_type: str      # Content-Type of a problem document
+
+    def render(self, schema: Schema, record: Mapping[str, Any]) -> bytes: ...
+    def render_list(self, schema: Schema, records: Iterable[Mapping[str, Any]]) -> bytes: ...
+    def render_problem(self, problem: Mapping[str, Any]) -> bytes: ...
+    def parse(self, body: bytes, schema: Schema) -> Any: ...
+
+
+# -- JSON ----------------------------------------------------------------
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+class JSONFormat(Format):
+    name = "json"
+    media_type = JSON_TYPE
+    problem_type = "application/problem+json"
+
+    def render(self, schema, record):
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def render_list(self, schema, records):
+        return json.dumps(list(records), ensure_ascii=False, separators=(",", ":")).encode()
+
+    def render_problem(self, problem):
+        # ASCII escapes: a problem may quote client input that cannot be
+        # encoded as UTF-8 (a lone surrogate in a field's name).
+        return json.dumps(problem, separators=(",", ":")).encode()
+
+    def parse(self, body, schema):
+        text = _utf8(body)
+        try:
+            return json.loads(text, object_pairs_hook=_object,
+                              parse_constant=_no_constant)
+        except _DuplicateKey as e:
+            raise Invalid("The body names a member more than once.",
+                          [(pointer(e.args[0]), "appears more than once")]) from None
+        except RecursionError:
+            raise Problem(400, "The JSON body is nested too deeply.") from None
+        except ValueError as e:
+            # JSONDecodeError, NaN/Infinity, and integers longer than
+            # sys.get_int_max_str_digits() all land here.
+            raise Problem(400, f"The body is not valid JSON: {e}.") from None
+
+
+# -- XML -----------------------------------------------------------------
+
+# Characters XML 1.0 cannot carry at all (§2.2), not even as references.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_XML_INT = re.compile(r"-?[0-9]+")
+
+
+def _text(value: Any) -> str:
+    return escape(_NOT_XML.sub("\ufffd", str(value)))
+
+
+class _RefusedDoctype(Exception):
+    pass
+
+
+def _refuse_doctype(*args: Any) -> None:
+    raise _RefusedDoctype
+
+
+class XMLFormat(Format):
+    name = "xml"
+    media_type = "application/xml; charset=utf-8"
+    problem_type = "application/problem+xml; charset=utf-8"
+
+    def render(self, schema, record):
+        return self._element(schema.name, record).encode()
+
+    def render_list(self, schema, records):
+        inner = "".join(self._element(schema.name, r) for r in records)
+        return f"<{schema.plural}>{inner}</{schema.plural}>".encode()
+
+    def render_problem(self, problem):
+        parts = []
+        for key, value in problem.items():
+            if key == "errors":
+                value = "".join(
+                    f"<error><pointer>{_text(e['pointer'])}</pointer>"
+                    f"<detail>{_text(e['detail'])}</detail></error>" for e in value)
+            elif isinstance(value, (list, tuple)):
+                value = "".join(f"<i>{_text(v)}</i>" for v in value)  # RFC 9457 App. B
+            else:
+                value = _text(value)
+            parts.append(f"<{key}>{value}</{key}>")
+        return f'<problem xmlns="urn:ietf:rfc:7807">{"".join(parts)}</problem>'.encode()
+
+    @staticmethod
+    def _element(name: str, record: Mapping[str, Any]) -> str:
+        inner = "".join(f"<{k}>{_text(v)}</{k}>" for k, v in record.items())
+        return f"<{name}>{inner}</{name}>"
+
+    def parse(self, body, schema):
+        """A ``<user>`` element (no namespace) of text-only children, as a
+        dict of field name to text (``id`` to an int when it is one).
+
+        DOCTYPEs are refused outright: no DTD is read and no entity declared,
+        so neither entity-expansion bombs nor external entities can act.
+        """
+        _utf8(body)
+        parser = expat.ParserCreate(encoding="UTF-8", namespace_separator=" ")
+        parser.StartDoctypeDeclHandler = _refuse_doctype
+        parser.buffer_text = True
+        doc = _XMLDocument(parser)
+        try:
+            parser.Parse(body, True)
+        except _RefusedDoctype:
+            raise Problem(400, "XML bodies may not contain a DOCTYPE.") from None
+        except expat.ExpatError as e:
+            raise Problem(400, f"The body is not well-formed XML: {e}.") from None
+        return doc.result(schema)
+
+
+class _XMLDocument:
+    """Expat handlers that collect a flat ``<user>``'s children."""
+
+    def __init__(self, parser: Any) -> None:
+        self.root: str | None = None
+        self.root_has_attributes = False
+        self.fields: dict[str, list[str]] = {}
+        self.errors: list[tuple[str, str]] = []
+        self.path: list[str] = []
+        parser.StartElementHandler = self.start
+        parser.EndElementHandler = self.end
+        parser.CharacterDataHandler = self.text
+
+    def start(self, name: str, attributes: dict[str, str]) -> None:
+        depth = len(self.path)
+        self.path.append(name)
+        if depth == 0:
+            self.root, self.root_has_attributes = name, bool(attributes)
+        elif depth == 1:
+            if name in self.fields:
+                self.errors.append((pointer(name), "appears more than once"))
+            self.fields[name] = []
+            if attributes:
+                self.errors.append((pointer(name), "must not have attributes"))
+        elif depth == 2:
+            self.errors.append((pointer(self.path[1]), "must be text, not elements"))
+
+    def end(self, name: str) -> None:
+        self.path.pop()
+
+    def text(self, data: str) -> None:
+        depth = len(self.path)
+        if depth == 2:
+            self.fields[self.path[1]].append(data)
+        elif depth == 1 and data.strip():
+            self.errors.append(("", "must hold elements, not text"))
+
+    def result(self, schema: Schema) -> dict[str, Any]:
+        if self.root != schema.name:
+            raise Invalid(f"The body must be a <{schema.name}> element without a namespace.",
+                          [("", f"must be a <{schema.name}> element")])
+        if self.root_has_attributes:
+            self.errors.append(("", "must not have attributes"))
+        if self.errors:
+            raise Invalid(f"The {schema.name} document is not a valid {schema.name}.",
+                          self.errors)
+        doc: dict[str, Any] = {}
+        for name, chunks in self.fields.items():
+            value = "".join(chunks)
+            doc[name] = int(value) if name == "id" and _XML_INT.fullmatch(value) else value
+        return doc
+
+
+def _utf8(body: bytes) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Problem(400, f"The body is not valid UTF-8 (byte {e.start}).") from None
+
+
+JSON = JSONFormat()
+XML = XMLFormat()
+
+# -- negotiation ---------------------------------------------------------
+
+# Offer order breaks ties: JSON first, so JSON wins them.
+_OFFERS = {JSON_TYPE: JSON, XML_TYPE: XML, "text/xml": XML}
+_PROBLEM_OFFERS = {**_OFFERS, "application/problem+json": JSON,
+                   "application/problem+xml": XML}
+AVAILABLE = [JSON_TYPE, XML_TYPE, "text/xml"]
+
+
+def negotiate(req: Any) -> Format:
+    """The format to answer in, by ``Accept`` and its q-values; 406 if none."""
+    offers = req.accept.acceptable_offers(list(_OFFERS))
+    if not offers:
+        raise Problem(406, "None of the available media types is acceptable: "
+                           + ", ".join(AVAILABLE) + ".", available=AVAILABLE)
+    return _OFFERS[offers[0][0]]
+
+
+def problem_format(req: Any) -> Format:
+    """The format for an error: as negotiated, and JSON when nothing fits
+    (RFC 9110 §12.1 lets an error ignore ``Accept``)."""
+    offers = req.accept.acceptable_offers(list(_PROBLEM_OFFERS))
+    return _PROBLEM_OFFERS[offers[0][0]] if offers else JSON
+
+
+# -- request bodies ------------------------------------------------------
+
+_JSON_SUFFIX = re.compile(r"application/[!#$&^_.+\w-]+\+json")
+_XML_SUFFIX = re.compile(r"application/[!#$&^_.+\w-]+\+xml")
+
+BODY_TYPES = [JSON_TYPE, "application/*+json", XML_TYPE, "text/xml", "application/*+xml"]
+PATCH_TYPES = ["application/merge-patch+json", JSON_TYPE, XML_TYPE, "text/xml"]
+
+
+def body_format(content_type: str | None, *, patch: bool = False) -> Format | None:
+    """The parser for a body of this Content-Type, or ``None`` if there is
+    none. A body without a type is JSON. PATCH bodies are JSON Merge Patch
+    (RFC 7396), so other ``+json`` types (JSON Patch!) are refused there."""
+    if content_type is None:
+        return JSON
+    media_type, _, params = content_type.partition(";")
+    media_type = media_type.strip().lower()
+    charset = re.search(r"charset\s*=\s*\"?([^\s;\"]+)", params, re.I)
+    if charset and charset.group(1).lower() not in ("utf-8", "utf8"):
+        return None
+    if media_type in (XML_TYPE, "text/xml"):
+        return XML
+    if patch:
+        return JSON if media_type in ("application/merge-patch+json", JSON_TYPE) else None
+    if media_type == JSON_TYPE or _JSON_SUFFIX.fullmatch(media_type):
+        return JSON
+    if _XML_SUFFIX.fullmatch(media_type):
+        return XML
+    return None
+
+
+def read_document(req: Any, body: bytes, schema: Schema) -> Any:
+    """Parse a request body into a document for ``schema`` to check."""
+    patch = req.method == "PATCH"
+    fmt = body_format(req.headers.get("Content-Type"), patch=patch)
+    if fmt is None:
+        accepted = ", ".join(PATCH_TYPES if patch else BODY_TYPES)
+        # Accept-Post and Accept-Patch (RFC 5789 §3.1) name what would work.
+        header = {"POST": "Accept-Post", "PATCH": "Accept-Patch"}.get(req.method)
+        raise Problem(415, "The body's Content-Type is not one this resource "
+                           f"reads (in UTF-8): {accepted}.",
+                      headers=[(header, accepted)] if header else [])
+    if not body:
+        raise Problem(400, "The request needs a body.")
+    return fmt.parse(body, schema)
+
+
+# -- entity tags ---------------------------------------------------------
+
+def etag(record: Any, fmt: Format) -> str:
+    """A strong ETag (RFC 9110 §8.8.3) for this version in this format:
+    ``"7-3"`` is user 7 at version 3 in JSON, ``"7-3-xml"`` in XML."""
+    suffix = "" if fmt is JSON else "-" + fmt.name
+    return f'"{record.id}-{record.version}{suffix}"'
+
+
+_ETAG = re.compile(r"([0-9]+)-([0-9]+)(?:-xml)?")
+
+
+def version_in(tag: str, record_id: int) -> int | None:
+    """The version an (unquoted) ETag names for this record, in either
+    format, or ``None`` if it names none."""
+    m = _ETAG.fullmatch(tag)
+    if m and int(m.group(1)) == record_id:
+        return int(m.group(2))
+    return None

@@ -1,0 +1,142 @@
+"""Resources: HTTP in terms of a schema and a store, for any collection.
+
+``Collection`` answers ``/<plural>`` (GET a page, POST a new record) and
+``Item`` answers ``/<plural>/{id}`` (GET, PUT, PATCH, DELETE). They turn
+requests into store calls and store results into responses; they know
+neither sockets nor SQL, and nothing of users in particular: the schema
+says what a record is (``validation.USER``), so a books collection is the
+same two classes with a book schema and a book store.
+
+Every responder takes ``(req, fmt, **path_parameters)``: the request, whose
+body the app has already bounded, and the negotiated response ``Format``.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlencode
+
+from webob import Request, Response
+
+from .problems import Problem
+from .representation import Format, etag, read_document, version_in
+from .storage import MAX_ID, Precondition
+from .validation import Schema
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+
+# Cached responses must be revalidated (with the ETag) before each reuse,
+# so no client is ever shown a user that has since changed.
+_REVALIDATE = ("Cache-Control", "no-cache")
+
+
+def respond(status: int, body: bytes, fmt: Format, *headers: tuple[str, str]) -> Response:
+    return Response(body=body, status=status,
+                    headerlist=[("Content-Type", fmt.media_type), *headers])
+
+
+class Collection:
+    """``/<plural>``: a page of records (GET), a new record (POST)."""
+
+    def __init__(self, schema: Schema, store: Any) -> None:
+        self.schema = schema
+        self.store = store
+
+    def on_get(self, req: Request, fmt: Format) -> Response:
+        after = _query_int(req, "after", 0, 0, MAX_ID)
+        limit = _query_int(req, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        filters = {name: req.GET[name] for name in self.schema.filters if name in req.GET}
+        records = self.store.list(after=after, limit=limit, **filters)
+        body = fmt.render_list(self.schema, map(self.schema.as_dict, records))
+        response = respond(200, body, fmt, _REVALIDATE)
+        if len(records) == limit:   # a full page: there may be more (RFC 8288)
+            query = [(k, v) for k, v in req.GET.items() if k not in ("after", "limit")]
+            query += [("after", records[-1].id), ("limit", limit)]
+            url = f"{req.application_url}/{self.schema.plural}?{urlencode(query)}"
+            response.headers["Link"] = f'<{url}>; rel="next"'
+        return response
+
+    def on_post(self, req: Request, fmt: Format) -> Response:
+        document = read_document(req, req.body, self.schema)
+        record = self.store.create(**self.schema.for_create(document))
+        return respond(
+            201, fmt.render(self.schema, self.schema.as_dict(record)), fmt,
+            ("Location", f"{req.application_url}/{self.schema.plural}/{record.id}"),
+            ("ETag", etag(record, fmt)))
+
+
+class Item:
+    """``/<plural>/{id}``: read, replace, merge-patch or delete one record."""
+
+    def __init__(self, schema: Schema, store: Any) -> None:
+        self.schema = schema
+        self.store = store
+
+    def on_get(self, req: Request, fmt: Format, id: int) -> Response:
+        record = self.store.get(id)
+        tag = etag(record, fmt)
+        # RFC 9110 §13.1.2: If-None-Match compares weakly; a match is a 304
+        # with the headers the 200 would have had (§15.4.5).
+        if req.environ.get("HTTP_IF_NONE_MATCH") and tag[1:-1] in req.if_none_match:
+            return Response(status=304, headerlist=[("ETag", tag), _REVALIDATE])
+        return self._represent(record, fmt, _REVALIDATE)
+
+    def on_put(self, req: Request, fmt: Format, id: int) -> Response:
+        document = read_document(req, req.body, self.schema)
+        fields = self.schema.for_replace(document, id)
+        record = self.store.update(id, precondition=_precondition(req, id), **fields)
+        return self._represent(record, fmt)
+
+    def on_patch(self, req: Request, fmt: Format, id: int) -> Response:
+        document = read_document(req, req.body, self.schema)
+        fields = self.schema.for_patch(document, id)
+        record = self.store.update(id, precondition=_precondition(req, id), **fields)
+        return self._represent(record, fmt)
+
+    def on_delete(self, req: Request, fmt: Format, id: int) -> Response:
+        self.store.delete(id, precondition=_precondition(req, id))
+        return Response(status=204, headerlist=[])
+
+    def _represent(self, record: Any, fmt: Format, *headers: tuple[str, str]) -> Response:
+        return respond(200, fmt.render(self.schema, self.schema.as_dict(record)), fmt,
+                       ("ETag", etag(record, fmt)), *headers)
+
+
+def _precondition(req: Request, record_id: int) -> Precondition | None:
+    """``If-Match`` and ``If-None-Match`` as the versions they name, for the
+    store to check atomically with the write (RFC 9110 §13.1.1, §13.1.2).
+    If-Match compares strongly: WebOb drops weak tags from it."""
+    has_match = bool(req.environ.get("HTTP_IF_MATCH"))
+    has_none_match = bool(req.environ.get("HTTP_IF_NONE_MATCH"))
+    if not (has_match or has_none_match):
+        return None
+    return Precondition(
+        match=_versions(req.if_match, record_id) if has_match else None,
+        none_match=_versions(req.if_none_match, record_id) if has_none_match else frozenset())
+
+
+def _versions(matcher: Any, record_id: int) -> frozenset[int] | None:
+    """The versions an If-Match / If-None-Match value names; ``None`` for ``*``."""
+    if not hasattr(matcher, "etags"):   # webob's AnyETag: the value was "*"
+        return None
+    versions = (version_in(tag, record_id) for tag in matcher.etags)
+    return frozenset(v for v in versions if v is not None)
+
+
+_DECIMAL = re.compile("[0-9]+")
+
+
+def _query_int(req: Request, name: str, default: int, low: int, high: int) -> int:
+    values = req.GET.getall(name)
+    if not values:
+        return default
+    if len(values) > 1:
+        raise Problem(400, f"The query parameter {name} is given more than once.")
+    value = values[0]
+    # Check the length before int(): a 5,000-digit number is an error to
+    # report, not an int to build.
+    if not (_DECIMAL.fullmatch(value) and len(value) <= 20 and low <= int(value) <= high):
+        raise Problem(400, f"The query parameter {name} must be a whole number "
+                           f"from {low} to {high}.")
+    return int(value)

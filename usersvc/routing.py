@@ -1,0 +1,71 @@
+"""Routes from path templates to resources, and each resource's method map.
+
+A template is a path with ``{name:int}`` parameters: ``/users/{id:int}``.
+An int parameter matches only a canonical decimal (no sign, no leading zero,
+no other digits than 0-9) that fits the stores (``MAX_ID``), so that
+``/users/01``, ``/users/+1``, ``/users/1e3`` and a 30-digit id are simply
+paths that name nothing: 404.
+
+A resource implements ``on_get``, ``on_post``... for the methods it supports;
+the method map is built once, when the route is added, from the fixed list
+``METHODS`` (never from the client's method name). HEAD is answered by GET's
+responder, and the map also makes the ``Allow`` header for OPTIONS and 405.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from .storage import MAX_ID
+
+#: The methods a resource may implement, in the order ``Allow`` lists them.
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+#: Every method the service knows; any other gets 501 Not Implemented.
+KNOWN_METHODS = frozenset(METHODS) | {"HEAD", "OPTIONS"}
+
+_PARAMETER = re.compile(r"\{(\w+):int\}")
+_INT = "[1-9][0-9]{0,18}"
+
+
+class Route:
+    def __init__(self, template: str, resource: Any) -> None:
+        self.template = template
+        self.resource = resource
+        self.pattern = re.compile(_PARAMETER.sub(rf"(?P<\1>{_INT})", template))
+        self.responders: dict[str, Callable[..., Any]] = {
+            m: getattr(resource, "on_" + m.lower())
+            for m in METHODS if hasattr(resource, "on_" + m.lower())
+        }
+        if "GET" in self.responders:
+            self.responders["HEAD"] = self.responders["GET"]  # RFC 9110 §9.3.2
+        allowed = [m for m in METHODS if m in self.responders]
+        if "GET" in allowed:
+            allowed.insert(1, "HEAD")
+        self.allow = ", ".join(allowed + ["OPTIONS"])
+
+    def match(self, path: str) -> dict[str, int] | None:
+        m = self.pattern.fullmatch(path)
+        if m is None:
+            return None
+        params = {k: int(v) for k, v in m.groupdict().items()}
+        if any(v > MAX_ID for v in params.values()):
+            return None
+        return params
+
+
+class Router:
+    def __init__(self) -> None:
+        self.routes: list[Route] = []
+
+    def add(self, template: str, resource: Any) -> Route:
+        route = Route(template, resource)
+        self.routes.append(route)
+        return route
+
+    def match(self, path: str) -> tuple[Route, dict[str, int]] | None:
+        """The route for a path and its parameters, or ``None`` (404)."""
+        for route in self.routes:
+            params = route.match(path)
+            if params is not None:
+                return route, params
+        return None

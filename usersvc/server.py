@@ -1,0 +1,79 @@
+"""The standalone server: command-line options in, a waitress server out.
+
+    python serve.py --port 8080 --storage sqlite:///users.db
+
+It prints one line when it is ready (the URL and the storage), logs errors
+to stderr, and stops cleanly, with exit status 0, on Ctrl-C or SIGTERM.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from typing import Sequence
+
+import waitress
+
+from . import DEFAULT_MAX_BODY_SIZE, DEFAULT_STORAGE, Mount, make_app
+
+#: The server refuses bodies over this many bytes (or 4x --max-body-size, if
+#: larger) before the app sees them; the app's own limit is the real one.
+SERVER_BODY_CAP = 1024 * 1024
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="usersvc", description="Serve the users API.")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    p.add_argument("--port", type=int, default=8080, help="port to listen on; 0 picks a free one (default: %(default)s)")
+    p.add_argument("--storage", default=DEFAULT_STORAGE, metavar="URL",
+                   help="memory://, sqlite://, sqlite:///relative.db or sqlite:////absolute.db (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=4, metavar="N", help="worker threads (default: %(default)s)")
+    p.add_argument("--max-body-size", type=int, default=DEFAULT_MAX_BODY_SIZE, metavar="BYTES",
+                   help="largest request body accepted; larger gets 413 (default: %(default)s)")
+    p.add_argument("--prefix", default="", metavar="PATH", help="serve under this path, e.g. /v1 (default: none)")
+    args = p.parse_args(argv)
+    if args.threads < 1:
+        p.error("--threads must be at least 1")
+    if args.max_body_size < 1:
+        p.error("--max-body-size must be at least 1")
+    if not 0 <= args.port <= 65535:
+        p.error("--port must be from 0 to 65535")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        app = make_app(args.storage, max_body_size=args.max_body_size)
+    except (ValueError, OSError) as e:   # a bad URL, an unwritable file...
+        print(f"usersvc: cannot open storage {args.storage}: {e}", file=sys.stderr)
+        return 2
+    wsgi = Mount(args.prefix, app) if args.prefix.strip("/") else app
+    server = waitress.create_server(
+        wsgi, host=args.host, port=args.port, threads=args.threads,
+        max_request_body_size=max(SERVER_BODY_CAP, 4 * args.max_body_size),
+        ident="usersvc")
+    # waitress stops its loop and its workers on SystemExit; make SIGTERM
+    # (what service managers send) do what Ctrl-C does.
+    signal.signal(signal.SIGTERM, _exit)
+    prefix = "/" + args.prefix.strip("/") if args.prefix.strip("/") else ""
+    host = server.effective_host if ":" not in str(server.effective_host) else f"[{server.effective_host}]"
+    print(f"usersvc serving http://{host}:{server.effective_port}{prefix}/ "
+          f"with storage {args.storage}", flush=True)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        server.close()
+    finally:
+        app.close()
+    return 0
+
+
+def _exit(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

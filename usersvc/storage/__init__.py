@@ -1,0 +1,161 @@
+"""The storage protocol, its records and its errors, and ``open_store(url)``.
+
+Every store keeps the same promises, and ``tests/test_store_contract.py``
+holds each implementation to them:
+
+- ids are assigned by the store, increase with every create and are never
+  reused, not even after a delete;
+- every change to a user gives it a new ``version`` (the ETag is made of it);
+- e-mail uniqueness and preconditions are enforced by the store itself, in
+  the same atomic step as the write, never checked first by the caller.
+
+Errors::
+
+    StoreError
+     +-- NotFound          no record with that id        (HTTP 404)
+     |    +-- UserNotFound
+     +-- Conflict          a unique field is taken       (HTTP 409)
+     |    +-- EmailTaken
+     +-- StaleVersion      a precondition does not hold  (HTTP 412)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+
+__all__ = [
+    "MAX_ID", "User", "Precondition", "UserStore", "open_store",
+    "StoreError", "NotFound", "UserNotFound", "Conflict", "EmailTaken",
+    "StaleVersion",
+]
+
+#: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
+MAX_ID = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    """One stored version of a user."""
+
+    id: int
+    name: str
+    email: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Precondition:
+    """``If-Match`` / ``If-None-Match``, reduced to the versions they name.
+
+    ``match`` is the set of versions a write may replace (``None``: any);
+    ``none_match`` the set it may not (``None``: every version, as ``*`` says).
+    """
+
+    match: frozenset[int] | None = None
+    none_match: frozenset[int] | None = frozenset()
+
+    def allows(self, version: int) -> bool:
+        if self.match is not None and version not in self.match:
+            return False
+        if self.none_match is None or version in self.none_match:
+            return False
+        return True
+
+
+class StoreError(Exception):
+    """Base of the errors a store raises; ``str()`` is a sentence for people."""
+
+
+class NotFound(StoreError):
+    """There is no record with that id (never was, or was deleted)."""
+
+
+class UserNotFound(NotFound):
+    def __init__(self, user_id: int):
+        super().__init__(f"There is no user with id {user_id}.")
+        self.user_id = user_id
+
+
+class Conflict(StoreError):
+    """A field that must be unique already belongs to another record."""
+
+    field: str = ""
+
+
+class EmailTaken(Conflict):
+    field = "email"
+
+    def __init__(self, email: str):
+        super().__init__(f"The e-mail address {email} belongs to another user.")
+        self.email = email
+
+
+class StaleVersion(StoreError):
+    """The record exists, but its version does not satisfy the precondition."""
+
+    def __init__(self, record_id: int):
+        super().__init__(
+            f"The precondition failed: record {record_id} has changed or does not match."
+        )
+        self.record_id = record_id
+
+
+class UserStore(Protocol):
+    """What the HTTP layer needs from a place that keeps users.
+
+    Every method is safe to call from several threads at once. Names and
+    e-mails arrive already validated and trimmed; the store compares e-mails
+    case-insensitively (``str.casefold``).
+    """
+
+    def get(self, user_id: int) -> User:
+        """The user with that id; raises ``UserNotFound``."""
+
+    def list(self, *, after: int = 0, limit: int = 100,
+             email: str | None = None) -> list[User]:
+        """Up to ``limit`` users with ids above ``after``, by id; ``email``
+        keeps only the user with that address (case-insensitive)."""
+
+    def create(self, *, name: str, email: str) -> User:
+        """A new user with a fresh id and version 1; raises ``EmailTaken``."""
+
+    def update(self, user_id: int, *, name: str | None = None,
+               email: str | None = None,
+               precondition: Precondition | None = None) -> User:
+        """Change the given fields (``None``: keep) and the version, atomically
+        with the precondition check; raises ``UserNotFound``, ``StaleVersion``,
+        ``EmailTaken``."""
+
+    def delete(self, user_id: int, *,
+               precondition: Precondition | None = None) -> None:
+        """Remove the user, atomically with the precondition check; raises
+        ``UserNotFound``, ``StaleVersion``."""
+
+    def close(self) -> None:
+        """Release connections and files; the store is unusable afterwards."""
+
+
+def open_store(url: str) -> UserStore:
+    """The store a URL names: ``memory://``, ``sqlite://`` (private, in memory),
+    ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise ValueError(f"not a storage URL: {url!r} (try memory:// or sqlite:///users.db)")
+    if scheme == "memory":
+        if rest:
+            raise ValueError(f"memory:// takes no path: {url!r}")
+        from .memory import MemoryUserStore
+        return MemoryUserStore()
+    if scheme == "sqlite":
+        from .sqlite import SQLiteUserStore
+        if rest == "":
+            return SQLiteUserStore(":memory:")
+        if not rest.startswith("/") or rest == "/":
+            raise ValueError(f"not a SQLite URL: {url!r} (try sqlite:///users.db)")
+        return SQLiteUserStore(rest[1:])
+    raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
+
+
+def email_key(email: str) -> str:
+    """The form e-mails are compared in: case-insensitive, as the contract says."""
+    return email.casefold()

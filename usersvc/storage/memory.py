@@ -1,0 +1,86 @@
+"""MemoryUserStore: users in a dict, for tests and throw-away servers.
+
+Nothing survives the process. One lock makes every method atomic; the
+sorted id index makes a page cost O(log N + limit) rather than a scan.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+
+from sortedcontainers import SortedList
+
+from . import (EmailTaken, Precondition, StaleVersion, User, UserNotFound,
+               email_key)
+
+
+class MemoryUserStore:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users: dict[int, User] = {}
+        self._ids = SortedList()            # the same ids, in order, for paging
+        self._by_email: dict[str, int] = {}  # email_key -> id, for uniqueness
+        self._next_id = itertools.count(1)
+
+    def get(self, user_id: int) -> User:
+        with self._lock:
+            return self._get(user_id)
+
+    def list(self, *, after: int = 0, limit: int = 100,
+             email: str | None = None) -> list[User]:
+        with self._lock:
+            if email is not None:
+                user_id = self._by_email.get(email_key(email))
+                return [self._users[user_id]] if user_id is not None and user_id > after else []
+            ids = self._ids.irange(minimum=after, inclusive=(False, True))
+            return [self._users[i] for i in itertools.islice(ids, limit)]
+
+    def create(self, *, name: str, email: str) -> User:
+        with self._lock:
+            key = email_key(email)
+            if key in self._by_email:
+                raise EmailTaken(email)
+            user = User(next(self._next_id), name, email, 1)
+            self._users[user.id] = user
+            self._ids.add(user.id)
+            self._by_email[key] = user.id
+            return user
+
+    def update(self, user_id: int, *, name: str | None = None,
+               email: str | None = None,
+               precondition: Precondition | None = None) -> User:
+        with self._lock:
+            old = self._checked(user_id, precondition)
+            new = User(user_id, old.name if name is None else name,
+                       old.email if email is None else email, old.version + 1)
+            old_key, new_key = email_key(old.email), email_key(new.email)
+            if new_key != old_key:
+                if new_key in self._by_email:
+                    raise EmailTaken(new.email)
+                del self._by_email[old_key]
+                self._by_email[new_key] = user_id
+            self._users[user_id] = new
+            return new
+
+    def delete(self, user_id: int, *,
+               precondition: Precondition | None = None) -> None:
+        with self._lock:
+            user = self._checked(user_id, precondition)
+            del self._users[user_id]
+            self._ids.remove(user_id)
+            del self._by_email[email_key(user.email)]
+
+    def close(self) -> None:
+        pass
+
+    def _get(self, user_id: int) -> User:
+        try:
+            return self._users[user_id]
+        except KeyError:
+            raise UserNotFound(user_id) from None
+
+    def _checked(self, user_id: int, precondition: Precondition | None) -> User:
+        user = self._get(user_id)
+        if precondition is not None and not precondition.allows(user.version):
+            raise StaleVersion(user_id)
+        return user

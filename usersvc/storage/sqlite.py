@@ -1,0 +1,199 @@
+"""SQLiteUserStore: users in one SQLite file, shared by threads and processes.
+
+- Each thread has its own connection; a private in-memory database
+  (``sqlite://``) has one connection, used under a lock.
+- Writes run in ``BEGIN IMMEDIATE`` transactions: the write lock is taken
+  before the first read, so a precondition check and the write it guards are
+  one atomic step, across threads and across processes.
+- WAL journal (readers never wait for the writer), a busy timeout (writers
+  queue instead of failing), ``synchronous=FULL`` (a commit is on disk when
+  ``create`` returns, so a 201 survives a crash or a power cut).
+- ``id INTEGER PRIMARY KEY AUTOINCREMENT``: SQLite then never hands out an id
+  again, even after the highest one is deleted.
+- The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS[n]``
+  takes a database from version n to n + 1, in one transaction with the
+  version bump.
+"""
+from __future__ import annotations
+
+import sqlite3
+import threading
+import weakref
+from contextlib import contextmanager
+from typing import Iterator, Sequence
+
+from . import (MAX_ID, EmailTaken, Precondition, StaleVersion, User,
+               UserNotFound, email_key)
+
+#: Each entry upgrades the schema by one version: a list of statements.
+MIGRATIONS: list[Sequence[str]] = [
+    # 0 -> 1: the users table.
+    [
+        """CREATE TABLE users (
+               id        INTEGER PRIMARY KEY AUTOINCREMENT,
+               name      TEXT    NOT NULL,
+               email     TEXT    NOT NULL,
+               email_key TEXT    NOT NULL UNIQUE,  -- the case-folded e-mail
+               version   INTEGER NOT NULL
+           )""",
+    ],
+]
+
+COLUMNS = "id, name, email, version"
+SELECT_ONE = f"SELECT {COLUMNS} FROM users WHERE id = ?"
+SELECT_PAGE = f"SELECT {COLUMNS} FROM users WHERE id > ? ORDER BY id LIMIT ?"
+SELECT_BY_EMAIL = f"SELECT {COLUMNS} FROM users WHERE email_key = ? AND id > ?"
+INSERT = "INSERT INTO users (name, email, email_key, version) VALUES (?, ?, ?, 1)"
+UPDATE = "UPDATE users SET name = ?, email = ?, email_key = ?, version = ? WHERE id = ?"
+DELETE = "DELETE FROM users WHERE id = ?"
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer usersvc than this one."""
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that can be weakly referenced, so that closing the store
+    reaches the connections of threads that are still alive, and the
+    connection of a thread that has ended is freed with it."""
+
+
+def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[str]] = MIGRATIONS) -> int:
+    """Bring the schema up to ``len(migrations)``; returns the version found.
+
+    The check and every step run under one write lock, so two processes that
+    open a new file together migrate it once.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        found = db.execute("PRAGMA user_version").fetchone()[0]
+        if found > len(migrations):
+            raise SchemaTooNew(
+                f"the database has schema version {found}; this usersvc knows "
+                f"versions up to {len(migrations)}")
+        for version in range(found, len(migrations)):
+            for statement in migrations[version]:
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {version + 1}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return found
+
+
+class SQLiteUserStore:
+    def __init__(self, path: str, *, busy_timeout: float = 10.0) -> None:
+        self.path = path
+        self._busy_timeout = busy_timeout
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
+        # A private in-memory database lives in one connection, used under
+        # the lock; a file gets a connection per thread.
+        self._one = self._connect() if path == ":memory:" else None
+        with self._session() as db:
+            if self._one is None:
+                db.execute("PRAGMA journal_mode = WAL")
+            migrate(db)
+
+    # -- the protocol ---------------------------------------------------
+
+    def get(self, user_id: int) -> User:
+        with self._session() as db:
+            return self._get(db, user_id)
+
+    def list(self, *, after: int = 0, limit: int = 100,
+             email: str | None = None) -> list[User]:
+        if after >= MAX_ID:
+            return []
+        with self._session() as db:
+            if email is not None:
+                rows = db.execute(SELECT_BY_EMAIL, (email_key(email), after))
+            else:
+                rows = db.execute(SELECT_PAGE, (after, limit))
+            return [User(*row) for row in rows]
+
+    def create(self, *, name: str, email: str) -> User:
+        with self._transaction() as db:
+            try:
+                cursor = db.execute(INSERT, (name, email, email_key(email)))
+            except sqlite3.IntegrityError:
+                raise EmailTaken(email) from None
+            return User(cursor.lastrowid, name, email, 1)
+
+    def update(self, user_id: int, *, name: str | None = None,
+               email: str | None = None,
+               precondition: Precondition | None = None) -> User:
+        with self._transaction() as db:
+            old = self._checked(db, user_id, precondition)
+            new = User(user_id, old.name if name is None else name,
+                       old.email if email is None else email, old.version + 1)
+            try:
+                db.execute(UPDATE, (new.name, new.email, email_key(new.email),
+                                    new.version, user_id))
+            except sqlite3.IntegrityError:
+                raise EmailTaken(new.email) from None
+            return new
+
+    def delete(self, user_id: int, *,
+               precondition: Precondition | None = None) -> None:
+        with self._transaction() as db:
+            self._checked(db, user_id, precondition)
+            db.execute(DELETE, (user_id,))
+
+    def close(self) -> None:
+        with self._lock:
+            for db in list(self._connections):
+                db.close()
+            self._connections.clear()
+
+    # -- connections and transactions -----------------------------------
+
+    def _connect(self) -> _Connection:
+        db = sqlite3.connect(self.path, timeout=self._busy_timeout,
+                             isolation_level=None, check_same_thread=False,
+                             factory=_Connection)
+        db.execute("PRAGMA synchronous = FULL")
+        with self._lock:
+            self._connections.add(db)
+        return db
+
+    @contextmanager
+    def _session(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, or the in-memory database's one, held."""
+        if self._one is not None:
+            with self._lock:
+                yield self._one
+            return
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = self._connect()
+        yield db
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
+        with self._session() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    # -- helpers --------------------------------------------------------
+
+    def _get(self, db: sqlite3.Connection, user_id: int) -> User:
+        row = db.execute(SELECT_ONE, (user_id,)).fetchone() if 0 < user_id <= MAX_ID else None
+        if row is None:
+            raise UserNotFound(user_id)
+        return User(*row)
+
+    def _checked(self, db: sqlite3.Connection, user_id: int,
+                 precondition: Precondition | None) -> User:
+        user = self._get(db, user_id)
+        if precondition is not None and not precondition.allows(user.version):
+            raise StaleVersion(user_id)
+        return user

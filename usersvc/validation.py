@@ -1,0 +1,165 @@
+"""What a valid record is: ``Schema`` and the field rules, ``USER`` among them.
+
+A schema checks a whole request document and collects every problem it
+finds (``Invalid``), rather than stopping at the first, so that a client can
+fix its request in one go. Rules take the value as decoded (JSON types, or
+text from XML) and return it cleaned (trimmed), or raise ``FieldError``.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any, Callable, Iterable, Mapping
+
+Rule = Callable[[Any], Any]
+
+
+class FieldError(ValueError):
+    """One field's value breaks a rule; ``str()`` completes "<field> ..."."""
+
+
+class Invalid(Exception):
+    """A document is well-formed but not a valid record (HTTP 422).
+
+    ``errors`` holds ``(pointer, detail)`` pairs, one per problem, with an
+    RFC 6901 JSON Pointer to the member at fault.
+    """
+
+    def __init__(self, detail: str, errors: Iterable[tuple[str, str]] = ()):
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = list(errors)
+
+
+def pointer(*names: str) -> str:
+    """The JSON Pointer (RFC 6901 §3) to a member: ``~`` and ``/`` escaped."""
+    return "".join("/" + n.replace("~", "~0").replace("/", "~1") for n in names)
+
+
+# -- rules ---------------------------------------------------------------
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise FieldError("must be a string")
+    if any(_unencodable(c) for c in value):
+        raise FieldError("must be Unicode text (no surrogates or non-characters)")
+    return value.strip()
+
+
+def _unencodable(c: str) -> bool:
+    # Lone surrogates (from JSON "\ud800" escapes) cannot be stored or sent as
+    # UTF-8, and U+FFFE/U+FFFF cannot be written in XML 1.0 (§2.2).
+    return "\ud800" <= c <= "\udfff" or c in "\ufffe\uffff"
+
+
+def text(max_length: int) -> Rule:
+    """A required string: trimmed, 1 to ``max_length`` code points, and no
+    control characters (Unicode category Cc) inside."""
+    def rule(value: Any) -> str:
+        value = _string(value)
+        if not value:
+            raise FieldError("must not be empty")
+        if len(value) > max_length:
+            raise FieldError(f"must be at most {max_length} characters long")
+        if any(unicodedata.category(c) == "Cc" for c in value):
+            raise FieldError("must not contain control characters")
+        return value
+    return rule
+
+
+# The "valid e-mail address" of the WHATWG HTML standard, §4.10.5.1.5
+# (<input type=email>): deliberately simpler than RFC 5322, and ASCII only.
+_EMAIL = re.compile(
+    r"[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+"
+    r"@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
+    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
+)
+EMAIL_MAX_LENGTH = 254
+
+
+def email(value: Any) -> str:
+    """A required e-mail address: trimmed, at most 254 characters, and valid
+    as the WHATWG HTML standard defines it for ``<input type=email>``."""
+    value = _string(value)
+    if len(value) > EMAIL_MAX_LENGTH:
+        raise FieldError(f"must be at most {EMAIL_MAX_LENGTH} characters long")
+    if not _EMAIL.fullmatch(value):
+        raise FieldError("is not a valid e-mail address")
+    return value
+
+
+# -- schemas -------------------------------------------------------------
+
+class Schema:
+    """A kind of record: its names, its fields' rules, its list filters.
+
+    ``id`` is every record's first field: assigned by the store, read-only.
+    ``fields`` maps each other field, in representation order, to its rule.
+    """
+
+    def __init__(self, name: str, plural: str, fields: Mapping[str, Rule],
+                 *, filters: Iterable[str] = ()) -> None:
+        self.name = name
+        self.plural = plural
+        self.fields = dict(fields)
+        self.field_names = ("id", *self.fields)
+        self.filters = tuple(filters)
+
+    def as_dict(self, record: Any) -> dict[str, Any]:
+        """The record's representation, field by field."""
+        return {f: getattr(record, f) for f in self.field_names}
+
+    def for_create(self, document: Any) -> dict[str, Any]:
+        """The fields of a new record: all required, no ``id``."""
+        return self._check(document, record_id=None, partial=False)
+
+    def for_replace(self, document: Any, record_id: int) -> dict[str, Any]:
+        """The fields of a full replacement: all required; ``id`` only if it
+        is the record's own."""
+        return self._check(document, record_id, partial=False)
+
+    def for_patch(self, document: Any, record_id: int) -> dict[str, Any]:
+        """The fields a JSON Merge Patch (RFC 7396) changes: any subset; a
+        ``null`` would remove a field, and every field is required."""
+        return self._check(document, record_id, partial=True)
+
+    def _check(self, document: Any, record_id: int | None,
+               partial: bool) -> dict[str, Any]:
+        if not isinstance(document, dict):
+            raise Invalid(f"The body must be a {self.name} object.",
+                          [("", f"must be a {self.name} object")])
+        errors: list[tuple[str, str]] = []
+        cleaned: dict[str, Any] = {}
+        for key, value in document.items():
+            if key == "id":
+                problem = self._id_problem(value, record_id)
+                if problem:
+                    errors.append((pointer(key), problem))
+            elif key not in self.fields:
+                errors.append((pointer(key), f"is not a field of a {self.name}"))
+            elif value is None and partial:
+                errors.append((pointer(key), "is required and cannot be removed"))
+            else:
+                try:
+                    cleaned[key] = self.fields[key](value)
+                except FieldError as e:
+                    errors.append((pointer(key), str(e)))
+        if not partial:
+            errors += [(pointer(f), "is required") for f in self.fields
+                       if f not in document]
+        if errors:
+            n = len(errors)
+            raise Invalid(f"The {self.name} has {n} invalid field{'s' * (n != 1)}.",
+                          errors)
+        return cleaned
+
+    def _id_problem(self, value: Any, record_id: int | None) -> str | None:
+        if record_id is None:
+            return "is assigned by the service and cannot be sent"
+        if type(value) is not int or value != record_id:
+            return f"must be {record_id}, the id in the path, if it is sent"
+        return None
+
+
+USER = Schema("user", "users", {"name": text(200), "email": email},
+              filters=("email",))
