@@ -34,6 +34,8 @@ DEFAULT_MAX_BODY_SIZE = 64 * 1024
 
 # Methods whose response carries a representation, so Accept matters.
 _NEGOTIATED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH"})
+# Methods whose request carries a body the service reads.
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 
 
 class App:
@@ -93,19 +95,27 @@ class App:
         return responder(req, fmt, **params)
 
     def _bound_body(self, req: Request) -> None:
-        """413 for a body over the limit, judged by Content-Length before
+        """413 for a body over the limit: judged by Content-Length before
         anything is read, or, for a body of unknown length (chunked), by
-        reading at most one byte more than the limit."""
+        reading at most one byte more than the limit. The body of a method
+        that takes one is then read here, once, so ``req.body`` is safe."""
         limit = self.max_body_size
         length = req.content_length
-        if length is None and req.is_body_readable:
-            body = req.body_file_raw.read(limit + 1)
-            length = len(body)
-            if length <= limit:
-                req.body = body
         if length is not None and length > limit:
-            raise Problem(413, f"The request body is over the limit of {limit} bytes.",
-                          max_body_size=limit)
+            raise self._too_large()
+        if req.method not in _WITH_BODY:
+            return
+        body = b""
+        if req.is_body_readable:
+            body = req.body_file_raw.read(limit + 1 if length is None else length)
+            if len(body) > limit:
+                raise self._too_large()
+        req.body = body
+
+    def _too_large(self) -> Problem:
+        return Problem(413, f"The request body is over the limit of "
+                            f"{self.max_body_size} bytes.",
+                       max_body_size=self.max_body_size)
 
     def _options(self, route: Any) -> Response:
         headers = [("Allow", route.allow)]

@@ -1,0 +1,107 @@
+"""Fixtures: every store the project has, an app over each, and a client.
+
+A new store joins every contract and API test by adding one entry to
+``STORES``.
+"""
+from __future__ import annotations
+
+import json
+import wsgiref.validate
+from typing import Any
+
+import pytest
+from webob import Request, Response
+
+from usersvc import make_app
+from usersvc.storage import open_store
+
+STORES = [
+    pytest.param("memory://", id="memory"),
+    pytest.param("sqlite://", id="sqlite-memory"),
+    pytest.param("sqlite:///{tmp}/users.db", id="sqlite-file"),
+]
+
+
+@pytest.fixture(params=STORES)
+def store_url(request, tmp_path) -> str:
+    return request.param.format(tmp=tmp_path)
+
+
+@pytest.fixture
+def store(store_url):
+    store = open_store(store_url)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def app(store):
+    return make_app(store)
+
+
+@pytest.fixture
+def client(app) -> "Client":
+    return Client(app)
+
+
+class Client:
+    """Requests through the WSGI app, checked by ``wsgiref.validate`` on the
+    way in and out, as a WSGI server would call it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.checked = wsgiref.validate.validator(app)
+
+    def request(self, method: str, path: str, *, json_body: Any = None,
+                body: bytes | str | None = None, content_type: str | None = None,
+                headers: dict[str, str] | None = None) -> Response:
+        req = Request.blank(path, method=method)
+        if json_body is not None:
+            body = json.dumps(json_body)
+            content_type = content_type or "application/json"
+        if body is not None:
+            req.body = body.encode() if isinstance(body, str) else body
+        if content_type is not None:
+            req.content_type = content_type
+        for name, value in (headers or {}).items():
+            req.headers[name] = value
+        response = req.get_response(self.checked)
+        response.body  # read it whole, closing the app's iterator for the validator
+        return response
+
+    def get(self, path: str, **kw: Any) -> Response:
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, **kw: Any) -> Response:
+        return self.request("POST", path, **kw)
+
+    def put(self, path: str, **kw: Any) -> Response:
+        return self.request("PUT", path, **kw)
+
+    def patch(self, path: str, **kw: Any) -> Response:
+        return self.request("PATCH", path, **kw)
+
+    def delete(self, path: str, **kw: Any) -> Response:
+        return self.request("DELETE", path, **kw)
+
+    def create(self, name: str = "Ada Lovelace", email: str = "ada@example.org") -> dict:
+        """Create a user and return its JSON, failing the test if it cannot."""
+        response = self.post("/users", json_body={"name": name, "email": email})
+        assert response.status_code == 201, response.text
+        return response.json
+
+
+def problem(response: Response, status: int) -> dict:
+    """Assert that a response is a JSON problem document of this status."""
+    assert response.status_code == status, response.text
+    assert response.content_type == "application/problem+json"
+    body = response.json
+    assert body["status"] == status
+    assert body["type"] == "about:blank"
+    assert body["title"] and body["detail"]
+    return body
+
+
+def snapshot(client: Client) -> list[dict]:
+    """Every user, for asserting that a failed request changed nothing."""
+    return client.get("/users?limit=1000").json

@@ -1,0 +1,414 @@
+"""CONTRACT.md, "Endpoints" and "The user resource": each row, through the app."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import problem, snapshot
+
+ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
+
+
+# -- POST /users ---------------------------------------------------------
+
+def test_create_answers_201_with_the_user_its_location_and_etag(client):
+    response = client.post("/users", json_body=ADA)
+    assert response.status_code == 201
+    assert response.json == {"id": 1, **ADA}
+    assert response.headers["Location"] == "http://localhost/users/1"
+    assert response.headers["ETag"] == client.get("/users/1").headers["ETag"]
+    assert response.headers["Vary"] == "Accept"
+
+
+def test_create_assigns_increasing_ids_never_reused_after_delete(client):
+    first = client.create(email="a@example.org")["id"]
+    second = client.create(email="b@example.org")["id"]
+    client.delete(f"/users/{second}")
+    third = client.create(email="c@example.org")["id"]
+    assert first < second < third
+
+
+def test_create_trims_name_and_email(client):
+    response = client.post("/users", json_body={"name": "  Ada Lovelace \t", "email": " ada@example.org\n"})
+    assert response.json == {"id": 1, **ADA}
+
+
+def test_create_keeps_the_email_as_sent(client):
+    assert client.create(email="Ada@Example.ORG")["email"] == "Ada@Example.ORG"
+
+
+def test_create_with_an_id_is_422(client):
+    body = problem(client.post("/users", json_body={"id": 7, **ADA}), 422)
+    assert body["errors"] == [{"pointer": "/id",
+                               "detail": "is assigned by the service and cannot be sent"}]
+    assert snapshot(client) == []
+
+
+def test_create_with_an_unknown_field_is_422_naming_it(client):
+    body = problem(client.post("/users", json_body={**ADA, "nickname": "A"}), 422)
+    assert body["errors"] == [{"pointer": "/nickname", "detail": "is not a field of a user"}]
+
+
+def test_create_reports_every_invalid_field_at_once(client):
+    body = problem(client.post("/users", json_body={"name": "", "email": "nope", "x": 1}), 422)
+    assert [e["pointer"] for e in body["errors"]] == ["/name", "/email", "/x"]
+    assert body["detail"] == "The user has 3 invalid fields."
+
+
+def test_create_without_required_fields_is_422(client):
+    body = problem(client.post("/users", json_body={}), 422)
+    assert body["errors"] == [{"pointer": "/name", "detail": "is required"},
+                              {"pointer": "/email", "detail": "is required"}]
+
+
+@pytest.mark.parametrize("document", [
+    {"name": 5, "email": "ada@example.org"},
+    {"name": "Ada", "email": None},
+    {"name": ["Ada"], "email": "ada@example.org"},
+    {"name": True, "email": "ada@example.org"},
+    {"name": "Ada", "email": {"local": "ada"}},
+])
+def test_create_with_a_field_of_the_wrong_type_is_422(client, document):
+    body = problem(client.post("/users", json_body=document), 422)
+    assert body["errors"][0]["detail"] == "must be a string"
+
+
+def test_create_with_a_taken_email_in_other_case_is_409(client):
+    client.create()
+    body = problem(client.post("/users", json_body={"name": "B", "email": "ADA@EXAMPLE.ORG"}), 409)
+    assert body["errors"] == [{"pointer": "/email", "detail": "is already taken"}]
+    assert len(snapshot(client)) == 1
+
+
+@pytest.mark.parametrize("body", ["[]", '"Ada"', "1", "null"])
+def test_create_with_a_body_that_is_not_an_object_is_422(client, body):
+    problem(client.post("/users", body=body, content_type="application/json"), 422)
+
+
+def test_create_without_a_body_is_400(client):
+    problem(client.post("/users", body=b"", content_type="application/json"), 400)
+
+
+# -- GET /users/{id} -----------------------------------------------------
+
+def test_get_answers_the_user_with_etag_and_no_cache(client):
+    client.create()
+    response = client.get("/users/1")
+    assert response.status_code == 200
+    assert response.json == {"id": 1, **ADA}
+    assert response.headers["ETag"].startswith('"')
+    assert response.headers["Cache-Control"] == "no-cache"
+    assert response.headers["Vary"] == "Accept"
+
+
+def test_get_of_a_missing_user_is_404(client):
+    problem(client.get("/users/1"), 404)
+
+
+def test_if_none_match_with_the_current_etag_is_304_with_the_same_headers(client):
+    client.create()
+    tag = client.get("/users/1").headers["ETag"]
+    response = client.get("/users/1", headers={"If-None-Match": tag})
+    assert response.status_code == 304
+    assert response.body == b""
+    assert response.headers["ETag"] == tag
+    assert response.headers["Cache-Control"] == "no-cache"
+    assert response.headers["Vary"] == "Accept"
+
+
+def test_if_none_match_compares_weakly_and_takes_lists_and_star(client):
+    client.create()
+    tag = client.get("/users/1").headers["ETag"]
+    for header in [f"W/{tag}", f'"nope", {tag}', "*"]:
+        assert client.get("/users/1", headers={"If-None-Match": header}).status_code == 304
+
+
+def test_if_none_match_with_an_old_etag_is_200(client):
+    client.create()
+    tag = client.get("/users/1").headers["ETag"]
+    client.patch("/users/1", json_body={"name": "Ada K"})
+    assert client.get("/users/1", headers={"If-None-Match": tag}).status_code == 200
+
+
+def test_etag_changes_on_every_change_and_differs_by_format(client):
+    created = client.post("/users", json_body=ADA).headers["ETag"]
+    replaced = client.put("/users/1", json_body=ADA).headers["ETag"]
+    patched = client.patch("/users/1", json_body={}).headers["ETag"]
+    assert len({created, replaced, patched}) == 3
+    xml = client.get("/users/1", headers={"Accept": "application/xml"}).headers["ETag"]
+    assert xml != patched and not xml.startswith("W/")
+
+
+# -- GET /users ----------------------------------------------------------
+
+def test_list_is_a_bare_array_sorted_by_id(client):
+    for i in range(3):
+        client.create(email=f"u{i}@example.org")
+    response = client.get("/users")
+    assert response.status_code == 200
+    assert [u["id"] for u in response.json] == [1, 2, 3]
+    assert response.headers["Cache-Control"] == "no-cache"
+    assert "Link" not in response.headers
+
+
+def test_list_of_nothing_is_an_empty_array(client):
+    assert client.get("/users").json == []
+
+
+def test_list_pages_follow_the_link_header_to_the_end(client):
+    for i in range(5):
+        client.create(email=f"u{i}@example.org")
+    seen, url, pages = [], "/users?limit=2", 0
+    while url:
+        response = client.get(url)
+        pages += 1
+        seen += [u["id"] for u in response.json]
+        link = response.headers.get("Link")
+        url = link[link.index("<") + 1:link.index(">")].replace("http://localhost", "") if link else None
+    assert seen == [1, 2, 3, 4, 5]
+    assert pages == 3
+
+
+def test_link_appears_only_when_the_page_is_full(client):
+    for i in range(3):
+        client.create(email=f"u{i}@example.org")
+    assert client.get("/users?limit=3").headers["Link"] == \
+        '<http://localhost/users?after=3&limit=3>; rel="next"'
+    assert "Link" not in client.get("/users?limit=4").headers
+
+
+def test_link_keeps_other_query_parameters(client):
+    client.create()
+    link = client.get("/users?email=ADA%40example.org&limit=1&x=y").headers["Link"]
+    assert link == '<http://localhost/users?email=ADA%40example.org&x=y&after=1&limit=1>; rel="next"'
+
+
+def test_after_gives_only_larger_ids(client):
+    for i in range(4):
+        client.create(email=f"u{i}@example.org")
+    assert [u["id"] for u in client.get("/users?after=2").json] == [3, 4]
+
+
+def test_default_limit_is_100_and_1000_is_allowed(client, store):
+    for i in range(101):
+        store.create(name="U", email=f"u{i}@example.org")
+    assert len(client.get("/users").json) == 100
+    assert len(client.get("/users?limit=1000").json) == 101
+
+
+def test_email_filter_is_exact_and_case_insensitive(client):
+    client.create()
+    client.create(email="adam@example.org")
+    assert [u["id"] for u in client.get("/users?email=ADA@example.org").json] == [1]
+    assert client.get("/users?email=ada@example").json == []
+    assert client.get("/users?email=ada%25").json == []   # no wildcards
+    assert client.get("/users?email=*").json == []
+
+
+@pytest.mark.parametrize("query", [
+    "limit=0", "limit=1001", "limit=", "limit=-1", "limit=1.5", "limit=+5",
+    "limit=%201", "limit=1e2", "limit=%D9%A1", "limit=1_0", "limit=ten",
+    "after=-1", "after=", "after=x", "after=9223372036854775808",
+    "after=" + "9" * 50000, "limit=1&limit=2",
+])
+def test_bad_paging_parameters_are_400(client, query):
+    detail = problem(client.get("/users?" + query), 400)["detail"]
+    assert query.split("=")[0] in detail
+
+
+def test_unknown_query_parameters_are_ignored(client):
+    client.create()
+    assert len(client.get("/users?sort=name&page=3").json) == 1
+
+
+# -- PUT /users/{id} -----------------------------------------------------
+
+def test_put_replaces_the_user(client):
+    client.create()
+    response = client.put("/users/1", json_body={"name": "Ada King", "email": "king@example.org"})
+    assert response.status_code == 200
+    assert response.json == {"id": 1, "name": "Ada King", "email": "king@example.org"}
+    assert client.get("/users/1").json == response.json
+    assert response.headers["ETag"] == client.get("/users/1").headers["ETag"]
+
+
+def test_put_needs_every_field(client):
+    client.create()
+    body = problem(client.put("/users/1", json_body={"name": "Ada"}), 422)
+    assert body["errors"] == [{"pointer": "/email", "detail": "is required"}]
+
+
+def test_put_may_carry_the_same_id_but_no_other(client):
+    client.create()
+    assert client.put("/users/1", json_body={"id": 1, **ADA}).status_code == 200
+    body = problem(client.put("/users/1", json_body={"id": 2, **ADA}), 422)
+    assert body["errors"][0]["pointer"] == "/id"
+    problem(client.put("/users/1", json_body={"id": "1", **ADA}), 422)
+
+
+def test_put_of_a_missing_user_is_404_not_an_upsert(client):
+    problem(client.put("/users/5", json_body=ADA), 404)
+    assert snapshot(client) == []
+
+
+def test_put_to_an_email_of_another_user_is_409(client):
+    client.create()
+    client.create(email="bob@example.org")
+    problem(client.put("/users/2", json_body={"name": "Bob", "email": "Ada@example.org"}), 409)
+    assert client.get("/users/2").json["email"] == "bob@example.org"
+
+
+def test_put_may_change_the_case_of_its_own_email(client):
+    client.create()
+    response = client.put("/users/1", json_body={"name": "Ada", "email": "ADA@example.org"})
+    assert response.json["email"] == "ADA@example.org"
+
+
+# -- PATCH /users/{id} ---------------------------------------------------
+
+def test_patch_merges_the_fields_sent(client):
+    client.create()
+    response = client.patch("/users/1", json_body={"name": "Ada King"})
+    assert response.status_code == 200
+    assert response.json == {"id": 1, "name": "Ada King", "email": ADA["email"]}
+    assert response.headers["ETag"] == client.get("/users/1").headers["ETag"]
+
+
+@pytest.mark.parametrize("content_type", ["application/merge-patch+json", "application/json"])
+def test_patch_reads_merge_patch_and_json(client, content_type):
+    client.create()
+    response = client.patch("/users/1", body='{"email": "k@example.org"}', content_type=content_type)
+    assert response.json["email"] == "k@example.org"
+
+
+def test_patch_reads_a_partial_xml_user(client):
+    client.create()
+    response = client.patch("/users/1", body="<user><name>Ada K</name></user>",
+                            content_type="application/xml")
+    assert response.json == {"id": 1, "name": "Ada K", "email": ADA["email"]}
+
+
+def test_patch_with_null_for_a_required_field_is_422(client):
+    client.create()
+    body = problem(client.patch("/users/1", json_body={"name": None}), 422)
+    assert body["errors"] == [{"pointer": "/name", "detail": "is required and cannot be removed"}]
+    assert client.get("/users/1").json["name"] == ADA["name"]
+
+
+def test_patch_refuses_json_patch_documents(client):
+    client.create()
+    response = client.patch("/users/1", body='[{"op": "remove", "path": "/name"}]',
+                            content_type="application/json-patch+json")
+    problem(response, 415)
+    assert "application/merge-patch+json" in response.headers["Accept-Patch"]
+
+
+def test_patch_of_a_missing_user_is_404(client):
+    problem(client.patch("/users/9", json_body={"name": "X"}), 404)
+
+
+def test_patch_to_a_taken_email_is_409(client):
+    client.create()
+    client.create(email="bob@example.org")
+    problem(client.patch("/users/1", json_body={"email": "BOB@example.org"}), 409)
+
+
+def test_patch_with_a_wrong_id_is_422(client):
+    client.create()
+    problem(client.patch("/users/1", json_body={"id": 3}), 422)
+
+
+# -- DELETE /users/{id} --------------------------------------------------
+
+def test_delete_is_204_then_404(client):
+    client.create()
+    response = client.delete("/users/1")
+    assert response.status_code == 204
+    assert response.body == b""
+    assert "Content-Type" not in response.headers
+    problem(client.get("/users/1"), 404)
+    problem(client.delete("/users/1"), 404)
+
+
+# -- If-Match ------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["put", "patch", "delete"])
+def test_if_match_with_the_current_etag_succeeds(client, method):
+    client.create()
+    tag = client.get("/users/1").headers["ETag"]
+    kw = {} if method == "delete" else {"json_body": ADA}
+    response = getattr(client, method)("/users/1", headers={"If-Match": tag}, **kw)
+    assert response.status_code in (200, 204)
+
+
+@pytest.mark.parametrize("method", ["put", "patch", "delete"])
+def test_if_match_with_a_stale_etag_is_412_and_changes_nothing(client, method):
+    client.create()
+    stale = client.get("/users/1").headers["ETag"]
+    client.patch("/users/1", json_body={"name": "Ada K"})
+    before = snapshot(client)
+    kw = {} if method == "delete" else {"json_body": ADA}
+    problem(getattr(client, method)("/users/1", headers={"If-Match": stale}, **kw), 412)
+    assert snapshot(client) == before
+
+
+def test_if_match_takes_a_list_and_star(client):
+    client.create()
+    tag = client.get("/users/1").headers["ETag"]
+    assert client.patch("/users/1", json_body={}, headers={"If-Match": f'"x", {tag}'}).status_code == 200
+    assert client.patch("/users/1", json_body={}, headers={"If-Match": "*"}).status_code == 200
+
+
+def test_if_match_compares_strongly(client):
+    client.create()
+    tag = client.get("/users/1").headers["ETag"]
+    problem(client.patch("/users/1", json_body={}, headers={"If-Match": "W/" + tag}), 412)
+
+
+def test_if_match_accepts_the_etag_of_either_format(client):
+    client.create()
+    xml_tag = client.get("/users/1", headers={"Accept": "text/xml"}).headers["ETag"]
+    assert client.patch("/users/1", json_body={}, headers={"If-Match": xml_tag}).status_code == 200
+
+
+def test_if_match_with_another_users_etag_is_412(client):
+    client.create()
+    client.create(email="bob@example.org")
+    tag_of_1 = client.get("/users/1").headers["ETag"]
+    problem(client.delete("/users/2", headers={"If-Match": tag_of_1}), 412)
+
+
+def test_if_match_on_a_missing_user_is_404(client):
+    problem(client.delete("/users/3", headers={"If-Match": "*"}), 404)
+
+
+def test_if_none_match_star_on_put_is_412(client):
+    client.create()
+    problem(client.put("/users/1", json_body=ADA, headers={"If-None-Match": "*"}), 412)
+
+
+# -- HEAD and OPTIONS ----------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/users", "/users/1", "/users?limit=1"])
+def test_head_is_get_without_the_body(client, path):
+    client.create()
+    get, head = client.get(path), client.request("HEAD", path)
+    assert head.status_code == 200
+    assert head.body == b""
+    assert head.headers["Content-Length"] == get.headers["Content-Length"]
+    for name in ("Content-Type", "ETag", "Link", "Cache-Control", "Vary"):
+        assert head.headers.get(name) == get.headers.get(name)
+
+
+def test_options_on_the_collection(client):
+    response = client.request("OPTIONS", "/users")
+    assert response.status_code == 204
+    assert response.headers["Allow"] == "GET, HEAD, POST, OPTIONS"
+    assert "application/json" in response.headers["Accept-Post"]
+    assert "application/xml" in response.headers["Accept-Post"]
+
+
+def test_options_on_a_user(client):
+    response = client.request("OPTIONS", "/users/1")
+    assert response.status_code == 204
+    assert response.headers["Allow"] == "GET, HEAD, PUT, PATCH, DELETE, OPTIONS"
+    assert "application/merge-patch+json" in response.headers["Accept-Patch"]
