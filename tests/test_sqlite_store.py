@@ -1,0 +1,181 @@
+"""CONTRACT.md, "Storage", for SQLite: journal, durability settings, schema
+versions and migrations, query plans, and races between processes."""
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+
+import pytest
+
+from usersvc.storage import EmailTaken, Precondition, StaleVersion, User, open_store
+from usersvc.storage.sqlite import (MIGRATIONS, SELECT_BY_EMAIL, SELECT_ONE,
+                                    SELECT_PAGE, SQLiteUserStore, SchemaTooNew,
+                                    migrate)
+
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "users.db")
+
+
+@pytest.fixture
+def store(path):
+    store = SQLiteUserStore(path)
+    yield store
+    store.close()
+
+
+def pragma(path, name):
+    with sqlite3.connect(path) as db:
+        return db.execute(f"PRAGMA {name}").fetchone()[0]
+
+
+def test_the_file_is_in_wal_mode(store, path):
+    assert pragma(path, "journal_mode") == "wal"
+
+
+def test_connections_wait_for_locks_and_sync_every_commit(store):
+    with store._session() as db:
+        assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
+        assert db.execute("PRAGMA synchronous").fetchone()[0] == 2   # FULL
+
+
+def test_a_new_file_gets_the_current_schema_version(store, path):
+    assert pragma(path, "user_version") == len(MIGRATIONS) == 1
+
+
+def test_urls_name_files_relative_and_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    relative = open_store("sqlite:///rel.db")
+    absolute = open_store(f"sqlite:///{tmp_path}/abs.db")
+    relative.create(name="A", email="a@example.org")
+    absolute.create(name="A", email="a@example.org")
+    relative.close(), absolute.close()
+    assert (tmp_path / "rel.db").exists() and (tmp_path / "abs.db").exists()
+
+
+def test_users_and_the_id_sequence_survive_a_reopen(path):
+    first = SQLiteUserStore(path)
+    ids = [first.create(name="U", email=f"u{i}@example.org").id for i in range(3)]
+    first.delete(ids[-1])
+    first.close()
+    second = SQLiteUserStore(path)
+    assert [u.id for u in second.list()] == ids[:2]
+    assert second.create(name="U", email="v@example.org").id == ids[-1] + 1
+    second.close()
+
+
+def test_reopening_does_not_migrate_again(path):
+    SQLiteUserStore(path).close()
+    with sqlite3.connect(path, isolation_level=None) as db:
+        assert migrate(db) == len(MIGRATIONS)
+
+
+def test_migrations_run_from_every_earlier_version(tmp_path):
+    steps = [["CREATE TABLE t (a)"], ["ALTER TABLE t ADD COLUMN b"], ["CREATE INDEX t_b ON t (b)"]]
+    for start in range(len(steps)):
+        db = sqlite3.connect(tmp_path / f"from{start}.db", isolation_level=None)
+        migrate(db, steps[:start])                  # a database left at `start`
+        assert migrate(db, steps) == start          # brought up from there
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert [c[1] for c in db.execute("PRAGMA table_info(t)")] == ["a", "b"]
+        db.close()
+
+
+def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path):
+    db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    migrate(db, [["CREATE TABLE t (a)"]])
+    with pytest.raises(sqlite3.OperationalError):
+        migrate(db, [["CREATE TABLE t (a)"], ["CREATE TABLE u (a)"], ["NOT SQL"]])
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'u'").fetchone()[0] == 0
+
+
+def test_a_database_from_a_newer_version_is_refused(path):
+    SQLiteUserStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    with pytest.raises(SchemaTooNew):
+        SQLiteUserStore(path)
+
+
+@pytest.mark.parametrize("query, params, index", [
+    (SELECT_ONE, (5,), "USING INTEGER PRIMARY KEY (rowid=?)"),
+    (SELECT_PAGE, (5, 100), "USING INTEGER PRIMARY KEY (rowid>?)"),
+    (SELECT_BY_EMAIL, ("a@example.org", 0), "USING INDEX sqlite_autoindex_users_1 (email_key=?)"),
+])
+def test_reads_search_an_index_and_never_scan(store, path, query, params, index):
+    for i in range(50):
+        store.create(name="U", email=f"u{i}@example.org")
+    with sqlite3.connect(path) as db:
+        db.execute("ANALYZE")
+        plan = " ".join(row[-1] for row in db.execute("EXPLAIN QUERY PLAN " + query, params))
+    assert plan.startswith("SEARCH users ") and index in plan, plan
+    assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
+
+
+def test_closing_closes_every_threads_connection(store):
+    import threading
+    threading.Thread(target=store.list).start()
+    store.list()
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.list()
+
+
+# -- two processes on one file ---------------------------------------------
+
+def _create_in_process(path, barrier, i, results):
+    store = SQLiteUserStore(path)
+    barrier.wait()
+    try:
+        results.put(("created", store.create(name=f"P{i}", email="same@example.org").id))
+    except EmailTaken:
+        results.put(("taken", None))
+    store.close()
+
+
+def _update_in_process(path, barrier, i, version, results):
+    store = SQLiteUserStore(path)
+    barrier.wait()
+    try:
+        store.update(1, name=f"P{i}", precondition=Precondition(match=frozenset({version})))
+        results.put(("updated", i))
+    except StaleVersion:
+        results.put(("stale", i))
+    store.close()
+
+
+def _race_processes(target, args_of, n=4):
+    """Start n processes that each open the file and then wait on one
+    barrier, so their writes collide; return what each reported."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(n), ctx.Queue()
+    processes = [ctx.Process(target=target, args=args_of(i, barrier, results))
+                 for i in range(n)]
+    for p in processes:
+        p.start()
+    outcomes = [results.get(timeout=60) for _ in processes]
+    for p in processes:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    return outcomes
+
+
+def test_the_same_email_raced_from_processes_is_created_once(path):
+    SQLiteUserStore(path).close()
+    outcomes = _race_processes(_create_in_process, lambda i, b, q: (path, b, i, q))
+    assert sorted(kind for kind, _ in outcomes) == ["created", "taken", "taken", "taken"]
+    store = SQLiteUserStore(path)
+    assert len(store.list()) == 1
+    store.close()
+
+
+def test_the_same_precondition_raced_from_processes_wins_once(path):
+    store = SQLiteUserStore(path)
+    user = store.create(name="Ada", email="ada@example.org")
+    outcomes = _race_processes(_update_in_process, lambda i, b, q: (path, b, i, user.version, q))
+    winners = [i for kind, i in outcomes if kind == "updated"]
+    assert len(winners) == 1
+    assert store.get(user.id) == User(user.id, f"P{winners[0]}", user.email, 2)
+    store.close()
