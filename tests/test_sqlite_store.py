@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import threading
 
 import pytest
 
@@ -114,13 +115,25 @@ def test_reads_search_an_index_and_never_scan(store, path, query, params, index)
     assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
 
 
-def test_closing_closes_every_threads_connection(store):
-    import threading
-    threading.Thread(target=store.list).start()
-    store.list()
+def test_closing_closes_the_connections_of_live_threads(store):
+    ready, closed, seen = threading.Event(), threading.Event(), []
+
+    def worker():
+        store.list()             # opens this thread's connection
+        ready.set()
+        closed.wait()
+        try:
+            store.list()
+        except sqlite3.ProgrammingError as e:
+            seen.append(e)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    ready.wait()
     store.close()
-    with pytest.raises(sqlite3.ProgrammingError):
-        store.list()
+    closed.set()
+    thread.join()
+    assert len(seen) == 1        # "Cannot operate on a closed database."
 
 
 # -- two processes on one file ---------------------------------------------

@@ -55,7 +55,13 @@ class SchemaTooNew(RuntimeError):
 class _Connection(sqlite3.Connection):
     """A connection that can be weakly referenced, so that closing the store
     reaches the connections of threads that are still alive, and the
-    connection of a thread that has ended is freed with it."""
+    connection of a thread that has ended is freed with it. ``in_use`` is
+    held while a session uses it: SQLite must not close a connection that
+    another thread is in the middle of using."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.in_use = threading.Lock()
 
 
 def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[str]] = MIGRATIONS) -> int:
@@ -89,8 +95,8 @@ class SQLiteUserStore:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
-        # A private in-memory database lives in one connection, used under
-        # the lock; a file gets a connection per thread.
+        # A private in-memory database lives in one connection, shared by
+        # the threads in turn; a file gets a connection per thread.
         self._one = self._connect() if path == ":memory:" else None
         with self._session() as db:
             if self._one is None:
@@ -144,9 +150,11 @@ class SQLiteUserStore:
 
     def close(self) -> None:
         with self._lock:
-            for db in list(self._connections):
-                db.close()
+            connections = list(self._connections)
             self._connections.clear()
+        for db in connections:
+            with db.in_use:
+                db.close()
 
     # -- connections and transactions -----------------------------------
 
@@ -162,14 +170,13 @@ class SQLiteUserStore:
     @contextmanager
     def _session(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection, or the in-memory database's one, held."""
-        if self._one is not None:
-            with self._lock:
-                yield self._one
-            return
-        db = getattr(self._local, "db", None)
+        db = self._one
         if db is None:
-            db = self._local.db = self._connect()
-        yield db
+            db = getattr(self._local, "db", None)
+            if db is None:
+                db = self._local.db = self._connect()
+        with db.in_use:
+            yield db
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
