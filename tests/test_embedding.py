@@ -1,0 +1,172 @@
+"""CONTRACT.md, "Running", embedded: a plain WSGI callable, apps that share
+nothing, mounting under a prefix, and a second collection on the same
+machinery."""
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, replace
+
+import pytest
+from webob import Request
+
+from conftest import Client, problem
+from usersvc import App, Mount, make_app
+from usersvc.storage import NotFound, Precondition, StaleVersion
+from usersvc.validation import Schema, text
+
+
+def test_make_app_takes_a_storage_url(tmp_path):
+    app = make_app(f"sqlite:///{tmp_path}/users.db", max_body_size=100)
+    client = Client(app)
+    client.create()
+    problem(client.post("/users", body="x" * 101, content_type="application/json"), 413)
+    app.close()
+    again = make_app(f"sqlite:///{tmp_path}/users.db")
+    assert Client(again).get("/users/1").status_code == 200
+    again.close()
+
+
+def test_make_app_refuses_a_bad_storage_url():
+    for url in ["users.db", "postgres://x", "memory://x", "sqlite:/x"]:
+        with pytest.raises(ValueError):
+            make_app(url)
+
+
+def test_two_apps_in_one_process_share_nothing():
+    first, second = make_app("memory://"), make_app("memory://", max_body_size=50)
+    Client(first).create()
+    assert Client(second).get("/users").json == []
+    assert Client(second).create(email="b@example.org")["id"] == 1
+    problem(Client(second).post("/users", body="x" * 51), 413)
+    assert Client(first).post("/users", body="x" * 51).status_code == 400
+    first.router.routes.clear()
+    assert Client(second).get("/users/1").status_code == 200
+
+
+def test_two_private_sqlite_databases_share_nothing():
+    first, second = make_app("sqlite://"), make_app("sqlite://")
+    Client(first).create()
+    assert Client(second).get("/users").json == []
+
+
+# -- under a prefix --------------------------------------------------------
+
+def dispatcher(apps):
+    """A host application's path dispatcher: /api goes to usersvc."""
+    def dispatch(environ, start_response):
+        req = Request(environ)
+        prefix = req.path_info_peek()
+        if prefix not in apps:
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"not here"]
+        req.path_info_pop()
+        return apps[prefix](environ, start_response)
+    return dispatch
+
+
+def test_mounted_under_a_prefix_urls_carry_it():
+    client = Client(dispatcher({"api": make_app("memory://")}))
+    response = client.post("/api/users", json_body={"name": "Ada", "email": "ada@example.org"})
+    assert response.headers["Location"] == "http://localhost/api/users/1"
+    assert client.get("/api/users/1").json["id"] == 1
+    link = client.get("/api/users?limit=1").headers["Link"]
+    assert link == '<http://localhost/api/users?after=1&limit=1>; rel="next"'
+    assert client.get("/users").status_code == 404
+
+
+def test_mount_serves_only_paths_under_its_prefix():
+    client = Client(Mount("/v1", make_app("memory://")))
+    assert client.post("/v1/users", json_body={"name": "A", "email": "a@example.org"}) \
+        .headers["Location"] == "http://localhost/v1/users/1"
+    assert client.get("/v1/users/1").status_code == 200
+    problem(client.get("/users/1"), 404)
+    problem(client.get("/v1users/1"), 404)
+    problem(client.get("/v1"), 404)        # the app's own root names nothing
+    with pytest.raises(ValueError):
+        Mount("/", make_app("memory://"))
+
+
+# -- a second collection -----------------------------------------------------
+
+@dataclass(frozen=True)
+class Book:
+    id: int
+    title: str
+    version: int
+
+
+class MemoryBookStore:
+    """Just enough of a store for books: the same five methods as users'."""
+
+    def __init__(self):
+        self._books, self._ids, self._lock = {}, itertools.count(1), threading.Lock()
+
+    def get(self, book_id):
+        try:
+            return self._books[book_id]
+        except KeyError:
+            raise NotFound(f"There is no book with id {book_id}.") from None
+
+    def list(self, *, after=0, limit=100):
+        return [b for i, b in sorted(self._books.items()) if i > after][:limit]
+
+    def create(self, *, title):
+        with self._lock:
+            book = self._books[next(self._ids)] = Book(len(self._books) + 1, title, 1)
+            return book
+
+    def update(self, book_id, *, title=None, precondition: Precondition | None = None):
+        book = self.get(book_id)
+        if precondition and not precondition.allows(book.version):
+            raise StaleVersion(book_id)
+        self._books[book_id] = replace(book, title=title or book.title, version=book.version + 1)
+        return self._books[book_id]
+
+    def delete(self, book_id, *, precondition=None):
+        self.get(book_id)
+        del self._books[book_id]
+
+
+BOOK = Schema("book", "books", {"title": text(300)})
+
+
+@pytest.fixture
+def library():
+    app = make_app("memory://")
+    app.add_collection(BOOK, MemoryBookStore())   # the one line of wiring
+    return Client(app)
+
+
+def test_a_second_collection_gets_the_same_http_for_free(library):
+    created = library.post("/books", json_body={"title": "Sketch of the Analytical Engine"})
+    assert created.status_code == 201
+    assert created.headers["Location"] == "http://localhost/books/1"
+    assert library.get("/books/1", headers={"Accept": "application/xml"}).body == \
+        b"<book><id>1</id><title>Sketch of the Analytical Engine</title></book>"
+    assert library.get("/books", headers={"Accept": "text/xml"}).body.startswith(b"<books><book>")
+    tag = created.headers["ETag"]
+    assert library.get("/books/1", headers={"If-None-Match": tag}).status_code == 304
+    problem(library.put("/books/1", json_body={"title": "New"}, headers={"If-Match": '"1-9"'}), 412)
+    assert library.patch("/books/1", json_body={"title": "Notes"}).json["title"] == "Notes"
+    assert library.request("OPTIONS", "/books/1").headers["Allow"] == \
+        "GET, HEAD, PUT, PATCH, DELETE, OPTIONS"
+    assert library.delete("/books/1").status_code == 204
+    problem(library.get("/books/1"), 404)
+
+
+def test_a_second_collection_validates_with_its_own_schema(library):
+    body = problem(library.post("/books", json_body={"title": "", "email": "a@example.org"}), 422)
+    assert body["errors"] == [{"pointer": "/title", "detail": "must not be empty"},
+                              {"pointer": "/email", "detail": "is not a field of a book"}]
+    assert "<book>" in problem(library.post("/books", body="<user/>", content_type="text/xml"), 422)["detail"]
+
+
+def test_the_collections_do_not_mix(library):
+    library.post("/books", json_body={"title": "T"})
+    assert library.get("/users").json == []
+    problem(library.get("/users/1"), 404)
+
+
+def test_an_app_without_collections_serves_only_404s():
+    problem(Client(App()).get("/users"), 404)
