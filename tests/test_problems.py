@@ -82,8 +82,10 @@ def test_a_405_names_the_allowed_methods(client):
 
 
 @pytest.mark.parametrize("method", ["PROPFIND", "TRACE", "CONNECT", "FOO", "get"])
-def test_a_method_the_service_lacks_is_501(client, method):
-    problem(client.request(method, "/users"), 501)
+def test_a_method_the_service_has_never_heard_of_is_405(client, method):
+    response = client.request(method, "/users")
+    problem(response, 405)
+    assert response.headers["Allow"] == "GET, HEAD, POST, OPTIONS"
 
 
 class BrokenStore(MemoryUserStore):

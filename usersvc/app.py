@@ -3,8 +3,9 @@
 ``App.__call__`` is the whole life of a request:
 
 1. the body-size guard (413, before the body is read);
-2. the router: a route and its parameters, or 404; a known method the route
-   lacks is 405 with ``Allow``, a method the service lacks is 501;
+2. the router: a route and its parameters, or 404; a method the route lacks
+   is 405 with ``Allow`` (so is one the service has never heard of: it is
+   the client's error, and 405 tells it what would work);
 3. OPTIONS is answered from the route's method map;
 4. ``negotiate`` picks the response format, or 406, before anything changes;
 5. the resource's responder does the rest;
@@ -24,7 +25,7 @@ from webob import Request, Response
 from .problems import Problem
 from .representation import BODY_TYPES, PATCH_TYPES, negotiate, problem_format
 from .resources import Collection, Item
-from .routing import KNOWN_METHODS, Router
+from .routing import Router
 from .storage import StoreError
 from .validation import Invalid, Schema
 
@@ -79,8 +80,6 @@ class App:
 
     def handle(self, req: Request) -> Response:
         self._bound_body(req)
-        if req.method not in KNOWN_METHODS:
-            raise Problem(501, f"The method {req.method} is not implemented here.")
         found = self.router.match(req.path_info)
         if found is None:
             raise Problem(404, "There is nothing at this path.")

@@ -20,8 +20,6 @@ from .storage import MAX_ID
 
 #: The methods a resource may implement, in the order ``Allow`` lists them.
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-#: Every method the service knows; any other gets 501 Not Implemented.
-KNOWN_METHODS = frozenset(METHODS) | {"HEAD", "OPTIONS"}
 
 _PARAMETER = re.compile(r"\{(\w+):int\}")
 _INT = "[1-9][0-9]{0,18}"
