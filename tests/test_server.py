@@ -1,0 +1,227 @@
+"""CONTRACT.md, "Running", standalone: what only a real server shows. The
+app under waitress in this process, and serve.py as a child process."""
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import waitress
+
+from usersvc import make_app
+
+ROOT = Path(__file__).resolve().parent.parent
+ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
+
+
+@pytest.fixture
+def server(tmp_path):
+    """usersvc on SQLite under waitress on a free port; yields (host, port)."""
+    app = make_app(f"sqlite:///{tmp_path}/users.db")
+    httpd = waitress.create_server(app, host="127.0.0.1", port=0, threads=8)
+    thread = threading.Thread(target=httpd.run, daemon=True)
+    thread.start()
+    yield "127.0.0.1", httpd.effective_port
+    httpd.close()
+    thread.join(timeout=10)
+    app.close()
+
+
+def call(address, method, path, body=None, headers=None):
+    """One request on a new connection: (status, headers, body)."""
+    conn = http.client.HTTPConnection(*address, timeout=30)
+    try:
+        payload = json.dumps(body) if isinstance(body, dict) else body
+        headers = dict(headers or {})
+        if isinstance(body, dict):
+            headers.setdefault("Content-Type", "application/json")
+        conn.request(method, path, body=payload, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.headers, response.read()
+    finally:
+        conn.close()
+
+
+def test_head_over_the_wire_has_get_headers_and_no_body(server):
+    call(server, "POST", "/users", ADA)
+    status, get_headers, get_body = call(server, "GET", "/users/1")
+    conn = http.client.HTTPConnection(*server, timeout=30)
+    conn.request("HEAD", "/users/1")
+    head = conn.getresponse()
+    assert head.status == 200
+    assert head.read() == b""
+    assert head.headers["Content-Length"] == str(len(get_body))
+    assert head.headers["ETag"] == get_headers["ETag"]
+    # The connection is still in step: a HEAD sent no stray body.
+    conn.request("GET", "/users/1")
+    assert json.loads(conn.getresponse().read())["id"] == 1
+    conn.close()
+
+
+def test_a_chunked_body_over_the_limit_is_413(server):
+    def chunks():
+        for _ in range(100):
+            yield b"x" * 1024      # 100 KiB, no Content-Length
+    conn = http.client.HTTPConnection(*server, timeout=30)
+    conn.request("POST", "/users", body=chunks(), encode_chunked=True,
+                 headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+    response = conn.getresponse()
+    assert response.status == 413
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert json.loads(response.read())["status"] == 413
+    conn.close()
+    assert call(server, "GET", "/users")[2] == b"[]"
+
+
+def test_a_chunked_body_under_the_limit_creates(server):
+    body = json.dumps(ADA).encode()
+    conn = http.client.HTTPConnection(*server, timeout=30)
+    conn.request("POST", "/users", body=iter([body[:10], body[10:]]), encode_chunked=True,
+                 headers={"Content-Type": "application/json"})
+    assert conn.getresponse().status == 201
+    conn.close()
+
+
+def test_several_requests_share_one_keep_alive_connection(server):
+    conn = http.client.HTTPConnection(*server, timeout=30)
+    statuses, sockets = [], set()
+    for i in range(5):
+        conn.request("POST", "/users", body=json.dumps({"name": "U", "email": f"u{i}@example.org"}),
+                     headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        response.read()
+        statuses.append(response.status)
+        sockets.add(id(conn.sock))
+        conn.request("GET", f"/users/{i + 1}")
+        response = conn.getresponse()
+        statuses.append(response.status)
+        assert json.loads(response.read())["email"] == f"u{i}@example.org"
+        sockets.add(id(conn.sock))
+    conn.request("GET", "/nowhere")
+    response = conn.getresponse()
+    response.read()
+    assert response.status == 404
+    assert statuses == [201, 200] * 5
+    assert len(sockets) == 1 and conn.sock is not None
+    conn.close()
+
+
+def race(n, action):
+    barrier = threading.Barrier(n)
+
+    def run(i):
+        barrier.wait()
+        return action(i)
+
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(run, range(n)))
+
+
+def test_the_same_email_raced_through_server_threads_is_created_once(server):
+    statuses = race(16, lambda i: call(server, "POST", "/users",
+                                       {"name": f"U{i}", "email": "same@example.org"})[0])
+    assert sorted(statuses) == [201] + [409] * 15
+    assert len(json.loads(call(server, "GET", "/users")[2])) == 1
+
+
+def test_the_same_if_match_raced_through_server_threads_wins_once(server):
+    _, headers, _ = call(server, "POST", "/users", ADA)
+    tag = headers["ETag"]
+    statuses = race(16, lambda i: call(server, "PATCH", "/users/1", {"name": f"N{i}"},
+                                       {"If-Match": tag})[0])
+    assert sorted(statuses) == [200] + [412] * 15
+
+
+# -- serve.py --------------------------------------------------------------
+
+class Served:
+    """serve.py in a child process, with the URL it printed."""
+
+    def __init__(self, *args, cwd):
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "serve.py"), "--port", "0", *args],
+            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.line = self.process.stdout.readline()
+        match = re.match(r"usersvc serving http://127\.0\.0\.1:(\d+)(/\S*) with storage (\S+)$", self.line)
+        assert match, (self.line, self.process.stderr.read() if self.process.poll() is not None else "")
+        self.address = ("127.0.0.1", int(match.group(1)))
+        self.prefix, self.storage = match.group(2), match.group(3)
+
+    def stop(self, sig=signal.SIGTERM):
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=15)
+        finally:
+            self.process.stdout.close()
+            self.process.stderr.close()
+
+
+def test_serve_py_prints_its_url_and_storage_and_stops_on_sigterm(tmp_path):
+    served = Served(cwd=tmp_path)
+    assert served.storage == "sqlite:///users.db" and served.prefix == "/"
+    assert call(served.address, "POST", "/users", ADA)[0] == 201
+    assert served.stop(signal.SIGTERM) == 0
+    assert (tmp_path / "users.db").exists()     # the default: users.db here
+
+
+def test_serve_py_stops_on_sigint(tmp_path):
+    served = Served("--storage", "memory://", cwd=tmp_path)
+    assert call(served.address, "GET", "/users")[0] == 200
+    assert served.stop(signal.SIGINT) == 0
+
+
+def test_serve_py_options(tmp_path):
+    served = Served("--storage", "sqlite:///data.db", "--prefix", "/v1", "--threads", "2",
+                    "--max-body-size", "100", "--host", "127.0.0.1", cwd=tmp_path)
+    try:
+        assert served.prefix == "/v1/" and served.storage == "sqlite:///data.db"
+        status, headers, _ = call(served.address, "POST", "/v1/users", ADA)
+        assert status == 201
+        assert headers["Location"] == f"http://127.0.0.1:{served.address[1]}/v1/users/1"
+        assert call(served.address, "GET", "/users/1")[0] == 404
+        assert call(served.address, "POST", "/v1/users", {"name": "x" * 200, "email": "a@b"})[0] == 413
+    finally:
+        assert served.stop() == 0
+    assert (tmp_path / "data.db").exists()
+
+
+def test_serve_py_refuses_a_bad_storage_url(tmp_path):
+    result = subprocess.run([sys.executable, str(ROOT / "serve.py"), "--storage", "nosuch://"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert "cannot open storage nosuch://" in result.stderr
+
+
+def test_the_usersvc_command_is_the_same_server(tmp_path):
+    script = Path(sys.executable).with_name("usersvc")
+    if not script.exists():
+        pytest.skip("the usersvc console script is not installed in this environment")
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0
+    assert "--max-body-size" in result.stdout and "--prefix" in result.stdout
+
+
+def test_two_server_processes_on_one_file_race_correctly(tmp_path):
+    servers = [Served("--storage", "sqlite:///shared.db", cwd=tmp_path) for _ in range(2)]
+    try:
+        address = [s.address for s in servers]
+        statuses = race(16, lambda i: call(address[i % 2], "POST", "/users",
+                                           {"name": f"U{i}", "email": "same@example.org"})[0])
+        assert sorted(statuses) == [201] + [409] * 15
+        user_id = json.loads(call(address[0], "GET", "/users")[2])[0]["id"]
+        _, headers, _ = call(address[1], "GET", f"/users/{user_id}")
+        statuses = race(16, lambda i: call(address[i % 2], "PUT", f"/users/{user_id}",
+                                           {"name": f"N{i}", "email": "same@example.org"},
+                                           {"If-Match": headers["ETag"]})[0])
+        assert sorted(statuses) == [200] + [412] * 15
+        # What one process wrote, the other reads.
+        assert call(address[0], "GET", f"/users/{user_id}")[2] == call(address[1], "GET", f"/users/{user_id}")[2]
+    finally:
+        assert [s.stop() for s in servers] == [0, 0]
