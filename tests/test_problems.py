@@ -102,7 +102,7 @@ def test_a_500_is_a_problem_that_says_nothing_about_the_code(caplog):
                     "detail": "The server could not complete the request."}
     assert b"secret" not in response.body and b"Traceback" not in response.body
     # The trace goes to the log instead.
-    assert "GET /users/1 failed" in caplog.text
+    assert "GET '/users/1' failed" in caplog.text
     assert "secret" in caplog.text and "Traceback" in caplog.text
 
 

@@ -215,6 +215,15 @@ def test_bad_paging_parameters_are_400(client, query):
     assert query.split("=")[0] in detail
 
 
+@pytest.mark.parametrize("query", ["email=%FF", "limit=%C0%B1", "email=%ED%A0%80", "%FF=1"])
+def test_a_query_string_that_is_not_utf8_is_400(client, query):
+    assert problem(client.get("/users?" + query), 400)["detail"] == "The query string is not valid UTF-8."
+
+
+def test_email_given_twice_is_400(client):
+    problem(client.get("/users?email=a@example.org&email=b@example.org"), 400)
+
+
 def test_unknown_query_parameters_are_ignored(client):
     client.create()
     assert len(client.get("/users?sort=name&page=3").json) == 1

@@ -22,12 +22,11 @@ from typing import Any, Callable, Iterable
 
 from webob import Request, Response
 
-from .problems import Problem
+from .problems import DOMAIN_ERRORS, Problem
 from .representation import BODY_TYPES, PATCH_TYPES, negotiate, problem_format
 from .resources import Collection, Item
 from .routing import Router
-from .storage import StoreError
-from .validation import Invalid, Schema
+from .validation import Schema
 
 log = logging.getLogger("usersvc")
 
@@ -68,10 +67,10 @@ class App:
             response = self.handle(req)
         except Problem as problem:
             response = self.problem_response(req, problem)
-        except (StoreError, Invalid) as error:
+        except DOMAIN_ERRORS as error:
             response = self.problem_response(req, Problem.from_error(error))
         except Exception:
-            log.exception("%s %s failed", req.method, req.path_qs)
+            log.exception("%s %r failed", req.method, _raw_path(req.environ))
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
         # Every answer may differ by Accept: representations and problems alike.
@@ -80,7 +79,9 @@ class App:
 
     def handle(self, req: Request) -> Response:
         self._bound_body(req)
-        found = self.router.match(req.path_info)
+        # The raw PATH_INFO (WSGI's latin-1 str), not WebOb's UTF-8 decoding
+        # of it: routes are ASCII, and a path of invalid UTF-8 is a 404.
+        found = self.router.match(req.environ.get("PATH_INFO", ""))
         if found is None:
             raise Problem(404, "There is nothing at this path.")
         route, params = found
@@ -131,6 +132,12 @@ class App:
             headers.append(("Cache-Control", "no-cache"))
         return Response(body=fmt.render_problem(problem.to_dict()),
                         status=f"{problem.status} {problem.title}", headerlist=headers)
+
+
+def _raw_path(environ: dict) -> str:
+    """The request's path and query as received, for logs: never fails."""
+    query = environ.get("QUERY_STRING")
+    return environ.get("PATH_INFO", "") + ("?" + query if query else "")
 
 
 class Mount:

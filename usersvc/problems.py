@@ -22,6 +22,7 @@ STATUS: dict[type[Exception], int] = {
     StaleVersion: 412,
     Invalid: 422,
 }
+DOMAIN_ERRORS = tuple(STATUS)
 
 
 def title(status: int) -> str:
@@ -56,12 +57,8 @@ class Problem(Exception):
 
     @classmethod
     def from_error(cls, error: Exception) -> "Problem":
-        """The problem a domain error stands for; ``KeyError`` if none does."""
-        for kind in type(error).__mro__:
-            if kind in STATUS:
-                break
-        else:
-            raise KeyError(type(error))
+        """The problem a domain error (one of ``DOMAIN_ERRORS``) stands for."""
+        kind = next(k for k in type(error).__mro__ if k in STATUS)
         if isinstance(error, Invalid):
             return cls(422, error.detail, errors=error.errors)
         if isinstance(error, Conflict) and error.field:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from webob import Request, Response
 
@@ -44,14 +44,16 @@ class Collection:
         self.store = store
 
     def on_get(self, req: Request, fmt: Format) -> Response:
-        after = _query_int(req, "after", 0, 0, MAX_ID)
-        limit = _query_int(req, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        filters = {name: req.GET[name] for name in self.schema.filters if name in req.GET}
+        query = _query(req)
+        after = _query_int(query, "after", 0, 0, MAX_ID)
+        limit = _query_int(query, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        filters = {name: _query_one(query, name) for name in self.schema.filters
+                   if name in query}
         records = self.store.list(after=after, limit=limit, **filters)
         body = fmt.render_list(self.schema, map(self.schema.as_dict, records))
         response = respond(200, body, fmt, _REVALIDATE)
         if len(records) == limit:   # a full page: there may be more (RFC 8288)
-            query = [(k, v) for k, v in req.GET.items() if k not in ("after", "limit")]
+            query = [(k, v) for k, vs in query.items() for v in vs if k not in ("after", "limit")]
             query += [("after", records[-1].id), ("limit", limit)]
             url = f"{req.application_url}/{self.schema.plural}?{urlencode(query)}"
             response.headers["Link"] = f'<{url}>; rel="next"'
@@ -124,16 +126,34 @@ def _versions(matcher: Any, record_id: int) -> frozenset[int] | None:
     return frozenset(v for v in versions if v is not None)
 
 
+def _query(req: Request) -> dict[str, list[str]]:
+    """The query string's parameters. Parsed here rather than by WebOb,
+    which fails on percent-escapes that are not UTF-8: those are a 400."""
+    try:
+        pairs = parse_qsl(req.environ.get("QUERY_STRING", ""), keep_blank_values=True,
+                          encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise Problem(400, "The query string is not valid UTF-8.") from None
+    query: dict[str, list[str]] = {}
+    for name, value in pairs:
+        query.setdefault(name, []).append(value)
+    return query
+
+
+def _query_one(query: dict[str, list[str]], name: str) -> str:
+    values = query[name]
+    if len(values) > 1:
+        raise Problem(400, f"The query parameter {name} is given more than once.")
+    return values[0]
+
+
 _DECIMAL = re.compile("[0-9]+")
 
 
-def _query_int(req: Request, name: str, default: int, low: int, high: int) -> int:
-    values = req.GET.getall(name)
-    if not values:
+def _query_int(query: dict[str, list[str]], name: str, default: int, low: int, high: int) -> int:
+    if name not in query:
         return default
-    if len(values) > 1:
-        raise Problem(400, f"The query parameter {name} is given more than once.")
-    value = values[0]
+    value = _query_one(query, name)
     # Check the length before int(): a 5,000-digit number is an error to
     # report, not an int to build.
     if not (_DECIMAL.fullmatch(value) and len(value) <= 20 and low <= int(value) <= high):

@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         app = make_app(args.storage, max_body_size=args.max_body_size)
-    except (ValueError, OSError) as e:   # a bad URL, an unwritable file...
+    except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         print(f"usersvc: cannot open storage {args.storage}: {e}", file=sys.stderr)
         return 2
     wsgi = Mount(args.prefix, app) if args.prefix.strip("/") else app
