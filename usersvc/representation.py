@@ -90,7 +90,7 @@ class JSONFormat(Format):
 
 # Characters XML 1.0 cannot carry at all (§2.2), not even as references.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-_XML_INT = re.compile(r"-?[0-9]+")
+_XML_INT = re.compile(r"-?[0-9]{1,20}")   # longer is no id, and costly to convert
 
 
 def _text(value: Any) -> str:
