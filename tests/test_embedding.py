@@ -48,6 +48,7 @@ def test_two_private_sqlite_databases_share_nothing():
     first, second = make_app("sqlite://"), make_app("sqlite://")
     Client(first).create()
     assert Client(second).get("/users").json == []
+    first.close(), second.close()
 
 
 # -- under a prefix --------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 import threading
+from contextlib import closing
 
 import pytest
 
@@ -27,7 +28,7 @@ def store(path):
 
 
 def pragma(path, name):
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db:
         return db.execute(f"PRAGMA {name}").fetchone()[0]
 
 
@@ -68,7 +69,7 @@ def test_users_and_the_id_sequence_survive_a_reopen(path):
 
 def test_reopening_does_not_migrate_again(path):
     SQLiteUserStore(path).close()
-    with sqlite3.connect(path, isolation_level=None) as db:
+    with closing(sqlite3.connect(path, isolation_level=None)) as db:
         assert migrate(db) == len(MIGRATIONS)
 
 
@@ -84,17 +85,17 @@ def test_migrations_run_from_every_earlier_version(tmp_path):
 
 
 def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path):
-    db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
-    migrate(db, [["CREATE TABLE t (a)"]])
-    with pytest.raises(sqlite3.OperationalError):
-        migrate(db, [["CREATE TABLE t (a)"], ["CREATE TABLE u (a)"], ["NOT SQL"]])
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 1
-    assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'u'").fetchone()[0] == 0
+    with closing(sqlite3.connect(tmp_path / "x.db", isolation_level=None)) as db:
+        migrate(db, [["CREATE TABLE t (a)"]])
+        with pytest.raises(sqlite3.OperationalError):
+            migrate(db, [["CREATE TABLE t (a)"], ["CREATE TABLE u (a)"], ["NOT SQL"]])
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'u'").fetchone()[0] == 0
 
 
 def test_a_database_from_a_newer_version_is_refused(path):
     SQLiteUserStore(path).close()
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db:
         db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
     with pytest.raises(SchemaTooNew):
         SQLiteUserStore(path)
@@ -108,7 +109,7 @@ def test_a_database_from_a_newer_version_is_refused(path):
 def test_reads_search_an_index_and_never_scan(store, path, query, params, index):
     for i in range(50):
         store.create(name="U", email=f"u{i}@example.org")
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db:
         db.execute("ANALYZE")
         plan = " ".join(row[-1] for row in db.execute("EXPLAIN QUERY PLAN " + query, params))
     assert plan.startswith("SEARCH users ") and index in plan, plan

@@ -64,6 +64,17 @@ class _Connection(sqlite3.Connection):
         self.in_use = threading.Lock()
 
 
+class _ThreadConnection:
+    """Holds one thread's connection in a ``threading.local``, and closes it
+    when that thread ends and its locals are freed."""
+
+    def __init__(self, db: _Connection) -> None:
+        self.db = db
+
+    def __del__(self) -> None:
+        self.db.close()
+
+
 def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[str]] = MIGRATIONS) -> int:
     """Bring the schema up to ``len(migrations)``; returns the version found.
 
@@ -172,9 +183,10 @@ class SQLiteUserStore:
         """This thread's connection, or the in-memory database's one, held."""
         db = self._one
         if db is None:
-            db = getattr(self._local, "db", None)
-            if db is None:
-                db = self._local.db = self._connect()
+            owner = getattr(self._local, "owner", None)
+            if owner is None:
+                owner = self._local.owner = _ThreadConnection(self._connect())
+            db = owner.db
         with db.in_use:
             yield db
 
