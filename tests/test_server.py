@@ -29,8 +29,11 @@ def server(tmp_path):
     thread = threading.Thread(target=httpd.run, daemon=True)
     thread.start()
     yield "127.0.0.1", httpd.effective_port
-    httpd.close()
+    # Close from the server's own loop thread: closing its sockets from here
+    # while it waits on them in select() would fail there (EBADF).
+    httpd.trigger.pull_trigger(httpd.close)
     thread.join(timeout=10)
+    assert not thread.is_alive()
     app.close()
 
 

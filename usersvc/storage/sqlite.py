@@ -72,7 +72,8 @@ class _ThreadConnection:
         self.db = db
 
     def __del__(self) -> None:
-        self.db.close()
+        with self.db.in_use:     # store.close() may be closing it right now
+            self.db.close()
 
 
 def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[str]] = MIGRATIONS) -> int:
