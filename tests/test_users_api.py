@@ -220,6 +220,15 @@ def test_a_query_string_that_is_not_utf8_is_400(client, query):
     assert problem(client.get("/users?" + query), 400)["detail"] == "The query string is not valid UTF-8."
 
 
+def test_the_query_string_is_read_as_utf8_raw_or_escaped(client):
+    client.create(email="zoe@example.org")
+    req_raw = "/users?email=zoe@example.org&x=" + "é".encode().decode("latin-1")
+    assert len(client.get(req_raw).json) == 1
+    assert client.get("/users?x=%C3%A9&limit=1").headers["Link"].endswith(
+        '?x=%C3%A9&after=1&limit=1>; rel="next"')
+    problem(client.get("/users?x=" + "\xe9"), 400)       # a raw latin-1 byte
+
+
 def test_email_given_twice_is_400(client):
     problem(client.get("/users?email=a@example.org&email=b@example.org"), 400)
 

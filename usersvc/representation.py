@@ -2,7 +2,7 @@
 
 - ``negotiate(req)`` picks the response format from ``Accept`` (RFC 9110
   §12.5.1), or raises a 406 problem; ``problem_format(req)`` never fails.
-- ``read_document(req, body, accepted)`` picks the parser from
+- ``read_document(req, body, schema)`` picks the parser from
   ``Content-Type`` (415 if none fits) and parses (400 for bad syntax).
 - A ``Format`` renders a record, a list of records and a problem.
 - ``etag(record, fmt)`` names a version of a representation; ``version_in``
@@ -250,7 +250,9 @@ def problem_format(req: Any) -> Format:
 _JSON_SUFFIX = re.compile(r"application/[!#$&^_.+\w-]+\+json")
 _XML_SUFFIX = re.compile(r"application/[!#$&^_.+\w-]+\+xml")
 
-BODY_TYPES = [JSON_TYPE, "application/*+json", XML_TYPE, "text/xml", "application/*+xml"]
+#: The types named in Accept-Post and Accept-Patch. POST and PUT also read
+#: any ``application/...+json`` or ``application/...+xml`` type.
+BODY_TYPES = [JSON_TYPE, XML_TYPE, "text/xml"]
 PATCH_TYPES = ["application/merge-patch+json", JSON_TYPE, XML_TYPE, "text/xml"]
 
 
@@ -282,10 +284,10 @@ def read_document(req: Any, body: bytes, schema: Schema) -> Any:
     fmt = body_format(req.headers.get("Content-Type"), patch=patch)
     if fmt is None:
         accepted = ", ".join(PATCH_TYPES if patch else BODY_TYPES)
+        readable = accepted if patch else accepted + ", or any +json or +xml type"
         # Accept-Post and Accept-Patch (RFC 5789 §3.1) name what would work.
         header = {"POST": "Accept-Post", "PATCH": "Accept-Patch"}.get(req.method)
-        raise Problem(415, "The body's Content-Type is not one this resource "
-                           f"reads (in UTF-8): {accepted}.",
+        raise Problem(415, f"The body must be {readable}, in UTF-8.",
                       headers=[(header, accepted)] if header else [])
     if not body:
         raise Problem(400, "The request needs a body.")

@@ -128,11 +128,12 @@ def _versions(matcher: Any, record_id: int) -> frozenset[int] | None:
 
 def _query(req: Request) -> dict[str, list[str]]:
     """The query string's parameters. Parsed here rather than by WebOb,
-    which fails on percent-escapes that are not UTF-8: those are a 400."""
+    which fails on bytes or percent-escapes that are not UTF-8: a 400."""
     try:
-        pairs = parse_qsl(req.environ.get("QUERY_STRING", ""), keep_blank_values=True,
-                          encoding="utf-8", errors="strict")
-    except UnicodeDecodeError:
+        # WSGI hands over the raw bytes as a latin-1 str.
+        raw = req.environ.get("QUERY_STRING", "").encode("latin-1").decode("utf-8")
+        pairs = parse_qsl(raw, keep_blank_values=True, encoding="utf-8", errors="strict")
+    except UnicodeError:
         raise Problem(400, "The query string is not valid UTF-8.") from None
     query: dict[str, list[str]] = {}
     for name, value in pairs:

@@ -58,10 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # waitress stops its loop and its workers on SystemExit; make SIGTERM
     # (what service managers send) do what Ctrl-C does.
     signal.signal(signal.SIGTERM, _exit)
-    prefix = "/" + args.prefix.strip("/") if args.prefix.strip("/") else ""
-    host = server.effective_host if ":" not in str(server.effective_host) else f"[{server.effective_host}]"
-    print(f"usersvc serving http://{host}:{server.effective_port}{prefix}/ "
-          f"with storage {args.storage}", flush=True)
+    print(f"usersvc serving {_url(server, args.prefix)} with storage {args.storage}", flush=True)
     try:
         server.run()
     except KeyboardInterrupt:
@@ -69,6 +66,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         app.close()
     return 0
+
+
+def _url(server: object, prefix: str) -> str:
+    """The URL the server answers on (the first, if a host name such as
+    ``localhost`` made it listen on several addresses)."""
+    listening = getattr(server, "effective_listen", None)
+    host, port = listening[0] if listening else (server.effective_host, server.effective_port)
+    if ":" in str(host):
+        host = f"[{host}]"                           # an IPv6 address
+    prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
+    return f"http://{host}:{port}{prefix}/"
 
 
 def _exit(signum: int, frame: object) -> None:
