@@ -40,7 +40,7 @@ def app(store):
 
 
 @pytest.fixture
-def client(app) -> "Client":
+def client(app) -> Client:
     return Client(app)
 
 
@@ -66,7 +66,7 @@ class Client:
         for name, value in (headers or {}).items():
             req.headers[name] = value
         response = req.get_response(self.checked)
-        response.body  # read it whole, closing the app's iterator for the validator
+        _ = response.body  # read it whole: closes the app's iterator, as the validator wants
         return response
 
     def get(self, path: str, **kw: Any) -> Response:

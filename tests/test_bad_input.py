@@ -6,9 +6,9 @@ import io
 import json
 
 import pytest
+from conftest import Client, snapshot
 from webob import Request
 
-from conftest import Client, snapshot
 from usersvc import make_app
 
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}

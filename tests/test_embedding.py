@@ -8,9 +8,9 @@ import threading
 from dataclasses import dataclass, replace
 
 import pytest
+from conftest import Client, problem
 from webob import Request
 
-from conftest import Client, problem
 from usersvc import App, Mount, make_app
 from usersvc.storage import NotFound, Precondition, StaleVersion
 from usersvc.validation import Schema, text

@@ -6,8 +6,8 @@ import logging
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from conftest import Client, problem
+
 from usersvc import make_app
 from usersvc.storage.memory import MemoryUserStore
 

@@ -10,9 +10,15 @@ from contextlib import closing
 import pytest
 
 from usersvc.storage import EmailTaken, Precondition, StaleVersion, User, open_store
-from usersvc.storage.sqlite import (MIGRATIONS, SELECT_BY_EMAIL, SELECT_ONE,
-                                    SELECT_PAGE, SQLiteUserStore, SchemaTooNew,
-                                    migrate)
+from usersvc.storage.sqlite import (
+    MIGRATIONS,
+    SELECT_BY_EMAIL,
+    SELECT_ONE,
+    SELECT_PAGE,
+    SchemaTooNew,
+    SQLiteUserStore,
+    migrate,
+)
 
 
 @pytest.fixture

@@ -9,8 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from usersvc.storage import (MAX_ID, EmailTaken, Precondition, StaleVersion,
-                             User, UserNotFound)
+from usersvc.storage import (
+    MAX_ID,
+    EmailTaken,
+    Precondition,
+    StaleVersion,
+    User,
+    UserNotFound,
+)
 
 
 def test_create_returns_the_user_at_version_1(store):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import problem, snapshot
 
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}

@@ -18,7 +18,8 @@ This is the only module that knows WSGI.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from webob import Request, Response
 

@@ -6,8 +6,9 @@ store and the validator) become problems through one table, ``STATUS``.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from http import HTTPStatus
-from typing import Any, Iterable
+from typing import Any
 
 from .storage import Conflict, NotFound, StaleVersion
 from .validation import Invalid, pointer
@@ -56,7 +57,7 @@ class Problem(Exception):
         return members
 
     @classmethod
-    def from_error(cls, error: Exception) -> "Problem":
+    def from_error(cls, error: Exception) -> Problem:
         """The problem a domain error (one of ``DOMAIN_ERRORS``) stands for."""
         kind = next(k for k in type(error).__mro__ if k in STATUS)
         if isinstance(error, Invalid):

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 from xml.parsers import expat
 from xml.sax.saxutils import escape
 
@@ -23,7 +24,7 @@ JSON_TYPE = "application/json"
 XML_TYPE = "application/xml"
 
 
-class Format:
+class Format(Protocol):
     """One wire format: its media types and its renderers."""
 
     name: str
@@ -43,10 +44,15 @@ class _DuplicateKey(Exception):
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a name given twice (RFC 8259 §4: "SHOULD be
+    unique"; which one would the client mean?)."""
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
-        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
     return obj
 
 

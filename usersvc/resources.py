@@ -53,9 +53,9 @@ class Collection:
         body = fmt.render_list(self.schema, map(self.schema.as_dict, records))
         response = respond(200, body, fmt, _REVALIDATE)
         if len(records) == limit:   # a full page: there may be more (RFC 8288)
-            query = [(k, v) for k, vs in query.items() for v in vs if k not in ("after", "limit")]
-            query += [("after", records[-1].id), ("limit", limit)]
-            url = f"{req.application_url}/{self.schema.plural}?{urlencode(query)}"
+            kept = [(k, v) for k, vs in query.items() for v in vs if k not in ("after", "limit")]
+            kept += [("after", str(records[-1].id)), ("limit", str(limit))]
+            url = f"{req.application_url}/{self.schema.plural}?{urlencode(kept)}"
             response.headers["Link"] = f'<{url}>; rel="next"'
         return response
 

@@ -14,7 +14,8 @@ responder, and the map also makes the ``Allow`` header for OPTIONS and 405.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .storage import MAX_ID
 

@@ -11,7 +11,8 @@ import argparse
 import logging
 import signal
 import sys
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import waitress
 
@@ -68,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _url(server: object, prefix: str) -> str:
+def _url(server: Any, prefix: str) -> str:
     """The URL the server answers on (the first, if a host name such as
     ``localhost`` made it listen on several addresses)."""
     listening = getattr(server, "effective_listen", None)

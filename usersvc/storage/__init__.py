@@ -21,7 +21,7 @@ Errors::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Protocol
 
 __all__ = [
     "MAX_ID", "User", "Precondition", "UserStore", "open_store",

@@ -10,8 +10,7 @@ import threading
 
 from sortedcontainers import SortedList
 
-from . import (EmailTaken, Precondition, StaleVersion, User, UserNotFound,
-               email_key)
+from . import EmailTaken, Precondition, StaleVersion, User, UserNotFound, email_key
 
 
 class MemoryUserStore:

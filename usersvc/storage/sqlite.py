@@ -19,11 +19,19 @@ from __future__ import annotations
 import sqlite3
 import threading
 import weakref
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import cast
 
-from . import (MAX_ID, EmailTaken, Precondition, StaleVersion, User,
-               UserNotFound, email_key)
+from . import (
+    MAX_ID,
+    EmailTaken,
+    Precondition,
+    StaleVersion,
+    User,
+    UserNotFound,
+    email_key,
+)
 
 #: Each entry upgrades the schema by one version: a list of statements.
 MIGRATIONS: list[Sequence[str]] = [
@@ -138,7 +146,7 @@ class SQLiteUserStore:
                 cursor = db.execute(INSERT, (name, email, email_key(email)))
             except sqlite3.IntegrityError:
                 raise EmailTaken(email) from None
-            return User(cursor.lastrowid, name, email, 1)
+            return User(cast(int, cursor.lastrowid), name, email, 1)
 
     def update(self, user_id: int, *, name: str | None = None,
                email: str | None = None,
