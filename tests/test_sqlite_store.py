@@ -8,8 +8,17 @@ import threading
 from contextlib import closing
 
 import pytest
+from conftest import Client, problem
 
-from usersvc.storage import EmailTaken, Precondition, StaleVersion, User, open_store
+from usersvc import make_app
+from usersvc.storage import (
+    EmailTaken,
+    Precondition,
+    StaleVersion,
+    StoreUnavailable,
+    User,
+    open_store,
+)
 from usersvc.storage.sqlite import (
     MIGRATIONS,
     SELECT_BY_EMAIL,
@@ -141,6 +150,30 @@ def test_closing_closes_the_connections_of_live_threads(store):
     closed.set()
     thread.join()
     assert len(seen) == 1        # "Cannot operate on a closed database."
+
+
+def test_a_lock_held_past_the_busy_timeout_is_store_unavailable(path):
+    store = SQLiteUserStore(path, busy_timeout=0.05)
+    with closing(sqlite3.connect(path, isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")      # another writer holds the lock
+        with pytest.raises(StoreUnavailable):
+            store.create(name="Ada", email="ada@example.org")
+        other.execute("ROLLBACK")
+    assert store.create(name="Ada", email="ada@example.org").id == 1
+    store.close()
+
+
+def test_a_busy_database_is_a_503_with_retry_after(path):
+    store = SQLiteUserStore(path, busy_timeout=0.05)
+    client = Client(make_app(store))
+    with closing(sqlite3.connect(path, isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")
+        response = client.post("/users", json_body={"name": "Ada", "email": "ada@example.org"})
+        other.execute("ROLLBACK")
+    assert problem(response, 503)["detail"] == "The database is busy; try again."
+    assert response.headers["Retry-After"] == "1"
+    assert client.get("/users").json == []
+    store.close()
 
 
 # -- two processes on one file ---------------------------------------------

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
 
-from .storage import Conflict, NotFound, StaleVersion
+from .storage import Conflict, NotFound, StaleVersion, StoreUnavailable
 from .validation import Invalid, pointer
 
 # RFC 9110 renamed two statuses; http.HTTPStatus still has the old names.
@@ -22,6 +22,7 @@ STATUS: dict[type[Exception], int] = {
     Conflict: 409,
     StaleVersion: 412,
     Invalid: 422,
+    StoreUnavailable: 503,
 }
 DOMAIN_ERRORS = tuple(STATUS)
 
@@ -64,4 +65,7 @@ class Problem(Exception):
             return cls(422, error.detail, errors=error.errors)
         if isinstance(error, Conflict) and error.field:
             return cls(409, str(error), errors=[(pointer(error.field), "is already taken")])
+        if isinstance(error, StoreUnavailable):
+            # RFC 9110 §10.2.3: when to try again, in seconds.
+            return cls(503, str(error), headers=[("Retry-After", "1")])
         return cls(STATUS[kind], str(error))

@@ -17,6 +17,7 @@ Errors::
      +-- Conflict          a unique field is taken       (HTTP 409)
      |    +-- EmailTaken
      +-- StaleVersion      a precondition does not hold  (HTTP 412)
+     +-- StoreUnavailable  busy or down; try again later (HTTP 503)
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from typing import Protocol
 __all__ = [
     "MAX_ID", "User", "Precondition", "UserStore", "open_store",
     "StoreError", "NotFound", "UserNotFound", "Conflict", "EmailTaken",
-    "StaleVersion",
+    "StaleVersion", "StoreUnavailable",
 ]
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
@@ -98,6 +99,11 @@ class StaleVersion(StoreError):
             f"The precondition failed: record {record_id} has changed or does not match."
         )
         self.record_id = record_id
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot answer now (a lock held too long, a lost connection);
+    the same call may succeed later. Nothing was changed."""
 
 
 class UserStore(Protocol):

@@ -28,6 +28,7 @@ from . import (
     EmailTaken,
     Precondition,
     StaleVersion,
+    StoreUnavailable,
     User,
     UserNotFound,
     email_key,
@@ -70,6 +71,14 @@ class _Connection(sqlite3.Connection):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.in_use = threading.Lock()
+
+
+def _busy(error: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED: "database is locked", "... is busy"."""
+    code = getattr(error, "sqlite_errorcode", None)   # Python 3.11+
+    if code is not None:
+        return code & 0xFF in (5, 6)                    # BUSY, LOCKED
+    return "locked" in str(error) or "busy" in str(error)
 
 
 class _ThreadConnection:
@@ -197,7 +206,12 @@ class SQLiteUserStore:
                 owner = self._local.owner = _ThreadConnection(self._connect())
             db = owner.db
         with db.in_use:
-            yield db
+            try:
+                yield db
+            except sqlite3.OperationalError as e:
+                if _busy(e):    # another writer held the lock past the timeout
+                    raise StoreUnavailable("The database is busy; try again.") from e
+                raise
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
