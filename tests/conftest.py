@@ -95,6 +95,7 @@ def problem(response: Response, status: int) -> dict:
     """Assert that a response is a JSON problem document of this status."""
     assert response.status_code == status, response.text
     assert response.content_type == "application/problem+json"
+    assert response.headers["Vary"] == "Accept"
     body = response.json
     assert body["status"] == status
     assert body["type"] == "about:blank"
