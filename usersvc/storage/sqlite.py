@@ -11,8 +11,10 @@
 - ``id INTEGER PRIMARY KEY AUTOINCREMENT``: SQLite then never hands out an id
   again, even after the highest one is deleted.
 - The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS[n]``
-  takes a database from version n to n + 1, in one transaction with the
-  version bump.
+  takes a database from version n to n + 1. Every step a database lacks runs
+  in one transaction with the version bumps: all of them, or none.
+- A lock held by another writer past the busy timeout is ``StoreUnavailable``
+  (HTTP 503): nothing was written, and the client may try again.
 """
 from __future__ import annotations
 
