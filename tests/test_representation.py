@@ -24,10 +24,17 @@ ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
     ("*/*;q=0.1, application/json;q=0", "application/xml; charset=utf-8"),
     ("text/*", "application/xml; charset=utf-8"),
     ("text/html, application/xml;q=0.2", "application/xml; charset=utf-8"),
+    ("application/xml; charset=utf-8", "application/xml; charset=utf-8"),
+    ('application/xml; charset="UTF-8"', "application/xml; charset=utf-8"),
+    ("application/json; charset=UTF-8", "application/json"),
+    ("application/json;charset=utf8, application/xml", "application/json"),
+    ("application/json; version=2, text/xml;q=0.1", "application/xml; charset=utf-8"),
+    ("", "application/json"),
+    ("no such thing", "application/json"),       # not a valid header: ignored
 ])
 def test_accept_chooses_the_format_by_q_values(client, accept, expected):
     client.create()
-    headers = {"Accept": accept} if accept else {}
+    headers = {"Accept": accept} if accept is not None else {}
     for path in ("/users", "/users/1"):
         response = client.get(path, headers=headers)
         assert response.status_code == 200
@@ -36,6 +43,7 @@ def test_accept_chooses_the_format_by_q_values(client, accept, expected):
 
 
 @pytest.mark.parametrize("accept", ["text/html", "image/png", "application/json;q=0",
+                                    "application/json; charset=latin-1", "application/json; version=2",
                                     "application/json;q=0, application/xml;q=0, text/xml;q=0"])
 def test_an_unacceptable_accept_is_406_listing_the_types(client, accept):
     body = problem(client.get("/users", headers={"Accept": accept}), 406)

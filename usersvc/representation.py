@@ -17,6 +17,8 @@ from typing import Any, Protocol
 from xml.parsers import expat
 from xml.sax.saxutils import escape
 
+from webob.acceptparse import create_accept_header
+
 from .problems import Problem
 from .validation import Invalid, Schema, pointer
 
@@ -228,27 +230,43 @@ XML = XMLFormat()
 
 # -- negotiation ---------------------------------------------------------
 
-# Offer order breaks ties: JSON first, so JSON wins them.
-_OFFERS = {JSON_TYPE: JSON, XML_TYPE: XML, "text/xml": XML}
+# Offer order breaks ties: JSON first, so JSON wins them. Each type is also
+# offered with charset=utf-8, so that a client asking for exactly that (as
+# our own XML Content-Type says) is not refused: WebOb matches parameters.
+_OFFERS = {JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON,
+           XML_TYPE: XML, f"{XML_TYPE};charset=utf-8": XML,
+           "text/xml": XML, "text/xml;charset=utf-8": XML}
 _PROBLEM_OFFERS = {**_OFFERS, "application/problem+json": JSON,
                    "application/problem+xml": XML}
 AVAILABLE = [JSON_TYPE, XML_TYPE, "text/xml"]
 
+# Charset names are case-insensitive (RFC 9110 §8.3.2); WebOb compares
+# parameter values exactly, so spell UTF-8 one way before it looks.
+_UTF8_PARAMETER = re.compile(r'charset\s*=\s*"?utf-?8"?', re.IGNORECASE)
+
+
+def _acceptable(req: Any, offers: dict[str, Format]) -> list[Format]:
+    header = req.environ.get("HTTP_ACCEPT", "").strip()
+    if not header:                            # no Accept (or an empty one): anything goes
+        return [JSON]
+    accept = create_accept_header(_UTF8_PARAMETER.sub("charset=utf-8", header))
+    return [offers[offer] for offer, _ in accept.acceptable_offers(list(offers))]
+
 
 def negotiate(req: Any) -> Format:
     """The format to answer in, by ``Accept`` and its q-values; 406 if none."""
-    offers = req.accept.acceptable_offers(list(_OFFERS))
-    if not offers:
+    acceptable = _acceptable(req, _OFFERS)
+    if not acceptable:
         raise Problem(406, "None of the available media types is acceptable: "
                            + ", ".join(AVAILABLE) + ".", available=AVAILABLE)
-    return _OFFERS[offers[0][0]]
+    return acceptable[0]
 
 
 def problem_format(req: Any) -> Format:
     """The format for an error: as negotiated, and JSON when nothing fits
     (RFC 9110 §12.1 lets an error ignore ``Accept``)."""
-    offers = req.accept.acceptable_offers(list(_PROBLEM_OFFERS))
-    return _PROBLEM_OFFERS[offers[0][0]] if offers else JSON
+    acceptable = _acceptable(req, _PROBLEM_OFFERS)
+    return acceptable[0] if acceptable else JSON
 
 
 # -- request bodies ------------------------------------------------------
