@@ -74,9 +74,7 @@ class App:
             log.exception("%s %r failed", req.method, _raw_path(req.environ))
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
-        # Every answer may differ by Accept: representations and problems alike.
-        response.headers["Vary"] = "Accept"
-        return response(environ, start_response)
+        return _vary(response)(environ, start_response)
 
     def handle(self, req: Request) -> Response:
         self._bound_body(req)
@@ -135,6 +133,12 @@ class App:
                         status=f"{problem.status} {problem.title}", headerlist=headers)
 
 
+def _vary(response: Response) -> Response:
+    # Every answer may differ by Accept: representations and problems alike.
+    response.headers["Vary"] = "Accept"
+    return response
+
+
 def _raw_path(environ: dict) -> str:
     """The request's path and query as received, for logs: never fails."""
     query = environ.get("QUERY_STRING")
@@ -161,5 +165,4 @@ class Mount:
         req = Request(environ)
         response = self.app.problem_response(
             req, Problem(404, f"This server serves only paths under {self.prefix}/."))
-        response.headers["Vary"] = "Accept"
-        return response(environ, start_response)
+        return _vary(response)(environ, start_response)

@@ -13,6 +13,7 @@ body the app has already bounded, and the negotiated response ``Format``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -85,20 +86,22 @@ class Item:
         return self._represent(record, fmt, _REVALIDATE)
 
     def on_put(self, req: Request, fmt: Format, id: int) -> Response:
-        document = read_document(req, req.body, self.schema)
-        fields = self.schema.for_replace(document, id)
-        record = self.store.update(id, precondition=_precondition(req, id), **fields)
-        return self._represent(record, fmt)
+        return self._update(req, fmt, id, self.schema.for_replace)
 
     def on_patch(self, req: Request, fmt: Format, id: int) -> Response:
-        document = read_document(req, req.body, self.schema)
-        fields = self.schema.for_patch(document, id)
-        record = self.store.update(id, precondition=_precondition(req, id), **fields)
-        return self._represent(record, fmt)
+        return self._update(req, fmt, id, self.schema.for_patch)
 
     def on_delete(self, req: Request, fmt: Format, id: int) -> Response:
         self.store.delete(id, precondition=_precondition(req, id))
         return Response(status=204, headerlist=[])
+
+    def _update(self, req: Request, fmt: Format, id: int,
+                check: Callable[[Any, int], dict[str, Any]]) -> Response:
+        """PUT and PATCH: parse, check (a full or a partial record), and
+        write under the request's preconditions, in one store call."""
+        fields = check(read_document(req, req.body, self.schema), id)
+        record = self.store.update(id, precondition=_precondition(req, id), **fields)
+        return self._represent(record, fmt)
 
     def _represent(self, record: Any, fmt: Format, *headers: tuple[str, str]) -> Response:
         return respond(200, fmt.render(self.schema, self.schema.as_dict(record)), fmt,
