@@ -2,11 +2,21 @@
 
 A new store joins every contract and API test by adding one entry to
 ``STORES``.
+
+The PostgreSQL store runs against the server named by
+``USERSVC_TEST_POSTGRES_URL`` (e.g. ``postgresql://127.0.0.1:5432/test``),
+each test in a schema of its own that is dropped afterwards. Without that
+variable the suites run on the other stores, the header says so, and the
+PostgreSQL-only tests are skipped, saying why; with
+``USERSVC_TEST_POSTGRES_REQUIRED=1`` (as ``.ci/run`` sets) they fail instead.
 """
 from __future__ import annotations
 
 import json
+import os
+import uuid
 import wsgiref.validate
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,16 +25,64 @@ from webob import Request, Response
 from usersvc import make_app
 from usersvc.storage import open_store
 
+POSTGRES_URL = os.environ.get("USERSVC_TEST_POSTGRES_URL", "")
+POSTGRES_REQUIRED = os.environ.get("USERSVC_TEST_POSTGRES_REQUIRED") == "1"
+
 STORES = [
     pytest.param("memory://", id="memory"),
     pytest.param("sqlite://", id="sqlite-memory"),
     pytest.param("sqlite:///{tmp}/users.db", id="sqlite-file"),
 ]
+if POSTGRES_URL or POSTGRES_REQUIRED:
+    STORES.append(pytest.param("{postgres}", id="postgres"))
+
+
+def pytest_report_header(config):
+    if POSTGRES_URL:
+        return f"PostgreSQL store: tested on {POSTGRES_URL}"
+    return ("PostgreSQL store: not tested (set USERSVC_TEST_POSTGRES_URL, "
+            "e.g. postgresql://127.0.0.1:5432/test)")
 
 
 @pytest.fixture(params=STORES)
 def store_url(request, tmp_path) -> str:
+    if request.param == "{postgres}":
+        return request.getfixturevalue("postgres_url")
     return request.param.format(tmp=tmp_path)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A store URL for an empty schema of its own on the test server."""
+    if not POSTGRES_URL:
+        unavailable("USERSVC_TEST_POSTGRES_URL is not set "
+                    "(e.g. postgresql://127.0.0.1:5432/test)")
+    try:
+        import psycopg
+    except ImportError:
+        unavailable("psycopg is not installed: pip install -e '.[test,postgres]'")
+    schema = f"usersvc_test_{uuid.uuid4().hex[:12]}"
+    try:
+        admin = psycopg.connect(POSTGRES_URL, autocommit=True)
+    except psycopg.OperationalError as e:
+        unavailable(f"cannot reach {POSTGRES_URL}: {e}")
+    with admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            yield with_search_path(POSTGRES_URL, schema)
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """``url`` with libpq's ``options`` set so that tables go to ``schema``."""
+    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+
+
+def unavailable(reason: str) -> None:
+    if POSTGRES_REQUIRED:
+        pytest.fail(f"PostgreSQL tests are required here, but {reason}")
+    pytest.skip(f"PostgreSQL tests: {reason}")
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ def test_make_app_takes_a_storage_url(tmp_path):
 
 
 def test_make_app_refuses_a_bad_storage_url():
-    for url in ["users.db", "postgres://x", "memory://x", "sqlite:/x"]:
+    for url in ["users.db", "mysql://x", "memory://x", "sqlite:/x"]:
         with pytest.raises(ValueError):
             make_app(url)
 

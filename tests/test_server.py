@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import http.client
 import json
-import re
 import signal
 import subprocess
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import waitress
+from helpers import ADA, ROOT, Served, call, race
 
 from usersvc import make_app
-
-ROOT = Path(__file__).resolve().parent.parent
-ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
 
 
 @pytest.fixture
@@ -35,21 +31,6 @@ def server(tmp_path):
     thread.join(timeout=10)
     assert not thread.is_alive()
     app.close()
-
-
-def call(address, method, path, body=None, headers=None):
-    """One request on a new connection: (status, headers, body)."""
-    conn = http.client.HTTPConnection(*address, timeout=30)
-    try:
-        payload = json.dumps(body) if isinstance(body, dict) else body
-        headers = dict(headers or {})
-        if isinstance(body, dict):
-            headers.setdefault("Content-Type", "application/json")
-        conn.request(method, path, body=payload, headers=headers)
-        response = conn.getresponse()
-        return response.status, response.headers, response.read()
-    finally:
-        conn.close()
 
 
 def test_head_over_the_wire_has_get_headers_and_no_body(server):
@@ -116,17 +97,6 @@ def test_several_requests_share_one_keep_alive_connection(server):
     conn.close()
 
 
-def race(n, action):
-    barrier = threading.Barrier(n)
-
-    def run(i):
-        barrier.wait()
-        return action(i)
-
-    with ThreadPoolExecutor(n) as pool:
-        return list(pool.map(run, range(n)))
-
-
 def test_the_same_email_raced_through_server_threads_is_created_once(server):
     statuses = race(16, lambda i: call(server, "POST", "/users",
                                        {"name": f"U{i}", "email": "same@example.org"})[0])
@@ -143,28 +113,6 @@ def test_the_same_if_match_raced_through_server_threads_wins_once(server):
 
 
 # -- serve.py --------------------------------------------------------------
-
-class Served:
-    """serve.py in a child process, with the URL it printed."""
-
-    def __init__(self, *args, cwd):
-        self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "serve.py"), "--port", "0", *args],
-            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.line = self.process.stdout.readline()
-        match = re.match(r"usersvc serving http://127\.0\.0\.1:(\d+)(/\S*) with storage (\S+)$", self.line)
-        assert match, (self.line, self.process.stderr.read() if self.process.poll() is not None else "")
-        self.address = ("127.0.0.1", int(match.group(1)))
-        self.prefix, self.storage = match.group(2), match.group(3)
-
-    def stop(self, sig=signal.SIGTERM):
-        self.process.send_signal(sig)
-        try:
-            return self.process.wait(timeout=15)
-        finally:
-            self.process.stdout.close()
-            self.process.stderr.close()
-
 
 def test_serve_py_prints_its_url_and_storage_and_stops_on_sigterm(tmp_path):
     served = Served(cwd=tmp_path)

@@ -11,6 +11,7 @@ import pytest
 
 from usersvc.storage import (
     MAX_ID,
+    Conflict,
     EmailTaken,
     Precondition,
     StaleVersion,
@@ -205,3 +206,45 @@ def test_concurrent_creates_get_distinct_increasing_ids(store):
     ids = [r.id for r in results]
     assert len(set(ids)) == THREADS
     assert [u.id for u in store.list()] == sorted(ids)
+
+
+# -- last_id and restore: what `usersvc copy` stands on ---------------------
+
+def test_last_id_counts_deleted_ids(store):
+    assert store.last_id() == 0
+    users = [store.create(name="U", email=f"u{i}@example.org") for i in range(3)]
+    store.delete(users[-1].id)
+    assert store.last_id() == users[-1].id
+
+
+def test_restore_keeps_ids_and_versions_and_new_ids_continue_above(store):
+    users = [User(3, "Ada", "ada@example.org", 7), User(10, "Bob", "Bob@Example.org", 1)]
+    store.restore(users)
+    assert store.list() == users
+    assert store.get(3).version == 7
+    assert store.create(name="New", email="new@example.org").id == 11
+    with pytest.raises(EmailTaken):     # restored addresses are as unique as any
+        store.create(name="B", email="bob@example.org")
+
+
+def test_restore_raises_last_id_past_deleted_ids(store):
+    store.restore([User(2, "Ada", "ada@example.org", 1)], last_id=50)
+    assert store.last_id() == 50
+    assert store.create(name="New", email="new@example.org").id == 51
+
+
+def test_restore_of_nothing_only_raises_last_id(store):
+    store.restore([], last_id=5)
+    assert store.list() == []
+    assert store.create(name="New", email="new@example.org").id == 6
+
+
+@pytest.mark.parametrize("clash", [
+    User(1, "Other", "other@example.org", 1),      # an id that is taken
+    User(9, "Other", "ADA@example.org", 1),        # an e-mail that is taken
+])
+def test_restore_is_all_or_nothing(store, clash):
+    existing = store.create(name="Ada", email="ada@example.org")
+    with pytest.raises(Conflict):
+        store.restore([User(5, "Fine", "fine@example.org", 1), clash])
+    assert store.list() == [existing]

@@ -5,8 +5,8 @@
 
 Map of the package: ``app`` (WSGI in, problems out), ``routing``,
 ``resources``, ``representation`` (JSON and XML), ``validation``,
-``problems``, ``storage`` (the protocol, ``memory`` and ``sqlite``) and
-``server`` (the standalone waitress server).
+``problems``, ``storage`` (the protocol, ``memory``, ``sqlite``, ``postgres``),
+``server`` (the standalone waitress server) and ``copy`` (between stores).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ DEFAULT_STORAGE = "sqlite:///users.db"
 def make_app(storage: str | UserStore = DEFAULT_STORAGE, *,
              max_body_size: int = DEFAULT_MAX_BODY_SIZE) -> App:
     """A WSGI app serving ``/users`` from ``storage``: a store object, or a
-    URL (``memory://``, ``sqlite://``, ``sqlite:///users.db``) for a store
+    URL (``memory://``, ``sqlite:///users.db``, ``postgresql://...``) for a store
     the app opens, and closes with ``app.close()``. Apps share nothing."""
     app = App(max_body_size=max_body_size)
     if isinstance(storage, str):

@@ -17,6 +17,7 @@ from typing import Any
 import waitress
 
 from . import DEFAULT_MAX_BODY_SIZE, DEFAULT_STORAGE, Mount, make_app
+from .storage import redact
 
 #: The server refuses bodies over this many bytes (or 4x --max-body-size, if
 #: larger) before the app sees them; the app's own limit is the real one.
@@ -28,7 +29,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     p.add_argument("--port", type=int, default=8080, help="port to listen on; 0 picks a free one (default: %(default)s)")
     p.add_argument("--storage", default=DEFAULT_STORAGE, metavar="URL",
-                   help="memory://, sqlite://, sqlite:///relative.db or sqlite:////absolute.db (default: %(default)s)")
+                   help="memory://, sqlite://, sqlite:///relative.db, sqlite:////absolute.db or "
+                        "postgresql://user@host/dbname (default: %(default)s)")
     p.add_argument("--threads", type=int, default=4, metavar="N", help="worker threads (default: %(default)s)")
     p.add_argument("--max-body-size", type=int, default=DEFAULT_MAX_BODY_SIZE, metavar="BYTES",
                    help="largest request body accepted; larger gets 413 (default: %(default)s)")
@@ -49,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         app = make_app(args.storage, max_body_size=args.max_body_size)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
-        print(f"usersvc: cannot open storage {args.storage}: {e}", file=sys.stderr)
+        print(f"usersvc: cannot open storage {redact(args.storage)}: {e}", file=sys.stderr)
         return 2
     wsgi = Mount(args.prefix, app) if args.prefix.strip("/") else app
     server = waitress.create_server(
@@ -59,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # waitress stops its loop and its workers on SystemExit; make SIGTERM
     # (what service managers send) do what Ctrl-C does.
     signal.signal(signal.SIGTERM, _exit)
-    print(f"usersvc serving {_url(server, args.prefix)} with storage {args.storage}", flush=True)
+    print(f"usersvc serving {_url(server, args.prefix)} with storage {redact(args.storage)}",
+          flush=True)
     try:
         server.run()
     except KeyboardInterrupt:

@@ -21,13 +21,25 @@ Errors::
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = [
-    "MAX_ID", "User", "Precondition", "UserStore", "open_store",
-    "StoreError", "NotFound", "UserNotFound", "Conflict", "EmailTaken",
-    "StaleVersion", "StoreUnavailable",
+    "MAX_ID",
+    "Conflict",
+    "EmailTaken",
+    "NotFound",
+    "Precondition",
+    "SchemaTooNew",
+    "StaleVersion",
+    "StoreError",
+    "StoreUnavailable",
+    "User",
+    "UserNotFound",
+    "UserStore",
+    "open_store",
+    "redact",
 ]
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
@@ -106,6 +118,10 @@ class StoreUnavailable(StoreError):
     the same call may succeed later. Nothing was changed."""
 
 
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer usersvc than this one."""
+
+
 class UserStore(Protocol):
     """What the HTTP layer needs from a place that keeps users.
 
@@ -137,13 +153,22 @@ class UserStore(Protocol):
         """Remove the user, atomically with the precondition check; raises
         ``UserNotFound``, ``StaleVersion``."""
 
+    def last_id(self) -> int:
+        """The highest id this store ever handed out, deleted or not (0: none)."""
+
+    def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
+        """Add users as they are, ids and versions kept, in one atomic step
+        (for ``usersvc copy``); new ids afterwards are above ``last_id`` and
+        every id given. Raises ``Conflict`` if an id or e-mail is taken."""
+
     def close(self) -> None:
         """Release connections and files; the store is unusable afterwards."""
 
 
 def open_store(url: str) -> UserStore:
     """The store a URL names: ``memory://``, ``sqlite://`` (private, in memory),
-    ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
+    ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or
+    ``postgresql://user@host/dbname`` (needs ``usersvc[postgres]``)."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         raise ValueError(f"not a storage URL: {url!r} (try memory:// or sqlite:///users.db)")
@@ -159,7 +184,24 @@ def open_store(url: str) -> UserStore:
         if not rest.startswith("/") or rest == "/":
             raise ValueError(f"not a SQLite URL: {url!r} (try sqlite:///users.db)")
         return SQLiteUserStore(rest[1:])
+    if scheme in ("postgresql", "postgres"):
+        try:
+            from .postgres import PostgresUserStore
+        except ImportError as e:
+            raise ValueError(f"{scheme}:// needs psycopg: pip install 'usersvc[postgres]' ({e})") from None
+        return PostgresUserStore(url)
     raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***``, for logs and messages."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    user, at, host = authority.rpartition("@")
+    if sep and at and ":" in user:
+        user = user.split(":", 1)[0] + ":***"
+        return f"{scheme}{sep}{user}@{host}{slash}{path}"
+    return url
 
 
 def email_key(email: str) -> str:

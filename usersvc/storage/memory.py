@@ -7,10 +7,19 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Sequence
 
 from sortedcontainers import SortedList
 
-from . import EmailTaken, Precondition, StaleVersion, User, UserNotFound, email_key
+from . import (
+    Conflict,
+    EmailTaken,
+    Precondition,
+    StaleVersion,
+    User,
+    UserNotFound,
+    email_key,
+)
 
 
 class MemoryUserStore:
@@ -19,7 +28,7 @@ class MemoryUserStore:
         self._users: dict[int, User] = {}
         self._ids = SortedList()            # the same ids, in order, for paging
         self._by_email: dict[str, int] = {}  # email_key -> id, for uniqueness
-        self._next_id = itertools.count(1)
+        self._last_id = 0
 
     def get(self, user_id: int) -> User:
         with self._lock:
@@ -39,10 +48,9 @@ class MemoryUserStore:
             key = email_key(email)
             if key in self._by_email:
                 raise EmailTaken(email)
-            user = User(next(self._next_id), name, email, 1)
-            self._users[user.id] = user
-            self._ids.add(user.id)
-            self._by_email[key] = user.id
+            self._last_id += 1
+            user = User(self._last_id, name, email, 1)
+            self._add(user, key)
             return user
 
     def update(self, user_id: int, *, name: str | None = None,
@@ -69,8 +77,29 @@ class MemoryUserStore:
             self._ids.remove(user_id)
             del self._by_email[email_key(user.email)]
 
+    def last_id(self) -> int:
+        with self._lock:
+            return self._last_id
+
+    def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
+        with self._lock:
+            keys = [email_key(u.email) for u in users]
+            ids = {u.id for u in users}
+            if (len(ids) < len(users) or len(set(keys)) < len(keys)
+                    or any(i in self._users for i in ids)
+                    or any(k in self._by_email for k in keys)):
+                raise Conflict("The store already holds one of these ids or e-mail addresses.")
+            for user, key in zip(users, keys):
+                self._add(user, key)
+            self._last_id = max(self._last_id, last_id, *ids)
+
     def close(self) -> None:
         pass
+
+    def _add(self, user: User, key: str) -> None:
+        self._users[user.id] = user
+        self._ids.add(user.id)
+        self._by_email[key] = user.id
 
     def _get(self, user_id: int) -> User:
         try:

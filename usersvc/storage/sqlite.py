@@ -27,8 +27,10 @@ from typing import cast
 
 from . import (
     MAX_ID,
+    Conflict,
     EmailTaken,
     Precondition,
+    SchemaTooNew,
     StaleVersion,
     StoreUnavailable,
     User,
@@ -57,10 +59,10 @@ SELECT_BY_EMAIL = f"SELECT {COLUMNS} FROM users WHERE email_key = ? AND id > ?"
 INSERT = "INSERT INTO users (name, email, email_key, version) VALUES (?, ?, ?, 1)"
 UPDATE = "UPDATE users SET name = ?, email = ?, email_key = ?, version = ? WHERE id = ?"
 DELETE = "DELETE FROM users WHERE id = ?"
-
-
-class SchemaTooNew(RuntimeError):
-    """The database was written by a newer usersvc than this one."""
+RESTORE = "INSERT INTO users (id, name, email, email_key, version) VALUES (?, ?, ?, ?, ?)"
+# AUTOINCREMENT's high-water mark: the largest id ever handed out.
+LAST_ID = "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'users'"
+RAISE_LAST_ID = "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'users'"
 
 
 class _Connection(sqlite3.Connection):
@@ -178,6 +180,23 @@ class SQLiteUserStore:
         with self._transaction() as db:
             self._checked(db, user_id, precondition)
             db.execute(DELETE, (user_id,))
+
+    def last_id(self) -> int:
+        with self._session() as db:
+            return int(db.execute(LAST_ID).fetchone()[0])
+
+    def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
+        with self._transaction() as db:
+            try:
+                db.executemany(RESTORE, [(u.id, u.name, u.email, email_key(u.email), u.version)
+                                         for u in users])
+            except sqlite3.IntegrityError as e:
+                raise Conflict(f"The store already holds one of these users ({e}).") from None
+            if last_id > 0:
+                # The row exists once any user was inserted; make one if not.
+                db.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'users', 0"
+                           " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'users')")
+                db.execute(RAISE_LAST_ID, (last_id,))
 
     def close(self) -> None:
         with self._lock:

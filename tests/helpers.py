@@ -1,0 +1,64 @@
+"""Helpers for the tests that talk HTTP to a real server."""
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
+
+
+def call(address, method, path, body=None, headers=None):
+    """One request on a new connection: (status, headers, body)."""
+    conn = http.client.HTTPConnection(*address, timeout=30)
+    try:
+        payload = json.dumps(body) if isinstance(body, dict) else body
+        headers = dict(headers or {})
+        if isinstance(body, dict):
+            headers.setdefault("Content-Type", "application/json")
+        conn.request(method, path, body=payload, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.headers, response.read()
+    finally:
+        conn.close()
+
+
+def race(n, action):
+    """``action(i)`` for i in range(n), on n threads released together."""
+    barrier = threading.Barrier(n)
+
+    def run(i):
+        barrier.wait()
+        return action(i)
+
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(run, range(n)))
+
+
+class Served:
+    """serve.py in a child process, with the URL it printed."""
+
+    def __init__(self, *args, cwd):
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "serve.py"), "--port", "0", *args],
+            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.line = self.process.stdout.readline()
+        match = re.match(r"usersvc serving http://127\.0\.0\.1:(\d+)(/\S*) with storage (\S+)$", self.line)
+        assert match, (self.line, self.process.stderr.read() if self.process.poll() is not None else "")
+        self.address = ("127.0.0.1", int(match.group(1)))
+        self.prefix, self.storage = match.group(2), match.group(3)
+
+    def stop(self, sig=signal.SIGTERM):
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=15)
+        finally:
+            self.process.stdout.close()
+            self.process.stderr.close()

@@ -1,0 +1,106 @@
+"""``usersvc copy SOURCE_URL DEST_URL``: every user moves, ids and versions
+kept, new ids continue above the source's highest, a store with users is
+refused. Into every store (``store``), and SQLite -> PostgreSQL by the
+command line, the case that matters."""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+from helpers import ROOT
+
+from usersvc.copy import DestinationNotEmpty, copy_users, main
+from usersvc.storage import User, open_store
+
+N = 3000
+
+
+@pytest.fixture
+def source_url(tmp_path):
+    """A SQLite file of a few thousand users, some deleted, some changed."""
+    url = f"sqlite:///{tmp_path}/source.db"
+    source = open_store(url)
+    source.restore([User(i, f"User {i}", f"u{i}@example.org", 1 + i % 3)
+                    for i in range(1, N + 1) if i % 7])     # gaps: ids 7, 14, ...
+    extra = source.create(name="Late", email="LATE@Example.org")
+    source.update(extra.id, name="Later")
+    gone = source.create(name="Gone", email="gone@example.org")
+    source.delete(gone.id)                                   # the highest id is deleted
+    source.close()
+    return url
+
+
+def all_users(store):
+    users, after = [], 0
+    while page := store.list(after=after, limit=1000):
+        users += page
+        after = page[-1].id
+    return users
+
+
+def test_copy_into_each_store_keeps_everything(source_url, store):
+    source = open_store(source_url)
+    try:
+        expected = all_users(source)
+        copied = copy_users(source, store, batch=500)
+        assert copied == len(expected) == N - N // 7 + 1
+        assert all_users(store) == expected
+        assert store.list(email="late@example.org")[0].version == 2
+        assert store.last_id() == source.last_id() == N + 2
+        assert store.create(name="New", email="new@example.org").id == N + 3
+    finally:
+        source.close()
+
+
+def test_copy_refuses_a_destination_with_users(source_url, store):
+    store.create(name="Ada", email="ada@example.org")
+    source = open_store(source_url)
+    try:
+        with pytest.raises(DestinationNotEmpty):
+            copy_users(source, store)
+        assert [u.name for u in store.list()] == ["Ada"]
+    finally:
+        source.close()
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_the_command_copies_sqlite_to_postgres_and_shows_progress(source_url, postgres_url):
+    err = Terminal()
+    assert main([source_url, postgres_url], stderr=err) == 0
+    out = err.getvalue()
+    assert f"\r{N - N // 7 + 1:,} users copied, up to id {N + 1:,} of {N + 2:,} (100%)" in out
+    assert out.endswith(f"copied {N - N // 7 + 1:,} users from {source_url} "
+                        f"to {postgres_url}; new ids start at {N + 3:,}\n")
+    source, dest = open_store(source_url), open_store(postgres_url)
+    try:
+        assert all_users(dest) == all_users(source)
+    finally:
+        source.close()
+        dest.close()
+
+
+def test_no_progress_when_not_on_a_terminal(source_url, tmp_path):
+    err = io.StringIO()
+    assert main([source_url, f"sqlite:///{tmp_path}/dest.db"], stderr=err) == 0
+    assert "\r" not in err.getvalue() and err.getvalue().count("\n") == 1
+
+
+def test_the_usersvc_command_refuses_a_full_destination(source_url, tmp_path):
+    command = [sys.executable, "-m", "usersvc.cli", "copy", source_url, f"sqlite:///{tmp_path}/d.db"]
+    first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 1
+    assert "already holds users" in again.stderr
+
+
+def test_the_usersvc_command_refuses_a_bad_url(source_url):
+    err = io.StringIO()
+    assert main([source_url, "nosuch://x"], stderr=err) == 2
+    assert "cannot open nosuch://x" in err.getvalue()

@@ -1,0 +1,172 @@
+"""What only the PostgreSQL store shows: its schema and migrations, lost
+connections, and several server processes on one database (scale-out).
+
+The store contract and API suites run on PostgreSQL too (``postgres`` in
+conftest's ``STORES``); these tests add what is PostgreSQL's own. They use
+the server named by ``USERSVC_TEST_POSTGRES_URL``, in a schema per test.
+"""
+from __future__ import annotations
+
+import getpass
+import json
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from conftest import POSTGRES_REQUIRED, POSTGRES_URL
+from helpers import Served, call, race
+
+from usersvc.storage import SchemaTooNew, StoreUnavailable, open_store
+
+if not (POSTGRES_URL or POSTGRES_REQUIRED):
+    pytest.skip("PostgreSQL tests: USERSVC_TEST_POSTGRES_URL is not set "
+                "(e.g. postgresql://127.0.0.1:5432/test)", allow_module_level=True)
+psycopg = pytest.importorskip("psycopg", reason="pip install -e '.[test,postgres]'")
+
+from usersvc.storage.postgres import MIGRATIONS, PostgresUserStore, migrate, split_url  # noqa: E402
+
+
+@pytest.fixture
+def url(postgres_url):
+    return postgres_url
+
+
+@pytest.fixture
+def sql(url):
+    """Run SQL in the test's schema, beside the store."""
+    with psycopg.connect(split_url(url)[0], autocommit=True) as db:
+        def run(query, *params):
+            cursor = db.execute(query, params)
+            return cursor.fetchall() if cursor.description else None
+        yield run
+
+
+def test_the_schema_version_is_recorded_and_migrating_again_changes_nothing(url, sql):
+    open_store(url).close()
+    assert sql("SELECT version FROM usersvc_schema") == [(len(MIGRATIONS),)]
+    store = open_store(url)
+    store.create(name="Ada", email="ada@example.org")
+    store.close()
+    open_store(url).close()
+    assert sql("SELECT version FROM usersvc_schema") == [(len(MIGRATIONS),)]
+    assert sql("SELECT count(*) FROM users") == [(1,)]
+
+
+def test_uniqueness_is_a_unique_index_on_the_case_folded_email(url, sql):
+    open_store(url).close()
+    (indexdef,), = sql("SELECT indexdef FROM pg_indexes WHERE indexname = 'users_email_key'"
+                       " AND schemaname = current_schema()")
+    assert indexdef.startswith("CREATE UNIQUE INDEX") and "(email_key)" in indexdef
+    store = open_store(url)
+    store.create(name="S", email="STRASSE@example.org")
+    store.close()
+    assert sql("SELECT email, email_key FROM users") == [("STRASSE@example.org", "strasse@example.org")]
+
+
+def test_ids_come_from_an_identity_column(url, sql):
+    open_store(url).close()
+    assert sql("SELECT is_identity, identity_generation FROM information_schema.columns"
+               " WHERE table_schema = current_schema() AND table_name = 'users'"
+               " AND column_name = 'id'") == [("YES", "ALWAYS")]
+
+
+def test_a_newer_schema_is_refused(url, sql):
+    open_store(url).close()
+    sql("UPDATE usersvc_schema SET version = %s", len(MIGRATIONS) + 1)
+    with pytest.raises(SchemaTooNew):
+        open_store(url)
+
+
+def test_a_failing_migration_leaves_nothing_behind(url, sql):
+    with psycopg.connect(split_url(url)[0], autocommit=True) as db:
+        with pytest.raises(psycopg.errors.SyntaxError):
+            migrate(db, [*MIGRATIONS, ["CREATE TABLE extra (x int)", "NOT SQL"]])
+    assert sql("SELECT to_regclass('users'), to_regclass('usersvc_schema')") == [(None, None)]
+
+
+def test_stores_opening_together_migrate_once(url, sql):
+    stores = race(8, lambda i: open_store(url))
+    for store in stores:
+        store.close()
+    assert sql("SELECT version FROM usersvc_schema") == [(len(MIGRATIONS),)]
+
+
+def test_a_lost_connection_is_unavailable_once_then_replaced(url, sql):
+    store = PostgresUserStore(url + "&application_name=usersvc_lost", pool_size=1)
+    try:
+        user = store.create(name="Ada", email="ada@example.org")
+        killed = sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                     " WHERE application_name = 'usersvc_lost'")
+        assert killed == [(True,)]
+        try:
+            assert store.get(user.id) == user       # the pool may already have noticed
+        except StoreUnavailable:
+            assert store.get(user.id) == user       # and then it has replaced it
+    finally:
+        store.close()
+
+
+def test_an_unreachable_server_fails_at_open():
+    with pytest.raises(StoreUnavailable, match="cannot connect to postgresql://u:\\*\\*\\*@127.0.0.1:1/x"):
+        PostgresUserStore("postgresql://u:secret@127.0.0.1:1/x", timeout=0.5)
+
+
+@pytest.mark.parametrize("url, conninfo, size", [
+    ("postgresql://h/db", "postgresql://h/db", 8),
+    ("postgresql://h/db?pool_size=3&sslmode=disable", "postgresql://h/db?sslmode=disable", 3),
+])
+def test_pool_size_is_taken_out_of_the_url(url, conninfo, size):
+    assert split_url(url) == (conninfo, size)
+
+
+@pytest.mark.parametrize("bad", ["0", "x", "-1"])
+def test_a_bad_pool_size_is_refused(bad):
+    with pytest.raises(ValueError, match="pool_size"):
+        split_url(f"postgresql://h/db?pool_size={bad}")
+
+
+# -- scale-out: several server processes on one database ---------------------
+
+def test_two_server_processes_on_one_database(url, tmp_path):
+    servers = [Served("--storage", url, cwd=tmp_path) for _ in range(2)]
+    try:
+        one, two = (s.address for s in servers)
+        # Created through one, read, replaced and deleted through the other.
+        status, headers, body = call(one, "POST", "/users", {"name": "Ada", "email": "ada@example.org"})
+        assert status == 201
+        path = "/users/" + str(json.loads(body)["id"])
+        status, got, body = call(two, "GET", path)
+        assert status == 200 and got["ETag"] == headers["ETag"]
+        status, put, _ = call(two, "PUT", path, {"name": "Ada L.", "email": "ada@example.org"},
+                              {"If-Match": got["ETag"]})
+        assert status == 200
+        assert json.loads(call(one, "GET", path)[2])["name"] == "Ada L."
+        assert call(two, "DELETE", path, headers={"If-Match": put["ETag"]})[0] == 204
+        assert call(one, "GET", path)[0] == 404
+
+        # The same e-mail raced across both: one 201.
+        statuses = race(16, lambda i: call((one, two)[i % 2], "POST", "/users",
+                                           {"name": f"U{i}", "email": "same@example.org"})[0])
+        assert sorted(statuses) == [201] + [409] * 15
+
+        # The same If-Match raced across both: one success.
+        user = json.loads(call(one, "GET", "/users?email=same@example.org")[2])[0]
+        _, headers, _ = call(two, "GET", f"/users/{user['id']}")
+        statuses = race(16, lambda i: call((one, two)[i % 2], "PATCH", f"/users/{user['id']}",
+                                           {"name": f"N{i}"}, {"If-Match": headers["ETag"]})[0])
+        assert sorted(statuses) == [200] + [412] * 15
+        assert call(one, "GET", f"/users/{user['id']}")[2] == call(two, "GET", f"/users/{user['id']}")[2]
+    finally:
+        assert [s.stop() for s in servers] == [0, 0]
+
+
+def test_the_server_never_prints_the_password_in_its_url(url, tmp_path):
+    parts = urlsplit(url)
+    user = parts.username or getpass.getuser()
+    with_password = urlunsplit(parts._replace(
+        netloc=f"{user}:hunter2@{parts.netloc.rpartition('@')[2]}"))
+    served = Served("--storage", with_password, cwd=tmp_path)  # trust auth ignores it
+    try:
+        assert "hunter2" not in served.line
+        assert f"{user}:***@" in served.storage
+    finally:
+        assert served.stop() == 0

@@ -1,0 +1,287 @@
+"""PostgresUserStore: users in PostgreSQL, shared by any number of processes.
+
+Needs the ``postgres`` extra: ``pip install 'usersvc[postgres]'`` (psycopg 3
+and psycopg_pool).
+
+- A pool of connections (``psycopg_pool``), each in autocommit: every write
+  is one statement, so it is its own transaction, and a 201 is committed
+  (PostgreSQL's default ``synchronous_commit``) before it is answered.
+- ``If-Match`` is a single conditional ``UPDATE``/``DELETE``: the version
+  check is in its ``WHERE``. Under READ COMMITTED, PostgreSQL re-checks that
+  ``WHERE`` against the newest row after waiting for a concurrent writer, so
+  of two writers naming the same version exactly one matches. Only when no
+  row matched does a second query tell "gone" (404) from "changed" (412).
+- E-mail uniqueness is a unique index on ``email_key``, the address
+  case-folded by Python (``str.casefold``, as the other stores do; SQL's
+  ``lower()`` folds less: ß stays ß).
+- Ids come from an identity column: a sequence never hands a value out
+  twice, whatever is deleted or rolled back.
+- Migrations: ``MIGRATIONS[n]`` takes the schema from version n to n + 1;
+  the version lives in the table ``usersvc_schema``. Migrating holds a
+  transaction-level advisory lock, so processes that start together on a new
+  database migrate it once.
+- Lost connections, a server that is down and a pool with no free
+  connection within ``timeout`` seconds are ``StoreUnavailable`` (HTTP 503);
+  the pool replaces broken connections on its own.
+
+Every value reaches the server as a bound parameter; the SQL text is
+constant.
+
+The URL is libpq's (``postgresql://user@host:5432/dbname?sslmode=...``) plus
+one parameter of usersvc's own, taken out before libpq sees it:
+``pool_size`` (default 8), the most connections this process opens. Give
+each server process at least as many as it has threads.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+import psycopg.errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from . import (
+    MAX_ID,
+    Conflict,
+    EmailTaken,
+    Precondition,
+    SchemaTooNew,
+    StaleVersion,
+    StoreUnavailable,
+    User,
+    UserNotFound,
+    email_key,
+    redact,
+)
+
+#: Each entry upgrades the schema by one version: a list of statements.
+MIGRATIONS: list[Sequence[str]] = [
+    # 0 -> 1: the users table.
+    [
+        """CREATE TABLE users (
+               id        bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+               name      text    NOT NULL,
+               email     text    NOT NULL,
+               email_key text    NOT NULL,  -- the case-folded e-mail
+               version   bigint  NOT NULL
+           )""",
+        "CREATE UNIQUE INDEX users_email_key ON users (email_key)",
+    ],
+]
+
+#: Any constant; two processes migrating the same database take turns on it.
+MIGRATION_LOCK = 0x7573657273766301
+
+DEFAULT_POOL_SIZE = 8
+
+COLUMNS = "id, name, email, version"
+SELECT_ONE = f"SELECT {COLUMNS} FROM users WHERE id = %s"
+SELECT_PAGE = f"SELECT {COLUMNS} FROM users WHERE id > %s ORDER BY id LIMIT %s"
+SELECT_BY_EMAIL = f"SELECT {COLUMNS} FROM users WHERE email_key = %s AND id > %s"
+EXISTS = "SELECT 1 FROM users WHERE id = %s"
+INSERT = f"""INSERT INTO users (name, email, email_key, version)
+             VALUES (%s, %s, %s, 1) RETURNING {COLUMNS}"""
+# coalesce: a field given as NULL keeps its value (PATCH of the other one).
+UPDATE = f"""UPDATE users SET name = coalesce(%(name)s, name),
+                              email = coalesce(%(email)s, email),
+                              email_key = coalesce(%(key)s, email_key),
+                              version = version + 1
+             WHERE id = %(id)s{{condition}} RETURNING {COLUMNS}"""
+DELETE = "DELETE FROM users WHERE id = %(id)s{condition}"
+RESTORE = """INSERT INTO users (id, name, email, email_key, version)
+             OVERRIDING SYSTEM VALUE VALUES (%s, %s, %s, %s, %s)"""
+# The identity column's sequence: the highest id handed out, deleted or not.
+LAST_ID = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM users_id_seq"
+RAISE_LAST_ID = f"SELECT setval('users_id_seq', %s) WHERE %s > ({LAST_ID})"
+
+
+def _condition(precondition: Precondition | None) -> str:
+    """The WHERE clause that ``Precondition.allows`` is, over ``version``.
+
+    Only the shape of the precondition picks the text; the versions are
+    parameters (``%(match)s``, ``%(none_match)s``).
+    """
+    if precondition is None:
+        return ""
+    clause = ""
+    if precondition.match is not None:
+        clause += " AND version = ANY(%(match)s)" if precondition.match else " AND false"
+    if precondition.none_match is None:
+        clause += " AND false"
+    elif precondition.none_match:
+        clause += " AND version <> ALL(%(none_match)s)"
+    return clause
+
+
+def _parameters(user_id: int, precondition: Precondition | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"id": user_id}
+    if precondition is not None:
+        # Only non-empty lists: an empty one has no element type to send.
+        if precondition.match:
+            params["match"] = sorted(precondition.match)
+        if precondition.none_match:
+            params["none_match"] = sorted(precondition.none_match)
+    return params
+
+
+def split_url(url: str) -> tuple[str, int]:
+    """``(libpq URL, pool size)``: usersvc's own ``pool_size`` taken out."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    sizes = [value for name, value in query if name == "pool_size"]
+    rest = [(name, value) for name, value in query if name != "pool_size"]
+    size = DEFAULT_POOL_SIZE
+    if sizes:
+        if len(sizes) > 1 or not sizes[0].isdigit() or int(sizes[0]) < 1:
+            raise ValueError(f"pool_size must be one whole number of at least 1, in {url!r}")
+        size = int(sizes[0])
+    return urlunsplit(parts._replace(query=urlencode(rest))), size
+
+
+class PostgresUserStore:
+    def __init__(self, url: str, *, pool_size: int | None = None,
+                 timeout: float = 10.0) -> None:
+        conninfo, size = split_url(url)
+        size = pool_size or size
+        self._pool = ConnectionPool(
+            conninfo, min_size=1, max_size=size, timeout=timeout, open=False,
+            kwargs={"autocommit": True}, name="usersvc")
+        self._pool.open()
+        try:
+            self._pool.wait(timeout=timeout)    # fail now, not at the first request
+            with self._pool.connection() as db:
+                migrate(db)
+        except PoolTimeout as e:
+            self._pool.close()
+            raise StoreUnavailable(
+                f"cannot connect to {redact(url)} within {timeout:g} s "
+                "(the pool's warnings say why)") from e
+        except BaseException:
+            self._pool.close()
+            raise
+
+    # -- the protocol ---------------------------------------------------
+
+    def get(self, user_id: int) -> User:
+        if not 0 < user_id <= MAX_ID:
+            raise UserNotFound(user_id)
+        with self._connection() as db:
+            row = db.execute(SELECT_ONE, (user_id,)).fetchone()
+        if row is None:
+            raise UserNotFound(user_id)
+        return User(*row)
+
+    def list(self, *, after: int = 0, limit: int = 100,
+             email: str | None = None) -> list[User]:
+        if after >= MAX_ID:
+            return []
+        with self._connection() as db:
+            if email is not None:
+                rows = db.execute(SELECT_BY_EMAIL, (email_key(email), after)).fetchall()
+            else:
+                rows = db.execute(SELECT_PAGE, (after, limit)).fetchall()
+        return [User(*row) for row in rows]
+
+    def create(self, *, name: str, email: str) -> User:
+        with self._connection() as db:
+            try:
+                row = db.execute(INSERT, (name, email, email_key(email))).fetchone()
+            except psycopg.errors.UniqueViolation:
+                raise EmailTaken(email) from None
+        assert row is not None
+        return User(*row)
+
+    def update(self, user_id: int, *, name: str | None = None,
+               email: str | None = None,
+               precondition: Precondition | None = None) -> User:
+        if not 0 < user_id <= MAX_ID:
+            raise UserNotFound(user_id)
+        params = _parameters(user_id, precondition)
+        params.update(name=name, email=email, key=None if email is None else email_key(email))
+        with self._connection() as db:
+            try:
+                row = db.execute(UPDATE.format(condition=_condition(precondition)),
+                                 params).fetchone()
+            except psycopg.errors.UniqueViolation:
+                raise EmailTaken(email or "") from None
+            if row is None:
+                raise self._why_not(db, user_id)
+        return User(*row)
+
+    def delete(self, user_id: int, *,
+               precondition: Precondition | None = None) -> None:
+        if not 0 < user_id <= MAX_ID:
+            raise UserNotFound(user_id)
+        with self._connection() as db:
+            cursor = db.execute(DELETE.format(condition=_condition(precondition)),
+                                _parameters(user_id, precondition))
+            if cursor.rowcount == 0:
+                raise self._why_not(db, user_id)
+
+    def last_id(self) -> int:
+        with self._connection() as db:
+            row = db.execute(LAST_ID).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
+        with self._connection() as db:
+            try:
+                with db.transaction():
+                    with db.cursor() as cursor:
+                        cursor.executemany(RESTORE, [
+                            (u.id, u.name, u.email, email_key(u.email), u.version)
+                            for u in users])
+                    top = max([last_id, *(u.id for u in users)])
+                    if top > 0:
+                        db.execute(RAISE_LAST_ID, (top, top))
+            except psycopg.errors.UniqueViolation as e:
+                raise Conflict(f"The store already holds one of these users: {e.diag.message_detail}") from None
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # -- helpers --------------------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        try:
+            with self._pool.connection() as db:
+                yield db
+        except (psycopg.OperationalError, PoolTimeout) as e:
+            raise StoreUnavailable("The database is unavailable; try again.") from e
+
+    @staticmethod
+    def _why_not(db: psycopg.Connection[Any], user_id: int) -> Exception:
+        """No row matched a conditional write: gone, or changed?"""
+        if db.execute(EXISTS, (user_id,)).fetchone() is None:
+            return UserNotFound(user_id)
+        return StaleVersion(user_id)
+
+
+def migrate(db: psycopg.Connection[Any],
+            migrations: Sequence[Sequence[str]] = MIGRATIONS) -> int:
+    """Bring the schema up to ``len(migrations)``; returns the version found.
+
+    All the steps a database lacks run in one transaction with the version
+    update: all of them, or none.
+    """
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        db.execute("CREATE TABLE IF NOT EXISTS usersvc_schema (version integer NOT NULL)")
+        row = db.execute("SELECT version FROM usersvc_schema").fetchone()
+        if row is None:
+            db.execute("INSERT INTO usersvc_schema (version) VALUES (0)")
+        found = row[0] if row else 0
+        if found > len(migrations):
+            raise SchemaTooNew(
+                f"the database has schema version {found}; this usersvc knows "
+                f"versions up to {len(migrations)}")
+        for version in range(found, len(migrations)):
+            for statement in migrations[version]:
+                db.execute(statement)
+        db.execute("UPDATE usersvc_schema SET version = %s", (len(migrations),))
+    return found
