@@ -23,6 +23,9 @@ from .storage import redact
 #: larger) before the app sees them; the app's own limit is the real one.
 SERVER_BODY_CAP = 1024 * 1024
 
+#: What a trusted reverse proxy (--trusted-proxy) may tell us about the client.
+PROXY_HEADERS = {"x-forwarded-proto", "x-forwarded-host", "x-forwarded-for"}
+
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="usersvc", description="Serve the users API.")
@@ -35,6 +38,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--max-body-size", type=int, default=DEFAULT_MAX_BODY_SIZE, metavar="BYTES",
                    help="largest request body accepted; larger gets 413 (default: %(default)s)")
     p.add_argument("--prefix", default="", metavar="PATH", help="serve under this path, e.g. /v1 (default: none)")
+    p.add_argument("--trusted-proxy", default=None, metavar="ADDR",
+                   help="the address of a reverse proxy whose X-Forwarded-Proto, -Host and -For "
+                        "headers are believed (default: none; '*' trusts any)")
     args = p.parse_args(argv)
     if args.threads < 1:
         p.error("--threads must be at least 1")
@@ -54,10 +60,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"usersvc: cannot open storage {redact(args.storage)}: {e}", file=sys.stderr)
         return 2
     wsgi = Mount(args.prefix, app) if args.prefix.strip("/") else app
+    proxy: dict[str, Any] = {}
+    if args.trusted_proxy:
+        # Behind a proxy, Location and Link must name the scheme and host the
+        # client used; waitress rewrites them from these headers, only when
+        # they come from this address, and drops them from anyone else.
+        proxy = {"trusted_proxy": args.trusted_proxy, "trusted_proxy_headers": PROXY_HEADERS}
     server = waitress.create_server(
         wsgi, host=args.host, port=args.port, threads=args.threads,
         max_request_body_size=max(SERVER_BODY_CAP, 4 * args.max_body_size),
-        ident="usersvc")
+        ident="usersvc", **proxy)
     # waitress stops its loop and its workers on SystemExit; make SIGTERM
     # (what service managers send) do what Ctrl-C does.
     signal.signal(signal.SIGTERM, _exit)

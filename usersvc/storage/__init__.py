@@ -121,6 +121,13 @@ class StoreUnavailable(StoreError):
 class SchemaTooNew(RuntimeError):
     """The database was written by a newer usersvc than this one."""
 
+    @classmethod
+    def check(cls, found: int, known: int) -> None:
+        """Raise if a database's schema version ``found`` is above ``known``."""
+        if found > known:
+            raise cls(f"the database has schema version {found}; this usersvc "
+                      f"knows versions up to {known}")
+
 
 class UserStore(Protocol):
     """What the HTTP layer needs from a place that keeps users.

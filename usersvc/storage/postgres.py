@@ -276,10 +276,7 @@ def migrate(db: psycopg.Connection[Any],
         if row is None:
             db.execute("INSERT INTO usersvc_schema (version) VALUES (0)")
         found = row[0] if row else 0
-        if found > len(migrations):
-            raise SchemaTooNew(
-                f"the database has schema version {found}; this usersvc knows "
-                f"versions up to {len(migrations)}")
+        SchemaTooNew.check(found, len(migrations))
         for version in range(found, len(migrations)):
             for statement in migrations[version]:
                 db.execute(statement)

@@ -106,10 +106,7 @@ def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[str]] = MIGRAT
     db.execute("BEGIN IMMEDIATE")
     try:
         found = db.execute("PRAGMA user_version").fetchone()[0]
-        if found > len(migrations):
-            raise SchemaTooNew(
-                f"the database has schema version {found}; this usersvc knows "
-                f"versions up to {len(migrations)}")
+        SchemaTooNew.check(found, len(migrations))
         for version in range(found, len(migrations)):
             for statement in migrations[version]:
                 db.execute(statement)
