@@ -83,7 +83,8 @@ def test_mount_serves_only_paths_under_its_prefix():
     assert client.get("/v1/users/1").status_code == 200
     problem(client.get("/users/1"), 404)
     problem(client.get("/v1users/1"), 404)
-    problem(client.get("/v1"), 404)        # the app's own root names nothing
+    root = client.get("/v1")               # the mount point is the app's root
+    assert root.json["links"][0]["href"] == "http://localhost/v1/users"
     with pytest.raises(ValueError):
         Mount("/", make_app("memory://"))
 

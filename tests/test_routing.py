@@ -10,7 +10,7 @@ from conftest import problem
     "/users/%201", "/users/1%20", "/users/1.0", "/users/0x1", "/users/1_0",
     "/users/%D9%A1", "/users/%EF%BC%91", "/users/" + "9" * 30, "/users/9223372036854775808",
     "/users/" + "1" * 5000, "/users/1/", "/users/1/x", "/users//1", "/users/", "/user",
-    "/", "", "/USERS", "/users/../users", "/users/%2e%2e", "/books", "/users/1;x",
+    "/USERS", "//", "/users/../users", "/users/%2e%2e", "/books", "/users/1;x",
     "/users/%FF", "/users/%C0%B1", "/%ED%A0%80",
 ])
 def test_paths_that_name_nothing_are_404(client, path):

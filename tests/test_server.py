@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import waitress
+from conftest import lint_exchange
 from helpers import ADA, ROOT, Served, call, race
 
 from usersvc import make_app
@@ -176,3 +177,22 @@ def test_two_server_processes_on_one_file_race_correctly(tmp_path):
         assert call(address[0], "GET", f"/users/{user_id}")[2] == call(address[1], "GET", f"/users/{user_id}")[2]
     finally:
         assert [s.stop() for s in servers] == [0, 0]
+
+
+def test_responses_on_the_wire_pass_httplint_with_no_exemption(server):
+    """What the app leaves to the server (Date, on 304s too) is there."""
+    exchanges = [("POST", "/users", ADA, {}), ("GET", "/users/1", None, {}),
+                 ("GET", "/users", None, {}), ("HEAD", "/users/1", None, {}),
+                 ("GET", "/users/1", None, {"If-None-Match": '"1-1"'}),
+                 ("GET", "/users/99", None, {}), ("DELETE", "/users/1", None, {}),
+                 ("GET", "/", None, {"Accept": "application/xml"})]
+    for method, path, body, headers in exchanges:
+        conn = http.client.HTTPConnection(*server, timeout=30)
+        sent = dict(headers, **({"Content-Type": "application/json"} if body else {}))
+        conn.request(method, path, body=json.dumps(body) if body else None, headers=sent)
+        response = conn.getresponse()
+        content = response.read()
+        conn.close()
+        notes = lint_exchange(method, path, list(sent.items()),
+                              f"{response.status} {response.reason}", response.getheaders(), content)
+        assert notes == [], (method, path, response.status, notes)

@@ -25,6 +25,7 @@ from webob import Request, Response
 
 from .problems import DOMAIN_ERRORS, Problem
 from .representation import BODY_TYPES, PATCH_TYPES, negotiate, problem_format
+from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .resources import Collection, Item
 from .routing import Router
 from .validation import Schema
@@ -47,10 +48,14 @@ class App:
             raise ValueError("max_body_size must be at least 1 byte")
         self.max_body_size = max_body_size
         self.router = Router()
+        self.schemas: list[Schema] = []
         self._closers: list[Callable[[], None]] = []
+        self.router.add("/", ServiceRoot(self.schemas))
+        self.router.add(OPENAPI_PATH, OpenAPIDocument(self.schemas))
 
     def add_collection(self, schema: Schema, store: Any) -> None:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from ``store``."""
+        self.schemas.append(schema)
         self.router.add(f"/{schema.plural}", Collection(schema, store))
         self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store))
 
@@ -80,7 +85,8 @@ class App:
         self._bound_body(req)
         # The raw PATH_INFO (WSGI's latin-1 str), not WebOb's UTF-8 decoding
         # of it: routes are ASCII, and a path of invalid UTF-8 is a 404.
-        found = self.router.match(req.environ.get("PATH_INFO", ""))
+        # An empty path is the app's root (WSGI: a request for the mount point).
+        found = self.router.match(req.environ.get("PATH_INFO") or "/")
         if found is None:
             raise Problem(404, "There is nothing at this path.")
         route, params = found
@@ -90,7 +96,7 @@ class App:
         if responder is None:
             raise Problem(405, f"The method {req.method} is not allowed here.",
                           headers=[("Allow", route.allow)])
-        fmt = negotiate(req) if req.method in _NEGOTIATED else None
+        fmt = negotiate(req, route.formats) if req.method in _NEGOTIATED else None
         return responder(req, fmt, **params)
 
     def _bound_body(self, req: Request) -> None:

@@ -253,12 +253,14 @@ def _acceptable(req: Any, offers: dict[str, Format]) -> list[Format]:
     return [offers[offer] for offer, _ in accept.acceptable_offers(list(offers))]
 
 
-def negotiate(req: Any) -> Format:
-    """The format to answer in, by ``Accept`` and its q-values; 406 if none."""
-    acceptable = _acceptable(req, _OFFERS)
+def negotiate(req: Any, offers: dict[str, Format] | None = None) -> Format:
+    """The format to answer in, by ``Accept`` and its q-values; 406 if none.
+    ``offers`` maps media types to formats (default: JSON and XML)."""
+    acceptable = _acceptable(req, offers or _OFFERS)
     if not acceptable:
+        available = AVAILABLE if offers is None else [t for t in offers if ";" not in t]
         raise Problem(406, "None of the available media types is acceptable: "
-                           + ", ".join(AVAILABLE) + ".", available=AVAILABLE)
+                           + ", ".join(available) + ".", available=available)
     return acceptable[0]
 
 

@@ -12,6 +12,7 @@ body the app has already bounded, and the negotiated response ``Format``.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,17 @@ def respond(status: int, body: bytes, fmt: Format, *headers: tuple[str, str]) ->
                     headerlist=[("Content-Type", fmt.media_type), *headers])
 
 
+def revalidated(req: Request, response: Response) -> Response:
+    """A GET answer with no version of its own (a page, the service root)
+    gets a strong ETag made from its bytes, and ``Cache-Control: no-cache``;
+    an ``If-None-Match`` naming that tag gets a 304 (RFC 9110 §13.1.2)."""
+    tag = '"' + hashlib.blake2b(response.body, digest_size=12).hexdigest() + '"'
+    if req.environ.get("HTTP_IF_NONE_MATCH") and tag[1:-1] in req.if_none_match:
+        return Response(status=304, headerlist=[("ETag", tag), _REVALIDATE])
+    response.headerlist.extend([("ETag", tag), _REVALIDATE])
+    return response
+
+
 class Collection:
     """``/<plural>``: a page of records (GET), a new record (POST)."""
 
@@ -52,13 +64,13 @@ class Collection:
                    if name in query}
         records = self.store.list(after=after, limit=limit, **filters)
         body = fmt.render_list(self.schema, map(self.schema.as_dict, records))
-        response = respond(200, body, fmt, _REVALIDATE)
+        response = respond(200, body, fmt)
         if len(records) == limit:   # a full page: there may be more (RFC 8288)
             kept = [(k, v) for k, vs in query.items() for v in vs if k not in ("after", "limit")]
             kept += [("after", str(records[-1].id)), ("limit", str(limit))]
             url = f"{req.application_url}/{self.schema.plural}?{urlencode(kept)}"
             response.headers["Link"] = f'<{url}>; rel="next"'
-        return response
+        return revalidated(req, response)
 
     def on_post(self, req: Request, fmt: Format) -> Response:
         document = read_document(req, req.body, self.schema)

@@ -41,6 +41,8 @@ class Route:
         if "GET" in allowed:
             allowed.insert(1, "HEAD")
         self.allow = ", ".join(allowed + ["OPTIONS"])
+        # The media types the resource can answer in (None: JSON and XML).
+        self.formats = getattr(resource, "formats", None)
 
     def match(self, path: str) -> dict[str, int] | None:
         m = self.pattern.fullmatch(path)
