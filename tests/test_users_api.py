@@ -1,6 +1,8 @@
 """CONTRACT.md, "Endpoints" and "The user resource": each row, through the app."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import problem, snapshot
 
@@ -405,7 +407,53 @@ def test_if_none_match_star_on_put_is_412(client):
 
 # -- HEAD and OPTIONS ----------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/users", "/users/1", "/users?limit=1"])
+def test_a_page_has_an_etag_of_its_bytes_and_revalidates_to_304(client):
+    client.create()
+    first = client.get("/users")
+    tag = first.headers["ETag"]
+    assert re.fullmatch(r'"[0-9a-f]{24}"', tag)
+    assert first.headers["Cache-Control"] == "no-cache"
+    assert client.get("/users", headers={"Accept": "application/xml"}).headers["ETag"] != tag
+    same = client.get("/users", headers={"If-None-Match": tag})
+    assert same.status_code == 304 and same.body == b""
+    assert same.headers["ETag"] == tag and same.headers["Cache-Control"] == "no-cache"
+    client.create(email="b@example.org")                 # the page changed
+    changed = client.get("/users", headers={"If-None-Match": tag})
+    assert changed.status_code == 200 and changed.headers["ETag"] != tag
+
+
+# -- the service root and its description ----------------------------------
+
+def test_the_root_links_to_the_collection_and_the_openapi_document(client):
+    response = client.get("/")
+    assert response.status_code == 200 and response.content_type == "application/json"
+    assert response.json == {"title": "usersvc", "links": [
+        {"rel": "collection", "href": "http://localhost/users", "title": "users"},
+        {"rel": "service-desc", "href": "http://localhost/openapi.json", "type": "application/json"}]}
+    assert response.headers["Link"] == '<http://localhost/openapi.json>; rel="service-desc"'
+    assert client.get(response.json["links"][1]["href"]).json["openapi"] == "3.1.0"
+
+
+def test_the_root_in_xml(client):
+    response = client.get("/", headers={"Accept": "application/xml"})
+    assert response.content_type == "application/xml"
+    assert response.body == (
+        b'<service><title>usersvc</title>'
+        b'<link rel="collection" href="http://localhost/users" title="users"/>'
+        b'<link rel="service-desc" href="http://localhost/openapi.json" type="application/json"/>'
+        b'</service>')
+
+
+def test_the_openapi_document_is_json_only(client):
+    refused = client.get("/openapi.json", headers={"Accept": "application/xml"})
+    assert refused.status_code == 406                     # told so in the format it reads
+    assert refused.content_type == "application/problem+xml"
+    assert b"<available><i>application/json</i></available>" in refused.body
+    assert client.get("/openapi.json", headers={"Accept": "*/*"}).json["openapi"] == "3.1.0"
+    assert client.request("POST", "/openapi.json").headers["Allow"] == "GET, HEAD, OPTIONS"
+
+
+@pytest.mark.parametrize("path", ["/users", "/users/1", "/users?limit=1", "/", "/openapi.json"])
 def test_head_is_get_without_the_body(client, path):
     client.create()
     get, head = client.get(path), client.request("HEAD", path)

@@ -1,0 +1,38 @@
+"""The docs name tests and files that exist: docs/conformance.md maps each
+RFC rule to tests, and a learner following it must find them."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def defined_tests() -> dict[str, set[str]]:
+    tests = {}
+    for path in (ROOT / "tests").glob("test_*.py"):
+        tree = ast.parse(path.read_text())
+        tests[path.stem] = {node.name for node in ast.walk(tree)
+                            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+    return tests
+
+
+def test_every_test_the_conformance_table_names_exists():
+    tests = defined_tests()
+    named = []
+    for line in (ROOT / "docs" / "conformance.md").read_text().splitlines():
+        # `module::test` sets the module; `::test` later in the same row reuses it.
+        module = None
+        for given, test in re.findall(r"`(test_\w+)?(?:\.py)?::(test_\w+)`", line):
+            module = given or module
+            named.append((module, test))
+    assert len(named) > 40
+    missing = [f"{m}::{t}" for m, t in named if t not in tests.get(m, ())]
+    assert missing == []
+
+
+def test_every_repository_file_the_docs_link_to_exists():
+    for doc in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        for target in re.findall(r"\]\(((?!https?:)[^)#]+)\)", doc.read_text()):
+            assert (doc.parent / target).exists(), (doc.name, target)
