@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import re
 import signal
@@ -43,22 +44,36 @@ def race(n, action):
 
 
 class Served:
-    """serve.py in a child process, with the URL it printed."""
+    """serve.py in a child process, with the URL it printed; its stderr (the
+    logs) goes to a file, read by ``log()``."""
 
-    def __init__(self, *args, cwd):
+    count = itertools.count()
+
+    def __init__(self, *args, cwd, port=0):
+        self.log_path = Path(cwd) / f"serve-{next(self.count)}.log"
+        self._log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "serve.py"), "--port", "0", *args],
-            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [sys.executable, str(ROOT / "serve.py"), "--port", str(port), *args],
+            cwd=cwd, stdout=subprocess.PIPE, stderr=self._log, text=True)
         self.line = self.process.stdout.readline()
         match = re.match(r"usersvc serving http://127\.0\.0\.1:(\d+)(/\S*) with storage (\S+)$", self.line)
-        assert match, (self.line, self.process.stderr.read() if self.process.poll() is not None else "")
+        if not match:
+            self.process.wait(timeout=15)
+            self._close()
+            raise AssertionError((self.line, self.log()))
         self.address = ("127.0.0.1", int(match.group(1)))
         self.prefix, self.storage = match.group(2), match.group(3)
+
+    def log(self) -> str:
+        return self.log_path.read_text()
 
     def stop(self, sig=signal.SIGTERM):
         self.process.send_signal(sig)
         try:
             return self.process.wait(timeout=15)
         finally:
-            self.process.stdout.close()
-            self.process.stderr.close()
+            self._close()
+
+    def _close(self):
+        self.process.stdout.close()
+        self._log.close()

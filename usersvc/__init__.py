@@ -10,9 +10,11 @@ Map of the package: ``app`` (WSGI in, problems out), ``routing``,
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .app import DEFAULT_MAX_BODY_SIZE, App, Mount
+from .auth import Tokens
 from .storage import UserStore, open_store
 from .validation import USER
 
@@ -23,11 +25,17 @@ DEFAULT_STORAGE = "sqlite:///users.db"
 
 
 def make_app(storage: str | UserStore = DEFAULT_STORAGE, *,
-             max_body_size: int = DEFAULT_MAX_BODY_SIZE) -> App:
+             max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+             tokens: Mapping[str, str] | Tokens | None = None) -> App:
     """A WSGI app serving ``/users`` from ``storage``: a store object, or a
     URL (``memory://``, ``sqlite:///users.db``, ``postgresql://...``) for a store
-    the app opens, and closes with ``app.close()``. Apps share nothing."""
-    app = App(max_body_size=max_body_size)
+    the app opens, and closes with ``app.close()``. Apps share nothing.
+
+    ``tokens`` turns on bearer tokens: ``{token: "read" | "write"}`` (see
+    ``usersvc.auth``); without it anyone who reaches the app may use it."""
+    if tokens is not None and not isinstance(tokens, Tokens):
+        tokens = Tokens(tokens)
+    app = App(max_body_size=max_body_size, tokens=tokens)
     if isinstance(storage, str):
         store: Any = open_store(storage)
         app.on_close(store.close)

@@ -6,6 +6,7 @@
 2. the router: a route and its parameters, or 404; a method the route lacks
    is 405 with ``Allow`` (so is one the service has never heard of: it is
    the client's error, and 405 tells it what would work);
+   (with tokens on, the bearer token is checked first: 400, 401, 403);
 3. OPTIONS is answered from the route's method map;
 4. ``negotiate`` picks the response format, or 406, before anything changes;
 5. the resource's responder does the rest;
@@ -25,12 +26,16 @@ from webob import Request, Response
 
 from .problems import DOMAIN_ERRORS, Problem
 from .representation import BODY_TYPES, PATCH_TYPES, negotiate, problem_format
+from .auth import Tokens
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
-from .resources import Collection, Item
+from .resources import HEALTH_PATH, Collection, HealthCheck, Item
 from .routing import Router
 from .validation import Schema
 
 log = logging.getLogger("usersvc")
+
+#: Where a request's id is kept in the WSGI environ (see ``ops.AccessLog``).
+REQUEST_ID_KEY = "usersvc.request_id"
 
 DEFAULT_MAX_BODY_SIZE = 64 * 1024
 
@@ -43,19 +48,24 @@ _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 class App:
     """A WSGI application serving the collections added to it."""
 
-    def __init__(self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE) -> None:
+    def __init__(self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+                 tokens: Tokens | None = None) -> None:
         if max_body_size < 1:
             raise ValueError("max_body_size must be at least 1 byte")
         self.max_body_size = max_body_size
+        self.tokens = tokens
         self.router = Router()
         self.schemas: list[Schema] = []
+        self.stores: list[Any] = []
         self._closers: list[Callable[[], None]] = []
         self.router.add("/", ServiceRoot(self.schemas))
-        self.router.add(OPENAPI_PATH, OpenAPIDocument(self.schemas))
+        self.router.add(OPENAPI_PATH, OpenAPIDocument(self.schemas, secured=tokens is not None))
+        self.router.add(HEALTH_PATH, HealthCheck(self.stores))
 
     def add_collection(self, schema: Schema, store: Any) -> None:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from ``store``."""
         self.schemas.append(schema)
+        self.stores.append(store)
         self.router.add(f"/{schema.plural}", Collection(schema, store))
         self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store))
 
@@ -76,17 +86,21 @@ class App:
         except DOMAIN_ERRORS as error:
             response = self.problem_response(req, Problem.from_error(error))
         except Exception:
-            log.exception("%s %r failed", req.method, _raw_path(req.environ))
+            log.exception("%s %r failed (request %s)", req.method, _raw_path(req.environ),
+                          environ.get(REQUEST_ID_KEY, "-"))
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
         return _vary(response)(environ, start_response)
 
     def handle(self, req: Request) -> Response:
-        self._bound_body(req)
         # The raw PATH_INFO (WSGI's latin-1 str), not WebOb's UTF-8 decoding
         # of it: routes are ASCII, and a path of invalid UTF-8 is a 404.
         # An empty path is the app's root (WSGI: a request for the mount point).
-        found = self.router.match(req.environ.get("PATH_INFO") or "/")
+        path = req.environ.get("PATH_INFO") or "/"
+        if self.tokens is not None and path != HEALTH_PATH:
+            self.tokens.check(req.environ)     # before a byte of the body is read
+        self._bound_body(req)
+        found = self.router.match(path)
         if found is None:
             raise Problem(404, "There is nothing at this path.")
         route, params = found
@@ -133,7 +147,7 @@ class App:
     def problem_response(self, req: Request, problem: Problem) -> Response:
         fmt = problem_format(req)
         headers = [("Content-Type", fmt.problem_type), *problem.headers]
-        if req.method in ("GET", "HEAD"):
+        if req.method in ("GET", "HEAD") and not any(k == "Cache-Control" for k, _ in headers):
             headers.append(("Cache-Control", "no-cache"))
         return Response(body=fmt.render_problem(problem.to_dict()),
                         status=f"{problem.status} {problem.title}", headerlist=headers)

@@ -21,7 +21,7 @@ from xml.sax.saxutils import quoteattr
 from webob import Request, Response
 
 from .representation import JSON, JSON_TYPE, XML, Format
-from .resources import DEFAULT_LIMIT, MAX_LIMIT, revalidated
+from .resources import DEFAULT_LIMIT, HEALTH_PATH, MAX_LIMIT, revalidated
 from .storage import MAX_ID
 from .validation import Schema, describe
 
@@ -63,8 +63,9 @@ class OpenAPIDocument:
 
     formats = {JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON}
 
-    def __init__(self, schemas: Sequence[Schema]) -> None:
+    def __init__(self, schemas: Sequence[Schema], *, secured: bool = False) -> None:
         self.schemas = schemas
+        self.secured = secured
         self._cache: dict[tuple[str, int], bytes] = {}
 
     def on_get(self, req: Request, fmt: Format) -> Response:
@@ -72,7 +73,8 @@ class OpenAPIDocument:
         key = (base, len(self.schemas))     # per mount point and set of collections
         body = self._cache.get(key)
         if body is None:
-            body = self._cache[key] = json.dumps(openapi(self.schemas, base), indent=1).encode()
+            document = openapi(self.schemas, base, secured=self.secured)
+            body = self._cache[key] = json.dumps(document, indent=1).encode()
         return revalidated(req, Response(body=body, headerlist=[("Content-Type", JSON_TYPE)]))
 
 
@@ -105,6 +107,7 @@ def _header(description: str, schema: dict[str, Any] | None = None,
 
 
 VARY = _header("Always `Accept`: every response may differ by it.", {"const": "Accept"})
+NO_STORE = _header("`no-store`.", {"const": "no-store"})
 CACHE = _header("`no-cache`: revalidate with the ETag before reusing.", {"const": "no-cache"})
 ETAG = _header('A strong entity-tag: `"{id}-{version}"` in JSON, `"{id}-{version}-xml"` in XML.',
                {"type": "string", "pattern": '^"[0-9]+-[0-9]+(-xml)?"$'})
@@ -142,9 +145,9 @@ def _content(ref: str, types: Sequence[str] = JSON_BODY + XML_BODY) -> dict[str,
             for t in types}
 
 
-def openapi(schemas: Sequence[Schema], base: str = "/") -> dict[str, Any]:
+def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False) -> dict[str, Any]:
     """The OpenAPI 3.1 document for a service of these collections, served
-    under ``base``."""
+    under ``base``; ``secured``: bearer tokens are on."""
     cached = {"ETag": BODY_ETAG, "Vary": VARY, "Cache-Control": CACHE}
     root_headers = {**cached, "Link": _header('`<.../openapi.json>; rel="service-desc"`')}
     paths: dict[str, Any] = {
@@ -174,10 +177,28 @@ def openapi(schemas: Sequence[Schema], base: str = "/") -> dict[str, Any]:
             "options": _options("optionsOpenAPI", "GET, HEAD, OPTIONS"),
         },
     }
+    paths[HEALTH_PATH] = {
+        "get": {
+            "operationId": "getHealth", "summary": "Whether the service can reach its store.",
+            "security": [],
+            "responses": {"200": {"description": "Every store answers.",
+                                  "headers": {"Vary": VARY, "Cache-Control": NO_STORE},
+                                  "content": {JSON_TYPE: {"schema": {"$ref": "#/components/schemas/Health"}},
+                                              "application/xml": {"schema": {"$ref": "#/components/schemas/Health"}}}},
+                          "406": {"$ref": "#/components/responses/Problem406"},
+                          "503": _problem(503, **{"Retry-After": _header("Seconds to wait: 1."),
+                                                  "Cache-Control": NO_STORE})}},
+        "head": {**_head("headHealth", {"200": {"Vary": VARY}, "503": {"Vary": VARY}}), "security": []},
+        "options": {**_options("optionsHealth", "GET, HEAD, OPTIONS"), "security": []},
+    }
     components: dict[str, Any] = {"schemas": _common_schemas(), "responses": {
         f"Problem{s}": _problem(s) for s in _DESCRIPTIONS if s != 503}}
     for schema in schemas:
         _add_collection(schema, paths, components["schemas"])
+    extra: dict[str, Any] = {}
+    if secured:
+        _secure(paths, components)
+        extra["security"] = [{"bearer": []}]
     return {
         "openapi": "3.1.0",
         "info": {
@@ -189,9 +210,35 @@ def openapi(schemas: Sequence[Schema], base: str = "/") -> dict[str, Any]:
             "license": {"name": "MIT", "identifier": "MIT"},
         },
         "servers": [{"url": base}],
+        **extra,
         "paths": paths,
         "components": components,
     }
+
+
+def _secure(paths: dict[str, Any], components: dict[str, Any]) -> None:
+    """Bearer tokens (RFC 6750): the scheme, and the 400/401/403 every
+    operation but the health check may answer."""
+    components["securitySchemes"] = {"bearer": {
+        "type": "http", "scheme": "bearer",
+        "description": "A token from the server's --tokens-file: `read` scope for GET, HEAD "
+                       "and OPTIONS, `write` for everything."}}
+    challenge = _header('`Bearer realm="usersvc"`, with `error` when a token was sent.')
+    for status, text in [(401, "No token, or not a valid one."), (403, "A read token on a write."),
+                         (400, None)]:
+        if text:
+            components["responses"][f"Problem{status}Auth"] = {
+                "description": text, "content": PROBLEM,
+                "headers": {"Vary": VARY, "WWW-Authenticate": challenge}}
+    for path, item in paths.items():
+        for method, operation in item.items():
+            if method == "parameters" or "security" in operation:
+                continue
+            responses = operation["responses"]
+            responses["401"] = {"$ref": "#/components/responses/Problem401Auth"}
+            responses.setdefault("400", {"$ref": "#/components/responses/Problem400"})
+            if method not in ("get", "head", "options"):
+                responses["403"] = {"$ref": "#/components/responses/Problem403Auth"}
 
 
 def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, Any]) -> None:
@@ -355,6 +402,8 @@ def _common_schemas() -> dict[str, Any]:
         "title": {"type": "string", "xml": {"attribute": True}},
         "type": {"type": "string", "xml": {"attribute": True}}}, "xml": {"name": "link"}}
     return {
+        "Health": {"type": "object", "required": ["status"], "xml": {"name": "health"},
+                   "properties": {"status": {"const": "ok"}}},
         "ServiceRoot": {"type": "object", "required": ["title", "links"], "xml": {"name": "service"},
                         "properties": {"title": {"type": "string"},
                                        "links": {"type": "array", "items": link}}},

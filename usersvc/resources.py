@@ -13,6 +13,7 @@ body the app has already bounded, and the negotiated response ``Format``.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,8 @@ from .problems import Problem
 from .representation import Format, etag, read_document, version_in
 from .storage import MAX_ID, Precondition
 from .validation import Schema
+
+log = logging.getLogger("usersvc")
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -47,6 +50,29 @@ def revalidated(req: Request, response: Response) -> Response:
         return Response(status=304, headerlist=[("ETag", tag), _REVALIDATE])
     response.headerlist.extend([("ETag", tag), _REVALIDATE])
     return response
+
+
+HEALTH_PATH = "/healthz"
+_HEALTH = Schema("health", "health", {})        # <health><status>ok</status></health>
+_NO_STORE = ("Cache-Control", "no-store")
+
+
+class HealthCheck:
+    """``/healthz``: 200 when every store answers a read, 503 when one does
+    not. Open without a token, for load balancers; never cached."""
+
+    def __init__(self, stores: list[Any]) -> None:
+        self.stores = stores
+
+    def on_get(self, req: Request, fmt: Format) -> Response:
+        for store in self.stores:
+            try:
+                store.list(limit=1)
+            except Exception as e:    # whatever the store's failure, it is not answering
+                log.warning("health check: the store does not answer: %s", type(e).__name__)
+                raise Problem(503, "The store does not answer.",
+                              headers=[("Retry-After", "1"), _NO_STORE]) from None
+        return respond(200, fmt.render(_HEALTH, {"status": "ok"}), fmt, _NO_STORE)
 
 
 class Collection:

@@ -8,8 +8,10 @@ to stderr, and stops cleanly, with exit status 0, on Ctrl-C or SIGTERM.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +19,11 @@ from typing import Any
 import waitress
 
 from . import DEFAULT_MAX_BODY_SIZE, DEFAULT_STORAGE, Mount, make_app
+from .auth import load_tokens
+from .ops import AccessLog
 from .storage import redact
+
+log = logging.getLogger("usersvc")
 
 #: The server refuses bodies over this many bytes (or 4x --max-body-size, if
 #: larger) before the app sees them; the app's own limit is the real one.
@@ -25,6 +31,16 @@ SERVER_BODY_CAP = 1024 * 1024
 
 #: What a trusted reverse proxy (--trusted-proxy) may tell us about the client.
 PROXY_HEADERS = {"x-forwarded-proto", "x-forwarded-host", "x-forwarded-for"}
+
+#: waitress's own limits, set here rather than left to its defaults
+#: (docs/security.md says why each).
+SERVER_LIMITS = {
+    "channel_timeout": 30,              # seconds a connection may sit idle, mid-request too
+    "connection_limit": 200,            # open connections at once; more wait in the backlog
+    "max_request_header_size": 16384,   # request line and headers; more is a 431
+    "cleanup_interval": 10,             # how often idle connections are looked for
+    "asyncore_use_poll": True,          # poll(), not select(): no 1,024-descriptor ceiling
+}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -41,6 +57,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--trusted-proxy", default=None, metavar="ADDR",
                    help="the address of a reverse proxy whose X-Forwarded-Proto, -Host and -For "
                         "headers are believed (default: none; '*' trusts any)")
+    p.add_argument("--tokens-file", default=None, metavar="PATH",
+                   help="require bearer tokens: one 'TOKEN read|write' per line (default: none, "
+                        "anyone who reaches the server may read and write)")
+    p.add_argument("--no-access-log", dest="access_log", action="store_false",
+                   help="do not log a line per request")
     args = p.parse_args(argv)
     if args.threads < 1:
         p.error("--threads must be at least 1")
@@ -54,12 +75,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # waitress warns "Task queue depth is N" for every request that waits
+    # for a thread: under load, a line per request that says only "busy",
+    # at a cost in throughput. The access log's durations say it better.
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
+    tokens = None
+    if args.tokens_file:
+        try:
+            tokens = load_tokens(args.tokens_file)
+        except (OSError, ValueError) as e:
+            print(f"usersvc: cannot use the tokens file: {e}", file=sys.stderr)
+            return 2
     try:
-        app = make_app(args.storage, max_body_size=args.max_body_size)
+        app = make_app(args.storage, max_body_size=args.max_body_size, tokens=tokens)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         print(f"usersvc: cannot open storage {redact(args.storage)}: {e}", file=sys.stderr)
         return 2
-    wsgi = Mount(args.prefix, app) if args.prefix.strip("/") else app
+    wsgi: Any = Mount(args.prefix, app) if args.prefix.strip("/") else app
+    if args.access_log:
+        wsgi = AccessLog(wsgi)
+    if tokens is None and not _loopback(args.host):
+        log.warning("listening on %s without --tokens-file: anyone who can reach this "
+                    "address can read and change every user", args.host)
     proxy: dict[str, Any] = {}
     if args.trusted_proxy:
         # Behind a proxy, Location and Link must name the scheme and host the
@@ -69,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = waitress.create_server(
         wsgi, host=args.host, port=args.port, threads=args.threads,
         max_request_body_size=max(SERVER_BODY_CAP, 4 * args.max_body_size),
-        ident="usersvc", **proxy)
+        ident="usersvc", **SERVER_LIMITS, **proxy)
     # waitress stops its loop and its workers on SystemExit; make SIGTERM
     # (what service managers send) do what Ctrl-C does.
     signal.signal(signal.SIGTERM, _exit)
@@ -93,6 +130,16 @@ def _url(server: Any, prefix: str) -> str:
         host = f"[{host}]"                           # an IPv6 address
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     return f"http://{host}:{port}{prefix}/"
+
+
+def _loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback one."""
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback
+                               for info in infos)
 
 
 def _exit(signum: int, frame: object) -> None:

@@ -1,0 +1,113 @@
+"""Optional bearer tokens (RFC 6750), off unless tokens are given.
+
+    app = make_app("sqlite:///users.db", tokens={"s3cr3t-reader": "read",
+                                                  "s3cr3t-writer": "write"})
+
+A ``read`` token may GET, HEAD and OPTIONS; a ``write`` token may also POST,
+PUT, PATCH and DELETE. Every path needs one except ``/healthz`` (load
+balancers ask it without credentials). The answers:
+
+- no token, or another scheme: 401 with ``WWW-Authenticate: Bearer
+  realm="usersvc"`` (§3.1: no error code when no credentials were sent);
+- an unknown token: 401, ``error="invalid_token"``;
+- a malformed ``Authorization: Bearer`` value: 400, ``error="invalid_request"``;
+- a read token on a write: 403, ``error="insufficient_scope"``, ``scope="write"``.
+
+Tokens are kept as SHA-256 digests and compared with
+``hmac.compare_digest`` against every digest, so how long a check takes
+says nothing about how much of a token was right. No token ever appears in
+a log line or a problem document.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .problems import Problem
+
+SCOPES = ("read", "write")
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+REALM = "usersvc"
+
+# RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+_CREDENTIALS = re.compile(r"Bearer +(\S*)", re.IGNORECASE)
+
+
+class Tokens:
+    """The tokens a service accepts, each with its scope."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        if not tokens:
+            raise ValueError("no tokens given: leave tokens out to turn them off")
+        self._digests: list[tuple[bytes, str]] = []
+        for token, scope in tokens.items():
+            if scope not in SCOPES:
+                raise ValueError(f"a token's scope must be read or write, not {scope!r}")
+            if not _B64TOKEN.fullmatch(token) or len(token) < 16:
+                raise ValueError("a token must be 16 or more characters of A-Z a-z 0-9 - . _ ~ + / "
+                                 "(RFC 6750 b64token)")
+            self._digests.append((_digest(token), scope))
+
+    def __len__(self) -> int:
+        return len(self._digests)
+
+    def check(self, environ: dict[str, Any]) -> None:
+        """Raise the 400, 401 or 403 problem this request earns, or return."""
+        header = environ.get("HTTP_AUTHORIZATION", "")
+        match = _CREDENTIALS.fullmatch(header.strip())
+        if match is None:
+            raise _challenge(401, "This service needs a bearer token (Authorization: Bearer ...).")
+        token = match.group(1)
+        if not _B64TOKEN.fullmatch(token):
+            raise _challenge(400, "The bearer token is malformed.", error="invalid_request")
+        scope = self._scope_of(token)
+        if scope is None:
+            raise _challenge(401, "The bearer token is not valid here.", error="invalid_token")
+        if scope == "read" and environ.get("REQUEST_METHOD") not in READ_METHODS:
+            raise _challenge(403, "This token may read, not write.",
+                             error="insufficient_scope", scope="write")
+
+    def _scope_of(self, token: str) -> str | None:
+        digest = _digest(token)
+        found = None
+        for known, scope in self._digests:     # every one, match or not
+            if hmac.compare_digest(digest, known):
+                found = scope
+        return found
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("ascii")).digest()
+
+
+def _challenge(status: int, detail: str, **params: str) -> Problem:
+    value = f'Bearer realm="{REALM}"' + "".join(f', {k}="{v}"' for k, v in params.items())
+    # no-store: an answer about credentials is about this request alone.
+    return Problem(status, detail, headers=[("WWW-Authenticate", value), ("Cache-Control", "no-store")])
+
+
+def load_tokens(path: str | Path) -> Tokens:
+    """Tokens from a file: one ``TOKEN SCOPE`` per line; blank lines and
+    ``#`` comments are ignored. Errors name the line, never the token."""
+    tokens: dict[str, str] = {}
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise ValueError(f"{path}, line {number}: expected TOKEN SCOPE")
+        token, scope = parts
+        if token in tokens:
+            raise ValueError(f"{path}, line {number}: this token is already listed")
+        try:
+            Tokens({token: scope})
+        except ValueError as e:
+            raise ValueError(f"{path}, line {number}: {e}") from None
+        tokens[token] = scope
+    return Tokens(tokens)
