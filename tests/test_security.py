@@ -2,6 +2,7 @@
 standalone server's safe defaults: docs/security.md's claims, each tested."""
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
@@ -17,6 +18,7 @@ from webob import Request
 from usersvc import make_app
 from usersvc.auth import Tokens, load_tokens
 from usersvc.ops import AccessLog, loggable_target
+from usersvc.problems import Problem
 from usersvc.storage import StoreUnavailable
 
 READER, WRITER = "reader-token-0123456789", "writer-token-9876543210"
@@ -109,10 +111,8 @@ def test_tokens_are_compared_with_every_known_token_in_constant_time(monkeypatch
     monkeypatch.setattr(hmac, "compare_digest", lambda a, b: calls.append(1) or real(a, b))
     for token in ["token-number-0000-abcdef", "token-number-0004-abcdef", "unknown-token-abcdefgh"]:
         calls.clear()
-        try:
+        with contextlib.suppress(Problem):     # the unknown one is refused, after all five
             tokens.check({"HTTP_AUTHORIZATION": f"Bearer {token}", "REQUEST_METHOD": "GET"})
-        except Exception:
-            pass
         assert len(calls) == 5      # the first, the last and none alike: every digest
 
 

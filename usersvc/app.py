@@ -19,15 +19,16 @@ This is the only module that knows WSGI.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from webob import Request, Response
 
-from .problems import DOMAIN_ERRORS, Problem
-from .representation import BODY_TYPES, PATCH_TYPES, negotiate, problem_format
 from .auth import Tokens
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
+from .problems import DOMAIN_ERRORS, Problem
+from .representation import BODY_TYPES, PATCH_TYPES, negotiate, problem_format
 from .resources import HEALTH_PATH, Collection, HealthCheck, Item
 from .routing import Router
 from .validation import Schema
@@ -38,6 +39,9 @@ log = logging.getLogger("usersvc")
 REQUEST_ID_KEY = "usersvc.request_id"
 
 DEFAULT_MAX_BODY_SIZE = 64 * 1024
+
+# RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.
+_HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 
 # Methods whose response carries a representation, so Accept matters.
 _NEGOTIATED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH"})
@@ -97,6 +101,11 @@ class App:
         # of it: routes are ASCII, and a path of invalid UTF-8 is a 404.
         # An empty path is the app's root (WSGI: a request for the mount point).
         path = req.environ.get("PATH_INFO") or "/"
+        host = req.environ.get("HTTP_HOST")
+        if host is not None and not _HOST.fullmatch(host):
+            # URLs in Location and Link are built from it: no paths, markup or
+            # spaces get in there (and it is not echoed here either).
+            raise Problem(400, "The Host header is not a host name or address with an optional port.")
         if self.tokens is not None and path != HEALTH_PATH:
             self.tokens.check(req.environ)     # before a byte of the body is read
         self._bound_body(req)

@@ -224,13 +224,11 @@ def _secure(paths: dict[str, Any], components: dict[str, Any]) -> None:
         "description": "A token from the server's --tokens-file: `read` scope for GET, HEAD "
                        "and OPTIONS, `write` for everything."}}
     challenge = _header('`Bearer realm="usersvc"`, with `error` when a token was sent.')
-    for status, text in [(401, "No token, or not a valid one."), (403, "A read token on a write."),
-                         (400, None)]:
-        if text:
-            components["responses"][f"Problem{status}Auth"] = {
-                "description": text, "content": PROBLEM,
-                "headers": {"Vary": VARY, "WWW-Authenticate": challenge}}
-    for path, item in paths.items():
+    for status, text in [(401, "No token, or not a valid one."), (403, "A read token on a write.")]:
+        components["responses"][f"Problem{status}Auth"] = {
+            "description": text, "content": PROBLEM,
+            "headers": {"Vary": VARY, "WWW-Authenticate": challenge}}
+    for item in paths.values():
         for method, operation in item.items():
             if method == "parameters" or "security" in operation:
                 continue
