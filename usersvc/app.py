@@ -23,12 +23,11 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from webob import Request, Response
-
 from .auth import Tokens
+from .http import Request, Response
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
-from .representation import BODY_TYPES, PATCH_TYPES, negotiate, problem_format
+from .representation import BODY_TYPES, PATCH_TYPES, Representations, negotiate, problem_format
 from .resources import HEALTH_PATH, Collection, HealthCheck, Item
 from .routing import Router
 from .validation import Schema
@@ -70,8 +69,9 @@ class App:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from ``store``."""
         self.schemas.append(schema)
         self.stores.append(store)
-        self.router.add(f"/{schema.plural}", Collection(schema, store))
-        self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store))
+        representations = Representations(schema)
+        self.router.add(f"/{schema.plural}", Collection(schema, store, representations))
+        self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store, representations))
 
     def on_close(self, closer: Callable[[], None]) -> None:
         self._closers.append(closer)
@@ -94,20 +94,21 @@ class App:
                           environ.get(REQUEST_ID_KEY, "-"))
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
-        return _vary(response)(environ, start_response)
+        return response(environ, start_response)
 
     def handle(self, req: Request) -> Response:
         # The raw PATH_INFO (WSGI's latin-1 str), not WebOb's UTF-8 decoding
         # of it: routes are ASCII, and a path of invalid UTF-8 is a 404.
         # An empty path is the app's root (WSGI: a request for the mount point).
-        path = req.environ.get("PATH_INFO") or "/"
-        host = req.environ.get("HTTP_HOST")
+        environ = req.environ
+        path = environ.get("PATH_INFO") or "/"
+        host = environ.get("HTTP_HOST")
         if host is not None and not _HOST.fullmatch(host):
             # URLs in Location and Link are built from it: no paths, markup or
             # spaces get in there (and it is not echoed here either).
             raise Problem(400, "The Host header is not a host name or address with an optional port.")
         if self.tokens is not None and path != HEALTH_PATH:
-            self.tokens.check(req.environ)     # before a byte of the body is read
+            self.tokens.check(environ)          # before a byte of the body is read
         self._bound_body(req)
         found = self.router.match(path)
         if found is None:
@@ -128,16 +129,23 @@ class App:
         reading at most one byte more than the limit. The body of a method
         that takes one is then read here, once, so ``req.body`` is safe."""
         limit = self.max_body_size
-        length = req.content_length
-        if length is not None and length > limit:
-            raise self._too_large()
+        environ = req.environ
+        declared = environ.get("CONTENT_LENGTH")
+        length = None
+        if declared:
+            length = int(declared) if declared.isdigit() else -1
+            if length < 0:
+                raise Problem(400, "The Content-Length is not a whole number.")
+            if length > limit:
+                raise self._too_large()
         if req.method not in _WITH_BODY:
             return
-        body = b""
-        if req.is_body_readable:
-            body = req.body_file_raw.read(limit + 1 if length is None else length)
-            if len(body) > limit:
-                raise self._too_large()
+        chunked = environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
+        if length is None and not chunked and not environ.get("wsgi.input_terminated"):
+            return          # no length, not chunked: no body (RFC 9112 §6.3)
+        body = environ["wsgi.input"].read(limit + 1 if length is None else length)
+        if len(body) > limit:
+            raise self._too_large()
         req.body = body
 
     def _too_large(self) -> Problem:
@@ -151,21 +159,14 @@ class App:
             headers.append(("Accept-Post", ", ".join(BODY_TYPES)))
         if "PATCH" in route.responders:
             headers.append(("Accept-Patch", ", ".join(PATCH_TYPES)))
-        return Response(status=204, headerlist=headers)
+        return Response(204, headers=headers)
 
     def problem_response(self, req: Request, problem: Problem) -> Response:
         fmt = problem_format(req)
         headers = [("Content-Type", fmt.problem_type), *problem.headers]
         if req.method in ("GET", "HEAD") and not any(k == "Cache-Control" for k, _ in headers):
             headers.append(("Cache-Control", "no-cache"))
-        return Response(body=fmt.render_problem(problem.to_dict()),
-                        status=f"{problem.status} {problem.title}", headerlist=headers)
-
-
-def _vary(response: Response) -> Response:
-    # Every answer may differ by Accept: representations and problems alike.
-    response.headers["Vary"] = "Accept"
-    return response
+        return Response(problem.status, fmt.render_problem(problem.to_dict()), headers)
 
 
 def _raw_path(environ: dict) -> str:
@@ -194,4 +195,4 @@ class Mount:
         req = Request(environ)
         response = self.app.problem_response(
             req, Problem(404, f"This server serves only paths under {self.prefix}/."))
-        return _vary(response)(environ, start_response)
+        return response(environ, start_response)

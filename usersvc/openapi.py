@@ -18,8 +18,7 @@ from importlib import metadata
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from webob import Request, Response
-
+from .http import Request, Response
 from .representation import JSON, JSON_TYPE, XML, Format
 from .resources import DEFAULT_LIMIT, HEALTH_PATH, MAX_LIMIT, revalidated
 from .storage import MAX_ID
@@ -41,7 +40,7 @@ class ServiceRoot:
         self.schemas = schemas
 
     def on_get(self, req: Request, fmt: Format) -> Response:
-        base = req.application_url
+        base = req.base_url
         links = [{"rel": "collection", "href": f"{base}/{s.plural}", "title": s.plural}
                  for s in self.schemas]
         links.append({"rel": "service-desc", "href": base + OPENAPI_PATH, "type": JSON_TYPE})
@@ -53,7 +52,7 @@ class ServiceRoot:
         else:
             payload = json.dumps({"title": "usersvc", "links": links},
                                  separators=(",", ":")).encode()
-        return revalidated(req, Response(body=payload, headerlist=[
+        return revalidated(req, Response(200, payload, [
             ("Content-Type", fmt.media_type),
             ("Link", f'<{base}{OPENAPI_PATH}>; rel="service-desc"')]))
 
@@ -69,13 +68,13 @@ class OpenAPIDocument:
         self._cache: dict[tuple[str, int], bytes] = {}
 
     def on_get(self, req: Request, fmt: Format) -> Response:
-        base = req.script_name or "/"
+        base = req.environ.get("SCRIPT_NAME") or "/"
         key = (base, len(self.schemas))     # per mount point and set of collections
         body = self._cache.get(key)
         if body is None:
             document = openapi(self.schemas, base, secured=self.secured)
             body = self._cache[key] = json.dumps(document, indent=1).encode()
-        return revalidated(req, Response(body=body, headerlist=[("Content-Type", JSON_TYPE)]))
+        return revalidated(req, Response(200, body, [("Content-Type", JSON_TYPE)]))
 
 
 # -- the document ----------------------------------------------------------

@@ -35,6 +35,9 @@ class Format(Protocol):
 
     def render(self, schema: Schema, record: Mapping[str, Any]) -> bytes: ...
     def render_list(self, schema: Schema, records: Iterable[Mapping[str, Any]]) -> bytes: ...
+    def join(self, schema: Schema, rendered: list[bytes]) -> bytes:
+        """A list of records already rendered one by one: the same bytes
+        as ``render_list`` of them."""
     def render_problem(self, problem: Mapping[str, Any]) -> bytes: ...
     def parse(self, body: bytes, schema: Schema) -> Any: ...
 
@@ -72,6 +75,9 @@ class JSONFormat(Format):
 
     def render_list(self, schema, records):
         return json.dumps(list(records), ensure_ascii=False, separators=(",", ":")).encode()
+
+    def join(self, schema, rendered):
+        return b"[" + b",".join(rendered) + b"]"
 
     def render_problem(self, problem):
         # ASCII escapes: a problem may quote client input that cannot be
@@ -124,6 +130,9 @@ class XMLFormat(Format):
     def render_list(self, schema, records):
         inner = "".join(self._element(schema.name, r) for r in records)
         return f"<{schema.plural}>{inner}</{schema.plural}>".encode()
+
+    def join(self, schema, rendered):
+        return b"".join([b"<%s>" % schema.plural.encode(), *rendered, b"</%s>" % schema.plural.encode()])
 
     def render_problem(self, problem):
         parts = []
@@ -245,12 +254,25 @@ AVAILABLE = [JSON_TYPE, XML_TYPE, "text/xml"]
 _UTF8_PARAMETER = re.compile(r'charset\s*=\s*"?utf-?8"?', re.IGNORECASE)
 
 
+# Parsing Accept costs far more than the rest of a GET; clients send the same
+# few headers again and again, so each answer is kept (up to _KEEP of them).
+_ACCEPTABLE: dict[tuple[int, str], list[Format]] = {}
+_KEEP = 512
+
+
 def _acceptable(req: Any, offers: dict[str, Format]) -> list[Format]:
-    header = req.environ.get("HTTP_ACCEPT", "").strip()
-    if not header:                            # no Accept (or an empty one): anything goes
+    header = req.environ.get("HTTP_ACCEPT", "")
+    if not header or header.isspace():        # no Accept (or an empty one): anything goes
         return [JSON]
-    accept = create_accept_header(_UTF8_PARAMETER.sub("charset=utf-8", header))
-    return [offers[offer] for offer, _ in accept.acceptable_offers(list(offers))]
+    key = (id(offers), header)
+    found = _ACCEPTABLE.get(key)
+    if found is None:
+        accept = create_accept_header(_UTF8_PARAMETER.sub("charset=utf-8", header.strip()))
+        found = [offers[offer] for offer, _ in accept.acceptable_offers(list(offers))]
+        if len(_ACCEPTABLE) >= _KEEP:
+            _ACCEPTABLE.clear()
+        _ACCEPTABLE[key] = found
+    return found
 
 
 def negotiate(req: Any, offers: dict[str, Format] | None = None) -> Format:
@@ -304,10 +326,11 @@ def body_format(content_type: str | None, *, patch: bool = False) -> Format | No
     return None
 
 
-def read_document(req: Any, body: bytes, schema: Schema) -> Any:
-    """Parse a request body into a document for ``schema`` to check."""
+def read_document(req: Any, schema: Schema) -> Any:
+    """Parse a request's body into a document for ``schema`` to check."""
     patch = req.method == "PATCH"
-    fmt = body_format(req.headers.get("Content-Type"), patch=patch)
+    body = req.body
+    fmt = body_format(req.content_type, patch=patch)
     if fmt is None:
         accepted = ", ".join(PATCH_TYPES if patch else BODY_TYPES)
         readable = accepted if patch else accepted + ", or any +json or +xml type"
@@ -318,6 +341,36 @@ def read_document(req: Any, body: bytes, schema: Schema) -> Any:
     if not body:
         raise Problem(400, "The request needs a body.")
     return fmt.parse(body, schema)
+
+
+# -- kept encodings ------------------------------------------------------
+
+class Representations:
+    """Each record's encoded representation in each format, kept while its
+    version is current (a new version is a new encoding). At most ``size``
+    per format: when full, they are all let go and kept again as asked for."""
+
+    def __init__(self, schema: Schema, size: int = 100_000) -> None:
+        self.schema = schema
+        self.size = size
+        self._kept: dict[str, dict[int, tuple[int, bytes]]] = {}
+
+    def one(self, record: Any, fmt: Format) -> bytes:
+        kept = self._kept.get(fmt.name)
+        if kept is None:
+            kept = self._kept[fmt.name] = {}
+        found = kept.get(record.id)
+        if found is not None and found[0] == record.version:
+            return found[1]
+        body = fmt.render(self.schema, self.schema.as_dict(record))
+        if len(kept) >= self.size:
+            kept.clear()
+        kept[record.id] = (record.version, body)
+        return body
+
+    def many(self, records: Iterable[Any], fmt: Format) -> bytes:
+        one = self.one
+        return fmt.join(self.schema, [one(r, fmt) for r in records])
 
 
 # -- entity tags ---------------------------------------------------------

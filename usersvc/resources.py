@@ -9,6 +9,11 @@ same two classes with a book schema and a book store.
 
 Every responder takes ``(req, fmt, **path_parameters)``: the request, whose
 body the app has already bounded, and the negotiated response ``Format``.
+
+Each record's encoded representation is kept (``Representations``) while
+its version is current, so a page of 100 users is 100 look-ups and a join,
+not 100 encodings: the store gives every change a new version, so a kept
+encoding can never be stale.
 """
 from __future__ import annotations
 
@@ -19,10 +24,9 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from webob import Request, Response
-
+from .http import Request, Response
 from .problems import Problem
-from .representation import Format, etag, read_document, version_in
+from .representation import Format, Representations, etag, read_document, version_in
 from .storage import MAX_ID, Precondition
 from .validation import Schema
 
@@ -37,8 +41,7 @@ _REVALIDATE = ("Cache-Control", "no-cache")
 
 
 def respond(status: int, body: bytes, fmt: Format, *headers: tuple[str, str]) -> Response:
-    return Response(body=body, status=status,
-                    headerlist=[("Content-Type", fmt.media_type), *headers])
+    return Response(status, body, [("Content-Type", fmt.media_type), *headers])
 
 
 def revalidated(req: Request, response: Response) -> Response:
@@ -46,10 +49,16 @@ def revalidated(req: Request, response: Response) -> Response:
     gets a strong ETag made from its bytes, and ``Cache-Control: no-cache``;
     an ``If-None-Match`` naming that tag gets a 304 (RFC 9110 §13.1.2)."""
     tag = '"' + hashlib.blake2b(response.body, digest_size=12).hexdigest() + '"'
-    if req.environ.get("HTTP_IF_NONE_MATCH") and tag[1:-1] in req.if_none_match:
-        return Response(status=304, headerlist=[("ETag", tag), _REVALIDATE])
-    response.headerlist.extend([("ETag", tag), _REVALIDATE])
+    if _none_match(req, tag):
+        return Response(304, headers=[("ETag", tag), _REVALIDATE])
+    response.headers += [("ETag", tag), _REVALIDATE]
     return response
+
+
+def _none_match(req: Request, tag: str) -> bool:
+    """Whether If-None-Match names this ETag (weak comparison)."""
+    matcher = req.if_none_match()
+    return matcher is not None and tag[1:-1] in matcher
 
 
 HEALTH_PATH = "/healthz"
@@ -78,9 +87,10 @@ class HealthCheck:
 class Collection:
     """``/<plural>``: a page of records (GET), a new record (POST)."""
 
-    def __init__(self, schema: Schema, store: Any) -> None:
+    def __init__(self, schema: Schema, store: Any, representations: Representations) -> None:
         self.schema = schema
         self.store = store
+        self.representations = representations
 
     def on_get(self, req: Request, fmt: Format) -> Response:
         query = _query(req)
@@ -89,38 +99,38 @@ class Collection:
         filters = {name: _query_one(query, name) for name in self.schema.filters
                    if name in query}
         records = self.store.list(after=after, limit=limit, **filters)
-        body = fmt.render_list(self.schema, map(self.schema.as_dict, records))
-        response = respond(200, body, fmt)
+        response = respond(200, self.representations.many(records, fmt), fmt)
         if len(records) == limit:   # a full page: there may be more (RFC 8288)
             kept = [(k, v) for k, vs in query.items() for v in vs if k not in ("after", "limit")]
             kept += [("after", str(records[-1].id)), ("limit", str(limit))]
-            url = f"{req.application_url}/{self.schema.plural}?{urlencode(kept)}"
-            response.headers["Link"] = f'<{url}>; rel="next"'
+            url = f"{req.base_url}/{self.schema.plural}?{urlencode(kept)}"
+            response.headers.append(("Link", f'<{url}>; rel="next"'))
         return revalidated(req, response)
 
     def on_post(self, req: Request, fmt: Format) -> Response:
-        document = read_document(req, req.body, self.schema)
+        document = read_document(req, self.schema)
         record = self.store.create(**self.schema.for_create(document))
         return respond(
-            201, fmt.render(self.schema, self.schema.as_dict(record)), fmt,
-            ("Location", f"{req.application_url}/{self.schema.plural}/{record.id}"),
+            201, self.representations.one(record, fmt), fmt,
+            ("Location", f"{req.base_url}/{self.schema.plural}/{record.id}"),
             ("ETag", etag(record, fmt)))
 
 
 class Item:
     """``/<plural>/{id}``: read, replace, merge-patch or delete one record."""
 
-    def __init__(self, schema: Schema, store: Any) -> None:
+    def __init__(self, schema: Schema, store: Any, representations: Representations) -> None:
         self.schema = schema
         self.store = store
+        self.representations = representations
 
     def on_get(self, req: Request, fmt: Format, id: int) -> Response:
         record = self.store.get(id)
         tag = etag(record, fmt)
         # RFC 9110 §13.1.2: If-None-Match compares weakly; a match is a 304
         # with the headers the 200 would have had (§15.4.5).
-        if req.environ.get("HTTP_IF_NONE_MATCH") and tag[1:-1] in req.if_none_match:
-            return Response(status=304, headerlist=[("ETag", tag), _REVALIDATE])
+        if "HTTP_IF_NONE_MATCH" in req.environ and _none_match(req, tag):
+            return Response(304, headers=[("ETag", tag), _REVALIDATE])
         return self._represent(record, fmt, _REVALIDATE)
 
     def on_put(self, req: Request, fmt: Format, id: int) -> Response:
@@ -131,18 +141,18 @@ class Item:
 
     def on_delete(self, req: Request, fmt: Format, id: int) -> Response:
         self.store.delete(id, precondition=_precondition(req, id))
-        return Response(status=204, headerlist=[])
+        return Response(204)
 
     def _update(self, req: Request, fmt: Format, id: int,
                 check: Callable[[Any, int], dict[str, Any]]) -> Response:
         """PUT and PATCH: parse, check (a full or a partial record), and
         write under the request's preconditions, in one store call."""
-        fields = check(read_document(req, req.body, self.schema), id)
+        fields = check(read_document(req, self.schema), id)
         record = self.store.update(id, precondition=_precondition(req, id), **fields)
         return self._represent(record, fmt)
 
     def _represent(self, record: Any, fmt: Format, *headers: tuple[str, str]) -> Response:
-        return respond(200, fmt.render(self.schema, self.schema.as_dict(record)), fmt,
+        return respond(200, self.representations.one(record, fmt), fmt,
                        ("ETag", etag(record, fmt)), *headers)
 
 
@@ -150,13 +160,12 @@ def _precondition(req: Request, record_id: int) -> Precondition | None:
     """``If-Match`` and ``If-None-Match`` as the versions they name, for the
     store to check atomically with the write (RFC 9110 §13.1.1, §13.1.2).
     If-Match compares strongly: WebOb drops weak tags from it."""
-    has_match = bool(req.environ.get("HTTP_IF_MATCH"))
-    has_none_match = bool(req.environ.get("HTTP_IF_NONE_MATCH"))
-    if not (has_match or has_none_match):
+    if_match, if_none_match = req.if_match(), req.if_none_match()
+    if if_match is None and if_none_match is None:
         return None
     return Precondition(
-        match=_versions(req.if_match, record_id) if has_match else None,
-        none_match=_versions(req.if_none_match, record_id) if has_none_match else frozenset())
+        match=_versions(if_match, record_id) if if_match is not None else None,
+        none_match=_versions(if_none_match, record_id) if if_none_match is not None else frozenset())
 
 
 def _versions(matcher: Any, record_id: int) -> frozenset[int] | None:
