@@ -238,3 +238,18 @@ def test_xml_declaring_another_encoding_is_still_read_as_utf8(client):
     body = '<?xml version="1.0" encoding="ISO-8859-1"?><user><name>Zoë</name><email>z@example.org</email></user>'
     response = client.post("/users", body=body.encode("utf-8"), content_type="application/xml")
     assert response.json["name"] == "Zoë"
+
+
+@pytest.mark.parametrize("record", [
+    {"id": 1, "name": "Ada", "email": "ada@example.org"},
+    {"id": 2**63 - 1, "name": "\u00e9\u4e2d\U0001f600 \"quoted\" \\ back\nline\t\x7f\u2028", "email": "a@b"},
+    {"id": 3, "name": "", "email": ""},
+    {"id": 4, "flag": True, "none": None, "n": 1.5, "list": [1]},
+])
+def test_the_json_writer_gives_json_dumps_bytes(record):
+    import json
+
+    from usersvc.representation import JSON
+    from usersvc.validation import USER
+    expected = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    assert JSON.render(USER, record) == expected

@@ -126,3 +126,12 @@ def test_pointer_escapes_per_rfc_6901():
     assert pointer("a/b") == "/a~1b"
     assert pointer("m~n") == "/m~0n"
     assert pointer("") == "/"
+
+
+def test_the_control_character_class_is_exactly_unicode_category_cc():
+    import sys
+    import unicodedata
+
+    from usersvc.validation import _CC
+    cc = {chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cc"}
+    assert {chr(c) for c in range(0x100) if _CC.fullmatch(chr(c))} == cc

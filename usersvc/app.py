@@ -42,6 +42,18 @@ DEFAULT_MAX_BODY_SIZE = 64 * 1024
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.
 _HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 
+_GOOD_HOSTS: set[str] = set()       # the hosts seen to be well-formed (up to 256)
+
+
+def _good_host(host: str) -> bool:
+    if not _HOST.fullmatch(host):
+        return False
+    if len(_GOOD_HOSTS) >= 256:
+        _GOOD_HOSTS.clear()
+    _GOOD_HOSTS.add(host)
+    return True
+
+
 # Methods whose response carries a representation, so Accept matters.
 _NEGOTIATED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH"})
 # Methods whose request carries a body the service reads.
@@ -103,7 +115,7 @@ class App:
         environ = req.environ
         path = environ.get("PATH_INFO") or "/"
         host = environ.get("HTTP_HOST")
-        if host is not None and not _HOST.fullmatch(host):
+        if host is not None and host not in _GOOD_HOSTS and not _good_host(host):
             # URLs in Location and Link are built from it: no paths, markup or
             # spaces get in there (and it is not echoed here either).
             raise Problem(400, "The Host header is not a host name or address with an optional port.")

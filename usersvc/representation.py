@@ -65,16 +65,55 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+# Built once: json.dumps and json.loads with options build a new encoder or
+# decoder on every call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_STRING = json.encoder.encode_basestring     # "..." with JSON escapes (the C one)
+_TEMPLATES: dict[tuple[str, ...], str] = {}   # field names -> '{"id":%s,"name":%s,...}'
+_SCAN = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_no_constant).scan_once
+_WHITE = re.compile(r"[ \t\n\r]*")
+
+
+def _DECODE(text: str) -> Any:
+    """``JSONDecoder.decode``, less its Python layers: the same result and
+    the same errors."""
+    start = _WHITE.match(text, 0).end()     # type: ignore[union-attr]
+    try:
+        value, end = _SCAN(text, start)
+    except StopIteration as e:
+        raise json.JSONDecodeError("Expecting value", text, e.value) from None
+    end = _WHITE.match(text, end).end()     # type: ignore[union-attr]
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
+
+
 class JSONFormat(Format):
     name = "json"
     media_type = JSON_TYPE
     problem_type = "application/problem+json"
 
     def render(self, schema, record):
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+        # A flat record of strings and ints, written here: the same bytes as
+        # json.dumps(ensure_ascii=False, separators=(",", ":")) gives, at a
+        # third of its cost (test_representation checks they agree).
+        values = []
+        for value in record.values():
+            kind = type(value)
+            if kind is str:
+                values.append(_STRING(value))
+            elif kind is int:
+                values.append(str(value))
+            else:
+                return _ENCODE(record).encode()
+        keys = tuple(record)
+        template = _TEMPLATES.get(keys)
+        if template is None:
+            template = _TEMPLATES[keys] = "{" + ",".join(f"{_STRING(k)}:%s" for k in keys) + "}"
+        return (template % tuple(values)).encode()
 
     def render_list(self, schema, records):
-        return json.dumps(list(records), ensure_ascii=False, separators=(",", ":")).encode()
+        return _ENCODE(list(records)).encode()
 
     def join(self, schema, rendered):
         return b"[" + b",".join(rendered) + b"]"
@@ -87,8 +126,7 @@ class JSONFormat(Format):
     def parse(self, body, schema):
         text = _utf8(body)
         try:
-            return json.loads(text, object_pairs_hook=_object,
-                              parse_constant=_no_constant)
+            return _DECODE(text)
         except _DuplicateKey as e:
             raise Invalid("The body names a member more than once.",
                           [(pointer(e.args[0]), "appears more than once")]) from None
@@ -308,7 +346,7 @@ def body_format(content_type: str | None, *, patch: bool = False) -> Format | No
     """The parser for a body of this Content-Type, or ``None`` if there is
     none. A body without a type is JSON. PATCH bodies are JSON Merge Patch
     (RFC 7396), so other ``+json`` types (JSON Patch!) are refused there."""
-    if content_type is None:
+    if content_type is None or content_type == JSON_TYPE:
         return JSON
     media_type, _, params = content_type.partition(";")
     media_type = media_type.strip().lower()
@@ -362,15 +400,28 @@ class Representations:
         found = kept.get(record.id)
         if found is not None and found[0] == record.version:
             return found[1]
+        return self._render(kept, record, fmt)
+
+    def many(self, records: Iterable[Any], fmt: Format) -> bytes:
+        kept = self._kept.get(fmt.name)
+        if kept is None:
+            kept = self._kept[fmt.name] = {}
+        parts = []
+        append, get = parts.append, kept.get
+        for record in records:      # one()'s work, inline: this loop is a page's cost
+            found = get(record.id)
+            if found is not None and found[0] == record.version:
+                append(found[1])
+            else:
+                append(self._render(kept, record, fmt))
+        return fmt.join(self.schema, parts)
+
+    def _render(self, kept: dict[int, tuple[int, bytes]], record: Any, fmt: Format) -> bytes:
         body = fmt.render(self.schema, self.schema.as_dict(record))
         if len(kept) >= self.size:
             kept.clear()
         kept[record.id] = (record.version, body)
         return body
-
-    def many(self, records: Iterable[Any], fmt: Format) -> bytes:
-        one = self.one
-        return fmt.join(self.schema, [one(r, fmt) for r in records])
 
 
 # -- entity tags ---------------------------------------------------------

@@ -48,7 +48,9 @@ def revalidated(req: Request, response: Response) -> Response:
     """A GET answer with no version of its own (a page, the service root)
     gets a strong ETag made from its bytes, and ``Cache-Control: no-cache``;
     an ``If-None-Match`` naming that tag gets a 304 (RFC 9110 §13.1.2)."""
-    tag = '"' + hashlib.blake2b(response.body, digest_size=12).hexdigest() + '"'
+    # SHA-256 (hardware-accelerated on most CPUs: the fastest of hashlib's
+    # here), cut to 96 bits.
+    tag = '"' + hashlib.sha256(response.body).hexdigest()[:24] + '"'
     if _none_match(req, tag):
         return Response(304, headers=[("ETag", tag), _REVALIDATE])
     response.headers += [("ETag", tag), _REVALIDATE]
@@ -102,8 +104,8 @@ class Collection:
         response = respond(200, self.representations.many(records, fmt), fmt)
         if len(records) == limit:   # a full page: there may be more (RFC 8288)
             kept = [(k, v) for k, vs in query.items() for v in vs if k not in ("after", "limit")]
-            kept += [("after", str(records[-1].id)), ("limit", str(limit))]
-            url = f"{req.base_url}/{self.schema.plural}?{urlencode(kept)}"
+            others = urlencode(kept) + "&" if kept else ""
+            url = f"{req.base_url}/{self.schema.plural}?{others}after={records[-1].id}&limit={limit}"
             response.headers.append(("Link", f'<{url}>; rel="next"'))
         return revalidated(req, response)
 
@@ -179,13 +181,19 @@ def _versions(matcher: Any, record_id: int) -> frozenset[int] | None:
 def _query(req: Request) -> dict[str, list[str]]:
     """The query string's parameters. Parsed here rather than by WebOb,
     which fails on bytes or percent-escapes that are not UTF-8: a 400."""
+    raw = req.environ.get("QUERY_STRING", "")
+    query: dict[str, list[str]] = {}
+    if _PLAIN_QUERY.fullmatch(raw):     # nothing escaped (limit=100&after=7): split it
+        for pair in raw.split("&") if raw else ():
+            name, _, value = pair.partition("=")
+            query.setdefault(name, []).append(value)
+        return query
     try:
         # WSGI hands over the raw bytes as a latin-1 str.
-        raw = req.environ.get("QUERY_STRING", "").encode("latin-1").decode("utf-8")
+        raw = raw.encode("latin-1").decode("utf-8")
         pairs = parse_qsl(raw, keep_blank_values=True, encoding="utf-8", errors="strict")
     except UnicodeError:
         raise Problem(400, "The query string is not valid UTF-8.") from None
-    query: dict[str, list[str]] = {}
     for name, value in pairs:
         query.setdefault(name, []).append(value)
     return query
@@ -199,6 +207,8 @@ def _query_one(query: dict[str, list[str]], name: str) -> str:
 
 
 _DECIMAL = re.compile("[0-9]+")
+# Pairs of letters, digits and -._~ only: what parse_qsl would return unchanged.
+_PLAIN_QUERY = re.compile(r"(?:[A-Za-z0-9._~-]+(?:=[A-Za-z0-9._~-]*)?)(?:&[A-Za-z0-9._~-]+(?:=[A-Za-z0-9._~-]*)?)*")
 
 
 def _query_int(query: dict[str, list[str]], name: str, default: int, low: int, high: int) -> int:

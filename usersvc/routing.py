@@ -48,24 +48,36 @@ class Route:
         m = self.pattern.fullmatch(path)
         if m is None:
             return None
-        params = {k: int(v) for k, v in m.groupdict().items()}
-        if any(v > MAX_ID for v in params.values()):
-            return None
+        params = {}
+        for name, digits in m.groupdict().items():
+            value = int(digits)
+            if value > MAX_ID:
+                return None
+            params[name] = value
         return params
 
 
 class Router:
     def __init__(self) -> None:
         self.routes: list[Route] = []
+        self._static: dict[str, Route] = {}     # templates without parameters
+        self._templated: list[Route] = []
 
     def add(self, template: str, resource: Any) -> Route:
         route = Route(template, resource)
         self.routes.append(route)
+        if _PARAMETER.search(template):
+            self._templated.append(route)
+        else:
+            self._static.setdefault(template, route)
         return route
 
     def match(self, path: str) -> tuple[Route, dict[str, int]] | None:
         """The route for a path and its parameters, or ``None`` (404)."""
-        for route in self.routes:
+        route = self._static.get(path)
+        if route is not None:
+            return route, {}
+        for route in self._templated:
             params = route.match(path)
             if params is not None:
                 return route, params

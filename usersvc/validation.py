@@ -8,7 +8,6 @@ text from XML) and return it cleaned (trimmed), or raise ``FieldError``.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -42,15 +41,16 @@ def pointer(*names: str) -> str:
 def _string(value: Any) -> str:
     if not isinstance(value, str):
         raise FieldError("must be a string")
-    if any(_unencodable(c) for c in value):
+    if _UNENCODABLE.search(value):
         raise FieldError("must be Unicode text (no surrogates or non-characters)")
     return value.strip()
 
 
-def _unencodable(c: str) -> bool:
-    # Lone surrogates (from JSON "\ud800" escapes) cannot be stored or sent as
-    # UTF-8, and U+FFFE/U+FFFF cannot be written in XML 1.0 (§2.2).
-    return "\ud800" <= c <= "\udfff" or c in "\ufffe\uffff"
+# Lone surrogates (from JSON "\ud800" escapes) cannot be stored or sent as
+# UTF-8, and U+FFFE/U+FFFF cannot be written in XML 1.0 (§2.2).
+_UNENCODABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
+# Unicode category Cc is exactly these 65 code points (test_validation checks).
+_CC = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def text(max_length: int) -> Rule:
@@ -62,7 +62,7 @@ def text(max_length: int) -> Rule:
             raise FieldError("must not be empty")
         if len(value) > max_length:
             raise FieldError(f"must be at most {max_length} characters long")
-        if any(unicodedata.category(c) == "Cc" for c in value):
+        if _CC.search(value):
             raise FieldError("must not contain control characters")
         return value
     rule.describe = lambda in_xml=False: _text_schema(max_length, in_xml)  # type: ignore[attr-defined]
@@ -110,7 +110,7 @@ email.describe = lambda in_xml=False: {  # type: ignore[attr-defined]
 
 _WHITE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
 _CONTROL = r"\x00-\x1f\x7f-\x9f"                  # Unicode category Cc
-# U+FFFE and U+FFFF (see _unencodable). Lone surrogates are refused too, but
+# U+FFFE and U+FFFF (see _UNENCODABLE). Lone surrogates are refused too, but
 # no pattern can name them: JSON Schema strings are Unicode scalar values.
 _NOT_TEXT = r"\ufffe\uffff"
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
@@ -193,23 +193,24 @@ class Schema:
                           [("", f"must be a {self.name} object")])
         errors: list[tuple[str, str]] = []
         cleaned: dict[str, Any] = {}
+        fields = self.fields
         for key, value in document.items():
-            if key == "id":
+            rule = fields.get(key)
+            if rule is not None and (value is not None or not partial):
+                try:
+                    cleaned[key] = rule(value)
+                except FieldError as e:
+                    errors.append((pointer(key), str(e)))
+            elif key == "id":
                 problem = self._id_problem(value, record_id)
                 if problem:
                     errors.append((pointer(key), problem))
-            elif key not in self.fields:
+            elif rule is None:
                 errors.append((pointer(key), f"is not a field of a {self.name}"))
-            elif value is None and partial:
-                errors.append((pointer(key), "is required and cannot be removed"))
             else:
-                try:
-                    cleaned[key] = self.fields[key](value)
-                except FieldError as e:
-                    errors.append((pointer(key), str(e)))
-        if not partial:
-            errors += [(pointer(f), "is required") for f in self.fields
-                       if f not in document]
+                errors.append((pointer(key), "is required and cannot be removed"))
+        if not partial and len(cleaned) < len(fields):     # some field missing or invalid
+            errors += [(pointer(f), "is required") for f in fields if f not in document]
         if errors:
             n = len(errors)
             raise Invalid(f"The {self.name} has {n} invalid field{'s' * (n != 1)}.",

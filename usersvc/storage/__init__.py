@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 __all__ = [
     "MAX_ID",
@@ -46,9 +46,10 @@ __all__ = [
 MAX_ID = 2**63 - 1
 
 
-@dataclass(frozen=True, slots=True)
-class User:
-    """One stored version of a user."""
+class User(NamedTuple):
+    """One stored version of a user: immutable. (A named tuple rather than
+    a frozen dataclass: made on every read and write, and three times
+    cheaper to make.)"""
 
     id: int
     name: str

@@ -40,8 +40,8 @@ class MemoryUserStore:
             if email is not None:
                 user_id = self._by_email.get(email_key(email))
                 return [self._users[user_id]] if user_id is not None and user_id > after else []
-            ids = self._ids.irange(minimum=after, inclusive=(False, True))
-            return [self._users[i] for i in itertools.islice(ids, limit)]
+            start = self._ids.bisect_right(after)
+            return list(map(self._users.__getitem__, self._ids[start:start + limit]))
 
     def create(self, *, name: str, email: str) -> User:
         with self._lock:
