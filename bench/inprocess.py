@@ -4,6 +4,7 @@ machine hits all alike; medians of the rounds, in microseconds per request.
 """
 from __future__ import annotations
 
+import gc
 import io
 import json
 import statistics
@@ -94,7 +95,8 @@ def timing(app: Callable, operation: str, count: int, offset: int) -> float:
         if body:
             env["CONTENT_LENGTH"] = str(len(body))
         envs.append(env)
-    start = time.perf_counter()
+    gc.collect()        # every sample starts from the same heap; the collector stays
+    start = time.perf_counter()     # on, as in a server: its pauses are part of the cost
     for env in envs:
         result = app(env, _start_response)
         b"".join(result)
@@ -123,10 +125,13 @@ def run(rounds: int = 15, count: int = 2000) -> dict[str, dict[str, float]]:
             check(app, operation)
     samples: dict[str, dict[str, list[float]]] = {op: {name: [] for name in subjects} for op in OPERATIONS}
     offset = 0
-    for _ in range(rounds):
+    order = list(subjects.items())
+    for round_no in range(rounds):
         for operation in OPERATIONS:
             n = count // 10 if "limit=100" in operation else count
-            for name, app in subjects.items():
+            # A different app goes first each round: no app always follows the same one.
+            shift = round_no % len(order)
+            for name, app in order[shift:] + order[:shift]:
                 samples[operation][name].append(timing(app, operation, n, offset))
                 offset += n
     return {op: {name: statistics.median(v) for name, v in by_app.items()}

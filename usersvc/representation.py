@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -386,12 +387,17 @@ def read_document(req: Any, schema: Schema) -> Any:
 class Representations:
     """Each record's encoded representation in each format, kept while its
     version is current (a new version is a new encoding). At most ``size``
-    per format: when full, they are all let go and kept again as asked for."""
+    per format: when full, they are all let go and kept again as asked for.
+
+    With each encoding goes a short digest of it, so that a page's ETag is a
+    hash of its records' digests (a few hundred bytes) rather than of the
+    whole page: the same bytes make the same tag, and different bytes a
+    different one, as surely as SHA-256 tells them apart."""
 
     def __init__(self, schema: Schema, size: int = 100_000) -> None:
         self.schema = schema
         self.size = size
-        self._kept: dict[str, dict[int, tuple[int, bytes]]] = {}
+        self._kept: dict[str, dict[int, tuple[int, bytes, bytes | None]]] = {}
 
     def one(self, record: Any, fmt: Format) -> bytes:
         kept = self._kept.get(fmt.name)
@@ -400,28 +406,33 @@ class Representations:
         found = kept.get(record.id)
         if found is not None and found[0] == record.version:
             return found[1]
-        return self._render(kept, record, fmt)
+        return self._render(kept, record, fmt)[1]
 
-    def many(self, records: Iterable[Any], fmt: Format) -> bytes:
+    def many(self, records: Iterable[Any], fmt: Format) -> tuple[bytes, str]:
+        """A page: its bytes, and a strong ETag for them."""
         kept = self._kept.get(fmt.name)
         if kept is None:
             kept = self._kept[fmt.name] = {}
-        parts = []
-        append, get = parts.append, kept.get
+        parts, digests = [], [fmt.name.encode()]
+        append, digest, get = parts.append, digests.append, kept.get
         for record in records:      # one()'s work, inline: this loop is a page's cost
             found = get(record.id)
-            if found is not None and found[0] == record.version:
-                append(found[1])
-            else:
-                append(self._render(kept, record, fmt))
-        return fmt.join(self.schema, parts)
+            if found is None or found[0] != record.version:
+                found = self._render(kept, record, fmt)
+            if found[2] is None:    # digested when first on a page, not on every write
+                found = kept[record.id] = (found[0], found[1], hashlib.sha256(found[1]).digest()[:16])
+            append(found[1])
+            digest(found[2])
+        tag = '"' + hashlib.sha256(b"".join(digests)).hexdigest()[:24] + '"'
+        return fmt.join(self.schema, parts), tag
 
-    def _render(self, kept: dict[int, tuple[int, bytes]], record: Any, fmt: Format) -> bytes:
+    def _render(self, kept: dict[int, tuple[int, bytes, bytes | None]], record: Any,
+                fmt: Format) -> tuple[int, bytes, bytes | None]:
         body = fmt.render(self.schema, self.schema.as_dict(record))
         if len(kept) >= self.size:
             kept.clear()
-        kept[record.id] = (record.version, body)
-        return body
+        found = kept[record.id] = (record.version, body, None)
+        return found
 
 
 # -- entity tags ---------------------------------------------------------

@@ -44,13 +44,15 @@ def respond(status: int, body: bytes, fmt: Format, *headers: tuple[str, str]) ->
     return Response(status, body, [("Content-Type", fmt.media_type), *headers])
 
 
-def revalidated(req: Request, response: Response) -> Response:
+def revalidated(req: Request, response: Response, tag: str | None = None) -> Response:
     """A GET answer with no version of its own (a page, the service root)
-    gets a strong ETag made from its bytes, and ``Cache-Control: no-cache``;
-    an ``If-None-Match`` naming that tag gets a 304 (RFC 9110 §13.1.2)."""
-    # SHA-256 (hardware-accelerated on most CPUs: the fastest of hashlib's
-    # here), cut to 96 bits.
-    tag = '"' + hashlib.sha256(response.body).hexdigest()[:24] + '"'
+    gets a strong ETag made from its bytes (or the one given), and
+    ``Cache-Control: no-cache``; an ``If-None-Match`` naming that tag gets a
+    304 (RFC 9110 §13.1.2)."""
+    if tag is None:
+        # SHA-256 (hardware-accelerated on most CPUs: the fastest of
+        # hashlib's here), cut to 96 bits.
+        tag = '"' + hashlib.sha256(response.body).hexdigest()[:24] + '"'
     if _none_match(req, tag):
         return Response(304, headers=[("ETag", tag), _REVALIDATE])
     response.headers += [("ETag", tag), _REVALIDATE]
@@ -101,13 +103,14 @@ class Collection:
         filters = {name: _query_one(query, name) for name in self.schema.filters
                    if name in query}
         records = self.store.list(after=after, limit=limit, **filters)
-        response = respond(200, self.representations.many(records, fmt), fmt)
+        body, tag = self.representations.many(records, fmt)
+        response = respond(200, body, fmt)
         if len(records) == limit:   # a full page: there may be more (RFC 8288)
             kept = [(k, v) for k, vs in query.items() for v in vs if k not in ("after", "limit")]
             others = urlencode(kept) + "&" if kept else ""
             url = f"{req.base_url}/{self.schema.plural}?{others}after={records[-1].id}&limit={limit}"
             response.headers.append(("Link", f'<{url}>; rel="next"'))
-        return revalidated(req, response)
+        return revalidated(req, response, tag)
 
     def on_post(self, req: Request, fmt: Format) -> Response:
         document = read_document(req, self.schema)

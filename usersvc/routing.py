@@ -31,6 +31,11 @@ class Route:
         self.template = template
         self.resource = resource
         self.pattern = re.compile(_PARAMETER.sub(rf"(?P<\1>{_INT})", template))
+        # The common shape, "/prefix/{id:int}", is matched without a regex.
+        tail = _PARAMETER.search(template)
+        self._prefix, self._name = None, None
+        if tail and tail.end() == len(template) and len(_PARAMETER.findall(template)) == 1:
+            self._prefix, self._name = template[:tail.start()], tail.group(1)
         self.responders: dict[str, Callable[..., Any]] = {
             m: getattr(resource, "on_" + m.lower())
             for m in METHODS if hasattr(resource, "on_" + m.lower())
@@ -45,6 +50,16 @@ class Route:
         self.formats = getattr(resource, "formats", None)
 
     def match(self, path: str) -> dict[str, int] | None:
+        prefix = self._prefix
+        if prefix is not None:
+            if not path.startswith(prefix):
+                return None
+            digits = path[len(prefix):]
+            # A canonical decimal: ASCII digits, no leading zero, at most 19 of them.
+            if not (digits.isascii() and digits.isdigit() and digits[0] != "0" and len(digits) <= 19):
+                return None
+            value = int(digits)
+            return {self._name: value} if value <= MAX_ID else None
         m = self.pattern.fullmatch(path)
         if m is None:
             return None

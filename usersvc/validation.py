@@ -51,13 +51,18 @@ def _string(value: Any) -> str:
 _UNENCODABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
 # Unicode category Cc is exactly these 65 code points (test_validation checks).
 _CC = re.compile("[\x00-\x1f\x7f-\x9f]")
+_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")   # either of them
 
 
 def text(max_length: int) -> Rule:
     """A required string: trimmed, 1 to ``max_length`` code points, and no
     control characters (Unicode category Cc) inside."""
     def rule(value: Any) -> str:
-        value = _string(value)
+        if type(value) is str:      # the common case, in one regex search
+            trimmed = value.strip()
+            if trimmed and len(trimmed) <= max_length and not _NOT_PLAIN.search(trimmed):
+                return trimmed
+        value = _string(value)      # else find the first rule broken, for its message
         if not value:
             raise FieldError("must not be empty")
         if len(value) > max_length:
@@ -82,6 +87,10 @@ EMAIL_MAX_LENGTH = 254
 def email(value: Any) -> str:
     """A required e-mail address: trimmed, at most 254 characters, and valid
     as the WHATWG HTML standard defines it for ``<input type=email>``."""
+    if type(value) is str:          # the common case (ASCII only: no surrogates)
+        trimmed = value.strip()
+        if len(trimmed) <= EMAIL_MAX_LENGTH and _EMAIL.fullmatch(trimmed):
+            return trimmed
     value = _string(value)
     if len(value) > EMAIL_MAX_LENGTH:
         raise FieldError(f"must be at most {EMAIL_MAX_LENGTH} characters long")
