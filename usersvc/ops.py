@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import quote
 
 from .app import REQUEST_ID_KEY
@@ -53,11 +54,21 @@ def loggable_target(environ: dict[str, Any]) -> str:
 
 
 class AccessLog:
-    """WSGI middleware: the request id and the access log (see above)."""
+    """WSGI middleware: the request id and the access log (see above).
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], logger: logging.Logger = access_log) -> None:
+    Lines go to ``logger`` (the ``logging`` machinery, for apps that route
+    their logs), or, given a ``stream``, straight to it in the same format
+    as ``serve.py``'s log lines: a standalone server writes a line per
+    request, and ``logging`` costs several times what the request does.
+    """
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], logger: logging.Logger = access_log,
+                 stream: TextIO | None = None) -> None:
         self.app = app
         self.log = logger
+        self.stream = stream
+        self._lock = threading.Lock()
+        self._second = (0, "")          # the last whole second, formatted
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -70,12 +81,28 @@ class AccessLog:
             return start_response(code, headers, exc_info)
 
         def done(size: int) -> None:
-            if self.log.isEnabledFor(logging.INFO):
+            duration = (time.perf_counter() - started) * 1000
+            if self.stream is not None:
+                self._write(f"{environ.get('REQUEST_METHOD', '-')} {loggable_target(environ)} "
+                            f"{status[0]} {size} {duration:.1f}ms {rid}")
+            elif self.log.isEnabledFor(logging.INFO):
                 self.log.info("%s %s %s %d %.1fms %s", environ.get("REQUEST_METHOD", "-"),
-                              loggable_target(environ), status[0], size,
-                              (time.perf_counter() - started) * 1000, rid)
+                              loggable_target(environ), status[0], size, duration, rid)
 
         return _Counted(self.app(environ, start), done)
+
+
+    def _write(self, message: str) -> None:
+        """One line, as serve.py's logging format writes it, in one write."""
+        now = time.time()
+        second = int(now)
+        if self._second[0] != second:
+            self._second = (second, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second)))
+        line = f"{self._second[1]},{int(now % 1 * 1000):03d} INFO usersvc.access: {message}\n"
+        with self._lock:
+            assert self.stream is not None
+            self.stream.write(line)
+            self.stream.flush()
 
 
 class _Counted:

@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     wsgi: Any = Mount(args.prefix, app) if args.prefix.strip("/") else app
     if args.access_log:
-        wsgi = AccessLog(wsgi)
+        wsgi = AccessLog(wsgi, stream=sys.stderr)
     if tokens is None and not _loopback(args.host):
         log.warning("listening on %s without --tokens-file: anyone who can reach this "
                     "address can read and change every user", args.host)

@@ -1,0 +1,174 @@
+"""Over HTTP: each server under waitress (4 threads) pinned to one core,
+the load generator on the other, one operation at a time, servers
+interleaved round by round; requests per second, medians of the rounds.
+
+The ceiling for each operation is waitress serving a fixed body of the same
+size as usersvc's answer, doing no work at all.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+PYTHON = sys.executable
+
+POST_LUA = """
+local n = 0
+local tag = math.random(1, 1e9)
+request = function()
+  n = n + 1
+  local body = string.format('{"name": "New", "email": "w%d-%d@example.org"}', tag, n)
+  return wrk.format("POST", "/users", {["Content-Type"] = "application/json"}, body)
+end
+"""
+
+OPERATIONS = {"GET /users/1": ("GET", "/users/1"),
+              "GET /users?limit=100": ("GET", "/users?limit=100"),
+              "POST /users": ("POST", "/users")}
+
+
+def _pin(core: int) -> list[str]:
+    return ["taskset", "-c", str(core)] if shutil.which("taskset") and (os.cpu_count() or 1) > 1 else []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, command: list[str], ready: str, cwd: str) -> None:
+        self.port = free_port()
+        command = [c.replace("{port}", str(self.port)) for c in command]
+        self.process = subprocess.Popen(_pin(0) + command, cwd=cwd, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True)
+        line = self.process.stdout.readline()
+        if ready not in line:
+            raise RuntimeError(f"{command} did not start: {line!r}")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=15)
+        self.process.stdout.close()
+
+
+def usersvc(storage: str, cwd: str, *extra: str) -> Server:
+    return Server([PYTHON, str(ROOT / "serve.py"), "--port", "{port}", "--threads", "4",
+                   "--storage", storage, *extra], "usersvc serving", cwd)
+
+
+def peer(kind: str, cwd: str, *args: str) -> Server:
+    return Server([PYTHON, str(BENCH / "serve_peer.py"), kind, "{port}", *args], "ready", cwd)
+
+
+def seed(port: int, n: int = 1000) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    for i in range(n):
+        conn.request("POST", "/users", body=json.dumps({"name": f"User {i}", "email": f"user{i}@example.org"}),
+                     headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        response.read()
+        assert response.status in (201, 409), response.status
+    conn.close()
+
+
+def body_size(port: int, method: str, path: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    body = json.dumps({"name": "Size", "email": f"size{time.time_ns()}@example.org"}) if method == "POST" else None
+    conn.request(method, path, body=body, headers={"Content-Type": "application/json"} if body else {})
+    size = len(conn.getresponse().read())
+    conn.close()
+    return size
+
+
+def load(port: int, method: str, path: str, seconds: int, lua: str) -> float:
+    """Requests per second: wrk -t1 -c8 where it is installed, else a
+    Python generator (8 keep-alive connections on threads: much slower
+    than wrk, so it understates every server alike)."""
+    if shutil.which("wrk"):
+        args = _pin(1) + ["wrk", "-t1", "-c8", f"-d{seconds}s", f"http://127.0.0.1:{port}{path}"]
+        if method == "POST":
+            args[-1:-1] = ["-s", lua]
+        out = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 60).stdout
+        match = re.search(r"Requests/sec:\s+([0-9.]+)", out)
+        errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+        if not match or errors:
+            raise RuntimeError(f"wrk: {out}")
+        return float(match.group(1))
+    return _python_load(port, method, path, seconds)
+
+
+def _python_load(port: int, method: str, path: str, seconds: float) -> float:
+    deadline = time.monotonic() + seconds
+    counts = [0] * 8
+
+    def worker(i: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        n = 0
+        while time.monotonic() < deadline:
+            n += 1
+            body = json.dumps({"name": "N", "email": f"p{i}-{n}-{time.time_ns()}@example.org"}) \
+                if method == "POST" else None
+            conn.request(method, path, body=body, headers={"Content-Type": "application/json"} if body else {})
+            conn.getresponse().read()
+            counts[i] += 1
+        conn.close()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.monotonic() - start)
+
+
+def run(rounds: int = 3, seconds: int = 3) -> dict[str, dict[str, float]]:
+    """``{operation: {server: median req/s}}``, and the SQLite POST row."""
+    with tempfile.TemporaryDirectory() as cwd:
+        lua = str(Path(cwd) / "post.lua")
+        Path(lua).write_text(POST_LUA)
+        servers = {"usersvc": usersvc("memory://", cwd),
+                   "usersvc, no access log": usersvc("memory://", cwd, "--no-access-log"),
+                   "usersvc on SQLite": usersvc(f"sqlite:///{cwd}/bench.db", cwd),
+                   "Falcon": peer("falcon", cwd)}
+        try:
+            for name, server in servers.items():
+                if name != "Falcon":
+                    seed(server.port)
+            sizes = {op: body_size(servers["usersvc"].port, *mp) for op, mp in OPERATIONS.items()}
+            ceilings = {op: peer("fixed", cwd, str(sizes[op]), "201_Created" if mp[0] == "POST" else "200_OK")
+                        for op, mp in OPERATIONS.items()}
+            samples: dict[str, dict[str, list[float]]] = {op: {} for op in OPERATIONS}
+            for round_no in range(rounds):
+                for op, (method, path) in OPERATIONS.items():
+                    subjects = {"waitress, fixed body (ceiling)": ceilings[op], **servers}
+                    if op != "POST /users":
+                        subjects.pop("usersvc on SQLite")
+                    order = list(subjects.items())
+                    shift = round_no % len(order)
+                    for name, server in order[shift:] + order[:shift]:
+                        rate = load(server.port, method, path, seconds, lua)
+                        samples[op].setdefault(name, []).append(rate)
+        finally:
+            for server in [*servers.values(), *locals().get("ceilings", {}).values()]:
+                server.stop()
+    return {op: {name: statistics.median(v) for name, v in by.items()} for op, by in samples.items()}
+
+
+if __name__ == "__main__":
+    for op, by in run(rounds=1, seconds=2).items():
+        print(op, {k: round(v) for k, v in by.items()})

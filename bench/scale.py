@@ -1,0 +1,103 @@
+"""Flat cost as the collection grows: get, create, delete and a page of 100
+through the app, at a small and a large number of users, on the memory
+store and on a SQLite file; and what a user costs in bytes (tracemalloc for
+the memory store, the file's size for SQLite).
+"""
+from __future__ import annotations
+
+import gc
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from inprocess import _start_response, environ_for  # noqa: E402
+
+from usersvc import make_app  # noqa: E402
+from usersvc.storage import User  # noqa: E402
+from usersvc.storage.memory import MemoryUserStore  # noqa: E402
+from usersvc.storage.sqlite import SQLiteUserStore  # noqa: E402
+
+BATCH = 20_000
+
+
+def fill(store: Any, n: int) -> None:
+    for start in range(1, n + 1, BATCH):
+        store.restore([User(i, f"User {i}", f"user{i}@example.org", 1)
+                       for i in range(start, min(n, start + BATCH - 1) + 1)])
+
+
+def per_request(app: Any, requests: list[tuple[str, str, bytes]]) -> float:
+    envs = []
+    for method, target, body in requests:
+        env = environ_for(method, target, body)
+        env["wsgi.input"] = io.BytesIO(body)
+        envs.append(env)
+    gc.collect()
+    start = time.perf_counter()
+    for env in envs:
+        result = app(env, _start_response)
+        b"".join(result)
+        assert _start_response.status[:3] in ("200", "201", "204"), _start_response.status  # type: ignore[attr-defined]
+    return (time.perf_counter() - start) / len(envs) * 1e6
+
+
+def measure(app: Any, n: int, count: int, rounds: int, tag: str) -> dict[str, float]:
+    samples: dict[str, list[float]] = {"get": [], "page of 100": [], "create": [], "delete": []}
+    mid = n // 2
+    for r in range(rounds):
+        samples["get"].append(per_request(app, [("GET", f"/users/{mid + i % 100}", b"")
+                                                for i in range(count)]))
+        samples["page of 100"].append(per_request(app, [("GET", f"/users?after={mid}&limit=100", b"")]
+                                                  * max(1, count // 10)))
+        bodies = [json.dumps({"name": "New", "email": f"{tag}-{r}-{i}@example.org"}).encode()
+                  for i in range(count)]
+        samples["create"].append(per_request(app, [("POST", "/users", b) for b in bodies]))
+        top = n - r * count          # each round deletes users no one deleted before
+        samples["delete"].append(per_request(app, [("DELETE", f"/users/{top - i}", b"")
+                                                   for i in range(count)]))
+    return {op: statistics.median(v) for op, v in samples.items()}
+
+
+def memory_bytes_per_user(n: int) -> float:
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    store = MemoryUserStore()
+    fill(store, n)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del store
+    return (after - before) / n
+
+
+def run(small: int = 1_000, large: int = 1_000_000, rounds: int = 3) -> dict[str, Any]:
+    results: dict[str, Any] = {"sizes": (small, large)}
+    for kind in ("memory", "SQLite file"):
+        for n in (small, large):
+            with tempfile.TemporaryDirectory() as tmp:
+                store: Any = MemoryUserStore() if kind == "memory" else SQLiteUserStore(f"{tmp}/users.db")
+                fill(store, n)
+                app = make_app(store)
+                # SQLite commits each write to disk: fewer of them, same medians.
+                count = 1000 if kind == "memory" else 100
+                results[kind, n] = measure(app, n, count, rounds, f"{kind[0]}{n}")
+                if kind != "memory":
+                    store.close()
+                    results["sqlite bytes per user", n] = os.path.getsize(f"{tmp}/users.db") / n
+    results["memory bytes per user"] = memory_bytes_per_user(small if large > 200_000 else large)
+    return results
+
+
+if __name__ == "__main__":
+    print(run(large=int(sys.argv[1]) if len(sys.argv) > 1 else 100_000, rounds=1))
