@@ -232,3 +232,41 @@ def test_the_same_precondition_raced_from_processes_wins_once(path):
     assert len(winners) == 1
     assert store.get(user.id) == User(user.id, f"P{winners[0]}", user.email, 2)
     store.close()
+
+
+def test_writes_waiting_together_commit_together_and_fail_alone(store):
+    """Group commit: writes queued while the writer is busy go in one
+    transaction; the one that fails (a taken e-mail) changes nothing, and
+    the others are committed."""
+    store.create(name="Ada", email="ada@example.org")
+    writer = store._writer
+    commits = []
+    writer.db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    results = {}
+
+    def write(name, email):
+        try:
+            results[name] = store.create(name=name, email=email)
+        except EmailTaken as e:
+            results[name] = e
+
+    with writer.db.in_use:          # the writer is busy: the three wait in its queue
+        threads = [threading.Thread(target=write, args=args) for args in
+                   [("Bob", "bob@example.org"), ("Dup", "ADA@example.org"), ("Cy", "cy@example.org")]]
+        for t in threads:
+            t.start()
+        while writer.queue.qsize() < 2:     # the first may already be taken, waiting on the lock
+            threading.Event().wait(0.01)
+    for t in threads:
+        t.join(timeout=30)
+    assert isinstance(results["Dup"], EmailTaken)
+    assert {u.name for u in store.list()} == {"Ada", "Bob", "Cy"}
+    assert len(commits) <= 2            # three writes, at most two syncs to disk
+    writer.db.set_trace_callback(None)
+
+
+def test_a_closed_store_refuses_writes(path):
+    store = SQLiteUserStore(path)
+    store.close()
+    with pytest.raises(StoreUnavailable):
+        store.create(name="Ada", email="ada@example.org")

@@ -15,15 +15,22 @@
   in one transaction with the version bumps: all of them, or none.
 - A lock held by another writer past the busy timeout is ``StoreUnavailable``
   (HTTP 503): nothing was written, and the client may try again.
+- Group commit: creates, updates and deletes on a file go to one writer
+  thread, which runs all the writes waiting at that moment in one
+  transaction, each in a savepoint of its own (so one that fails, a taken
+  e-mail or a stale version, changes nothing and the others go on), and
+  commits them together: one sync to disk for many writes. Each caller gets
+  its answer only after that commit, so a 201 still means "on disk".
 """
 from __future__ import annotations
 
+import queue
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import cast
+from typing import Any, TypeVar, cast
 
 from . import (
     MAX_ID,
@@ -37,6 +44,8 @@ from . import (
     UserNotFound,
     email_key,
 )
+
+T = TypeVar("T")
 
 #: Each entry upgrades the schema by one version: a list of statements.
 MIGRATIONS: list[Sequence[str]] = [
@@ -97,6 +106,114 @@ class _ThreadConnection:
             self.db.close()
 
 
+class _Pending:
+    """One write waiting for its group's commit."""
+
+    __slots__ = ("done", "result", "error")
+
+    def __init__(self) -> None:
+        self.done = threading.Lock()
+        self.done.acquire()             # released by the writer when it is settled
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def settle(self, result: Any, error: BaseException | None) -> None:
+        self.result, self.error = result, error
+        self.done.release()
+
+    def wait(self) -> Any:
+        self.done.acquire()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+class _GroupCommit:
+    """The store's writer thread: see the module's docstring."""
+
+    MAX_GROUP = 64
+
+    def __init__(self, db: _Connection) -> None:
+        self.db = db
+        self.queue: queue.SimpleQueue[tuple[Callable[..., Any], _Pending] | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
+        self.thread.start()
+
+    def submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        if not self.thread.is_alive():
+            raise StoreUnavailable("The store is closed.")
+        pending = _Pending()
+        self.queue.put((op, pending))
+        return cast(T, pending.wait())
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+
+    def _run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            group = [item]
+            stopping = False
+            while len(group) < self.MAX_GROUP:
+                try:
+                    item = self.queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stopping = True
+                    break
+                group.append(item)
+            self._commit(group)
+            if stopping:
+                return
+
+    def _commit(self, group: list[tuple[Callable[..., Any], _Pending]]) -> None:
+        db = self.db
+        outcomes: list[tuple[_Pending, Any, BaseException | None]] = []
+        try:
+            with db.in_use:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    if len(group) == 1:     # alone: its failure is the transaction's
+                        op, pending = group[0]
+                        try:
+                            outcomes.append((pending, op(db), None))
+                        except Exception as e:
+                            db.execute("ROLLBACK")
+                            pending.settle(None, e)
+                            return
+                    else:
+                        for op, pending in group:
+                            db.execute("SAVEPOINT op")
+                            try:
+                                result = op(db)
+                            except Exception as e:      # this write's own failure: undo it alone
+                                db.execute("ROLLBACK TO op")
+                                db.execute("RELEASE op")
+                                outcomes.append((pending, None, e))
+                            else:
+                                db.execute("RELEASE op")
+                                outcomes.append((pending, result, None))
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+        except Exception as e:      # nothing of the group was written
+            error: BaseException = e
+            if isinstance(e, sqlite3.OperationalError) and _busy(e):
+                error = StoreUnavailable("The database is busy; try again.")
+            for _, pending in group:
+                pending.settle(None, error)
+            return
+        for pending, result, failure in outcomes:
+            pending.settle(result, failure)
+
+
 def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[str]] = MIGRATIONS) -> int:
     """Bring the schema up to ``len(migrations)``; returns the version found.
 
@@ -132,6 +249,9 @@ class SQLiteUserStore:
             if self._one is None:
                 db.execute("PRAGMA journal_mode = WAL")
             migrate(db)
+        # A file's writes go through one thread that commits them in groups;
+        # a private in-memory database has no disk to wait for.
+        self._writer = _GroupCommit(self._connect()) if self._one is None else None
 
     # -- the protocol ---------------------------------------------------
 
@@ -151,17 +271,20 @@ class SQLiteUserStore:
             return [User(*row) for row in rows]
 
     def create(self, *, name: str, email: str) -> User:
-        with self._transaction() as db:
+        key = email_key(email)
+
+        def insert(db: sqlite3.Connection) -> User:
             try:
-                cursor = db.execute(INSERT, (name, email, email_key(email)))
+                cursor = db.execute(INSERT, (name, email, key))
             except sqlite3.IntegrityError:
                 raise EmailTaken(email) from None
             return User(cast(int, cursor.lastrowid), name, email, 1)
+        return self._write(insert)
 
     def update(self, user_id: int, *, name: str | None = None,
                email: str | None = None,
                precondition: Precondition | None = None) -> User:
-        with self._transaction() as db:
+        def replace(db: sqlite3.Connection) -> User:
             old = self._checked(db, user_id, precondition)
             new = User(user_id, old.name if name is None else name,
                        old.email if email is None else email, old.version + 1)
@@ -171,12 +294,14 @@ class SQLiteUserStore:
             except sqlite3.IntegrityError:
                 raise EmailTaken(new.email) from None
             return new
+        return self._write(replace)
 
     def delete(self, user_id: int, *,
                precondition: Precondition | None = None) -> None:
-        with self._transaction() as db:
+        def remove(db: sqlite3.Connection) -> None:
             self._checked(db, user_id, precondition)
             db.execute(DELETE, (user_id,))
+        self._write(remove)
 
     def last_id(self) -> int:
         with self._session() as db:
@@ -196,6 +321,8 @@ class SQLiteUserStore:
                 db.execute(RAISE_LAST_ID, (last_id,))
 
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.stop()         # the writes already handed over are done first
         with self._lock:
             connections = list(self._connections)
             self._connections.clear()
@@ -230,6 +357,14 @@ class SQLiteUserStore:
                 if _busy(e):    # another writer held the lock past the timeout
                     raise StoreUnavailable("The database is busy; try again.") from e
                 raise
+
+    def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``op`` in a write transaction and return what it returns,
+        once that is committed."""
+        if self._writer is not None:
+            return self._writer.submit(op)
+        with self._transaction() as db:
+            return op(db)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
