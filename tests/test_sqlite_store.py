@@ -255,8 +255,9 @@ def test_writes_waiting_together_commit_together_and_fail_alone(store):
                    [("Bob", "bob@example.org"), ("Dup", "ADA@example.org"), ("Cy", "cy@example.org")]]
         for t in threads:
             t.start()
-        while writer.queue.qsize() < 2:     # the first may already be taken, waiting on the lock
-            threading.Event().wait(0.01)
+        # All three hand their write over; the writer may have taken some
+        # already, and waits on the lock held here with them.
+        threading.Event().wait(0.5)
     for t in threads:
         t.join(timeout=30)
     assert isinstance(results["Dup"], EmailTaken)
