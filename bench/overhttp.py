@@ -25,12 +25,12 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 PYTHON = sys.executable
 
+# Every run its own e-mails: wrk's math.random is the same in every run.
 POST_LUA = """
 local n = 0
-local tag = math.random(1, 1e9)
 request = function()
   n = n + 1
-  local body = string.format('{"name": "New", "email": "w%d-%d@example.org"}', tag, n)
+  local body = string.format('{"name": "New", "email": "w%%s-%%d@example.org"}', "%s", n)
   return wrk.format("POST", "/users", {["Content-Type"] = "application/json"}, body)
 end
 """
@@ -102,6 +102,7 @@ def load(port: int, method: str, path: str, seconds: int, lua: str) -> float:
     if shutil.which("wrk"):
         args = _pin(1) + ["wrk", "-t1", "-c8", f"-d{seconds}s", f"http://127.0.0.1:{port}{path}"]
         if method == "POST":
+            Path(lua).write_text(POST_LUA % time.time_ns())
             args[-1:-1] = ["-s", lua]
         out = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 60).stdout
         match = re.search(r"Requests/sec:\s+([0-9.]+)", out)
@@ -140,7 +141,6 @@ def run(rounds: int = 3, seconds: int = 3) -> dict[str, dict[str, float]]:
     """``{operation: {server: median req/s}}``, and the SQLite POST row."""
     with tempfile.TemporaryDirectory() as cwd:
         lua = str(Path(cwd) / "post.lua")
-        Path(lua).write_text(POST_LUA)
         servers = {"usersvc": usersvc("memory://", cwd),
                    "usersvc, no access log": usersvc("memory://", cwd, "--no-access-log"),
                    "usersvc on SQLite": usersvc(f"sqlite:///{cwd}/bench.db", cwd),
