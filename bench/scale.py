@@ -62,8 +62,9 @@ def measure(app: Any, n: int, count: int, rounds: int, tag: str) -> dict[str, fl
         bodies = [json.dumps({"name": "New", "email": f"{tag}-{r}-{i}@example.org"}).encode()
                   for i in range(count)]
         samples["create"].append(per_request(app, [("POST", "/users", b) for b in bodies]))
-        top = n - r * count          # each round deletes users no one deleted before
-        samples["delete"].append(per_request(app, [("DELETE", f"/users/{top - i}", b"")
+        # ... and deletes the users it created: ids follow the n filled in.
+        first = n + r * count + 1
+        samples["delete"].append(per_request(app, [("DELETE", f"/users/{first + i}", b"")
                                                    for i in range(count)]))
     return {op: statistics.median(v) for op, v in samples.items()}
 

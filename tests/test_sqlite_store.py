@@ -235,9 +235,9 @@ def test_the_same_precondition_raced_from_processes_wins_once(path):
 
 
 def test_writes_waiting_together_commit_together_and_fail_alone(store):
-    """Group commit: writes queued while the writer is busy go in one
-    transaction; the one that fails (a taken e-mail) changes nothing, and
-    the others are committed."""
+    """Group commit: writes that arrive while a commit is under way go in
+    one transaction; the one that fails (a taken e-mail) changes nothing,
+    and the others are committed."""
     store.create(name="Ada", email="ada@example.org")
     writer = store._writer
     commits = []
@@ -250,20 +250,27 @@ def test_writes_waiting_together_commit_together_and_fail_alone(store):
         except EmailTaken as e:
             results[name] = e
 
-    with writer.db.in_use:          # the writer is busy: the three wait in its queue
-        threads = [threading.Thread(target=write, args=args) for args in
-                   [("Bob", "bob@example.org"), ("Dup", "ADA@example.org"), ("Cy", "cy@example.org")]]
+    threads = [threading.Thread(target=write, args=args) for args in
+               [("Bob", "bob@example.org"), ("Dup", "ADA@example.org"), ("Cy", "cy@example.org")]]
+    with writer.db.in_use:      # a commit under way: the first leads and waits, the others queue
         for t in threads:
             t.start()
-        # All three hand their write over; the writer may have taken some
-        # already, and waits on the lock held here with them.
         threading.Event().wait(0.5)
     for t in threads:
         t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads)
     assert isinstance(results["Dup"], EmailTaken)
     assert {u.name for u in store.list()} == {"Ada", "Bob", "Cy"}
-    assert len(commits) <= 2            # three writes, at most two syncs to disk
+    assert len(commits) <= 2            # the leader (perhaps with others), then those that waited
     writer.db.set_trace_callback(None)
+
+
+def test_a_lone_write_commits_in_its_own_thread(store):
+    seen = []
+    store._writer.db.set_trace_callback(lambda sql: seen.append(threading.current_thread()))
+    store.create(name="Ada", email="ada@example.org")
+    store._writer.db.set_trace_callback(None)
+    assert seen and set(seen) == {threading.current_thread()}
 
 
 def test_a_closed_store_refuses_writes(path):

@@ -15,16 +15,16 @@
   in one transaction with the version bumps: all of them, or none.
 - A lock held by another writer past the busy timeout is ``StoreUnavailable``
   (HTTP 503): nothing was written, and the client may try again.
-- Group commit: creates, updates and deletes on a file go to one writer
-  thread, which runs all the writes waiting at that moment in one
-  transaction, each in a savepoint of its own (so one that fails, a taken
-  e-mail or a stale version, changes nothing and the others go on), and
-  commits them together: one sync to disk for many writes. Each caller gets
-  its answer only after that commit, so a 201 still means "on disk".
+- Group commit: creates, updates and deletes on a file share one write
+  connection. A write that finds it free commits at once, in its own
+  thread; writes that arrive while a commit is under way wait, and then go
+  together in one transaction, each in a savepoint of its own (so one that
+  fails, a taken e-mail or a stale version, changes nothing and the others
+  go on): one sync to disk for many writes. Each caller gets its answer
+  only after that commit, so a 201 still means "on disk".
 """
 from __future__ import annotations
 
-import queue
 import sqlite3
 import threading
 import weakref
@@ -106,8 +106,11 @@ class _ThreadConnection:
             self.db.close()
 
 
+_LEAD = object()     # what a waiting write is told when it is to lead the next group
+
+
 class _Pending:
-    """One write waiting for its group's commit."""
+    """One write waiting for its group's commit (or for its turn to lead)."""
 
     __slots__ = ("done", "result", "error")
 
@@ -129,47 +132,43 @@ class _Pending:
 
 
 class _GroupCommit:
-    """The store's writer thread: see the module's docstring."""
-
-    MAX_GROUP = 64
+    """Group commit without a thread of its own (leader and followers): a
+    write that finds no commit under way leads, in its own thread, and
+    commits every write waiting by then, its own among them; writes that
+    arrive meanwhile wait, and the first of them leads the next group. One
+    writer alone pays nothing for it; many share each sync to disk."""
 
     def __init__(self, db: _Connection) -> None:
         self.db = db
-        self.queue: queue.SimpleQueue[tuple[Callable[..., Any], _Pending] | None] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
-        self.thread.start()
+        self.closed = False
+        self._mutex = threading.Lock()
+        self._waiting: list[tuple[Callable[..., Any], _Pending]] = []
+        self._leading = False
 
     def submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        if not self.thread.is_alive():
+        if self.closed:
             raise StoreUnavailable("The store is closed.")
         pending = _Pending()
-        self.queue.put((op, pending))
+        with self._mutex:
+            self._waiting.append((op, pending))
+            follow = self._leading
+            self._leading = True
+        if follow and pending.wait() is not _LEAD:
+            return cast(T, pending.result)     # a leader committed it
+        with self._mutex:                       # lead: everything waiting, ours too
+            group, self._waiting = self._waiting, []
+        try:
+            self._commit(group)
+        finally:
+            with self._mutex:
+                if self._waiting:               # pass the lead on to the next in line
+                    self._waiting[0][1].settle(_LEAD, None)
+                else:
+                    self._leading = False
         return cast(T, pending.wait())
 
     def stop(self) -> None:
-        if self.thread.is_alive():
-            self.queue.put(None)
-            self.thread.join()
-
-    def _run(self) -> None:
-        while True:
-            item = self.queue.get()
-            if item is None:
-                return
-            group = [item]
-            stopping = False
-            while len(group) < self.MAX_GROUP:
-                try:
-                    item = self.queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    stopping = True
-                    break
-                group.append(item)
-            self._commit(group)
-            if stopping:
-                return
+        self.closed = True
 
     def _commit(self, group: list[tuple[Callable[..., Any], _Pending]]) -> None:
         db = self.db
@@ -249,8 +248,8 @@ class SQLiteUserStore:
             if self._one is None:
                 db.execute("PRAGMA journal_mode = WAL")
             migrate(db)
-        # A file's writes go through one thread that commits them in groups;
-        # a private in-memory database has no disk to wait for.
+        # A file's writes share one connection and commit in groups; a
+        # private in-memory database has no disk to wait for.
         self._writer = _GroupCommit(self._connect()) if self._one is None else None
 
     # -- the protocol ---------------------------------------------------
