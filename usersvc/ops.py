@@ -3,7 +3,7 @@
 ``AccessLog(app)`` wraps any WSGI app (``serve.py`` wraps usersvc in it):
 
 - ``X-Request-ID``: the client's, echoed, when it is sane (1 to 64 of
-  ``A-Z a-z 0-9 . _ : -``), and a new random one otherwise; it goes back in
+  ``A-Z a-z 0-9 . _ : -``), and a new unique one otherwise; it goes back in
   the response and into ``environ["usersvc.request_id"]``, where the app's
   error log finds it.
 - one line per request on the ``usersvc.access`` logger, when the response
@@ -19,6 +19,7 @@
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
@@ -35,17 +36,29 @@ access_log = logging.getLogger("usersvc.access")
 _SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _SECRET_PARAMETERS = re.compile(r"(?:^|(?<=&))(email|access_token)=[^&]*", re.IGNORECASE)
 _SAFE = "/!$&'()*+,;=:@-._~%"      # RFC 3986 path and query characters, kept as they are
+_PLAIN = re.compile(r"[A-Za-z0-9/._~-]*")   # needs no escaping at all
+
+
+# New ids: 16 random hex digits for this process, then a count. Unique across
+# processes and restarts as a random UUID would be, without reading the
+# kernel's random source on every request.
+_PROCESS = uuid.uuid4().hex[:16]
+_COUNT = itertools.count(1)
 
 
 def request_id(environ: dict[str, Any]) -> str:
     """The client's ``X-Request-ID`` if it is sane, else a new one."""
-    given = environ.get("HTTP_X_REQUEST_ID", "")
-    return given if _SANE_ID.fullmatch(given) else uuid.uuid4().hex
+    given = environ.get("HTTP_X_REQUEST_ID")
+    if given and _SANE_ID.fullmatch(given):
+        return given
+    return f"{_PROCESS}{next(_COUNT):016x}"
 
 
 def loggable_target(environ: dict[str, Any]) -> str:
     """The request's path and query for a log line: escaped, secrets out."""
-    path = quote(environ.get("PATH_INFO", "").encode("latin-1"), safe=_SAFE)
+    path = environ.get("PATH_INFO", "")
+    if not _PLAIN.fullmatch(path):
+        path = quote(path.encode("latin-1"), safe=_SAFE)
     query = environ.get("QUERY_STRING", "")
     if not query:
         return path
