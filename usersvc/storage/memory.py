@@ -40,8 +40,10 @@ class MemoryUserStore:
             if email is not None:
                 user_id = self._by_email.get(email_key(email))
                 return [self._users[user_id]] if user_id is not None and user_id > after else []
-            start = self._ids.bisect_right(after)
-            return list(map(self._users.__getitem__, self._ids[start:start + limit]))
+            # irange walks the sorted ids without SortedList's positional index,
+            # which slicing would build and every later add or remove would keep up.
+            ids = self._ids.irange(minimum=after, inclusive=(False, True))
+            return list(map(self._users.__getitem__, itertools.islice(ids, limit)))
 
     def create(self, *, name: str, email: str) -> User:
         with self._lock:
