@@ -13,7 +13,6 @@ import argparse
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path

@@ -27,7 +27,13 @@ from .auth import Tokens
 from .http import Request, Response
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
-from .representation import BODY_TYPES, PATCH_TYPES, Representations, negotiate, problem_format
+from .representation import (
+    BODY_TYPES,
+    PATCH_TYPES,
+    Representations,
+    negotiate,
+    problem_format,
+)
 from .resources import HEALTH_PATH, Collection, HealthCheck, Item
 from .routing import Router
 from .validation import Schema

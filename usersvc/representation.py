@@ -71,7 +71,8 @@ def _no_constant(name: str) -> Any:
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _STRING = json.encoder.encode_basestring     # "..." with JSON escapes (the C one)
 _TEMPLATES: dict[tuple[str, ...], str] = {}   # field names -> '{"id":%s,"name":%s,...}'
-_SCAN = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_no_constant).scan_once
+_SCAN = json.JSONDecoder(object_pairs_hook=_object,
+                         parse_constant=_no_constant).scan_once  # type: ignore[attr-defined]
 _WHITE = re.compile(r"[ \t\n\r]*")
 
 
@@ -413,16 +414,19 @@ class Representations:
         kept = self._kept.get(fmt.name)
         if kept is None:
             kept = self._kept[fmt.name] = {}
-        parts, digests = [], [fmt.name.encode()]
+        parts: list[bytes] = []
+        digests = [fmt.name.encode()]
         append, digest, get = parts.append, digests.append, kept.get
         for record in records:      # one()'s work, inline: this loop is a page's cost
             found = get(record.id)
             if found is None or found[0] != record.version:
                 found = self._render(kept, record, fmt)
-            if found[2] is None:    # digested when first on a page, not on every write
-                found = kept[record.id] = (found[0], found[1], hashlib.sha256(found[1]).digest()[:16])
+            mark = found[2]
+            if mark is None:        # digested when first on a page, not on every write
+                mark = hashlib.sha256(found[1]).digest()[:16]
+                kept[record.id] = (found[0], found[1], mark)
             append(found[1])
-            digest(found[2])
+            digest(mark)
         tag = '"' + hashlib.sha256(b"".join(digests)).hexdigest()[:24] + '"'
         return fmt.join(self.schema, parts), tag
 

@@ -33,7 +33,8 @@ class Route:
         self.pattern = re.compile(_PARAMETER.sub(rf"(?P<\1>{_INT})", template))
         # The common shape, "/prefix/{id:int}", is matched without a regex.
         tail = _PARAMETER.search(template)
-        self._prefix, self._name = None, None
+        self._prefix: str | None = None
+        self._name = ""
         if tail and tail.end() == len(template) and len(_PARAMETER.findall(template)) == 1:
             self._prefix, self._name = template[:tail.start()], tail.group(1)
         self.responders: dict[str, Callable[..., Any]] = {

@@ -127,7 +127,7 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 def _escaped(chars: str) -> str:
     """A character class's body for these characters: runs as ranges."""
-    codes, runs = sorted(map(ord, chars)), []
+    codes, runs = sorted(map(ord, chars)), []  # type: list[int], list[list[int]]
     for code in codes:
         if runs and runs[-1][1] == code - 1:
             runs[-1][1] = code
