@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import uuid
 import wsgiref.validate
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+import waitress
 from httplint import HttpRequestLinter, HttpResponseLinter, levels
 from webob import Request, Response
 
@@ -51,6 +53,23 @@ def store_url(request, tmp_path) -> str:
     if request.param == "{postgres}":
         return request.getfixturevalue("postgres_url")
     return request.param.format(tmp=tmp_path)
+
+
+@pytest.fixture
+def server(tmp_path) -> Iterator[tuple[str, int]]:
+    """usersvc on SQLite under waitress (8 threads) on a free port, in this
+    process; yields (host, port)."""
+    app = make_app(f"sqlite:///{tmp_path}/users.db")
+    httpd = waitress.create_server(app, host="127.0.0.1", port=0, threads=8)
+    thread = threading.Thread(target=httpd.run, daemon=True)
+    thread.start()
+    yield "127.0.0.1", httpd.effective_port
+    # Close from the server's own loop thread: closing its sockets from here
+    # while it waits on them in select() would fail there (EBADF).
+    httpd.trigger.pull_trigger(httpd.close)
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    app.close()
 
 
 @pytest.fixture

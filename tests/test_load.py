@@ -18,11 +18,8 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
-import pytest
-import waitress
 from helpers import Served
 
-from usersvc import make_app
 
 THREADS = 16
 SECONDS = 4.0
@@ -164,21 +161,9 @@ def check(ledger, addresses):
     return ledger
 
 
-@pytest.fixture
-def in_process_server(tmp_path):
-    app = make_app(f"sqlite:///{tmp_path}/users.db")
-    httpd = waitress.create_server(app, host="127.0.0.1", port=0, threads=8)
-    thread = threading.Thread(target=httpd.run, daemon=True)
-    thread.start()
-    yield ("127.0.0.1", httpd.effective_port)
-    httpd.trigger.pull_trigger(httpd.close)
-    thread.join(timeout=10)
-    app.close()
-
-
-def test_a_mixed_load_on_one_server_loses_nothing_it_acknowledged(in_process_server):
-    ledger = run_workload([in_process_server])
-    check(ledger, [in_process_server])
+def test_a_mixed_load_on_one_server_loses_nothing_it_acknowledged(server):
+    ledger = run_workload([server])
+    check(ledger, [server])
 
 
 def test_a_mixed_load_on_two_processes_sharing_one_file_loses_nothing(tmp_path):

@@ -7,31 +7,13 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
-import waitress
 from conftest import lint_exchange
 from helpers import ADA, ROOT, Served, call, race
 
-from usersvc import make_app
 
-
-@pytest.fixture
-def server(tmp_path):
-    """usersvc on SQLite under waitress on a free port; yields (host, port)."""
-    app = make_app(f"sqlite:///{tmp_path}/users.db")
-    httpd = waitress.create_server(app, host="127.0.0.1", port=0, threads=8)
-    thread = threading.Thread(target=httpd.run, daemon=True)
-    thread.start()
-    yield "127.0.0.1", httpd.effective_port
-    # Close from the server's own loop thread: closing its sockets from here
-    # while it waits on them in select() would fail there (EBADF).
-    httpd.trigger.pull_trigger(httpd.close)
-    thread.join(timeout=10)
-    assert not thread.is_alive()
-    app.close()
 
 
 def test_head_over_the_wire_has_get_headers_and_no_body(server):
