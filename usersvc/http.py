@@ -10,24 +10,24 @@ request doing it; usersvc still uses WebOb for what it does best, parsing
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
 from webob.etag import ETagMatcher
 
+from .problems import title
+
 #: What a path may hold unescaped in a URL the service writes (as WebOb).
 PATH_SAFE = "/~!$&'()*+,;=:@"
 
-_REASONS = {s.value: s.phrase for s in HTTPStatus}
-_REASONS.update({413: "Content Too Large", 422: "Unprocessable Content"})   # RFC 9110's names
 _STATUS_LINES: dict[int, str] = {}
 
 
 def status_line(status: int) -> str:
+    """``"201 Created"``: the reason phrase is the problem title (RFC 9110's names)."""
     line = _STATUS_LINES.get(status)
     if line is None:
-        line = _STATUS_LINES[status] = f"{status} {_REASONS[status]}"
+        line = _STATUS_LINES[status] = f"{status} {title(status)}"
     return line
 
 
@@ -86,12 +86,6 @@ class Response:
         self.status = status
         self.body = body
         self.headers = headers if headers is not None else []
-
-    def header(self, name: str) -> str | None:
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return None
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         headers = self.headers

@@ -4,7 +4,7 @@
   §12.5.1), or raises a 406 problem; ``problem_format(req)`` never fails.
 - ``read_document(req, body, schema)`` picks the parser from
   ``Content-Type`` (415 if none fits) and parses (400 for bad syntax).
-- A ``Format`` renders a record, a list of records and a problem.
+- A ``Format`` renders a record and a problem, and joins rendered records into a list.
 - ``etag(record, fmt)`` names a version of a representation; ``version_in``
   reads the version back out of an ETag a client sends.
 """
@@ -35,10 +35,8 @@ class Format(Protocol):
     problem_type: str      # Content-Type of a problem document
 
     def render(self, schema: Schema, record: Mapping[str, Any]) -> bytes: ...
-    def render_list(self, schema: Schema, records: Iterable[Mapping[str, Any]]) -> bytes: ...
     def join(self, schema: Schema, rendered: list[bytes]) -> bytes:
-        """A list of records already rendered one by one: the same bytes
-        as ``render_list`` of them."""
+        """A list of records, each already rendered by ``render``."""
     def render_problem(self, problem: Mapping[str, Any]) -> bytes: ...
     def parse(self, body: bytes, schema: Schema) -> Any: ...
 
@@ -114,9 +112,6 @@ class JSONFormat(Format):
             template = _TEMPLATES[keys] = "{" + ",".join(f"{_STRING(k)}:%s" for k in keys) + "}"
         return (template % tuple(values)).encode()
 
-    def render_list(self, schema, records):
-        return _ENCODE(list(records)).encode()
-
     def join(self, schema, rendered):
         return b"[" + b",".join(rendered) + b"]"
 
@@ -166,10 +161,6 @@ class XMLFormat(Format):
 
     def render(self, schema, record):
         return self._element(schema.name, record).encode()
-
-    def render_list(self, schema, records):
-        inner = "".join(self._element(schema.name, r) for r in records)
-        return f"<{schema.plural}>{inner}</{schema.plural}>".encode()
 
     def join(self, schema, rendered):
         return b"".join([b"<%s>" % schema.plural.encode(), *rendered, b"</%s>" % schema.plural.encode()])
