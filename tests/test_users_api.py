@@ -422,6 +422,26 @@ def test_a_page_has_an_etag_of_its_bytes_and_revalidates_to_304(client):
     assert changed.status_code == 200 and changed.headers["ETag"] != tag
 
 
+
+@pytest.mark.parametrize("accept", ["application/json", "application/xml"])
+def test_a_page_of_the_same_size_and_first_id_shows_every_change(client, accept):
+    # Pages are kept with the records they were made from: a page with the
+    # same first id and length but other records or versions is made anew.
+    for i in range(3):
+        client.create(email=f"u{i}@example.org")
+    headers = {"Accept": accept}
+    before = client.get("/users", headers=headers)
+    assert client.get("/users", headers=headers).body == before.body
+    client.patch("/users/2", json_body={"name": "Renamed"})
+    renamed = client.get("/users", headers=headers)
+    assert b"Renamed" in renamed.body and renamed.headers["ETag"] != before.headers["ETag"]
+    client.delete("/users/3")
+    client.create(email="u3@example.org")                 # ids 1, 2, 4: three again
+    replaced = client.get("/users", headers=headers)
+    assert b"u3@example.org" in replaced.body and b"u2@example.org" not in replaced.body
+    assert replaced.headers["ETag"] not in (before.headers["ETag"], renamed.headers["ETag"])
+    assert client.get("/users", headers=headers).headers["ETag"] == replaced.headers["ETag"]
+
 # -- the service root and its description ----------------------------------
 
 def test_the_root_links_to_the_collection_and_the_openapi_document(client):
