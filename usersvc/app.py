@@ -158,9 +158,10 @@ class App:
                 raise self._too_large()
         if req.method not in _WITH_BODY:
             return
-        chunked = environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
-        if length is None and not chunked and not environ.get("wsgi.input_terminated"):
-            return          # no length, not chunked: no body (RFC 9112 §6.3)
+        if length is None:
+            chunked = environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
+            if not chunked and not environ.get("wsgi.input_terminated"):
+                return      # no length, not chunked: no body (RFC 9112 §6.3)
         body = environ["wsgi.input"].read(limit + 1 if length is None else length)
         if len(body) > limit:
             raise self._too_large()

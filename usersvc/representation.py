@@ -77,14 +77,15 @@ _WHITE = re.compile(r"[ \t\n\r]*")
 def _DECODE(text: str) -> Any:
     """``JSONDecoder.decode``, less its Python layers: the same result and
     the same errors."""
-    start = _WHITE.match(text, 0).end()     # type: ignore[union-attr]
+    start = 0 if text[:1] == "{" else _WHITE.match(text, 0).end()   # type: ignore[union-attr]
     try:
         value, end = _SCAN(text, start)
     except StopIteration as e:
         raise json.JSONDecodeError("Expecting value", text, e.value) from None
-    end = _WHITE.match(text, end).end()     # type: ignore[union-attr]
     if end != len(text):
-        raise json.JSONDecodeError("Extra data", text, end)
+        end = _WHITE.match(text, end).end()     # type: ignore[union-attr]
+        if end != len(text):
+            raise json.JSONDecodeError("Extra data", text, end)
     return value
 
 

@@ -165,6 +165,9 @@ def _precondition(req: Request, record_id: int) -> Precondition | None:
     """``If-Match`` and ``If-None-Match`` as the versions they name, for the
     store to check atomically with the write (RFC 9110 §13.1.1, §13.1.2).
     If-Match compares strongly: WebOb drops weak tags from it."""
+    environ = req.environ
+    if "HTTP_IF_MATCH" not in environ and "HTTP_IF_NONE_MATCH" not in environ:
+        return None
     if_match, if_none_match = req.if_match(), req.if_none_match()
     if if_match is None and if_none_match is None:
         return None

@@ -62,6 +62,9 @@ class MemoryUserStore:
             old = self._checked(user_id, precondition)
             new = User(user_id, old.name if name is None else name,
                        old.email if email is None else email, old.version + 1)
+            if new.email == old.email:      # the common case: the same address
+                self._users[user_id] = new
+                return new
             old_key, new_key = email_key(old.email), email_key(new.email)
             if new_key != old_key:
                 if new_key in self._by_email:
