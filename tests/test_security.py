@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import io
 import json
 import logging
+import re
 import subprocess
 import sys
 
@@ -17,7 +19,7 @@ from webob import Request
 
 from usersvc import make_app
 from usersvc.auth import Tokens, load_tokens
-from usersvc.ops import AccessLog, loggable_target
+from usersvc.ops import MAX_WAITING_LINES, AccessLog, loggable_target
 from usersvc.problems import Problem
 from usersvc.storage import StoreUnavailable
 
@@ -226,6 +228,32 @@ def test_the_log_never_holds_an_email_or_a_token(app):
     _, lines = logged(app, "/users", method="POST", body=json.dumps(ADA).encode(),
                       content_type="application/json", headers={"Authorization": f"Bearer {WRITER}"})
     assert "ada@" not in lines[0] and WRITER not in lines[0]
+
+
+def test_a_stream_gets_the_lines_in_order_in_the_servers_format_and_all_of_them_on_close(app):
+    stream = io.StringIO()
+    # A long delay: the lines wait for close(), which serve.py calls on its way out.
+    logged_app = AccessLog(app, stream=stream, delay=3600)
+    for i in range(3):
+        response = Request.blank(f"/users?limit={i + 1}", headers={"X-Request-ID": f"r{i}"}).get_response(logged_app)
+        assert response.status_code == 200
+        response.app_iter.close()           # as a server does when the body is sent
+    logged_app.close()
+    lines = stream.getvalue().splitlines()
+    assert [line.split(" ")[-1] for line in lines] == ["r0", "r1", "r2"]
+    for i, line in enumerate(lines):
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO usersvc.access: "
+                            rf"GET /users\?limit={i + 1} 200 2 \d+\.\dms r{i}", line), line
+
+
+def test_lines_that_pile_up_are_written_by_the_requests_themselves(app):
+    stream = io.StringIO()
+    logged_app = AccessLog(app, stream=stream, delay=3600)
+    environ = Request.blank("/healthz").environ
+    for _ in range(MAX_WAITING_LINES):
+        body = logged_app(dict(environ), lambda status, headers, exc_info=None: None)
+        body.close()
+    assert len(stream.getvalue().splitlines()) == MAX_WAITING_LINES     # before any close()
 
 
 @pytest.mark.parametrize("path, query, expected", [

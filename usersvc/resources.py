@@ -136,7 +136,7 @@ class Item:
         # with the headers the 200 would have had (§15.4.5).
         if "HTTP_IF_NONE_MATCH" in req.environ and _none_match(req, tag):
             return Response(304, headers=[("ETag", tag), _REVALIDATE])
-        return self._represent(record, fmt, _REVALIDATE)
+        return respond(200, self.representations.one(record, fmt), fmt, ("ETag", tag), _REVALIDATE)
 
     def on_put(self, req: Request, fmt: Format, id: int) -> Response:
         return self._update(req, fmt, id, self.schema.for_replace)

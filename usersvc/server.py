@@ -92,8 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"usersvc: cannot open storage {redact(args.storage)}: {e}", file=sys.stderr)
         return 2
     wsgi: Any = Mount(args.prefix, app) if args.prefix.strip("/") else app
-    if args.access_log:
-        wsgi = AccessLog(wsgi, stream=sys.stderr)
+    access_log = AccessLog(wsgi, stream=sys.stderr) if args.access_log else None
+    if access_log is not None:
+        wsgi = access_log
     if tokens is None and not _loopback(args.host):
         log.warning("listening on %s without --tokens-file: anyone who can reach this "
                     "address can read and change every user", args.host)
@@ -118,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.close()
     finally:
         app.close()
+        if access_log is not None:
+            access_log.close()
     return 0
 
 
