@@ -15,6 +15,7 @@ from usersvc.storage import (
     EmailTaken,
     Precondition,
     StaleVersion,
+    StoreError,
     StoreUnavailable,
     User,
     open_store,
@@ -264,6 +265,61 @@ def test_writes_waiting_together_commit_together_and_fail_alone(store):
     assert len(commits) <= 2            # the leader (perhaps with others), then those that waited
     writer.db.set_trace_callback(None)
 
+
+
+def test_updates_and_deletes_that_fail_in_a_group_change_nothing_and_the_others_commit(store):
+    """No savepoints: each write makes at most one change, in its last
+    statement, and SQLite undoes a failed statement by itself."""
+    ada = store.create(name="Ada", email="ada@example.org")
+    bob = store.create(name="Bob", email="bob@example.org")
+    cy = store.create(name="Cy", email="cy@example.org")
+    stale = Precondition(match=frozenset({ada.version + 1}))
+    writes = {
+        "stale update": lambda: store.update(ada.id, name="Nope", precondition=stale),
+        "taken e-mail": lambda: store.update(bob.id, email="ADA@example.org"),
+        "stale delete": lambda: store.delete(cy.id, precondition=stale),
+        "good update": lambda: store.update(bob.id, name="Bobby"),
+        "good create": lambda: store.create(name="Di", email="di@example.org"),
+    }
+    results = {}
+
+    def write(name):
+        try:
+            results[name] = writes[name]()
+        except StoreError as e:
+            results[name] = e
+
+    writer = store._writer
+    commits = []
+    writer.db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    threads = [threading.Thread(target=write, args=(name,)) for name in writes]
+    with writer.db.in_use:      # a commit under way: they queue up behind it
+        for t in threads:
+            t.start()
+        threading.Event().wait(0.5)
+    for t in threads:
+        t.join(timeout=30)
+    writer.db.set_trace_callback(None)
+    assert not any(t.is_alive() for t in threads)
+    assert isinstance(results["stale update"], StaleVersion)
+    assert isinstance(results["taken e-mail"], EmailTaken)
+    assert isinstance(results["stale delete"], StaleVersion)
+    assert len(commits) <= 2
+    assert store.get(ada.id) == ada and store.get(cy.id) == cy
+    assert store.get(bob.id) == User(bob.id, "Bobby", "bob@example.org", 2)
+    assert [u.name for u in store.list()] == ["Ada", "Bobby", "Cy", "Di"]
+
+
+def test_a_write_that_fails_after_changing_something_fails_its_whole_group(store):
+    """The guard behind the rule above: a write that broke it would leave a
+    half-done change in the group's transaction, so nothing is committed."""
+    def half_done(db):
+        db.execute("UPDATE users SET name = 'Half' WHERE id = 1")
+        raise StaleVersion(1)
+    store.create(name="Ada", email="ada@example.org")
+    with pytest.raises(RuntimeError):
+        store._writer.submit(half_done)
+    assert store.get(1).name == "Ada"
 
 def test_a_lone_write_commits_in_its_own_thread(store):
     seen = []
