@@ -86,13 +86,21 @@ def seed(port: int, n: int = 1000) -> None:
     conn.close()
 
 
-def body_size(port: int, method: str, path: str) -> int:
+# Headers waitress writes itself, or the fixed app does.
+_SERVER_HEADERS = {"content-length", "content-type", "date", "server", "connection"}
+
+
+def sample(port: int, method: str, path: str) -> tuple[int, list[tuple[str, str]]]:
+    """The size of usersvc's answer and the headers it sends (less those
+    any waitress app sends)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     body = json.dumps({"name": "Size", "email": f"size{time.time_ns()}@example.org"}) if method == "POST" else None
     conn.request(method, path, body=body, headers={"Content-Type": "application/json"} if body else {})
-    size = len(conn.getresponse().read())
+    response = conn.getresponse()
+    size = len(response.read())
+    headers = [(k, v) for k, v in response.getheaders() if k.lower() not in _SERVER_HEADERS]
     conn.close()
-    return size
+    return size, headers
 
 
 def load(port: int, method: str, path: str, seconds: int, lua: str) -> float:
@@ -149,13 +157,16 @@ def run(rounds: int = 3, seconds: int = 3) -> dict[str, dict[str, float]]:
             for name, server in servers.items():
                 if name != "Falcon":
                     seed(server.port)
-            sizes = {op: body_size(servers["usersvc"].port, *mp) for op, mp in OPERATIONS.items()}
-            ceilings = {op: peer("fixed", cwd, str(sizes[op]), "201_Created" if mp[0] == "POST" else "200_OK")
-                        for op, mp in OPERATIONS.items()}
+            answers = {op: sample(servers["usersvc"].port, *mp) for op, mp in OPERATIONS.items()}
+            status = {op: "201_Created" if mp[0] == "POST" else "200_OK" for op, mp in OPERATIONS.items()}
+            ceilings = {op: peer("fixed", cwd, str(answers[op][0]), status[op]) for op in OPERATIONS}
+            with_headers = {op: peer("fixed", cwd, str(answers[op][0]), status[op], json.dumps(answers[op][1]))
+                            for op in OPERATIONS}
             samples: dict[str, dict[str, list[float]]] = {op: {} for op in OPERATIONS}
             for round_no in range(rounds):
                 for op, (method, path) in OPERATIONS.items():
-                    subjects = {"waitress, fixed body (ceiling)": ceilings[op], **servers}
+                    subjects = {"waitress, fixed body (ceiling)": ceilings[op],
+                                "fixed body, usersvc's headers": with_headers[op], **servers}
                     if op != "POST /users":
                         subjects.pop("usersvc on SQLite")
                     order = list(subjects.items())
@@ -164,7 +175,8 @@ def run(rounds: int = 3, seconds: int = 3) -> dict[str, dict[str, float]]:
                         rate = load(server.port, method, path, seconds, lua)
                         samples[op].setdefault(name, []).append(rate)
         finally:
-            for server in [*servers.values(), *locals().get("ceilings", {}).values()]:
+            for server in [*servers.values(), *locals().get("ceilings", {}).values(),
+                           *locals().get("with_headers", {}).values()]:
                 server.stop()
     return {op: {name: statistics.median(v) for name, v in by.items()} for op, by in samples.items()}
 

@@ -191,9 +191,9 @@ def webob_app(store: PeerStore):
 
 # -- waitress's ceiling -------------------------------------------------------------
 
-def fixed_app(body: bytes, status: str = "200 OK"):
-    """No work at all: the same body every time."""
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+def fixed_app(body: bytes, status: str = "200 OK", extra: list | None = None):
+    """No work at all: the same body every time (with ``extra`` headers)."""
+    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *(extra or [])]
 
     def app(environ, start_response):
         environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))

@@ -70,7 +70,8 @@ def main() -> int:
 
     print("over HTTP ...", file=sys.stderr)
     http = overhttp.run(rounds=1 if quick else 3, seconds=2 if quick else 4)
-    names = ["waitress, fixed body (ceiling)", "usersvc", "usersvc, no access log", "Falcon"]
+    names = ["waitress, fixed body (ceiling)", "fixed body, usersvc's headers", "usersvc",
+             "usersvc, no access log", "Falcon"]
     lines += ["", "## Over HTTP, requests per second (waitress 4 threads on one core, "
               "load generator on the other, 8 connections; medians)", "",
               "| operation | " + " | ".join(names) + " | usersvc ÷ ceiling |",

@@ -1,12 +1,17 @@
 """Serve one of the peer apps under waitress, as serve.py serves usersvc:
 
-    python bench/serve_peer.py fixed PORT BODY_BYTES [STATUS]
+    python bench/serve_peer.py fixed PORT BODY_BYTES [STATUS [HEADERS_JSON]]
     python bench/serve_peer.py falcon PORT
+
+HEADERS_JSON, a list of [name, value] pairs, adds those headers to the
+fixed answer (the ones usersvc's answer carries, to tell what the headers
+cost waitress from what usersvc's code costs).
 
 Prints "ready" when it listens.
 """
 from __future__ import annotations
 
+import json
 import sys
 
 import waitress
@@ -16,7 +21,8 @@ kind, port = sys.argv[1], int(sys.argv[2])
 if kind == "fixed":
     size = int(sys.argv[3])
     status = sys.argv[4] if len(sys.argv) > 4 else "200 OK"
-    app = fixed_app(b"x" * size, status.replace("_", " "))
+    extra = [tuple(h) for h in json.loads(sys.argv[5])] if len(sys.argv) > 5 else []
+    app = fixed_app(b"x" * size, status.replace("_", " "), extra)
 else:
     app = falcon_app(PeerStore(1000))
 server = waitress.create_server(app, host="127.0.0.1", port=port, threads=4, ident="peer")
