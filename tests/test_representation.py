@@ -4,6 +4,10 @@ from __future__ import annotations
 import pytest
 from conftest import problem, snapshot
 
+from usersvc.representation import JSON, XML
+from usersvc.storage import User
+from usersvc.validation import USER
+
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
 ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
 
@@ -253,3 +257,14 @@ def test_the_json_writer_gives_json_dumps_bytes(record):
     from usersvc.validation import USER
     expected = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
     assert JSON.render(USER, record) == expected
+
+
+@pytest.mark.parametrize("user", [
+    User(1, "Ada", "ada@example.org", 1),
+    User(2**63 - 1, "\u00e9\u4e2d\U0001f600 \"quoted\" \\ back\nline\t\x7f\u2028", "a@b", 7),
+])
+@pytest.mark.parametrize("fmt", [JSON, XML], ids=["json", "xml"])
+def test_a_stored_record_renders_as_its_fields_do(user, fmt):
+    # render_record reads the fields straight from the record: the same bytes.
+    assert fmt.render_record(USER, user) == fmt.render(USER, USER.as_dict(user))
+    assert USER.as_dict(user) == {"id": user.id, "name": user.name, "email": user.email}

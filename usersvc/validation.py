@@ -7,6 +7,7 @@ text from XML) and return it cleaned (trimmed), or raise ``FieldError``.
 """
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -176,10 +177,16 @@ class Schema:
         self.fields = dict(fields)
         self.field_names = ("id", *self.fields)
         self.filters = tuple(filters)
+        self._values = operator.attrgetter(*self.field_names)
 
     def as_dict(self, record: Any) -> dict[str, Any]:
         """The record's representation, field by field."""
-        return {f: getattr(record, f) for f in self.field_names}
+        return dict(zip(self.field_names, self.values(record)))
+
+    def values(self, record: Any) -> tuple[Any, ...]:
+        """The record's fields' values, in ``field_names`` order."""
+        values = self._values(record)
+        return values if len(self.field_names) > 1 else (values,)
 
     def for_create(self, document: Any) -> dict[str, Any]:
         """The fields of a new record: all required, no ``id``."""
