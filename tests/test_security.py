@@ -10,6 +10,7 @@ import logging
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 from conftest import Client, problem
@@ -232,6 +233,7 @@ def test_the_log_never_holds_an_email_or_a_token(app):
 
 def test_a_stream_gets_the_lines_in_order_in_the_servers_format_and_all_of_them_on_close(app):
     stream = io.StringIO()
+    threads_before = _log_threads()
     # A long delay: the lines wait for close(), which serve.py calls on its way out.
     logged_app = AccessLog(app, stream=stream, delay=3600)
     for i in range(3):
@@ -241,6 +243,9 @@ def test_a_stream_gets_the_lines_in_order_in_the_servers_format_and_all_of_them_
     logged_app.close()
     lines = stream.getvalue().splitlines()
     assert [line.split(" ")[-1] for line in lines] == ["r0", "r1", "r2"]
+    assert _log_threads() == threads_before                  # its writer thread has ended
+    Request.blank("/users?limit=9", headers={"X-Request-ID": "r9"}).get_response(logged_app).app_iter.close()
+    assert stream.getvalue().splitlines()[-1].endswith(" r9")      # after close: written at once
     for i, line in enumerate(lines):
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO usersvc.access: "
                             rf"GET /users\?limit={i + 1} 200 2 \d+\.\dms r{i}", line), line
@@ -254,6 +259,11 @@ def test_lines_that_pile_up_are_written_by_the_requests_themselves(app):
         body = logged_app(dict(environ), lambda status, headers, exc_info=None: None)
         body.close()
     assert len(stream.getvalue().splitlines()) == MAX_WAITING_LINES     # before any close()
+    logged_app.close()
+
+
+def _log_threads():
+    return sum(t.name == "usersvc-access-log" for t in threading.enumerate())
 
 
 @pytest.mark.parametrize("path, query, expected", [

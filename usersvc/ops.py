@@ -127,9 +127,10 @@ class AccessLog:
                         f"{seconds * 1000:.1f}ms {rid}\n")
 
     def close(self) -> None:
-        """Write the lines still waiting (the server is stopping)."""
+        """Write the lines still waiting and stop gathering them (the server
+        is stopping): a line logged after this is written at once."""
         if self._lines is not None:
-            self._lines.flush()
+            self._lines.close()
 
 
 #: Lines waiting past this many are written by the request that adds one.
@@ -147,13 +148,18 @@ class _Lines:
         self._lock = threading.Lock()           # guards _waiting
         self._writing = threading.Lock()        # one batch at a time, in order
         self._some = threading.Event()          # set while lines are waiting
-        threading.Thread(target=self._run, name="usersvc-access-log", daemon=True).start()
+        self._closing = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="usersvc-access-log", daemon=True)
+        self._thread.start()
 
     def add(self, line: str) -> None:
         with self._lock:
             self._waiting.append(line)
             waiting = len(self._waiting)
-        if waiting == 1:
+        if self._closed:
+            self.flush()
+        elif waiting == 1:
             self._some.set()
         elif waiting >= MAX_WAITING_LINES:
             # The stream is not keeping up (a stalled pipe): the requests
@@ -169,10 +175,19 @@ class _Lines:
                 self.stream.write("".join(lines))
                 self.stream.flush()
 
+    def close(self) -> None:
+        self._closed = True
+        self._closing.set()
+        self._some.set()                # wakes the thread, which ends
+        self._thread.join()
+        self.flush()
+
     def _run(self) -> None:
         while True:
             self._some.wait()
-            time.sleep(self.delay)      # let the lines of the next moments gather
+            # Let the lines of the next moments gather (unless closing).
+            if self._closed or self._closing.wait(self.delay):
+                return
             try:
                 self.flush()
             except (OSError, ValueError):   # the stream is gone (closed at exit): nothing to do
