@@ -104,8 +104,10 @@ class AccessLog:
             self._record(environ, status, size, time.perf_counter() - started, rid)
 
         body = self.app(environ, start)
-        if type(body) is list:      # usersvc's own answers: counted at once, handed on as a list
-            return _Logged(body, done)
+        if type(body) is list:      # usersvc's own answers: handed on as a list
+            logged = _Logged(body)
+            logged.done = done
+            return logged
         return _Counted(body, done)
 
     def _record(self, environ: dict[str, Any], status: str, size: int, seconds: float,
@@ -200,9 +202,8 @@ class _Logged(list):  # type: ignore[type-arg]
     still a list to a server that looks (PEP 3333 lets a server send a
     one-item list at once)."""
 
-    def __init__(self, body: list[bytes], done: Callable[[int], None]) -> None:
-        super().__init__(body)
-        self.done = done
+    __slots__ = ("done",)       # no __init__ and no __dict__: the cheapest list there is
+    done: Callable[[int], None]
 
     def close(self) -> None:
         self.done(sum(map(len, self)))
