@@ -20,6 +20,7 @@ from webob import Request
 
 from usersvc import make_app
 from usersvc.auth import Tokens, load_tokens
+from usersvc.request import Request as ServerRequest
 from usersvc.ops import MAX_WAITING_LINES, AccessLog, loggable_target
 from usersvc.problems import Problem
 from usersvc.storage import StoreUnavailable
@@ -115,7 +116,8 @@ def test_tokens_are_compared_with_every_known_token_in_constant_time(monkeypatch
     for token in ["token-number-0000-abcdef", "token-number-0004-abcdef", "unknown-token-abcdefgh"]:
         calls.clear()
         with contextlib.suppress(Problem):     # the unknown one is refused, after all five
-            tokens.check({"HTTP_AUTHORIZATION": f"Bearer {token}", "REQUEST_METHOD": "GET"})
+            tokens.check(ServerRequest({"HTTP_AUTHORIZATION": f"Bearer {token}",
+                                        "REQUEST_METHOD": "GET"}))
         assert len(calls) == 5      # the first, the last and none alike: every digest
 
 
@@ -131,7 +133,11 @@ def test_bad_token_sets_are_refused(tokens, message):
 def test_a_tokens_file_takes_comments_and_names_the_bad_line_not_the_token(tmp_path):
     path = tmp_path / "tokens"
     path.write_text(f"# who may do what\n{READER} read\n\n{WRITER}   write  # the deploy job\n")
-    assert len(load_tokens(path)) == 2
+    tokens = load_tokens(path)
+    tokens.check(ServerRequest({"HTTP_AUTHORIZATION": f"Bearer {WRITER}", "REQUEST_METHOD": "POST"}))
+    with pytest.raises(Problem) as refused:
+        tokens.check(ServerRequest({"HTTP_AUTHORIZATION": f"Bearer {READER}", "REQUEST_METHOD": "POST"}))
+    assert refused.value.status == 403
     path.write_text(f"{READER} read\nsupersecret-but-short admin\n")
     with pytest.raises(ValueError) as info:
         load_tokens(path)
@@ -273,7 +279,7 @@ def _log_threads():
     ("/\xff", "", "/%FF"),
 ])
 def test_log_lines_cannot_be_forged_or_broken(path, query, expected):
-    assert loggable_target({"PATH_INFO": path, "QUERY_STRING": query}) == expected
+    assert loggable_target(ServerRequest({"PATH_INFO": path, "QUERY_STRING": query})) == expected
 
 
 # -- the standalone server ------------------------------------------------------

@@ -14,50 +14,38 @@
    negotiated format. Anything else is a bug: it is logged with its trace and
    the client gets a 500 that says nothing about the code.
 
-This is the only module that knows WSGI.
+This module and ``request`` are the only ones that know WSGI, and only
+``request`` reads the environ.
 """
 from __future__ import annotations
 
 import logging
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import Any
 
 from .auth import Tokens
-from .http import Request, Response
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
-from .representation import (
-    BODY_TYPES,
-    PATCH_TYPES,
-    Representations,
-    negotiate,
-    problem_format,
-)
+from .representation import BODY_TYPES, PATCH_TYPES, Representations, negotiate, problem_format
+from .request import Request, Response
 from .resources import HEALTH_PATH, Collection, HealthCheck, Item
 from .routing import Router
 from .validation import Schema
 
 log = logging.getLogger("usersvc")
 
-#: Where a request's id is kept in the WSGI environ (see ``ops.AccessLog``).
-REQUEST_ID_KEY = "usersvc.request_id"
-
 DEFAULT_MAX_BODY_SIZE = 64 * 1024
 
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.
 _HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 
-_GOOD_HOSTS: set[str] = set()       # the hosts seen to be well-formed (up to 256)
 
 
+@lru_cache(maxsize=256)
 def _good_host(host: str) -> bool:
-    if not _HOST.fullmatch(host):
-        return False
-    if len(_GOOD_HOSTS) >= 256:
-        _GOOD_HOSTS.clear()
-    _GOOD_HOSTS.add(host)
-    return True
+    return _HOST.fullmatch(host) is not None
 
 
 # Methods whose response carries a representation, so Accept matters.
@@ -108,25 +96,21 @@ class App:
         except DOMAIN_ERRORS as error:
             response = self.problem_response(req, Problem.from_error(error))
         except Exception:
-            log.exception("%s %r failed (request %s)", req.method, _raw_path(req.environ),
-                          environ.get(REQUEST_ID_KEY, "-"))
+            log.exception("%s %r failed (request %s)", req.method, _raw_target(req),
+                          req.request_id)
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
         return response(environ, start_response)
 
     def handle(self, req: Request) -> Response:
-        # The raw PATH_INFO (WSGI's latin-1 str), not WebOb's UTF-8 decoding
-        # of it: routes are ASCII, and a path of invalid UTF-8 is a 404.
-        # An empty path is the app's root (WSGI: a request for the mount point).
-        environ = req.environ
-        path = environ.get("PATH_INFO") or "/"
-        host = environ.get("HTTP_HOST")
-        if host is not None and host not in _GOOD_HOSTS and not _good_host(host):
+        path = req.path
+        host = req.host
+        if host is not None and not _good_host(host):
             # URLs in Location and Link are built from it: no paths, markup or
             # spaces get in there (and it is not echoed here either).
             raise Problem(400, "The Host header is not a host name or address with an optional port.")
         if self.tokens is not None and path != HEALTH_PATH:
-            self.tokens.check(environ)          # before a byte of the body is read
+            self.tokens.check(req)              # before a byte of the body is read
         self._bound_body(req)
         found = self.router.match(path)
         if found is None:
@@ -138,7 +122,7 @@ class App:
         if responder is None:
             raise Problem(405, f"The method {req.method} is not allowed here.",
                           headers=[("Allow", route.allow)])
-        fmt = negotiate(req, route.formats) if req.method in _NEGOTIATED else None
+        fmt = negotiate(req, route.offers) if req.method in _NEGOTIATED else None
         return responder(req, fmt, **params)
 
     def _bound_body(self, req: Request) -> None:
@@ -147,22 +131,17 @@ class App:
         reading at most one byte more than the limit. The body of a method
         that takes one is then read here, once, so ``req.body`` is safe."""
         limit = self.max_body_size
-        environ = req.environ
-        declared = environ.get("CONTENT_LENGTH")
-        length = None
-        if declared:
-            length = int(declared) if declared.isdigit() else -1
+        length = req.content_length
+        if length is not None:
             if length < 0:
                 raise Problem(400, "The Content-Length is not a whole number.")
             if length > limit:
                 raise self._too_large()
         if req.method not in _WITH_BODY:
             return
-        if length is None:
-            chunked = environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
-            if not chunked and not environ.get("wsgi.input_terminated"):
-                return      # no length, not chunked: no body (RFC 9112 §6.3)
-        body = environ["wsgi.input"].read(limit + 1 if length is None else length)
+        if length is None and not req.body_follows:
+            return          # no length, not chunked: no body (RFC 9112 §6.3)
+        body = req.read(limit + 1 if length is None else length)
         if len(body) > limit:
             raise self._too_large()
         req.body = body
@@ -188,10 +167,10 @@ class App:
         return Response(problem.status, fmt.render_problem(problem.to_dict()), headers)
 
 
-def _raw_path(environ: dict) -> str:
+def _raw_target(req: Request) -> str:
     """The request's path and query as received, for logs: never fails."""
-    query = environ.get("QUERY_STRING")
-    return environ.get("PATH_INFO", "") + ("?" + query if query else "")
+    query = req.query_string
+    return req.path + ("?" + query if query else "")
 
 
 class Mount:
@@ -206,12 +185,9 @@ class Mount:
         self.app = app
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        path = environ.get("PATH_INFO", "")
-        if path == self.prefix or path.startswith(self.prefix + "/"):
-            environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + self.prefix
-            environ["PATH_INFO"] = path[len(self.prefix):]
-            return self.app(environ, start_response)
         req = Request(environ)
+        if req.mount(self.prefix):
+            return self.app(environ, start_response)
         response = self.app.problem_response(
             req, Problem(404, f"This server serves only paths under {self.prefix}/."))
         return response(environ, start_response)

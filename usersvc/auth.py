@@ -25,9 +25,9 @@ import hmac
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from .problems import Problem
+from .request import Request
 
 SCOPES = ("read", "write")
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -53,13 +53,9 @@ class Tokens:
                                  "(RFC 6750 b64token)")
             self._digests.append((_digest(token), scope))
 
-    def __len__(self) -> int:
-        return len(self._digests)
-
-    def check(self, environ: dict[str, Any]) -> None:
+    def check(self, req: Request) -> None:
         """Raise the 400, 401 or 403 problem this request earns, or return."""
-        header = environ.get("HTTP_AUTHORIZATION", "")
-        match = _CREDENTIALS.fullmatch(header.strip())
+        match = _CREDENTIALS.fullmatch(req.authorization.strip())
         if match is None:
             raise _challenge(401, "This service needs a bearer token (Authorization: Bearer ...).")
         token = match.group(1)
@@ -68,7 +64,7 @@ class Tokens:
         scope = self._scope_of(token)
         if scope is None:
             raise _challenge(401, "The bearer token is not valid here.", error="invalid_token")
-        if scope == "read" and environ.get("REQUEST_METHOD") not in READ_METHODS:
+        if scope == "read" and req.method not in READ_METHODS:
             raise _challenge(403, "This token may read, not write.",
                              error="insufficient_scope", scope="write")
 

@@ -18,8 +18,8 @@ from importlib import metadata
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from .http import Request, Response
-from .representation import JSON, JSON_TYPE, XML, Format
+from .representation import JSON, JSON_TYPE, XML, Format, Offers
+from .request import Request, Response
 from .resources import DEFAULT_LIMIT, HEALTH_PATH, MAX_LIMIT, revalidated
 from .storage import MAX_ID
 from .validation import Schema, describe
@@ -60,7 +60,7 @@ class ServiceRoot:
 class OpenAPIDocument:
     """``/openapi.json``: the document, in JSON only."""
 
-    formats = {JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON}
+    offers = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON})
 
     def __init__(self, schemas: Sequence[Schema], *, secured: bool = False) -> None:
         self.schemas = schemas
@@ -68,7 +68,7 @@ class OpenAPIDocument:
         self._cache: dict[tuple[str, int], bytes] = {}
 
     def on_get(self, req: Request, fmt: Format) -> Response:
-        base = req.environ.get("SCRIPT_NAME") or "/"
+        base = req.script_name or "/"
         key = (base, len(self.schemas))     # per mount point and set of collections
         body = self._cache.get(key)
         if body is None:

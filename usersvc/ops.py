@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from .app import REQUEST_ID_KEY
+from .request import Request
 
 access_log = logging.getLogger("usersvc.access")
 
@@ -41,27 +41,29 @@ _PLAIN = re.compile(r"[A-Za-z0-9/._~-]*")   # needs no escaping at all
 _PLAIN_QUERY = re.compile(r"[A-Za-z0-9/._~=&*-]*")
 
 
-# New ids: 16 random hex digits for this process, then a count. Unique across
-# processes and restarts as a random UUID would be, without reading the
-# kernel's random source on every request.
-_PROCESS = uuid.uuid4().hex[:16]
-_COUNT = itertools.count(1)
+class RequestIds:
+    """New request ids: 16 random hex digits, then a count. Unique across
+    processes and restarts as a random UUID would be, without reading the
+    kernel's random source on every request."""
+
+    def __init__(self) -> None:
+        self._prefix = uuid.uuid4().hex[:16]
+        self._count = itertools.count(1)
+
+    def __call__(self, req: Request) -> str:
+        """The client's ``X-Request-ID`` if it is sane, else a new one."""
+        given = req.header("X-Request-ID")
+        if given and _SANE_ID.fullmatch(given):
+            return given
+        return f"{self._prefix}{next(self._count):016x}"
 
 
-def request_id(environ: dict[str, Any]) -> str:
-    """The client's ``X-Request-ID`` if it is sane, else a new one."""
-    given = environ.get("HTTP_X_REQUEST_ID")
-    if given and _SANE_ID.fullmatch(given):
-        return given
-    return f"{_PROCESS}{next(_COUNT):016x}"
-
-
-def loggable_target(environ: dict[str, Any]) -> str:
+def loggable_target(req: Request) -> str:
     """The request's path and query for a log line: escaped, secrets out."""
-    path = environ.get("PATH_INFO", "")
+    path = req.path
     if not _PLAIN.fullmatch(path):
         path = quote(path.encode("latin-1"), safe=_SAFE)
-    query = environ.get("QUERY_STRING", "")
+    query = req.query_string
     if not query:
         return path
     query = _SECRET_PARAMETERS.sub(lambda m: f"{m.group(1)}=***", query)
@@ -88,10 +90,12 @@ class AccessLog:
         self.log = logger
         self._lines = _Lines(stream, delay) if stream is not None else None
         self._second = (0, "")          # the last whole second, formatted
+        self._new_id = RequestIds()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         started = time.perf_counter()
-        rid = environ[REQUEST_ID_KEY] = request_id(environ)
+        req = Request(environ)
+        rid = req.request_id = self._new_id(req)
         status = "-"
 
         def start(code: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
@@ -101,7 +105,7 @@ class AccessLog:
             return start_response(code, headers, exc_info)
 
         def done(size: int) -> None:
-            self._record(environ, status, size, time.perf_counter() - started, rid)
+            self._record(req, status, size, time.perf_counter() - started, rid)
 
         body = self.app(environ, start)
         if type(body) is list:      # usersvc's own answers: handed on as a list
@@ -110,12 +114,12 @@ class AccessLog:
             return logged
         return _Counted(body, done)
 
-    def _record(self, environ: dict[str, Any], status: str, size: int, seconds: float,
+    def _record(self, req: Request, status: str, size: int, seconds: float,
                 rid: str) -> None:
-        method = environ.get("REQUEST_METHOD", "-")
+        method = req.method
         if self._lines is None:
             if self.log.isEnabledFor(logging.INFO):
-                self.log.info("%s %s %s %d %.1fms %s", method, loggable_target(environ),
+                self.log.info("%s %s %s %d %.1fms %s", method, loggable_target(req),
                               status, size, seconds * 1000, rid)
             return
         # As serve.py's logging format writes a line: the time to the millisecond
@@ -125,7 +129,7 @@ class AccessLog:
         if self._second[0] != second:
             self._second = (second, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second)))
         self._lines.add(f"{self._second[1]},{int(now % 1 * 1000):03d} INFO usersvc.access: "
-                        f"{method} {loggable_target(environ)} {status} {size} "
+                        f"{method} {loggable_target(req)} {status} {size} "
                         f"{seconds * 1000:.1f}ms {rid}\n")
 
     def close(self) -> None:

@@ -11,18 +11,19 @@ from http import HTTPStatus
 from typing import Any
 
 from .storage import Conflict, NotFound, StaleVersion, StoreUnavailable
-from .validation import Invalid, pointer
+from .validation import Invalid
 
 # RFC 9110 renamed two statuses; http.HTTPStatus still has the old names.
 _TITLES = {413: "Content Too Large", 422: "Unprocessable Content"}
 
-#: Domain error -> HTTP status, the one place that decides it.
-STATUS: dict[type[Exception], int] = {
-    NotFound: 404,
-    Conflict: 409,
-    StaleVersion: 412,
-    Invalid: 422,
-    StoreUnavailable: 503,
+#: Domain error -> HTTP status and the headers that go with it: the one
+#: place that decides it, for the errors of every store and of validation.
+STATUS: dict[type[Exception], tuple[int, tuple[tuple[str, str], ...]]] = {
+    NotFound: (404, ()),
+    Conflict: (409, ()),
+    StaleVersion: (412, ()),
+    Invalid: (422, ()),
+    StoreUnavailable: (503, (("Retry-After", "1"),)),     # RFC 9110 §10.2.3: seconds
 }
 DOMAIN_ERRORS = tuple(STATUS)
 
@@ -59,13 +60,9 @@ class Problem(Exception):
 
     @classmethod
     def from_error(cls, error: Exception) -> Problem:
-        """The problem a domain error (one of ``DOMAIN_ERRORS``) stands for."""
+        """The problem a domain error (one of ``DOMAIN_ERRORS``) stands for:
+        its status and headers from ``STATUS``, its sentence and its field
+        errors from the error itself."""
         kind = next(k for k in type(error).__mro__ if k in STATUS)
-        if isinstance(error, Invalid):
-            return cls(422, error.detail, errors=error.errors)
-        if isinstance(error, Conflict) and error.field:
-            return cls(409, str(error), errors=[(pointer(error.field), "is already taken")])
-        if isinstance(error, StoreUnavailable):
-            # RFC 9110 §10.2.3: when to try again, in seconds.
-            return cls(503, str(error), headers=[("Retry-After", "1")])
-        return cls(STATUS[kind], str(error))
+        status, headers = STATUS[kind]
+        return cls(status, str(error), errors=getattr(error, "errors", ()), headers=headers)

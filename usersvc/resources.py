@@ -22,11 +22,11 @@ import logging
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
-from .http import Request, Response
 from .problems import Problem
 from .representation import Format, Representations, etag, read_document, version_in
+from .request import Request, Response
 from .storage import MAX_ID, Precondition
 from .validation import Schema
 
@@ -97,7 +97,7 @@ class Collection:
         self.representations = representations
 
     def on_get(self, req: Request, fmt: Format) -> Response:
-        query = _query(req)
+        query = req.query()
         after = _query_int(query, "after", 0, 0, MAX_ID)
         limit = _query_int(query, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         filters = {name: _query_one(query, name) for name in self.schema.filters
@@ -134,7 +134,7 @@ class Item:
         tag = etag(record, fmt)
         # RFC 9110 §13.1.2: If-None-Match compares weakly; a match is a 304
         # with the headers the 200 would have had (§15.4.5).
-        if "HTTP_IF_NONE_MATCH" in req.environ and _none_match(req, tag):
+        if _none_match(req, tag):
             return Response(304, headers=[("ETag", tag), _REVALIDATE])
         return respond(200, self.representations.one(record, fmt), fmt, ("ETag", tag), _REVALIDATE)
 
@@ -154,19 +154,14 @@ class Item:
         write under the request's preconditions, in one store call."""
         fields = check(read_document(req, self.schema), id)
         record = self.store.update(id, precondition=_precondition(req, id), **fields)
-        return self._represent(record, fmt)
-
-    def _represent(self, record: Any, fmt: Format, *headers: tuple[str, str]) -> Response:
-        return respond(200, self.representations.one(record, fmt), fmt,
-                       ("ETag", etag(record, fmt)), *headers)
+        return respond(200, self.representations.one(record, fmt), fmt, ("ETag", etag(record, fmt)))
 
 
 def _precondition(req: Request, record_id: int) -> Precondition | None:
     """``If-Match`` and ``If-None-Match`` as the versions they name, for the
     store to check atomically with the write (RFC 9110 §13.1.1, §13.1.2).
     If-Match compares strongly: WebOb drops weak tags from it."""
-    environ = req.environ
-    if "HTTP_IF_MATCH" not in environ and "HTTP_IF_NONE_MATCH" not in environ:
+    if not req.has_preconditions:
         return None
     if_match, if_none_match = req.if_match(), req.if_none_match()
     if if_match is None and if_none_match is None:
@@ -184,27 +179,6 @@ def _versions(matcher: Any, record_id: int) -> frozenset[int] | None:
     return frozenset(v for v in versions if v is not None)
 
 
-def _query(req: Request) -> dict[str, list[str]]:
-    """The query string's parameters. Parsed here rather than by WebOb,
-    which fails on bytes or percent-escapes that are not UTF-8: a 400."""
-    raw = req.environ.get("QUERY_STRING", "")
-    query: dict[str, list[str]] = {}
-    if _PLAIN_QUERY.fullmatch(raw):     # nothing escaped (limit=100&after=7): split it
-        for pair in raw.split("&") if raw else ():
-            name, _, value = pair.partition("=")
-            query.setdefault(name, []).append(value)
-        return query
-    try:
-        # WSGI hands over the raw bytes as a latin-1 str.
-        raw = raw.encode("latin-1").decode("utf-8")
-        pairs = parse_qsl(raw, keep_blank_values=True, encoding="utf-8", errors="strict")
-    except UnicodeError:
-        raise Problem(400, "The query string is not valid UTF-8.") from None
-    for name, value in pairs:
-        query.setdefault(name, []).append(value)
-    return query
-
-
 def _query_one(query: dict[str, list[str]], name: str) -> str:
     values = query[name]
     if len(values) > 1:
@@ -213,8 +187,6 @@ def _query_one(query: dict[str, list[str]], name: str) -> str:
 
 
 _DECIMAL = re.compile("[0-9]+")
-# Pairs of letters, digits and -._~ only: what parse_qsl would return unchanged.
-_PLAIN_QUERY = re.compile(r"(?:[A-Za-z0-9._~-]+(?:=[A-Za-z0-9._~-]*)?)(?:&[A-Za-z0-9._~-]+(?:=[A-Za-z0-9._~-]*)?)*")
 
 
 def _query_int(query: dict[str, list[str]], name: str, default: int, low: int, high: int) -> int:

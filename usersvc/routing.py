@@ -1,10 +1,10 @@
 """Routes from path templates to resources, and each resource's method map.
 
-A template is a path with ``{name:int}`` parameters: ``/users/{id:int}``.
-An int parameter matches only a canonical decimal (no sign, no leading zero,
-no other digits than 0-9) that fits the stores (``MAX_ID``), so that
-``/users/01``, ``/users/+1``, ``/users/1e3`` and a 30-digit id are simply
-paths that name nothing: 404.
+A template is a path with ``{name:int}`` segments: ``/users/{id:int}``. An
+int segment matches only a canonical decimal (ASCII digits, no sign, no
+leading zero) that fits the stores (``MAX_ID``), so that ``/users/01``,
+``/users/+1``, ``/users/1e3`` and a 30-digit id are simply paths that name
+nothing: 404.
 
 A resource implements ``on_get``, ``on_post``... for the methods it supports;
 the method map is built once, when the route is added, from the fixed list
@@ -17,26 +17,35 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .representation import Offers
+from .representation.negotiation import DEFAULT
 from .storage import MAX_ID
 
 #: The methods a resource may implement, in the order ``Allow`` lists them.
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 _PARAMETER = re.compile(r"\{(\w+):int\}")
-_INT = "[1-9][0-9]{0,18}"
+
+
+def canonical_int(segment: str) -> int | None:
+    """The id a path segment names, or ``None``: ASCII digits, no leading
+    zero, at most ``MAX_ID`` (19 digits at most, checked before ``int()``)."""
+    if (segment.isascii() and segment.isdigit() and segment[0] != "0"
+            and len(segment) <= 19):
+        value = int(segment)
+        if value <= MAX_ID:
+            return value
+    return None
 
 
 class Route:
     def __init__(self, template: str, resource: Any) -> None:
         self.template = template
         self.resource = resource
-        self.pattern = re.compile(_PARAMETER.sub(rf"(?P<\1>{_INT})", template))
-        # The common shape, "/prefix/{id:int}", is matched without a regex.
-        tail = _PARAMETER.search(template)
-        self._prefix: str | None = None
-        self._name = ""
-        if tail and tail.end() == len(template) and len(_PARAMETER.findall(template)) == 1:
-            self._prefix, self._name = template[:tail.start()], tail.group(1)
+        # Each segment: a literal to compare, or the name of an int parameter.
+        self.segments: list[tuple[str, bool]] = [
+            (m.group(1), True) if (m := _PARAMETER.fullmatch(part)) else (part, False)
+            for part in template.split("/")]
         self.responders: dict[str, Callable[..., Any]] = {
             m: getattr(resource, "on_" + m.lower())
             for m in METHODS if hasattr(resource, "on_" + m.lower())
@@ -47,54 +56,40 @@ class Route:
         if "GET" in allowed:
             allowed.insert(1, "HEAD")
         self.allow = ", ".join(allowed + ["OPTIONS"])
-        # The media types the resource can answer in (None: JSON and XML).
-        self.formats = getattr(resource, "formats", None)
+        #: The media types the resource answers in (by default JSON and XML).
+        self.offers: Offers = getattr(resource, "offers", DEFAULT)
 
-    def match(self, path: str) -> dict[str, int] | None:
-        prefix = self._prefix
-        if prefix is not None:
-            if not path.startswith(prefix):
-                return None
-            digits = path[len(prefix):]
-            # A canonical decimal: ASCII digits, no leading zero, at most 19 of them.
-            if not (digits.isascii() and digits.isdigit() and digits[0] != "0" and len(digits) <= 19):
-                return None
-            value = int(digits)
-            return {self._name: value} if value <= MAX_ID else None
-        m = self.pattern.fullmatch(path)
-        if m is None:
-            return None
+    def match(self, parts: list[str]) -> dict[str, int] | None:
+        """The parameters of a path (split at ``/``, as long as the
+        template) if it is this route's, else ``None``."""
         params = {}
-        for name, digits in m.groupdict().items():
-            value = int(digits)
-            if value > MAX_ID:
+        for part, (segment, is_parameter) in zip(parts, self.segments):
+            if not is_parameter:
+                if part != segment:
+                    return None
+            elif (value := canonical_int(part)) is not None:
+                params[segment] = value
+            else:
                 return None
-            params[name] = value
         return params
 
 
 class Router:
     def __init__(self) -> None:
         self.routes: list[Route] = []
-        self._static: dict[str, Route] = {}     # templates without parameters
-        self._templated: list[Route] = []
+        self._by_length: dict[int, list[Route]] = {}    # routes by number of segments
 
     def add(self, template: str, resource: Any) -> Route:
         route = Route(template, resource)
         self.routes.append(route)
-        if _PARAMETER.search(template):
-            self._templated.append(route)
-        else:
-            self._static.setdefault(template, route)
+        self._by_length.setdefault(len(route.segments), []).append(route)
         return route
 
     def match(self, path: str) -> tuple[Route, dict[str, int]] | None:
         """The route for a path and its parameters, or ``None`` (404)."""
-        route = self._static.get(path)
-        if route is not None:
-            return route, {}
-        for route in self._templated:
-            params = route.match(path)
+        parts = path.split("/")
+        for route in self._by_length.get(len(parts), ()):
+            params = route.match(parts)
             if params is not None:
                 return route, params
         return None

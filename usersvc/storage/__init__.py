@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
+from ..validation import pointer
+
 __all__ = [
     "MAX_ID",
     "Conflict",
@@ -37,6 +39,7 @@ __all__ = [
     "StoreUnavailable",
     "User",
     "UserNotFound",
+    "checked_id",
     "UserStore",
     "open_store",
     "redact",
@@ -44,6 +47,15 @@ __all__ = [
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
 MAX_ID = 2**63 - 1
+
+
+def checked_id(user_id: int) -> int:
+    """``user_id``, if it is one a store can hold (1 to ``MAX_ID``); every
+    store asks before it looks, so that no id is out of range for one store
+    and merely absent from another: raises ``UserNotFound``."""
+    if not 0 < user_id <= MAX_ID:
+        raise UserNotFound(user_id)
+    return user_id
 
 
 class User(NamedTuple):
@@ -77,7 +89,12 @@ class Precondition:
 
 
 class StoreError(Exception):
-    """Base of the errors a store raises; ``str()`` is a sentence for people."""
+    """Base of the errors a store raises; ``str()`` is a sentence for people,
+    ``errors`` the fields at fault, as ``(JSON Pointer, detail)`` pairs."""
+
+    @property
+    def errors(self) -> list[tuple[str, str]]:
+        return []
 
 
 class NotFound(StoreError):
@@ -94,6 +111,10 @@ class Conflict(StoreError):
     """A field that must be unique already belongs to another record."""
 
     field: str = ""
+
+    @property
+    def errors(self) -> list[tuple[str, str]]:
+        return [(pointer(self.field), "is already taken")] if self.field else []
 
 
 class EmailTaken(Conflict):

@@ -18,6 +18,7 @@ from . import (
     StaleVersion,
     User,
     UserNotFound,
+    checked_id,
     email_key,
 )
 
@@ -108,7 +109,7 @@ class MemoryUserStore:
 
     def _get(self, user_id: int) -> User:
         try:
-            return self._users[user_id]
+            return self._users[checked_id(user_id)]
         except KeyError:
             raise UserNotFound(user_id) from None
 

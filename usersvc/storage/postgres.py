@@ -53,6 +53,7 @@ from . import (
     StoreUnavailable,
     User,
     UserNotFound,
+    checked_id,
     email_key,
     redact,
 )
@@ -166,8 +167,7 @@ class PostgresUserStore:
     # -- the protocol ---------------------------------------------------
 
     def get(self, user_id: int) -> User:
-        if not 0 < user_id <= MAX_ID:
-            raise UserNotFound(user_id)
+        checked_id(user_id)
         with self._connection() as db:
             row = db.execute(SELECT_ONE, (user_id,)).fetchone()
         if row is None:
@@ -197,8 +197,7 @@ class PostgresUserStore:
     def update(self, user_id: int, *, name: str | None = None,
                email: str | None = None,
                precondition: Precondition | None = None) -> User:
-        if not 0 < user_id <= MAX_ID:
-            raise UserNotFound(user_id)
+        checked_id(user_id)
         params = _parameters(user_id, precondition)
         params.update(name=name, email=email, key=None if email is None else email_key(email))
         with self._connection() as db:
@@ -213,8 +212,7 @@ class PostgresUserStore:
 
     def delete(self, user_id: int, *,
                precondition: Precondition | None = None) -> None:
-        if not 0 < user_id <= MAX_ID:
-            raise UserNotFound(user_id)
+        checked_id(user_id)
         with self._connection() as db:
             cursor = db.execute(DELETE.format(condition=_condition(precondition)),
                                 _parameters(user_id, precondition))

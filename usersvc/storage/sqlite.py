@@ -43,6 +43,7 @@ from . import (
     StoreUnavailable,
     User,
     UserNotFound,
+    checked_id,
     email_key,
 )
 
@@ -391,7 +392,7 @@ class SQLiteUserStore:
     # -- helpers --------------------------------------------------------
 
     def _get(self, db: sqlite3.Connection, user_id: int) -> User:
-        row = db.execute(SELECT_ONE, (user_id,)).fetchone() if 0 < user_id <= MAX_ID else None
+        row = db.execute(SELECT_ONE, (checked_id(user_id),)).fetchone()
         if row is None:
             raise UserNotFound(user_id)
         return User(*row)

@@ -1,0 +1,50 @@
+"""What a wire format is: ``Format``, and the media types the service speaks.
+
+A format turns a record (or a problem document) into bytes, joins records
+already rendered into a list, and parses a request body into a document
+for a ``Schema`` to check. JSON (``json_format``) and XML (``xml_format``)
+are the two there are.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from ..problems import Problem
+from ..validation import Schema
+
+JSON_TYPE = "application/json"
+XML_TYPE = "application/xml"
+
+
+class Format(Protocol):
+    """One wire format: its media types and its renderers."""
+
+    name: str
+    media_type: str        # Content-Type of a record or a list
+    problem_type: str      # Content-Type of a problem document
+
+    def render(self, schema: Schema, record: Mapping[str, Any]) -> bytes:
+        """A record given as its fields, by name, in order."""
+
+    def render_record(self, schema: Schema, record: Any) -> bytes:
+        """A stored record (``User``): ``render`` of its fields."""
+        return self.render(schema, schema.as_dict(record))
+
+    def join(self, schema: Schema, rendered: list[bytes]) -> bytes:
+        """A list of records, each already rendered by ``render``."""
+
+    def render_problem(self, problem: Mapping[str, Any]) -> bytes:
+        """An RFC 9457 problem document's members."""
+
+    def parse(self, body: bytes, schema: Schema) -> Any:
+        """A request body as a document for ``schema`` to check: 400 for
+        bad syntax, 422 (``Invalid``) for a well-formed body of the wrong shape."""
+
+
+def utf8(body: bytes) -> str:
+    """The body as text; 400 if it is not UTF-8 (the only charset read)."""
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Problem(400, f"The body is not valid UTF-8 (byte {e.start}).") from None

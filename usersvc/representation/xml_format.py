@@ -1,0 +1,135 @@
+"""XML, both ways: ``application/xml``, ``text/xml`` and any ``+xml`` type.
+
+A record is ``<user><id>1</id><name>…</name>…</user>``, a list wraps them in
+``<users>``, a problem is ``<problem xmlns="urn:ietf:rfc:7807">`` (RFC 9457
+Appendix B). A request body is one ``<user>`` element (no namespace) of
+text-only children. DOCTYPEs are refused outright: no DTD is read and no
+entity declared, so neither entity-expansion bombs nor external entities
+can act.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+from xml.parsers import expat
+from xml.sax.saxutils import escape
+
+from ..problems import Problem
+from ..validation import Invalid, Schema, pointer
+from .format import Format, utf8
+
+# Characters XML 1.0 cannot carry at all (§2.2), not even as references.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_XML_INT = re.compile(r"-?[0-9]{1,20}")   # longer is no id, and costly to convert
+
+
+def _text(value: Any) -> str:
+    return escape(_NOT_XML.sub("\ufffd", str(value)))
+
+
+class _RefusedDoctype(Exception):
+    pass
+
+
+def _refuse_doctype(*args: Any) -> None:
+    raise _RefusedDoctype
+
+
+class XMLFormat(Format):
+    name = "xml"
+    media_type = "application/xml; charset=utf-8"
+    problem_type = "application/problem+xml; charset=utf-8"
+
+    def render(self, schema, record):
+        inner = "".join(f"<{k}>{_text(v)}</{k}>" for k, v in record.items())
+        return f"<{schema.name}>{inner}</{schema.name}>".encode()
+
+    def join(self, schema, rendered):
+        plural = schema.plural.encode()
+        return b"".join([b"<%s>" % plural, *rendered, b"</%s>" % plural])
+
+    def render_problem(self, problem):
+        parts = []
+        for key, value in problem.items():
+            if key == "errors":
+                value = "".join(
+                    f"<error><pointer>{_text(e['pointer'])}</pointer>"
+                    f"<detail>{_text(e['detail'])}</detail></error>" for e in value)
+            elif isinstance(value, (list, tuple)):
+                value = "".join(f"<i>{_text(v)}</i>" for v in value)  # RFC 9457 App. B
+            else:
+                value = _text(value)
+            parts.append(f"<{key}>{value}</{key}>")
+        return f'<problem xmlns="urn:ietf:rfc:7807">{"".join(parts)}</problem>'.encode()
+
+    def parse(self, body, schema):
+        """The record element's children, as a dict of field name to text
+        (``id`` to an int when it is one)."""
+        utf8(body)
+        parser = expat.ParserCreate(encoding="UTF-8", namespace_separator=" ")
+        parser.StartDoctypeDeclHandler = _refuse_doctype
+        parser.buffer_text = True
+        doc = _Document(parser)
+        try:
+            parser.Parse(body, True)
+        except _RefusedDoctype:
+            raise Problem(400, "XML bodies may not contain a DOCTYPE.") from None
+        except expat.ExpatError as e:
+            raise Problem(400, f"The body is not well-formed XML: {e}.") from None
+        return doc.result(schema)
+
+
+class _Document:
+    """Expat handlers that collect a flat record element's children."""
+
+    def __init__(self, parser: Any) -> None:
+        self.root: str | None = None
+        self.root_has_attributes = False
+        self.fields: dict[str, list[str]] = {}
+        self.errors: list[tuple[str, str]] = []
+        self.path: list[str] = []
+        parser.StartElementHandler = self.start
+        parser.EndElementHandler = self.end
+        parser.CharacterDataHandler = self.text
+
+    def start(self, name: str, attributes: dict[str, str]) -> None:
+        depth = len(self.path)
+        self.path.append(name)
+        if depth == 0:
+            self.root, self.root_has_attributes = name, bool(attributes)
+        elif depth == 1:
+            if name in self.fields:
+                self.errors.append((pointer(name), "appears more than once"))
+            self.fields[name] = []
+            if attributes:
+                self.errors.append((pointer(name), "must not have attributes"))
+        elif depth == 2:
+            self.errors.append((pointer(self.path[1]), "must be text, not elements"))
+
+    def end(self, name: str) -> None:
+        self.path.pop()
+
+    def text(self, data: str) -> None:
+        depth = len(self.path)
+        if depth == 2:
+            self.fields[self.path[1]].append(data)
+        elif depth == 1 and data.strip():
+            self.errors.append(("", "must hold elements, not text"))
+
+    def result(self, schema: Schema) -> dict[str, Any]:
+        if self.root != schema.name:
+            raise Invalid(f"The body must be a <{schema.name}> element without a namespace.",
+                          [("", f"must be a <{schema.name}> element")])
+        if self.root_has_attributes:
+            self.errors.append(("", "must not have attributes"))
+        if self.errors:
+            raise Invalid(f"The {schema.name} document is not a valid {schema.name}.",
+                          self.errors)
+        doc: dict[str, Any] = {}
+        for name, chunks in self.fields.items():
+            value = "".join(chunks)
+            doc[name] = int(value) if name == "id" and _XML_INT.fullmatch(value) else value
+        return doc
+
+
+XML = XMLFormat()

@@ -1,0 +1,204 @@
+"""Request and Response: the only code that reads the WSGI environ.
+
+``Request`` names what the app needs from the environ (PEP 3333) and parses
+a header only when asked; ``Response`` is a status, a header list and the
+body bytes, and hands itself to the WSGI server. WebOb's own ``Request`` and
+``Response`` do much more, and cost several microseconds per request doing
+it; usersvc still uses WebOb for what it does best, parsing ``Accept`` and
+entity-tag lists (``webob.acceptparse``, ``webob.etag``).
+
+(Tests are clients: they build requests with WebOb's ``Request.blank`` and
+call the app as any WSGI server would. Nothing in the package uses WebOb's
+``Request``.)
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any
+from urllib.parse import quote, unquote_plus
+
+from webob.etag import ETagMatcher
+
+from .problems import Problem, title
+
+#: What a path may hold unescaped in a URL the service writes (as WebOb).
+PATH_SAFE = "/~!$&'()*+,;=:@"
+
+#: Where a request's id is kept in the environ (``ops.AccessLog`` puts it
+#: there; the app's error log reads it).
+REQUEST_ID_KEY = "usersvc.request_id"
+
+
+@lru_cache(maxsize=64)
+def status_line(status: int) -> str:
+    """``"201 Created"``: the reason phrase is the problem title (RFC 9110's names)."""
+    return f"{status} {title(status)}"
+
+
+class Request:
+    """One request: its method, its path, the headers the app reads, and
+    its body once the app has read it (``App`` bounds and reads it before
+    any resource runs)."""
+
+    __slots__ = ("environ", "method", "path", "body")
+
+    def __init__(self, environ: dict[str, Any]) -> None:
+        self.environ = environ
+        self.method: str = environ.get("REQUEST_METHOD", "GET")
+        # The raw PATH_INFO (WSGI's latin-1 str), not a UTF-8 decoding of
+        # it: routes are ASCII, and a path of invalid UTF-8 is simply a 404.
+        # An empty path is the app's root (a request for the mount point).
+        self.path: str = environ.get("PATH_INFO") or "/"
+        self.body = b""
+
+    # -- headers --------------------------------------------------------
+
+    @property
+    def host(self) -> str | None:
+        return self.environ.get("HTTP_HOST")
+
+    @property
+    def accept(self) -> str:
+        return self.environ.get("HTTP_ACCEPT", "")
+
+    @property
+    def authorization(self) -> str:
+        return self.environ.get("HTTP_AUTHORIZATION", "")
+
+    @property
+    def content_type(self) -> str | None:
+        return self.environ.get("CONTENT_TYPE") or None
+
+    @property
+    def query_string(self) -> str:
+        """The raw query (WSGI's latin-1 str of the bytes received)."""
+        return self.environ.get("QUERY_STRING", "")
+
+    def query(self) -> dict[str, list[str]]:
+        """The query's parameters, each name with its values in order, as
+        ``urllib.parse.parse_qsl(..., keep_blank_values=True)`` gives them
+        (``test_request`` checks they agree), but 400 for bytes or
+        percent-escapes that are not UTF-8."""
+        query: dict[str, list[str]] = {}
+        try:
+            # WSGI hands over the raw bytes as a latin-1 str.
+            text = self.query_string.encode("latin-1").decode("utf-8")
+            for pair in text.split("&"):
+                if pair:
+                    name, _, value = pair.partition("=")
+                    query.setdefault(unquote_plus(name, errors="strict"), []).append(
+                        unquote_plus(value, errors="strict"))
+        except UnicodeError:
+            raise Problem(400, "The query string is not valid UTF-8.") from None
+        return query
+
+    @property
+    def request_id(self) -> str:
+        return self.environ.get(REQUEST_ID_KEY, "-")
+
+    @request_id.setter
+    def request_id(self, value: str) -> None:
+        self.environ[REQUEST_ID_KEY] = value
+
+    def header(self, name: str) -> str | None:
+        """Any request header by its name (``X-Request-ID``), or ``None``."""
+        return self.environ.get("HTTP_" + name.upper().replace("-", "_"))
+
+    @property
+    def has_preconditions(self) -> bool:
+        """Whether ``If-Match`` or ``If-None-Match`` was sent at all."""
+        return "HTTP_IF_MATCH" in self.environ or "HTTP_IF_NONE_MATCH" in self.environ
+
+    def if_match(self) -> Any:
+        """``If-Match`` as WebOb parses it (strong tags only), or ``None``."""
+        value = self.environ.get("HTTP_IF_MATCH")
+        return ETagMatcher.parse(value, strong=True) if value else None
+
+    def if_none_match(self) -> Any:
+        """``If-None-Match`` as WebOb parses it (weak comparison), or ``None``."""
+        value = self.environ.get("HTTP_IF_NONE_MATCH")
+        return ETagMatcher.parse(value, strong=False) if value else None
+
+    # -- where it was sent ----------------------------------------------
+
+    @property
+    def script_name(self) -> str:
+        """Where the app is mounted (``""``: at the root)."""
+        return self.environ.get("SCRIPT_NAME", "")
+
+    @property
+    def base_url(self) -> str:
+        """Scheme, host and ``SCRIPT_NAME``: what every URL the app writes
+        starts with (the same as WebOb's ``application_url``)."""
+        e = self.environ
+        scheme = e.get("wsgi.url_scheme", "http")
+        host = e.get("HTTP_HOST")
+        if host is None:
+            host, port = e.get("SERVER_NAME", "localhost"), e.get("SERVER_PORT")
+            if port and (scheme, port) not in (("http", "80"), ("https", "443")):
+                host = f"{host}:{port}"
+        elif (scheme == "http" and host.endswith(":80")) or (scheme == "https" and host.endswith(":443")):
+            host = host.rsplit(":", 1)[0]
+        script = e.get("SCRIPT_NAME", "")
+        if script:
+            script = quote(script.encode("latin-1"), safe=PATH_SAFE)
+        return f"{scheme}://{host}{script}"
+
+    def mount(self, prefix: str) -> bool:
+        """If the path is under ``prefix``, move the prefix from the path to
+        ``SCRIPT_NAME`` (as a dispatcher does) and say so."""
+        path = self.environ.get("PATH_INFO", "")
+        if path != prefix and not path.startswith(prefix + "/"):
+            return False
+        self.environ["SCRIPT_NAME"] = self.script_name + prefix
+        self.environ["PATH_INFO"] = path[len(prefix):]
+        self.path = self.environ["PATH_INFO"] or "/"
+        return True
+
+    # -- the body ---------------------------------------------------------
+
+    @property
+    def content_length(self) -> int | None:
+        """``Content-Length`` as a number (``None``: not sent; ``-1``: not a
+        whole number)."""
+        declared = self.environ.get("CONTENT_LENGTH")
+        if not declared:
+            return None
+        return int(declared) if declared.isdigit() else -1
+
+    @property
+    def body_follows(self) -> bool:
+        """Whether a body of unknown length follows (chunked, or a server
+        that marks the input as terminated). Without it and without a
+        length, there is no body (RFC 9112 §6.3)."""
+        e = self.environ
+        return (e.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
+                or bool(e.get("wsgi.input_terminated")))
+
+    def read(self, size: int) -> bytes:
+        """At most ``size`` bytes of the body, from the server's stream."""
+        return self.environ["wsgi.input"].read(size)
+
+
+class Response:
+    """A status, headers and a body. Every answer may differ by ``Accept``,
+    so every one says ``Vary: Accept``."""
+
+    __slots__ = ("status", "headers", "body")
+
+    def __init__(self, status: int, body: bytes = b"",
+                 headers: list[tuple[str, str]] | None = None) -> None:
+        self.status = status
+        self.body = body
+        self.headers = headers if headers is not None else []
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        headers = self.headers
+        headers.append(("Vary", "Accept"))
+        if self.status not in (204, 304):
+            headers.append(("Content-Length", str(len(self.body))))
+        start_response(status_line(self.status), headers)
+        if environ.get("REQUEST_METHOD") == "HEAD" or not self.body:
+            return []
+        return [self.body]
