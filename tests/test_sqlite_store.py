@@ -253,7 +253,7 @@ def test_writes_waiting_together_commit_together_and_fail_alone(store):
 
     threads = [threading.Thread(target=write, args=args) for args in
                [("Bob", "bob@example.org"), ("Dup", "ADA@example.org"), ("Cy", "cy@example.org")]]
-    with writer.db.in_use:      # a commit under way: the first leads and waits, the others queue
+    with writer.db.in_use:      # a commit under way: the first waits for it, the others queue
         for t in threads:
             t.start()
         threading.Event().wait(0.5)
@@ -321,12 +321,14 @@ def test_a_write_that_fails_after_changing_something_fails_its_whole_group(store
         store._writer.submit(half_done)
     assert store.get(1).name == "Ada"
 
-def test_a_lone_write_commits_in_its_own_thread(store):
+def test_every_write_is_made_by_the_one_writer_thread(store):
     seen = []
-    store._writer.db.set_trace_callback(lambda sql: seen.append(threading.current_thread()))
-    store.create(name="Ada", email="ada@example.org")
+    store._writer.db.set_trace_callback(lambda sql: seen.append(threading.current_thread().name))
+    user = store.create(name="Ada", email="ada@example.org")
+    store.update(user.id, name="Ada King")
+    store.delete(user.id)
     store._writer.db.set_trace_callback(None)
-    assert seen and set(seen) == {threading.current_thread()}
+    assert seen and set(seen) == {"usersvc-sqlite-writer"}
 
 
 def test_a_closed_store_refuses_writes(path):
