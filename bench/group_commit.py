@@ -13,6 +13,7 @@ second (medians) and the ratio. Needs wrk.
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import statistics
 import sys
 import tempfile

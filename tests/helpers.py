@@ -32,12 +32,17 @@ def call(address, method, path, body=None, headers=None):
 
 
 def race(n, action):
-    """``action(i)`` for i in range(n), on n threads released together."""
+    """``action(i)`` for i in range(n), on n threads released together (a
+    barrier widens the race; never a sleep); the results in order, with an
+    exception raised in place of its result."""
     barrier = threading.Barrier(n)
 
     def run(i):
         barrier.wait()
-        return action(i)
+        try:
+            return action(i)
+        except Exception as e:   # collected, then asserted on
+            return e
 
     with ThreadPoolExecutor(n) as pool:
         return list(pool.map(run, range(n)))

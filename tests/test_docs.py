@@ -13,12 +13,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def defined_tests() -> dict[str, set[str]]:
-    tests = {}
-    for path in (ROOT / "tests").glob("test_*.py"):
+    """Each test module's tests, with those it takes from a shared suite
+    (``from store_contract import *``)."""
+    def names(path: Path) -> set[str]:
         tree = ast.parse(path.read_text())
-        tests[path.stem] = {node.name for node in ast.walk(tree)
-                            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
-    return tests
+        found = {node.name for node in ast.walk(tree)
+                 if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+                found |= names(ROOT / "tests" / f"{node.module}.py")
+        return found
+    return {path.stem: names(path) for path in (ROOT / "tests").glob("test_*.py")}
 
 
 @pytest.mark.parametrize("doc", ["conformance.md", "security.md"])

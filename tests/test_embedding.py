@@ -3,17 +3,12 @@ nothing, mounting under a prefix, and a second collection on the same
 machinery."""
 from __future__ import annotations
 
-import itertools
-import threading
-from dataclasses import dataclass, replace
-
 import pytest
+from books import BOOK, Book, MemoryBookStore
 from conftest import Client, problem
 from webob import Request
 
 from usersvc import App, Mount, make_app
-from usersvc.storage import NotFound, Precondition, StaleVersion
-from usersvc.validation import Schema, text
 
 
 def test_make_app_takes_a_storage_url(tmp_path):
@@ -89,49 +84,7 @@ def test_mount_serves_only_paths_under_its_prefix():
         Mount("/", make_app("memory://"))
 
 
-# -- a second collection -----------------------------------------------------
-
-@dataclass(frozen=True)
-class Book:
-    id: int
-    title: str
-    version: int
-
-
-class MemoryBookStore:
-    """Just enough of a store for books: the same five methods as users'."""
-
-    def __init__(self):
-        self._books, self._ids, self._lock = {}, itertools.count(1), threading.Lock()
-
-    def get(self, book_id):
-        try:
-            return self._books[book_id]
-        except KeyError:
-            raise NotFound(f"There is no book with id {book_id}.") from None
-
-    def list(self, *, after=0, limit=100):
-        return [b for i, b in sorted(self._books.items()) if i > after][:limit]
-
-    def create(self, *, title):
-        with self._lock:
-            book = self._books[next(self._ids)] = Book(len(self._books) + 1, title, 1)
-            return book
-
-    def update(self, book_id, *, title=None, precondition: Precondition | None = None):
-        book = self.get(book_id)
-        if precondition and not precondition.allows(book.version):
-            raise StaleVersion(book_id)
-        self._books[book_id] = replace(book, title=title or book.title, version=book.version + 1)
-        return self._books[book_id]
-
-    def delete(self, book_id, *, precondition=None):
-        self.get(book_id)
-        del self._books[book_id]
-
-
-BOOK = Schema("book", "books", {"title": text(300)})
-
+# -- a second collection (tests/books.py) -------------------------------------
 
 @pytest.fixture
 def library():
@@ -172,3 +125,31 @@ def test_the_collections_do_not_mix(library):
 
 def test_an_app_without_collections_serves_only_404s():
     problem(Client(App()).get("/users"), 404)
+
+
+class ForgetfulBookStore(MemoryBookStore):
+    """A store that breaks the contract: it hands out the lowest free id
+    again, at version 1, so a new book can look like a deleted one."""
+
+    def create(self, *, title):
+        with self._lock:
+            book_id = next(i for i in range(1, len(self._books) + 2) if i not in self._books)
+            book = self._books[book_id] = Book(book_id, title, 1)
+            return book
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/xml"])
+def test_kept_encodings_never_serve_another_records_bytes_even_from_a_broken_store(accept):
+    app = make_app("memory://")
+    app.add_collection(BOOK, ForgetfulBookStore())
+    client, headers = Client(app), {"Accept": accept}
+    for title in ("A", "B"):
+        assert client.post("/books", json_body={"title": title}, headers=headers).status_code == 201
+    assert client.get("/books", headers=headers).status_code == 200      # a page is kept too
+    assert client.delete("/books/1").status_code == 204
+    created = client.post("/books", json_body={"title": "C"}, headers=headers)
+    assert created.headers["Location"] == "http://localhost/books/1"     # id 1 again, version 1
+    assert b"C" in created.body and b"A" not in created.body
+    assert b"C" in client.get("/books/1", headers=headers).body
+    page = client.get("/books", headers=headers).body
+    assert b"C" in page and b"A" not in page

@@ -19,7 +19,6 @@ from conftest import snapshot
 from helpers import Served, call
 from webob import Request
 
-
 LIMIT = 65536           # serve.py's default --max-body-size
 INJECTED = "x-injected"  # a header name no answer may carry
 

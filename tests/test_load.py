@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 from helpers import Served
 
-
 THREADS = 16
 SECONDS = 4.0
 OK = {200, 201, 204, 404, 409, 412}     # what a mixed workload may get; never 5xx

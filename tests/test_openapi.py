@@ -13,9 +13,9 @@ import re
 
 import pytest
 import schemathesis
-from schemathesis.specs.openapi import checks
 from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
+from schemathesis.specs.openapi import checks
 
 from usersvc import make_app
 from usersvc.validation import USER, describe
@@ -67,7 +67,8 @@ def test_the_document_names_every_route_and_method_the_app_serves(app):
 @pytest.mark.parametrize("field", USER.fields)
 @pytest.mark.parametrize("in_xml", [False, True])
 def test_the_field_patterns_say_what_the_rules_accept(field, in_xml):
-    from hypothesis import given, strategies as st
+    from hypothesis import given
+    from hypothesis import strategies as st
 
     rule = USER.fields[field]
     pattern = re.compile(describe(rule, in_xml=in_xml)["pattern"])
@@ -124,7 +125,7 @@ def _excluded(case):
         # XML text has no types: schemathesis's "wrong type" mutations (null,
         # 0, false for a string) serialize to <name>null</name>, which is a
         # valid name. The same rules are held to negative data in JSON here,
-        # and the XML-only ones in test_representation.py.
+        # and the XML-only ones in test_xml_format.py.
         return [checks.negative_data_rejection]
     return []
 

@@ -1,8 +1,16 @@
-"""CONTRACT.md, "Endpoints": paths that name nothing are 404, never 500."""
+"""usersvc/routing.py: paths that name nothing are 404, never 500
+(CONTRACT.md, "Endpoints"), and how a path is matched."""
 from __future__ import annotations
+
+import re
 
 import pytest
 from conftest import problem
+from hypothesis import given
+from hypothesis import strategies as st
+
+from usersvc.routing import Router, canonical_int
+from usersvc.storage import MAX_ID
 
 
 @pytest.mark.parametrize("path", [
@@ -32,3 +40,19 @@ def test_an_id_with_percent_encoded_digits_is_the_same_user(client):
 def test_query_strings_do_not_change_the_route(client):
     client.create()
     assert client.get("/users/1?x=1").status_code == 200
+
+
+# -- the int segment -------------------------------------------------------
+
+@given(st.text(alphabet=st.sampled_from("0123456789+-e ١"), max_size=22))
+def test_an_int_segment_is_exactly_a_canonical_decimal_that_fits(segment):
+    expected = int(segment) if re.fullmatch("[1-9][0-9]*", segment) and int(segment) <= MAX_ID else None
+    assert canonical_int(segment) == expected
+
+
+def test_routes_tell_literal_segments_from_parameters():
+    router = Router()
+    a, b = router.add("/users", "collection"), router.add("/users/{id:int}", "item")
+    assert router.match("/users") == (a, {})
+    assert router.match("/users/7") == (b, {"id": 7})
+    assert router.match("/users/7/x") is None and router.match("/user/7") is None

@@ -20,9 +20,9 @@ from webob import Request
 
 from usersvc import make_app
 from usersvc.auth import Tokens, load_tokens
-from usersvc.request import Request as ServerRequest
 from usersvc.ops import MAX_WAITING_LINES, AccessLog, loggable_target
 from usersvc.problems import Problem
+from usersvc.request import Request as ServerRequest
 from usersvc.storage import StoreUnavailable
 
 READER, WRITER = "reader-token-0123456789", "writer-token-9876543210"

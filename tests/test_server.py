@@ -14,8 +14,6 @@ from conftest import lint_exchange
 from helpers import ADA, ROOT, Served, call, race
 
 
-
-
 def test_head_over_the_wire_has_get_headers_and_no_body(server):
     call(server, "POST", "/users", ADA)
     status, get_headers, get_body = call(server, "GET", "/users/1")

@@ -28,7 +28,13 @@ from typing import Any
 from .auth import Tokens
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
-from .representation import BODY_TYPES, PATCH_TYPES, Representations, negotiate, problem_format
+from .representation import (
+    BODY_TYPES,
+    PATCH_TYPES,
+    Representations,
+    negotiate,
+    problem_format,
+)
 from .request import Request, Response
 from .resources import HEALTH_PATH, Collection, HealthCheck, Item
 from .routing import Router

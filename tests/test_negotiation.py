@@ -1,0 +1,64 @@
+"""usersvc/representation/negotiation.py: the answer's format from Accept,
+with q-values (CONTRACT.md, "Representations"), or 406 before anything changes."""
+from __future__ import annotations
+
+import pytest
+from conftest import problem, snapshot
+
+ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
+ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
+
+
+@pytest.mark.parametrize("accept, expected", [
+    (None, "application/json"),
+    ("*/*", "application/json"),
+    ("application/*", "application/json"),
+    ("application/json", "application/json"),
+    ("application/xml", "application/xml; charset=utf-8"),
+    ("text/xml", "application/xml; charset=utf-8"),
+    ("application/json, application/xml", "application/json"),          # tie: JSON
+    ("application/xml, application/json", "application/json"),          # tie: JSON
+    ("application/json;q=0.5, application/xml", "application/xml; charset=utf-8"),
+    ("application/xml;q=0.9, */*;q=0.1", "application/xml; charset=utf-8"),
+    ("*/*;q=0.1, application/json;q=0", "application/xml; charset=utf-8"),
+    ("text/*", "application/xml; charset=utf-8"),
+    ("text/html, application/xml;q=0.2", "application/xml; charset=utf-8"),
+    ("application/xml; charset=utf-8", "application/xml; charset=utf-8"),
+    ('application/xml; charset="UTF-8"', "application/xml; charset=utf-8"),
+    ("application/json; charset=UTF-8", "application/json"),
+    ("application/json;charset=utf8, application/xml", "application/json"),
+    ("application/json; version=2, text/xml;q=0.1", "application/xml; charset=utf-8"),
+    ("", "application/json"),
+    ("no such thing", "application/json"),       # not a valid header: ignored
+])
+def test_accept_chooses_the_format_by_q_values(client, accept, expected):
+    client.create()
+    headers = {"Accept": accept} if accept is not None else {}
+    for path in ("/users", "/users/1"):
+        response = client.get(path, headers=headers)
+        assert response.status_code == 200
+        assert response.headers["Content-Type"] == expected
+        assert response.headers["Vary"] == "Accept"
+
+
+@pytest.mark.parametrize("accept", ["text/html", "image/png", "application/json;q=0",
+                                    "application/json; charset=latin-1", "application/json; version=2",
+                                    "application/json;q=0, application/xml;q=0, text/xml;q=0"])
+def test_an_unacceptable_accept_is_406_listing_the_types(client, accept):
+    body = problem(client.get("/users", headers={"Accept": accept}), 406)
+    assert body["available"] == ["application/json", "application/xml", "text/xml"]
+
+
+def test_a_post_that_gets_406_creates_nothing(client):
+    response = client.post("/users", json_body=ADA, headers={"Accept": "text/html"})
+    problem(response, 406)
+    assert snapshot(client) == []
+
+
+def test_a_put_that_gets_406_changes_nothing(client):
+    client.create()
+    problem(client.put("/users/1", json_body={"name": "X", "email": "x@example.org"},
+                       headers={"Accept": "image/png"}), 406)
+    assert client.get("/users/1").json["name"] == ADA["name"]
+
+
