@@ -45,3 +45,36 @@ def test_every_repository_file_the_docs_link_to_exists():
     for doc in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
         for target in re.findall(r"\]\(((?!https?:)[^)#]+)\)", doc.read_text()):
             assert (doc.parent / target).exists(), (doc.name, target)
+
+
+def defined_names(path: Path) -> set[str]:
+    """A module's top-level names, and ``Class.member`` for its classes' members."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        if isinstance(node, ast.ClassDef):
+            for member in node.body:
+                if isinstance(member, ast.FunctionDef):
+                    names.add(f"{node.name}.{member.name}")
+                if isinstance(member, ast.FunctionDef) and member.name == "__init__":
+                    names |= {f"{node.name}.{t.attr}" for t in ast.walk(member)
+                              if isinstance(t, ast.Attribute) and isinstance(t.ctx, ast.Store)
+                              and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return names
+
+
+def test_the_architecture_walkthrough_names_files_and_functions_that_exist():
+    rows = re.findall(r"^\|[^|]*\| `([\w/.]+\.py)` \| (.*) \|$",
+                      (ROOT / "docs" / "architecture.md").read_text(), re.MULTILINE)
+    assert len(rows) > 25
+    missing = []
+    for file, names in rows:
+        path = ROOT / file
+        defined = defined_names(path) if path.exists() else set()
+        missing += [f"{file}: {name}" for name in re.findall(r"`([\w.]+)`", names)
+                    if name not in defined]
+    assert missing == []

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from usersvc.representation import JSON
 from usersvc.storage import User
@@ -35,3 +37,12 @@ def test_a_stored_record_renders_as_its_fields_do(user):
     # render_record reads the fields straight from the record: the same bytes.
     assert JSON.render_record(USER, user) == JSON.render(USER, USER.as_dict(user))
     assert USER.as_dict(user) == {"id": user.id, "name": user.name, "email": user.email}
+
+
+@given(st.lists(st.one_of(st.text(), st.integers(min_value=-2**70, max_value=2**70)),
+                min_size=1, max_size=4))
+def test_the_flat_writer_and_the_encoder_agree_on_any_strings_and_ints(values):
+    # _flat is the fast path beside JSONEncoder; both must give the same bytes.
+    record = {f"k{i}\u00e9\"": value for i, value in enumerate(values)}
+    expected = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    assert JSON.render(USER, record) == expected

@@ -5,9 +5,6 @@ from __future__ import annotations
 import pytest
 from conftest import problem, snapshot
 
-from usersvc.representation import XML
-from usersvc.storage import User
-from usersvc.validation import USER
 
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
 ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
@@ -120,13 +117,3 @@ def test_xml_declaring_another_encoding_is_still_read_as_utf8(client):
     body = '<?xml version="1.0" encoding="ISO-8859-1"?><user><name>Zoë</name><email>z@example.org</email></user>'
     response = client.post("/users", body=body.encode("utf-8"), content_type="application/xml")
     assert response.json["name"] == "Zoë"
-
-
-@pytest.mark.parametrize("user", [
-    User(1, "Ada", "ada@example.org", 1),
-    User(2**63 - 1, "\u00e9\u4e2d\U0001f600 \"quoted\" \\ back\nline\t\x7f\u2028", "a@b", 7),
-])
-def test_a_stored_record_renders_as_its_fields_do(user):
-    # render_record reads the fields straight from the record: the same bytes.
-    assert XML.render_record(USER, user) == XML.render(USER, USER.as_dict(user))
-    assert USER.as_dict(user) == {"id": user.id, "name": user.name, "email": user.email}

@@ -3,10 +3,24 @@
     from usersvc import make_app
     app = make_app(storage="sqlite:///users.db")   # a plain WSGI callable
 
-Map of the package: ``app`` (WSGI in, problems out), ``routing``,
-``resources``, ``representation`` (JSON and XML), ``validation``,
-``problems``, ``storage`` (the protocol, ``memory``, ``sqlite``, ``postgres``),
-``server`` (the standalone waitress server) and ``copy`` (between stores).
+Map of the package (docs/architecture.md follows a request through it):
+
+- ``app``: the WSGI callable, Request in, Response out; errors become
+  problem documents here, and only here;
+- ``request``: ``Request`` and ``Response``, the only code that reads the
+  WSGI environ;
+- ``routing``: paths to resources, 404, 405 and ``Allow``;
+- ``resources``: ``Collection`` and ``Item``, HTTP in terms of a schema and
+  a store;
+- ``representation``: bytes on the wire (negotiation, request bodies, JSON,
+  XML, kept encodings and ETags);
+- ``validation``: ``Schema`` and the field rules;
+- ``problems``: RFC 9457 problems and the one table from domain error to status;
+- ``storage``: the store protocol and its errors; ``memory``, ``sqlite``, ``postgres``;
+- ``openapi``: ``GET /`` and ``GET /openapi.json``;
+- ``auth``: optional bearer tokens; ``ops``: request ids and the access log;
+- ``server``: the standalone waitress server (``serve.py``); ``cli``: the
+  ``usersvc`` command; ``copy``: users from one store to another.
 """
 from __future__ import annotations
 

@@ -43,20 +43,8 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from . import (
-    MAX_ID,
-    Conflict,
-    EmailTaken,
-    Precondition,
-    SchemaTooNew,
-    StaleVersion,
-    StoreUnavailable,
-    User,
-    UserNotFound,
-    checked_id,
-    email_key,
-    redact,
-)
+from . import (Conflict, EmailTaken, Precondition, SchemaTooNew, StaleVersion,
+               StoreUnavailable, User, UserNotFound, checked_id, email_key, redact)
 
 #: Each entry upgrades the schema by one version: a list of statements.
 MIGRATIONS: list[Sequence[str]] = [
@@ -176,8 +164,6 @@ class PostgresUserStore:
 
     def list(self, *, after: int = 0, limit: int = 100,
              email: str | None = None) -> list[User]:
-        if after >= MAX_ID:
-            return []
         with self._connection() as db:
             if email is not None:
                 rows = db.execute(SELECT_BY_EMAIL, (email_key(email), after)).fetchall()

@@ -40,19 +40,8 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
-from . import (
-    MAX_ID,
-    Conflict,
-    EmailTaken,
-    Precondition,
-    SchemaTooNew,
-    StaleVersion,
-    StoreUnavailable,
-    User,
-    UserNotFound,
-    checked_id,
-    email_key,
-)
+from . import (Conflict, EmailTaken, Precondition, SchemaTooNew, StaleVersion,
+               StoreUnavailable, User, UserNotFound, checked_id, email_key)
 
 T = TypeVar("T")
 
@@ -244,8 +233,6 @@ class SQLiteUserStore:
 
     def list(self, *, after: int = 0, limit: int = 100,
              email: str | None = None) -> list[User]:
-        if after >= MAX_ID:
-            return []
         with self._session() as db:
             if email is not None:
                 rows = db.execute(SELECT_BY_EMAIL, (email_key(email), after))
