@@ -5,6 +5,10 @@ stands beside (the ``# PERF:`` comments quote these figures):
 
 - the JSON writer for flat records (``json_format._flat``) against
   ``JSONEncoder.encode`` of the same record as a dict;
+- the quick JSON decoder (``json_format._decode``) against
+  ``JSONDecoder.decode``;
+- a plain query split as it is (``Request.query``) against reading it
+  with UTF-8 and percent-decoding;
 - the kept answer for an ``Accept`` header (``negotiation.best_offer``'s
   cache) against parsing it with WebOb each time.
 
@@ -13,6 +17,7 @@ in the same run of ``bench/run.sh`` (a GET of one user, a POST).
 """
 from __future__ import annotations
 
+import re
 import sys
 import timeit
 from pathlib import Path
@@ -21,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from webob.acceptparse import create_accept_header  # noqa: E402
 
-from usersvc.representation.json_format import _ENCODER, _flat  # noqa: E402
+from usersvc.representation.json_format import _DECODER, _ENCODER, _decode, _flat  # noqa: E402
+from usersvc.request import _PLAIN_QUERY, Request  # noqa: E402
 from usersvc.representation.negotiation import DEFAULT, best_offer  # noqa: E402
 from usersvc.storage import User  # noqa: E402
 from usersvc.validation import USER  # noqa: E402
@@ -40,11 +46,24 @@ def main() -> None:
         ("JSON record: JSONEncoder.encode", per_call(
             lambda: _ENCODER.encode(USER.as_dict(user)).encode(), 100_000)),
     ]
+    body = '{"name": "Ada Lovelace", "email": "ada@example.org"}'
+    rows.append(("JSON body: _decode", per_call(lambda: _decode(body), 100_000)))
+    rows.append(("JSON body: JSONDecoder.decode", per_call(lambda: _DECODER.decode(body), 100_000)))
+    plain = Request({"QUERY_STRING": "limit=100&after=7"})
+    rows.append(("query 'limit=100&after=7': Request.query", per_call(plain.query, 100_000)))
+    pattern = _PLAIN_QUERY.pattern
+    try:
+        _PLAIN_QUERY_OFF = re.compile("(?!)")   # matches nothing: the general path every time
+        import usersvc.request as request_module
+        request_module._PLAIN_QUERY = _PLAIN_QUERY_OFF
+        rows.append(("query 'limit=100&after=7': decoded", per_call(plain.query, 100_000)))
+    finally:
+        request_module._PLAIN_QUERY = re.compile(pattern)
     for header in ("application/json", BROWSER):
         rows.append((f"Accept {header!r}: parsed by WebOb", per_call(
             lambda: create_accept_header(header).acceptable_offers(list(DEFAULT.types)), 5_000)))
         rows.append((f"Accept {header!r}: kept", per_call(
-            lambda: best_offer(header, DEFAULT.types), 100_000)))
+            lambda: best_offer(header, DEFAULT.key), 100_000)))
     for name, micros in rows:
         print(f"{micros:8.2f} µs  {name}")
 

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from usersvc.representation import JSON
+from usersvc.representation.json_format import _DECODER, _decode
 from usersvc.storage import User
 from usersvc.validation import USER
 
@@ -46,3 +47,19 @@ def test_the_flat_writer_and_the_encoder_agree_on_any_strings_and_ints(values):
     record = {f"k{i}\u00e9\"": value for i, value in enumerate(values)}
     expected = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
     assert JSON.render(USER, record) == expected
+
+
+JSONISH = st.text(alphabet=st.sampled_from(' \t\n{}[]":,0123456789.eE-+truefalsnl\\u'), max_size=25)
+
+
+@given(st.one_of(JSONISH, st.from_regex(r'\s*\{"name": "[a-z]*"\}\s*', fullmatch=True)))
+def test_the_quick_decoder_and_the_json_decoder_agree_on_values_and_errors(text):
+    # _decode is the fast path beside _DECODER.decode: same value, same error.
+    try:
+        expected = _DECODER.decode(text)
+    except ValueError as e:
+        with pytest.raises(type(e)) as raised:
+            _decode(text)
+        assert str(raised.value) == str(e)
+    else:
+        assert _decode(text) == expected

@@ -245,7 +245,8 @@ def test_a_stream_gets_the_lines_in_order_in_the_servers_format_and_all_of_them_
     for i in range(3):
         response = Request.blank(f"/users?limit={i + 1}", headers={"X-Request-ID": f"r{i}"}).get_response(logged_app)
         assert response.status_code == 200
-        response.app_iter.close()           # as a server does when the body is sent
+        b"".join(response.app_iter)         # as a server does: send the body,
+        response.app_iter.close()           # then close it
     logged_app.close()
     lines = stream.getvalue().splitlines()
     assert [line.split(" ")[-1] for line in lines] == ["r0", "r1", "r2"]

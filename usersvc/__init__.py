@@ -20,7 +20,8 @@ Map of the package (docs/architecture.md follows a request through it):
 - ``openapi``: ``GET /`` and ``GET /openapi.json``;
 - ``auth``: optional bearer tokens; ``ops``: request ids and the access log;
 - ``server``: the standalone waitress server (``serve.py``); ``cli``: the
-  ``usersvc`` command; ``copy``: users from one store to another.
+  ``usersvc`` command; ``transfer``: ``usersvc copy``, users from one
+  store to another.
 """
 from __future__ import annotations
 

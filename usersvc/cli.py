@@ -10,7 +10,7 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["copy"]:
-        from .copy import main as copy
+        from .transfer import main as copy
         return copy(args[1:])
     if args[:1] == ["serve"]:
         args = args[1:]

@@ -37,8 +37,6 @@ access_log = logging.getLogger("usersvc.access")
 _SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _SECRET_PARAMETERS = re.compile(r"(?:^|(?<=&))(email|access_token)=[^&]*", re.IGNORECASE)
 _SAFE = "/!$&'()*+,;=:@-._~%"      # RFC 3986 path and query characters, kept as they are
-_PLAIN = re.compile(r"[A-Za-z0-9/._~-]*")   # needs no escaping at all
-_PLAIN_QUERY = re.compile(r"[A-Za-z0-9/._~=&*-]*")
 
 
 class RequestIds:
@@ -60,16 +58,12 @@ class RequestIds:
 
 def loggable_target(req: Request) -> str:
     """The request's path and query for a log line: escaped, secrets out."""
-    path = req.path
-    if not _PLAIN.fullmatch(path):
-        path = quote(path.encode("latin-1"), safe=_SAFE)
+    path = quote(req.path.encode("latin-1"), safe=_SAFE)
     query = req.query_string
     if not query:
         return path
     query = _SECRET_PARAMETERS.sub(lambda m: f"{m.group(1)}=***", query)
-    if not _PLAIN_QUERY.fullmatch(query):
-        query = quote(query.encode("latin-1"), safe=_SAFE + "?")
-    return f"{path}?{query}"
+    return f"{path}?{quote(query.encode('latin-1'), safe=_SAFE + '?')}"
 
 
 class AccessLog:
@@ -89,7 +83,6 @@ class AccessLog:
         self.app = app
         self.log = logger
         self._lines = _Lines(stream, delay) if stream is not None else None
-        self._second = (0, "")          # the last whole second, formatted
         self._new_id = RequestIds()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -107,12 +100,7 @@ class AccessLog:
         def done(size: int) -> None:
             self._record(req, status, size, time.perf_counter() - started, rid)
 
-        body = self.app(environ, start)
-        if type(body) is list:      # usersvc's own answers: handed on as a list
-            logged = _Logged(body)
-            logged.done = done
-            return logged
-        return _Counted(body, done)
+        return _Counted(self.app(environ, start), done)
 
     def _record(self, req: Request, status: str, size: int, seconds: float,
                 rid: str) -> None:
@@ -122,13 +110,11 @@ class AccessLog:
                 self.log.info("%s %s %s %d %.1fms %s", method, loggable_target(req),
                               status, size, seconds * 1000, rid)
             return
-        # As serve.py's logging format writes a line: the time to the millisecond
-        # (the second's text made once a second), the level and the logger.
+        # As serve.py's logging format writes a line: the time to the
+        # millisecond, the level and the logger.
         now = time.time()
-        second = int(now)
-        if self._second[0] != second:
-            self._second = (second, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second)))
-        self._lines.add(f"{self._second[1]},{int(now % 1 * 1000):03d} INFO usersvc.access: "
+        second = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
+        self._lines.add(f"{second},{int(now % 1 * 1000):03d} INFO usersvc.access: "
                         f"{method} {loggable_target(req)} {status} {size} "
                         f"{seconds * 1000:.1f}ms {rid}\n")
 
@@ -198,19 +184,6 @@ class _Lines:
                 self.flush()
             except (OSError, ValueError):   # the stream is gone (closed at exit): nothing to do
                 return
-
-
-class _Logged(list):  # type: ignore[type-arg]
-    """A body that is a list of chunks, handed on as it is and logged when
-    the server closes it: no generator to step through per request, and
-    still a list to a server that looks (PEP 3333 lets a server send a
-    one-item list at once)."""
-
-    __slots__ = ("done",)       # no __init__ and no __dict__: the cheapest list there is
-    done: Callable[[int], None]
-
-    def close(self) -> None:
-        self.done(sum(map(len, self)))
 
 
 class _Counted:

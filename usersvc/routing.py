@@ -75,18 +75,30 @@ class Route:
 
 
 class Router:
+    """Routes without parameters are found by their path, as a dict finds a
+    key; routes with parameters by their number of segments, then one by
+    one in the order they were added (as Bottle keeps static and dynamic
+    routes apart)."""
+
     def __init__(self) -> None:
         self.routes: list[Route] = []
-        self._by_length: dict[int, list[Route]] = {}    # routes by number of segments
+        self._static: dict[str, Route] = {}
+        self._by_length: dict[int, list[Route]] = {}    # templated routes by number of segments
 
     def add(self, template: str, resource: Any) -> Route:
         route = Route(template, resource)
         self.routes.append(route)
-        self._by_length.setdefault(len(route.segments), []).append(route)
+        if any(is_parameter for _, is_parameter in route.segments):
+            self._by_length.setdefault(len(route.segments), []).append(route)
+        else:
+            self._static.setdefault(template, route)
         return route
 
     def match(self, path: str) -> tuple[Route, dict[str, int]] | None:
         """The route for a path and its parameters, or ``None`` (404)."""
+        route = self._static.get(path)
+        if route is not None:
+            return route, {}
         parts = path.split("/")
         for route in self._by_length.get(len(parts), ()):
             params = route.match(parts)

@@ -11,7 +11,7 @@ import sys
 import pytest
 from helpers import ROOT
 
-from usersvc.copy import DestinationNotEmpty, copy_users, main
+from usersvc.transfer import DestinationNotEmpty, copy_users, main
 from usersvc.storage import User, open_store
 
 N = 3000

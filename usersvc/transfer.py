@@ -1,5 +1,7 @@
 """``usersvc copy SOURCE_URL DEST_URL``: every user from one store to another.
 
+(The module is ``transfer``, not ``copy``: that name is the standard library's.)
+
     usersvc copy sqlite:///users.db postgresql://db.internal/users
 
 Ids and versions are kept (so links and ETags that clients hold stay true),
