@@ -24,10 +24,10 @@
   leader/follower scheme it replaced (no thread of its own; a lone write
   committed in its caller's thread; a leader gathering its group for up to
   0.5 ms), in paired runs of ``bench/group_commit.py`` on 2026-11-22
-  (SQLite POST over HTTP, waitress on one core, wrk on the other): 0.90
-  and 0.98 of its requests per second at 4 server threads, 0.96 at 8, with
-  rounds of either scheme ranging ±25%: no difference beyond the noise, so
-  the simpler one stays.
+  (SQLite POST over HTTP, waitress on one core, wrk on the other): 0.90,
+  0.98 and 1.07 of its requests per second at 4 server threads in three
+  runs, 0.96 at 8, with rounds of either scheme ranging ±25%: no
+  difference beyond the noise, so the simpler one stays.
 """
 from __future__ import annotations
 
