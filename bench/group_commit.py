@@ -1,5 +1,5 @@
 """Group commit, two ways, on SQLite POST over HTTP: the writer thread fed
-by a queue that usersvc uses (``usersvc.storage.sqlite._Writer``) against
+by a queue that usersvc uses (``usersvc.storage.sqlite_writer.Writer``) against
 the leader/follower scheme it replaced (here, ``LeaderFollower``), paired
 round by round on the same machine.
 
@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from usersvc.storage import StoreUnavailable  # noqa: E402
 from usersvc.storage import sqlite as usersvc_sqlite  # noqa: E402
-from usersvc.storage.sqlite import _busy, _Connection  # noqa: E402
+from usersvc.storage.sqlite_writer import Connection as _Connection  # noqa: E402
+from usersvc.storage.sqlite_writer import Writer  # noqa: E402
 
 T = TypeVar("T")
 
@@ -49,6 +50,13 @@ class Pending:
     def settle(self, result: Any, error: BaseException | None) -> None:
         self.result, self.error = result, error
         self.done.release()
+
+    # As a Future is settled, so that Writer._commit can settle it.
+    def set_result(self, result: Any) -> None:
+        self.settle(result, None)
+
+    def set_exception(self, error: BaseException) -> None:
+        self.settle(None, error)
 
     def wait(self) -> Any:
         self.done.acquire()
@@ -114,45 +122,14 @@ class LeaderFollower:
     def stop(self) -> None:
         self.closed = True
 
-    def _commit(self, group: list[tuple[Callable[..., Any], Pending]]) -> None:
-        db = self.db
-        outcomes: list[tuple[Pending, Any, BaseException | None]] = []
-        try:
-            with db.in_use:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    for op, pending in group:
-                        changes = db.total_changes
-                        try:
-                            outcomes.append((pending, op(db), None))
-                        except Exception as e:      # this write's own failure
-                            if db.total_changes != changes:
-                                raise RuntimeError("a write failed after changing the database") from e
-                            if len(group) == 1:     # alone: its failure is the transaction's
-                                db.execute("ROLLBACK")
-                                pending.settle(None, e)
-                                return
-                            outcomes.append((pending, None, e))
-                    db.execute("COMMIT")
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
-        except Exception as e:      # nothing of the group was written
-            error: BaseException = e
-            if isinstance(e, sqlite3.OperationalError) and _busy(e):
-                error = StoreUnavailable("The database is busy; try again.")
-            for _, pending in group:
-                pending.settle(None, error)
-            return
-        for pending, result, failure in outcomes:
-            pending.settle(result, failure)
+    # The same transaction as usersvc's writer thread makes of a group.
+    _commit = Writer._commit
 
 
 def serve(scheme: str, argv: list[str]) -> int:
     """serve.py, with the given group-commit scheme in the SQLite store."""
     if scheme == "leader":
-        usersvc_sqlite._Writer = LeaderFollower  # type: ignore[misc, assignment]
+        usersvc_sqlite.Writer = LeaderFollower  # type: ignore[misc, assignment]
     from usersvc.server import main
     return main(argv)
 

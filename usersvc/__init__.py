@@ -17,7 +17,7 @@ Map of the package (docs/architecture.md follows a request through it):
 - ``validation``: ``Schema`` and the field rules;
 - ``problems``: RFC 9457 problems and the one table from domain error to status;
 - ``storage``: the store protocol and its errors; ``memory``, ``sqlite``, ``postgres``;
-- ``openapi``: ``GET /`` and ``GET /openapi.json``;
+- ``openapi``: ``GET /`` and ``GET /openapi.json`` (``document``, made of ``parts``);
 - ``auth``: optional bearer tokens; ``ops``: request ids and the access log;
 - ``server``: the standalone waitress server (``serve.py``); ``cli``: the
   ``usersvc`` command; ``transfer``: ``usersvc copy``, users from one

@@ -16,32 +16,20 @@
 - A lock held by another writer past the busy timeout is ``StoreUnavailable``
   (HTTP 503): nothing was written, and the client may try again.
 - Group commit: creates, updates and deletes on a file are made by one
-  writer thread with a connection of its own (``_Writer``). It takes every
-  write waiting in its queue, runs them in one transaction and commits
-  them with one sync to disk (one that fails, a taken e-mail or a stale
-  version, changes nothing and the others go on), and only then answers
-  each caller, so a 201 still means "on disk". Measured against the
-  leader/follower scheme it replaced (no thread of its own; a lone write
-  committed in its caller's thread; a leader gathering its group for up to
-  0.5 ms), in paired runs of ``bench/group_commit.py`` on 2026-11-22
-  (SQLite POST over HTTP, waitress on one core, wrk on the other): 0.90,
-  0.98 and 1.07 of its requests per second at 4 server threads in three
-  runs, 0.96 at 8, with rounds of either scheme ranging ±25%: no
-  difference beyond the noise, so the simpler one stays.
+  writer thread, in groups that share one sync to disk (``sqlite_writer``).
 """
 from __future__ import annotations
 
-import queue
 import sqlite3
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 from . import (Conflict, EmailTaken, Precondition, SchemaTooNew, StaleVersion,
                StoreUnavailable, User, UserNotFound, checked_id, email_key)
+from .sqlite_writer import Connection, Writer, busy
 
 T = TypeVar("T")
 
@@ -72,118 +60,16 @@ LAST_ID = "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'users
 RAISE_LAST_ID = "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'users'"
 
 
-class _Connection(sqlite3.Connection):
-    """A connection that can be weakly referenced, so that closing the store
-    reaches the connections of threads that are still alive, and the
-    connection of a thread that has ended is freed with it. ``in_use`` is
-    held while a session uses it: SQLite must not close a connection that
-    another thread is in the middle of using."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.in_use = threading.Lock()
-
-
-def _busy(error: sqlite3.OperationalError) -> bool:
-    """SQLITE_BUSY or SQLITE_LOCKED: "database is locked", "... is busy"."""
-    code = getattr(error, "sqlite_errorcode", None)   # Python 3.11+
-    if code is not None:
-        return code & 0xFF in (5, 6)                    # BUSY, LOCKED
-    return "locked" in str(error) or "busy" in str(error)
-
-
 class _ThreadConnection:
     """Holds one thread's connection in a ``threading.local``, and closes it
     when that thread ends and its locals are freed."""
 
-    def __init__(self, db: _Connection) -> None:
+    def __init__(self, db: Connection) -> None:
         self.db = db
 
     def __del__(self) -> None:
         with self.db.in_use:     # store.close() may be closing it right now
             self.db.close()
-
-
-class _Writer:
-    """One thread that makes every write to a file, in groups: it takes
-    whatever writes are waiting in its queue, runs them in one transaction
-    and commits them with one sync to disk, then answers each (as
-    datasette's ``Database._execute_writes`` does, with groups). While it
-    waits for the disk, new writes queue up and make the next group, so
-    the busier it is, the more writes share each sync.
-
-    Every write makes at most one change, in its last statement, so one
-    that fails in a group has changed nothing: SQLite undoes a failed
-    statement by itself and the transaction goes on (no savepoints needed;
-    ``_commit`` checks that nothing changed)."""
-
-    def __init__(self, db: _Connection) -> None:
-        self.db = db
-        self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
-        self._thread.start()
-        self._closing = threading.Lock()    # no write queued after the stop
-        self.closed = False
-
-    def submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``op`` in the writer's transaction; its result once committed."""
-        future: Future[T] = Future()
-        with self._closing:
-            if self.closed:
-                raise StoreUnavailable("The store is closed.")
-            self._queue.put((op, future))
-        return future.result()
-
-    def stop(self) -> None:
-        """Finish the writes already queued, then end the thread."""
-        with self._closing:
-            self.closed = True
-            self._queue.put(None)
-        self._thread.join()
-
-    def _run(self) -> None:
-        while (first := self._queue.get()) is not None:
-            group = [first]
-            while not self._queue.empty():      # everything else waiting, without waiting
-                write = self._queue.get()
-                if write is None:
-                    self._commit(group)
-                    return
-                group.append(write)
-            self._commit(group)
-
-    def _commit(self, group: list[tuple[Callable[..., Any], Future[Any]]]) -> None:
-        db = self.db
-        outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
-        try:
-            with db.in_use:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    for op, future in group:
-                        changes = db.total_changes
-                        try:
-                            outcomes.append((future, op(db), None))
-                        except Exception as e:      # this write's own failure
-                            if db.total_changes != changes:
-                                raise RuntimeError("a write failed after changing the database") from e
-                            outcomes.append((future, None, e))
-                    db.execute("COMMIT")
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
-        except Exception as e:      # nothing of the group was written
-            error: BaseException = e
-            if isinstance(e, sqlite3.OperationalError) and _busy(e):
-                error = StoreUnavailable("The database is busy; try again.")
-            for _, future in group:
-                future.set_exception(error)
-            return
-        for future, result, failure in outcomes:
-            if failure is None:
-                future.set_result(result)
-            else:
-                future.set_exception(failure)
 
 
 def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[str]] = MIGRATIONS) -> int:
@@ -213,7 +99,7 @@ class SQLiteUserStore:
         self._busy_timeout = busy_timeout
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
+        self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         # A private in-memory database lives in one connection, shared by
         # the threads in turn; a file gets a connection per thread.
         self._one = self._connect() if path == ":memory:" else None
@@ -223,7 +109,7 @@ class SQLiteUserStore:
             migrate(db)
         # A file's writes share one connection and commit in groups; a
         # private in-memory database has no disk to wait for.
-        self._writer = _Writer(self._connect()) if self._one is None else None
+        self._writer = Writer(self._connect()) if self._one is None else None
 
     # -- the protocol ---------------------------------------------------
 
@@ -302,10 +188,10 @@ class SQLiteUserStore:
 
     # -- connections and transactions -----------------------------------
 
-    def _connect(self) -> _Connection:
+    def _connect(self) -> Connection:
         db = sqlite3.connect(self.path, timeout=self._busy_timeout,
                              isolation_level=None, check_same_thread=False,
-                             factory=_Connection)
+                             factory=Connection)
         db.execute("PRAGMA synchronous = FULL")
         with self._lock:
             self._connections.add(db)
@@ -324,7 +210,7 @@ class SQLiteUserStore:
             try:
                 yield db
             except sqlite3.OperationalError as e:
-                if _busy(e):    # another writer held the lock past the timeout
+                if busy(e):    # another writer held the lock past the timeout
                     raise StoreUnavailable("The database is busy; try again.") from e
                 raise
 

@@ -1,0 +1,73 @@
+"""The service describing itself: ``GET /`` and ``GET /openapi.json``.
+
+``document.openapi(schemas, base)`` builds the OpenAPI 3.1 document from what the app
+serves (its collections' schemas and the rules of their fields), so the
+document cannot drift from the code; ``tests/test_openapi.py`` validates it
+and lets schemathesis hold the running app to it.
+
+The document names every status CONTRACT.md gives each operation, each with
+its problem document in JSON and XML; the headers; request bodies in JSON
+and XML (with ``xml`` objects for the element names); and ``links`` from a
+create to the operations on the new record, so tools can test sequences.
+
+Here: the two resources. ``document``: the document, path by path;
+``parts``: what it is made of (headers, problem responses, schemas).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from xml.sax.saxutils import quoteattr
+
+from ..representation import JSON, JSON_TYPE, XML, Format, Offers
+from ..request import Request, Response
+from ..resources import revalidated
+from ..validation import Schema
+from .document import OPENAPI_PATH, openapi
+
+__all__ = ["OPENAPI_PATH", "OpenAPIDocument", "ServiceRoot", "openapi"]
+
+
+class ServiceRoot:
+    """``/``: where things are. A link to each collection and to the
+    OpenAPI document, also as ``Link: <...>; rel="service-desc"`` (RFC 8631)."""
+
+    def __init__(self, schemas: Sequence[Schema]) -> None:
+        self.schemas = schemas
+
+    def on_get(self, req: Request, fmt: Format) -> Response:
+        base = req.base_url
+        links = [{"rel": "collection", "href": f"{base}/{s.plural}", "title": s.plural}
+                 for s in self.schemas]
+        links.append({"rel": "service-desc", "href": base + OPENAPI_PATH, "type": JSON_TYPE})
+        if fmt is XML:
+            body = "".join(
+                "<link" + "".join(f" {k}={quoteattr(v)}" for k, v in link.items()) + "/>"
+                for link in links)
+            payload = f"<service><title>usersvc</title>{body}</service>".encode()
+        else:
+            payload = json.dumps({"title": "usersvc", "links": links},
+                                 separators=(",", ":")).encode()
+        return revalidated(req, Response(200, payload, [
+            ("Content-Type", fmt.media_type),
+            ("Link", f'<{base}{OPENAPI_PATH}>; rel="service-desc"')]))
+
+
+class OpenAPIDocument:
+    """``/openapi.json``: the document, in JSON only."""
+
+    offers = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON})
+
+    def __init__(self, schemas: Sequence[Schema], *, secured: bool = False) -> None:
+        self.schemas = schemas
+        self.secured = secured
+        self._cache: dict[tuple[str, int], bytes] = {}
+
+    def on_get(self, req: Request, fmt: Format) -> Response:
+        base = req.script_name or "/"
+        key = (base, len(self.schemas))     # per mount point and set of collections
+        body = self._cache.get(key)
+        if body is None:
+            document = openapi(self.schemas, base, secured=self.secured)
+            body = self._cache[key] = json.dumps(document, indent=1).encode()
+        return revalidated(req, Response(200, body, [("Content-Type", JSON_TYPE)]))

@@ -1,0 +1,127 @@
+"""The pieces the OpenAPI document is made of: headers, problem responses,
+request and record schemas (``document`` puts them together)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..representation import JSON_TYPE
+from ..storage import MAX_ID
+from ..validation import Schema, describe
+
+JSON_BODY = (JSON_TYPE,)
+XML_BODY = ("application/xml", "text/xml")
+PROBLEM = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}},
+           "application/problem+xml": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+
+DESCRIPTIONS = {
+    400: "The request is malformed: bad syntax in the body (JSON or XML), a "
+         "body that is missing, not UTF-8 or holds a DOCTYPE, or a bad query parameter.",
+    404: "There is no such record (never was, or was deleted).",
+    406: "None of the service's media types is acceptable (`available` lists them).",
+    409: "The e-mail address belongs to another user (compared ignoring case).",
+    412: "If-Match or If-None-Match does not hold: the record has changed. Nothing was written.",
+    413: "The body is larger than the limit (`max_body_size`).",
+    415: "The body's Content-Type is not one the operation reads.",
+    422: "The document is well-formed but not a valid record; `errors` lists every "
+         "field at fault, with a JSON Pointer.",
+    503: "The store is busy or unreachable; nothing was written. Try again after Retry-After.",
+}
+
+
+def header(description: str, schema: dict[str, Any] | None = None,
+            required: bool = True) -> dict[str, Any]:
+    return {"description": description, "required": required,
+            "schema": schema or {"type": "string"}}
+
+
+VARY = header("Always `Accept`: every response may differ by it.", {"const": "Accept"})
+NO_STORE = header("`no-store`.", {"const": "no-store"})
+CACHE = header("`no-cache`: revalidate with the ETag before reusing.", {"const": "no-cache"})
+ETAG = header('A strong entity-tag: `"{id}-{version}"` in JSON, `"{id}-{version}-xml"` in XML.',
+               {"type": "string", "pattern": '^"[0-9]+-[0-9]+(-xml)?"$'})
+BODY_ETAG = header("A strong entity-tag made from the representation's bytes.",
+                    {"type": "string", "pattern": '^"[0-9a-f]{24}"$'})
+IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "required": False,
+                 "schema": {"type": "string"},
+                 "description": "304 Not Modified if the representation still has one of these ETags."}
+
+
+def not_modified(etag: dict[str, Any]) -> dict[str, Any]:
+    return {"description": "Not Modified: the ETag in If-None-Match is current.",
+            "headers": {"ETag": etag, "Vary": VARY, "Cache-Control": CACHE}}
+
+
+def problem(status: int, **headers: Any) -> dict[str, Any]:
+    return {"description": DESCRIPTIONS[status], "content": PROBLEM,
+            "headers": {"Vary": VARY, **headers}}
+
+
+def operation_responses(*statuses: int, **ok: dict[str, Any]) -> dict[str, Any]:
+    """``ok``: the success responses by status; the rest are problems."""
+    responses = {status.removeprefix("s"): answer for status, answer in ok.items()}
+    for status in statuses:
+        extra: dict[str, Any] = {}
+        if status == 503:
+            extra["Retry-After"] = header("Seconds to wait: 1.", {"type": "string"})
+        responses[str(status)] = {"$ref": f"#/components/responses/Problem{status}"} \
+            if not extra else problem(status, **extra)
+    return responses
+
+
+def content(ref: str, types: Sequence[str] = JSON_BODY + XML_BODY) -> dict[str, Any]:
+    return {t: {"schema": {"$ref": f"#/components/schemas/{ref}{'Xml' if t in XML_BODY else ''}"}}
+            for t in types}
+
+
+def record_schemas(schema: Schema) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A record as the service sends it: JSON, and XML (where ids are text)."""
+    properties: dict[str, Any] = {"id": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
+    for field in schema.fields:
+        properties[field] = {"type": "string", "minLength": 1}
+    record = {"type": "object", "properties": properties, "required": list(properties),
+              "additionalProperties": False, "xml": {"name": schema.name}}
+    return record, record
+
+
+def request_schema(schema: Schema, required: bool, in_xml: bool) -> dict[str, Any]:
+    properties = {f: describe(rule, in_xml=in_xml) for f, rule in schema.fields.items()}
+    body: dict[str, Any] = {"type": "object", "properties": properties,
+                            "additionalProperties": False, "xml": {"name": schema.name}}
+    if required:
+        body["required"] = list(properties)
+    return body
+
+
+def common_schemas() -> dict[str, Any]:
+    link = {"type": "object", "required": ["rel", "href"], "properties": {
+        "rel": {"type": "string", "xml": {"attribute": True}},
+        "href": {"type": "string", "format": "uri", "xml": {"attribute": True}},
+        "title": {"type": "string", "xml": {"attribute": True}},
+        "type": {"type": "string", "xml": {"attribute": True}}}, "xml": {"name": "link"}}
+    return {
+        "Health": {"type": "object", "required": ["status"], "xml": {"name": "health"},
+                   "properties": {"status": {"const": "ok"}}},
+        "ServiceRoot": {"type": "object", "required": ["title", "links"], "xml": {"name": "service"},
+                        "properties": {"title": {"type": "string"},
+                                       "links": {"type": "array", "items": link}}},
+        "Problem": {
+            "type": "object", "description": "RFC 9457. In XML: <problem xmlns=\"urn:ietf:rfc:7807\">.",
+            "required": ["type", "title", "status", "detail"],
+            "xml": {"name": "problem", "namespace": "urn:ietf:rfc:7807"},
+            "properties": {
+                "type": {"type": "string", "const": "about:blank"},
+                "title": {"type": "string"},
+                "status": {"type": "integer", "minimum": 400, "maximum": 599},
+                "detail": {"type": "string"},
+                "errors": {"type": "array", "xml": {"wrapped": True},
+                           "items": {"type": "object", "required": ["pointer", "detail"],
+                                     "xml": {"name": "error"},
+                                     "properties": {"pointer": {"type": "string"},
+                                                    "detail": {"type": "string"}}}},
+                "available": {"type": "array", "items": {"type": "string", "xml": {"name": "i"}},
+                              "xml": {"wrapped": True}},
+                "max_body_size": {"type": "integer"},
+            },
+        },
+    }
