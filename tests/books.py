@@ -51,6 +51,10 @@ class MemoryBookStore:
             ids = self._books.irange(minimum=after, inclusive=(False, True))
             return [self._books[i] for i in itertools.islice(ids, limit)]
 
+    def count(self) -> int:
+        with self._lock:
+            return len(self._books)
+
     def create(self, *, title: str) -> Book:
         with self._lock:
             book = Book(next(self._ids), title, 1)

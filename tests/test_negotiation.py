@@ -38,7 +38,7 @@ def test_accept_chooses_the_format_by_q_values(client, accept, expected):
         response = client.get(path, headers=headers)
         assert response.status_code == 200
         assert response.headers["Content-Type"] == expected
-        assert response.headers["Vary"] == "Accept"
+        assert response.headers["Vary"] == ("Accept, Prefer" if path == "/users" else "Accept")
 
 
 @pytest.mark.parametrize("accept", ["text/html", "image/png", "application/json;q=0",

@@ -20,11 +20,10 @@ from usersvc.storage import (
     User,
     open_store,
 )
+from usersvc.storage import sql
 from usersvc.storage.sqlite import (
     MIGRATIONS,
-    SELECT_BY_EMAIL,
     SELECT_ONE,
-    SELECT_PAGE,
     SchemaTooNew,
     SQLiteUserStore,
     migrate,
@@ -59,7 +58,7 @@ def test_connections_wait_for_locks_and_sync_every_commit(store):
 
 
 def test_a_new_file_gets_the_current_schema_version(store, path):
-    assert pragma(path, "user_version") == len(MIGRATIONS) == 1
+    assert pragma(path, "user_version") == len(MIGRATIONS) == 2
 
 
 def test_urls_name_files_relative_and_absolute(tmp_path, monkeypatch):
@@ -117,19 +116,83 @@ def test_a_database_from_a_newer_version_is_refused(path):
         SQLiteUserStore(path)
 
 
-@pytest.mark.parametrize("query, params, index", [
-    (SELECT_ONE, (5,), "USING INTEGER PRIMARY KEY (rowid=?)"),
-    (SELECT_PAGE, (5, 100), "USING INTEGER PRIMARY KEY (rowid>?)"),
-    (SELECT_BY_EMAIL, ("a@example.org", 0), "USING INDEX sqlite_autoindex_users_1 (email_key=?)"),
-])
-def test_reads_search_an_index_and_never_scan(store, path, query, params, index):
-    for i in range(50):
-        store.create(name="U", email=f"u{i}@example.org")
+# Every shape of page the store asks for: each order, both ways, from the
+# start and from a position; the e-mail filter; the search, in every order.
+PAGES = [
+    *[dict(sort=sort, reverse=reverse, **start)
+      for sort, at in [("id", 5), ("name", ("u", 5)), ("email", ("u5@example.org", 5))]
+      for reverse in (False, True) for start in ({}, {"after": at})],
+    dict(email="u5@example.org"),
+    dict(email="u5@example.org", after=5),
+    *[dict(q="u", sort=sort, reverse=reverse) for sort in ("id", "name", "email")
+      for reverse in (False, True)],
+    dict(q="u", sort="name", after=("u", 5)),
+    dict(q="u", email="u5@example.org"),
+]
+
+
+def plan(path, query, params):
     with closing(sqlite3.connect(path)) as db:
         db.execute("ANALYZE")
-        plan = " ".join(row[-1] for row in db.execute("EXPLAIN QUERY PLAN " + query, params))
-    assert plan.startswith("SEARCH users ") and index in plan, plan
-    assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
+        return " / ".join(row[-1] for row in db.execute("EXPLAIN QUERY PLAN " + query, params))
+
+
+@pytest.fixture
+def fifty(store, path):
+    for i in range(50):
+        store.create(name="U", email=f"u{i}@example.org")
+    return path
+
+
+def test_reading_one_user_searches_the_primary_key(fifty):
+    assert plan(fifty, SELECT_ONE, (5,)) == "SEARCH users USING INTEGER PRIMARY KEY (rowid=?)"
+
+
+@pytest.mark.parametrize("arguments", PAGES, ids=repr)
+def test_every_page_walks_an_index_and_never_scans(fifty, arguments):
+    found = plan(fifty, *sql.page(sql.SQLITE, limit=10, **arguments))
+    if "q" in arguments:
+        # The matching words are one range of user_words' key; only their
+        # users are read (by id) and sorted.
+        assert found.startswith("CO-ROUTINE m / SEARCH user_words USING PRIMARY KEY (word>? AND word<?)"), found
+        assert "SEARCH u USING INTEGER PRIMARY KEY (rowid=?)" in found or \
+            "SEARCH u USING INDEX sqlite_autoindex_users_1 (email_key=? AND rowid=?)" in found, found
+        assert "SCAN u" not in found, found
+    else:
+        # One index, walked in the page's order: no sorting, no scan.
+        assert found.startswith("SEARCH u USING ") or found.startswith("SCAN u USING INDEX ") \
+            or found == "SCAN u", found
+        assert "TEMP B-TREE" not in found, found
+        if found.startswith("SCAN"):        # from the start: the index's first entries
+            assert "after" not in arguments and "email" not in arguments, found
+            assert arguments["sort"] == "id" or "INDEX" in found, found
+
+
+def test_counting_a_search_reads_only_the_matching_words(fifty):
+    found = plan(fifty, *sql.count(sql.SQLITE, q="u1"))
+    assert "SEARCH user_words USING PRIMARY KEY (word>? AND word<?)" in found, found
+    assert "SCAN u" not in found, found
+
+
+def test_a_database_of_the_previous_release_is_migrated_with_its_users(path):
+    """A file made by usersvc's schema version 1 (no name index, no search)
+    gains both, and its users are found by name and by search."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as db:
+        migrate(db, MIGRATIONS[:1])
+        db.executemany("INSERT INTO users (name, email, email_key, version) VALUES (?, ?, ?, 1)",
+                       [("Ada Lovelace", "Ada@example.org", "ada@example.org"),
+                        ("Émile Zola-Ada", "ez@example.org", "ez@example.org"),
+                        ("bob", "bob@example.org", "bob@example.org")])
+    store = SQLiteUserStore(path)
+    try:
+        assert pragma(path, "user_version") == len(MIGRATIONS)
+        assert [u.name for u in store.list(sort="name")] == ["Ada Lovelace", "bob", "Émile Zola-Ada"]
+        assert [u.id for u in store.list(q="ADA")] == [1, 2]
+        assert store.count(q="zol") == 1 and store.count(q="ez@") == 1
+        store.update(2, name="Émile")
+        assert [u.id for u in store.list(q="ada")] == [1]
+    finally:
+        store.close()
 
 
 def test_closing_closes_the_connections_of_live_threads(store):

@@ -101,6 +101,19 @@ class Request:
             raise Problem(400, "The query string is not valid UTF-8.") from None
         return query
 
+    def prefers(self, name: str) -> str | None:
+        """The value of the preference ``name`` in ``Prefer`` (RFC 7240 §2:
+        ``Prefer: count=exact, return=minimal``); ``""`` for one given
+        without a value, ``None`` for one not given."""
+        header = self.environ.get("HTTP_PREFER")
+        if not header:
+            return None
+        for preference in header.split(","):
+            token, _, value = preference.split(";", 1)[0].partition("=")
+            if token.strip().lower() == name:
+                return value.strip().strip('"')
+        return None
+
     @property
     def request_id(self) -> str:
         return self.environ.get(REQUEST_ID_KEY, "-")
@@ -191,19 +204,21 @@ class Request:
 
 class Response:
     """A status, headers and a body. Every answer may differ by ``Accept``,
-    so every one says ``Vary: Accept``."""
+    so every one says ``Vary: Accept``; ``vary`` names more request headers
+    that one depends on (``Prefer``)."""
 
-    __slots__ = ("status", "headers", "body")
+    __slots__ = ("status", "headers", "body", "vary")
 
     def __init__(self, status: int, body: bytes = b"",
                  headers: list[tuple[str, str]] | None = None) -> None:
         self.status = status
         self.body = body
         self.headers = headers if headers is not None else []
+        self.vary = "Accept"
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         headers = self.headers
-        headers.append(("Vary", "Accept"))
+        headers.append(("Vary", self.vary))
         if self.status not in (204, 304):
             headers.append(("Content-Length", str(len(self.body))))
         start_response(status_line(self.status), headers)

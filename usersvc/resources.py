@@ -19,21 +19,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlencode
 
+from .listing import Listing
 from .problems import Problem
 from .representation import Format, Representations, etag, read_document, version_in
 from .request import Request, Response
-from .storage import MAX_ID, Precondition
+from .storage import Precondition
 from .validation import Schema
 
 log = logging.getLogger("usersvc")
-
-DEFAULT_LIMIT = 100
-MAX_LIMIT = 1000
 
 # Cached responses must be revalidated (with the ETag) before each reuse,
 # so no client is ever shown a user that has since changed.
@@ -44,18 +40,20 @@ def respond(status: int, body: bytes, fmt: Format, *headers: tuple[str, str]) ->
     return Response(status, body, [("Content-Type", fmt.media_type), *headers])
 
 
-def revalidated(req: Request, response: Response, tag: str | None = None) -> Response:
+def revalidated(req: Request, response: Response, tag: str | None = None,
+                *metadata: tuple[str, str]) -> Response:
     """A GET answer with no version of its own (a page, the service root)
     gets a strong ETag made from its bytes (or the one given), and
     ``Cache-Control: no-cache``; an ``If-None-Match`` naming that tag gets a
-    304 (RFC 9110 §13.1.2)."""
+    304 (RFC 9110 §13.1.2), which carries the ``metadata`` headers too, so
+    that a cache updates them (RFC 9111 §4.3.4)."""
     if tag is None:
         # SHA-256 (hardware-accelerated on most CPUs: the fastest of
         # hashlib's here), cut to 96 bits.
         tag = '"' + hashlib.sha256(response.body).hexdigest()[:24] + '"'
     if _none_match(req, tag):
-        return Response(304, headers=[("ETag", tag), _REVALIDATE])
-    response.headers += [("ETag", tag), _REVALIDATE]
+        return Response(304, headers=[("ETag", tag), _REVALIDATE, *metadata])
+    response.headers += [("ETag", tag), _REVALIDATE, *metadata]
     return response
 
 
@@ -97,20 +95,22 @@ class Collection:
         self.representations = representations
 
     def on_get(self, req: Request, fmt: Format) -> Response:
-        query = req.query()
-        after = _query_int(query, "after", 0, 0, MAX_ID)
-        limit = _query_int(query, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        filters = {name: _query_one(query, name) for name in self.schema.filters
-                   if name in query}
-        records = self.store.list(after=after, limit=limit, **filters)
+        listing = Listing.read(self.schema, req.query())
+        records = self.store.list(**listing.store_arguments())
         body, tag = self.representations.many(records, fmt)
         response = respond(200, body, fmt)
-        if len(records) == limit:   # a full page: there may be more (RFC 8288)
-            kept = [(k, v) for k, vs in query.items() for v in vs if k not in ("after", "limit")]
-            others = urlencode(kept) + "&" if kept else ""
-            url = f"{req.base_url}/{self.schema.plural}?{others}after={records[-1].id}&limit={limit}"
+        if len(records) == listing.limit:   # a full page: there may be more (RFC 8288)
+            url = (f"{req.base_url}/{self.schema.plural}?"
+                   f"{listing.next_query(self.schema, records[-1])}")
             response.headers.append(("Link", f'<{url}>; rel="next"'))
-        return revalidated(req, response, tag)
+        # RFC 7240: a count only when asked for, and said when given.
+        metadata = []
+        if req.prefers("count") == "exact":
+            total = self.store.count(**listing.count_arguments())
+            metadata = [("Preference-Applied", "count=exact"), ("X-Total-Count", str(total))]
+        response = revalidated(req, response, tag, *metadata)
+        response.vary = "Accept, Prefer"
+        return response
 
     def on_post(self, req: Request, fmt: Format) -> Response:
         document = read_document(req, self.schema)
@@ -177,25 +177,3 @@ def _versions(matcher: Any, record_id: int) -> frozenset[int] | None:
         return None
     versions = (version_in(tag, record_id) for tag in matcher.etags)
     return frozenset(v for v in versions if v is not None)
-
-
-def _query_one(query: dict[str, list[str]], name: str) -> str:
-    values = query[name]
-    if len(values) > 1:
-        raise Problem(400, f"The query parameter {name} is given more than once.")
-    return values[0]
-
-
-_DECIMAL = re.compile("[0-9]+")
-
-
-def _query_int(query: dict[str, list[str]], name: str, default: int, low: int, high: int) -> int:
-    if name not in query:
-        return default
-    value = _query_one(query, name)
-    # Check the length before int(): a 5,000-digit number is an error to
-    # report, not an int to build.
-    if not (_DECIMAL.fullmatch(value) and len(value) <= 20 and low <= int(value) <= high):
-        raise Problem(400, f"The query parameter {name} must be a whole number "
-                           f"from {low} to {high}.")
-    return int(value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -161,21 +162,60 @@ def describe(rule: Rule, *, in_xml: bool = False) -> dict[str, Any]:
 
 # -- schemas -------------------------------------------------------------
 
+# -- search ----------------------------------------------------------------
+
+# Any one character that is not part of a word: Python's \W, and "_".
+# Combining marks are \W to Python's re but part of the letter before them
+# (an accent, a Devanagari vowel sign), so ``words`` keeps them.
+_NOT_WORD = re.compile(r"[\W_]")
+
+
+def _separator(m: re.Match[str]) -> str:
+    return m.group() if unicodedata.category(m.group())[0] == "M" else " "
+
+
+def words(text: str) -> list[str]:
+    """The case-folded words of ``text``: split at anything that is not a
+    letter, a digit or a mark (``"Ada Lovelace-Byron"`` is ``ada``,
+    ``lovelace``, ``byron``)."""
+    return _NOT_WORD.sub(_separator, text.casefold()).split()
+
+
+# -- schemas -------------------------------------------------------------
+
 class Schema:
-    """A kind of record: its names, its fields' rules, its list filters.
+    """A kind of record: its names, its fields' rules, and how a list of
+    them may be filtered, sorted and searched.
 
     ``id`` is every record's first field: assigned by the store, read-only.
     ``fields`` maps each other field, in representation order, to its rule.
+    ``filters`` are fields a list may be filtered by (exact, ignoring case);
+    ``sorts`` fields it may be ordered by (case-folded, then by id) beside
+    ``id``; the search ``q`` matches the start of any word of a ``words``
+    field and the start of a whole ``prefixes`` field, case-folded.
     """
 
     def __init__(self, name: str, plural: str, fields: Mapping[str, Rule],
-                 *, filters: Iterable[str] = ()) -> None:
+                 *, filters: Iterable[str] = (), sorts: Iterable[str] = (),
+                 words: Iterable[str] = (), prefixes: Iterable[str] = ()) -> None:
         self.name = name
         self.plural = plural
         self.fields = dict(fields)
         self.field_names = ("id", *self.fields)
         self.filters = tuple(filters)
+        self.sorts = ("id", *sorts)
+        self.words = tuple(words)
+        self.prefixes = tuple(prefixes)
+        self.searchable = bool(self.words or self.prefixes)
         self._values = operator.attrgetter(*self.field_names)
+
+    def search_keys(self, record: Any) -> set[str]:
+        """What ``q`` is matched against, as a prefix: every word of the
+        ``words`` fields and each ``prefixes`` field whole, case-folded."""
+        keys = {getattr(record, f).casefold() for f in self.prefixes}
+        for field in self.words:
+            keys.update(words(getattr(record, field)))
+        return keys
 
     def as_dict(self, record: Any) -> dict[str, Any]:
         """The record's representation, field by field."""
@@ -240,4 +280,5 @@ class Schema:
 
 
 USER = Schema("user", "users", {"name": text(200), "email": email},
-              filters=("email",))
+              filters=("email",), sorts=("name", "email"),
+              words=("name",), prefixes=("email",))

@@ -6,12 +6,12 @@ from importlib import metadata
 from typing import Any
 
 from ..representation import JSON_TYPE
-from ..resources import DEFAULT_LIMIT, HEALTH_PATH, MAX_LIMIT
+from ..resources import HEALTH_PATH
 from ..storage import MAX_ID
 from ..validation import Schema
 from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STORE, PROBLEM, VARY,
-                    common_schemas, content, header, not_modified, operation_responses, problem,
-                    record_schemas, request_schema)
+                    common_schemas, content, header, list_headers, list_parameters, not_modified,
+                    operation_responses, problem, record_schemas, request_schema)
 
 OPENAPI_PATH = "/openapi.json"
 
@@ -151,28 +151,20 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
     }
     body_statuses = (400, 406, 409, 413, 415, 422, 503)
 
+    page = {"ETag": BODY_ETAG, **list_headers(),
+            "Link": header('`<...?after=N&limit=L>; rel="next"` in id order, '
+                           '`<...?cursor=C&limit=L>; rel="next"` in the others, with every '
+                           "other parameter kept (RFC 8288), when the page is full.",
+                           required=False)}
     paths[f"/{plural}"] = {
         "get": {
-            "operationId": f"list{name}s", "summary": f"A page of {plural}, by id.",
-            "parameters": [
-                {"name": "after", "in": "query", "required": False,
-                 "schema": {"type": "integer", "minimum": 0, "maximum": MAX_ID, "default": 0},
-                 "description": "Only ids above this one: the last id of the previous page."},
-                {"name": "limit", "in": "query", "required": False,
-                 "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                            "default": DEFAULT_LIMIT}},
-                *({"name": f, "in": "query", "required": False, "schema": {"type": "string"},
-                   "description": f"Only the {schema.name} with this {f}, ignoring case "
-                                  "(any text: one that no record has finds nothing)."}
-                  for f in schema.filters),
-                IF_NONE_MATCH,
-            ],
+            "operationId": f"list{name}s",
+            "summary": f"A page of {plural}: sorted, filtered, searched.",
+            "parameters": list_parameters(schema),
             "responses": operation_responses(400, 406, 503, s200={
                 "description": f"Up to `limit` {plural}. A full page links to the next.",
-                "headers": {"ETag": BODY_ETAG, "Vary": VARY, "Cache-Control": CACHE,
-                            "Link": header('`<...?after=N&limit=L>; rel="next"` (RFC 8288), '
-                                            "when the page is full.", required=False)},
-                "content": content(f"{name}List")}, s304=not_modified(BODY_ETAG)),
+                "headers": page, "content": content(f"{name}List")},
+                s304=not_modified(BODY_ETAG, **list_headers())),
         },
         "post": {
             "operationId": f"create{name}", "summary": f"Create a {schema.name}.",
@@ -187,8 +179,8 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
                 "content": content(name), "links": links}),
         },
         "options": _options(f"options{name}s", "GET, HEAD, POST, OPTIONS", post=True),
-        "head": _head(f"head{name}s", {"200": {"ETag": BODY_ETAG, "Vary": VARY, "Cache-Control": CACHE},
-                                       "304": {"ETag": BODY_ETAG, "Vary": VARY}}, [IF_NONE_MATCH]),
+        "head": _head(f"head{name}s", {"200": page, "304": {"ETag": BODY_ETAG, **list_headers()}},
+                      list_parameters(schema), (400, 406, 503)),
     }
     paths[f"/{plural}/{{id}}"] = {
         "parameters": [id_param],
@@ -228,12 +220,15 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
 
 
 def _head(operation_id: str, headers: dict[str, dict[str, Any]],
-          parameters: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-    """HEAD: the GET's status and headers, without a body (RFC 9110 §9.3.2)."""
+          parameters: Sequence[dict[str, Any]] = (), problems: Sequence[int] = ()) -> dict[str, Any]:
+    """HEAD: the GET's statuses and headers, without a body (RFC 9110 §9.3.2)."""
+    responses = {status: {"description": "As GET.", "headers": h} for status, h in headers.items()}
+    for status in problems:
+        extra = {"Retry-After": header("Seconds to wait: 1.")} if status == 503 else {}
+        responses[str(status)] = {"description": DESCRIPTIONS[status] + " (As GET, without the body.)",
+                                  "headers": {"Vary": VARY, **extra}}
     return {"operationId": operation_id, "summary": "As GET, without the body.",
-            "parameters": list(parameters),
-            "responses": {status: {"description": "As GET.", "headers": h}
-                          for status, h in headers.items()}}
+            "parameters": list(parameters), "responses": responses}
 
 
 def _options(operation_id: str, allow: str, *, post: bool = False, patch: bool = False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..listing import DEFAULT_LIMIT, MAX_CURSOR, MAX_LIMIT, MAX_Q
 from ..representation import JSON_TYPE
 from ..storage import MAX_ID
 from ..validation import Schema, describe
@@ -36,6 +37,7 @@ def header(description: str, schema: dict[str, Any] | None = None,
 
 
 VARY = header("Always `Accept`: every response may differ by it.", {"const": "Accept"})
+VARY_PREFER = header("`Accept, Prefer`: a page may differ by both.", {"const": "Accept, Prefer"})
 NO_STORE = header("`no-store`.", {"const": "no-store"})
 CACHE = header("`no-cache`: revalidate with the ETag before reusing.", {"const": "no-cache"})
 ETAG = header('A strong entity-tag: `"{id}-{version}"` in JSON, `"{id}-{version}-xml"` in XML.',
@@ -47,9 +49,60 @@ IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "required": False,
                  "description": "304 Not Modified if the representation still has one of these ETags."}
 
 
-def not_modified(etag: dict[str, Any]) -> dict[str, Any]:
+def not_modified(etag: dict[str, Any], **headers: Any) -> dict[str, Any]:
+    """A 304, with the headers the 200 would have had (RFC 9110 §15.4.5)."""
     return {"description": "Not Modified: the ETag in If-None-Match is current.",
-            "headers": {"ETag": etag, "Vary": VARY, "Cache-Control": CACHE}}
+            "headers": {"ETag": etag, "Vary": VARY, "Cache-Control": CACHE, **headers}}
+
+
+def list_parameters(schema: Schema) -> list[dict[str, Any]]:
+    """The query parameters (and ``Prefer``) of a collection's page: those
+    ``listing.known_parameters`` names, with their bounds."""
+    def query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+        return {"name": name, "in": "query", "required": False, "schema": schema,
+                "description": description}
+
+    sorted_too = len(schema.sorts) > 1
+    orders = [*schema.sorts, *("-" + s for s in schema.sorts)]
+    return [
+        query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                        "default": DEFAULT_LIMIT}, "How many records a page holds at most."),
+        *([query("sort", {"type": "string", "enum": orders, "default": "id"},
+                 "The order: by id, or by a field case-folded and then by id; "
+                 "a leading `-` reverses it.")] if sorted_too else []),
+        query("after", {"type": "integer", "minimum": 0, "maximum": MAX_ID},
+              "In id order only: the records past this id (for `-id`, below it). "
+              "Not with `cursor`."),
+        *([query("cursor", {"type": "string", "pattern": "^[A-Za-z0-9_-]+$",
+                            "maxLength": MAX_CURSOR},
+                 "Opaque: the position the `next` link of a page in another order "
+                 "carries. Follow links; never build one. A cursor altered or used "
+                 "with another order or filters is a 400.")] if sorted_too else []),
+        *(query(f, {"type": "string"},
+                f"Only the {schema.name} with this {f}, ignoring case "
+                "(any text: one that no record has finds nothing).")
+          for f in schema.filters),
+        *([query("q", {"type": "string", "minLength": 1, "maxLength": MAX_Q},
+                 "Search: the records with a word of "
+                 + " or ".join([*(f"the {f}" for f in schema.words)])
+                 + "".join(f", or the {f} itself," for f in schema.prefixes)
+                 + " starting with this text, ignoring case.")] if schema.searchable else []),
+        {"name": "Prefer", "in": "header", "required": False, "schema": {"type": "string"},
+         "description": "`count=exact` (RFC 7240): count every record the filters keep, "
+                        "in `X-Total-Count`."},
+        IF_NONE_MATCH,
+    ]
+
+
+def list_headers() -> dict[str, Any]:
+    """The headers of a page (200) beside ``ETag`` and ``Link``, as a 304
+    repeats them."""
+    return {"Vary": VARY_PREFER, "Cache-Control": CACHE,
+            "Preference-Applied": header("`count=exact`, when `Prefer` asked for a count.",
+                                         {"const": "count=exact"}, required=False),
+            "X-Total-Count": header("How many records the filters keep on all pages, "
+                                    "when `Prefer: count=exact` asked.",
+                                    {"type": "string", "pattern": "^[0-9]+$"}, required=False)}
 
 
 def problem(status: int, **headers: Any) -> dict[str, Any]:

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, Union
 
 from ..validation import pointer
 
 __all__ = [
     "MAX_ID",
+    "ORDERS",
     "Conflict",
     "EmailTaken",
     "NotFound",
@@ -37,9 +38,12 @@ __all__ = [
     "StaleVersion",
     "StoreError",
     "StoreUnavailable",
+    "Position",
     "User",
     "UserNotFound",
     "checked_id",
+    "position",
+    "prefix_end",
     "UserStore",
     "open_store",
     "redact",
@@ -86,6 +90,33 @@ class Precondition:
         if self.none_match is None or version in self.none_match:
             return False
         return True
+
+
+#: Where a page starts: an id (id order), or a case-folded value and an id.
+Position = Union[int, tuple[str, int]]
+
+#: The orders every user store can list in.
+ORDERS = ("id", "name", "email")
+
+
+def position(user: User, sort: str) -> Position:
+    """Where ``user`` stands in ``sort`` order, as ``list(after=...)`` takes it."""
+    if sort == "id":
+        return user.id
+    return (getattr(user, sort).casefold(), user.id)
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix``, for
+    an index range ``prefix <= key < prefix_end(prefix)`` in code point order
+    (``None``: there is none, every string from ``prefix`` on qualifies)."""
+    stripped = prefix.rstrip("\U0010ffff")
+    if not stripped:
+        return None
+    following = ord(stripped[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:      # surrogates are not text: skip them
+        following = 0xE000
+    return stripped[:-1] + chr(following)
 
 
 class StoreError(Exception):
@@ -162,10 +193,22 @@ class UserStore(Protocol):
     def get(self, user_id: int) -> User:
         """The user with that id; raises ``UserNotFound``."""
 
-    def list(self, *, after: int = 0, limit: int = 100,
-             email: str | None = None) -> list[User]:
-        """Up to ``limit`` users with ids above ``after``, by id; ``email``
-        keeps only the user with that address (case-insensitive)."""
+    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, email: str | None = None,
+             q: str | None = None) -> list[User]:
+        """Up to ``limit`` users in ``sort`` order, backwards if ``reverse``,
+        from just past ``after`` (``None``: from the first).
+
+        Orders: ``id``; ``name`` and ``email``, by the case-folded value and
+        then by id. A position is an id in id order and a ``(case-folded
+        value, id)`` pair in the others (``position(user, sort)``). Filters,
+        all of which must hold: ``email``, the user with that address
+        (case-insensitive); ``q`` (case-folded), users with a word of the
+        name, or the e-mail address, that starts with it
+        (``validation.USER.search_keys``)."""
+
+    def count(self, *, email: str | None = None, q: str | None = None) -> int:
+        """How many users the filters of ``list`` keep, on all pages."""
 
     def create(self, *, name: str, email: str) -> User:
         """A new user with a fresh id and version 1; raises ``EmailTaken``."""

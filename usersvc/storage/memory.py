@@ -1,25 +1,37 @@
 """MemoryUserStore: users in a dict, for tests and throw-away servers.
 
-Nothing survives the process. One lock makes every method atomic; the
-sorted id index makes a page cost O(log N + limit) rather than a scan.
+Nothing survives the process. One lock makes every method atomic. Sorted
+indexes, as a database keeps them, make every page O(log N + limit) and
+every search O(log N + matches) rather than a scan:
+
+- one per order: ids; ``(case-folded name, id)``; ``(e-mail key, id)``;
+- one for ``q``: ``(search key, id)`` for every word of every name and
+  every e-mail address (``USER.search_keys``), so the users a prefix
+  matches are one range of it.
+
+``touched`` counts the records each call has looked at, so tests can show
+what a page costs without timing it.
 """
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from sortedcontainers import SortedList
 
+from ..validation import USER
 from . import (
     Conflict,
     EmailTaken,
+    Position,
     Precondition,
     StaleVersion,
     User,
     UserNotFound,
     checked_id,
     email_key,
+    position,
 )
 
 
@@ -27,24 +39,36 @@ class MemoryUserStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._users: dict[int, User] = {}
-        self._ids = SortedList()            # the same ids, in order, for paging
         self._by_email: dict[str, int] = {}  # email_key -> id, for uniqueness
+        # Each order's positions (``position(user, sort)``), sorted.
+        self._orders = {"id": SortedList(), "name": SortedList(), "email": SortedList()}
+        self._search = SortedList()          # (search key, id)
         self._last_id = 0
+        self.touched = 0
 
     def get(self, user_id: int) -> User:
         with self._lock:
             return self._get(user_id)
 
-    def list(self, *, after: int = 0, limit: int = 100,
-             email: str | None = None) -> list[User]:
+    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, email: str | None = None,
+             q: str | None = None) -> list[User]:
         with self._lock:
-            if email is not None:
-                user_id = self._by_email.get(email_key(email))
-                return [self._users[user_id]] if user_id is not None and user_id > after else []
-            # irange walks the sorted ids without SortedList's positional index,
-            # which slicing would build and every later add or remove would keep up.
-            ids = self._ids.irange(minimum=after, inclusive=(False, True))
-            return list(map(self._users.__getitem__, itertools.islice(ids, limit)))
+            if email is None and q is None:
+                ids = self._walk(sort, reverse, after)
+                page = list(map(self._users.__getitem__, itertools.islice(ids, limit)))
+            else:
+                found = sorted(self._matches(email, q),
+                               key=lambda u: position(u, sort), reverse=reverse)
+                page = list(itertools.islice(_past(found, sort, reverse, after), limit))
+            self.touched += len(page)
+            return page
+
+    def count(self, *, email: str | None = None, q: str | None = None) -> int:
+        with self._lock:
+            if email is None and q is None:
+                return len(self._users)
+            return sum(1 for _ in self._matches(email, q))
 
     def create(self, *, name: str, email: str) -> User:
         with self._lock:
@@ -63,15 +87,15 @@ class MemoryUserStore:
             old = self._checked(user_id, precondition)
             new = User(user_id, old.name if name is None else name,
                        old.email if email is None else email, old.version + 1)
-            if new.email == old.email:      # the common case: the same address
-                self._users[user_id] = new
-                return new
             old_key, new_key = email_key(old.email), email_key(new.email)
             if new_key != old_key:
                 if new_key in self._by_email:
                     raise EmailTaken(new.email)
                 del self._by_email[old_key]
                 self._by_email[new_key] = user_id
+            if new.name != old.name or new.email != old.email:
+                self._unindex(old)
+                self._index(new)
             self._users[user_id] = new
             return new
 
@@ -79,8 +103,8 @@ class MemoryUserStore:
                precondition: Precondition | None = None) -> None:
         with self._lock:
             user = self._checked(user_id, precondition)
+            self._unindex(user)
             del self._users[user_id]
-            self._ids.remove(user_id)
             del self._by_email[email_key(user.email)]
 
     def last_id(self) -> int:
@@ -104,8 +128,53 @@ class MemoryUserStore:
 
     def _add(self, user: User, key: str) -> None:
         self._users[user.id] = user
-        self._ids.add(user.id)
         self._by_email[key] = user.id
+        self._index(user)
+
+    def _index(self, user: User) -> None:
+        for sort, index in self._orders.items():
+            index.add(position(user, sort))
+        self._search.update((key, user.id) for key in USER.search_keys(user))
+
+    def _unindex(self, user: User) -> None:
+        for sort, index in self._orders.items():
+            index.remove(position(user, sort))
+        for key in USER.search_keys(user):
+            self._search.remove((key, user.id))
+
+    def _walk(self, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:
+        """The ids in ``sort`` order from just past ``after``. (``irange``
+        walks the index without SortedList's positional index, which
+        slicing would build and every later change would keep up.)"""
+        index = self._orders[sort]
+        if after is None:
+            walk = reversed(index) if reverse else iter(index)
+        elif reverse:
+            walk = index.irange(maximum=after, inclusive=(True, False), reverse=True)
+        else:
+            walk = index.irange(minimum=after, inclusive=(False, True))
+        return walk if sort == "id" else (entry[1] for entry in walk)
+
+    def _matches(self, email: str | None, q: str | None) -> Iterable[User]:
+        """The users the filters keep, in no order: one look-up for
+        ``email``, one range of the search index for ``q``."""
+        if email is not None:
+            user_id = self._by_email.get(email_key(email))
+            found = [] if user_id is None else [self._users[user_id]]
+            self.touched += len(found)
+            if q is None:
+                return found
+            q = q.casefold()
+            return [u for u in found if any(k.startswith(q) for k in USER.search_keys(u))]
+        assert q is not None
+        prefix = q.casefold()
+        ids = set()
+        for key, user_id in self._search.irange(minimum=(prefix,)):
+            if not key.startswith(prefix):
+                break
+            ids.add(user_id)
+        self.touched += len(ids)
+        return [self._users[i] for i in ids]
 
     def _get(self, user_id: int) -> User:
         try:
@@ -118,3 +187,13 @@ class MemoryUserStore:
         if precondition is not None and not precondition.allows(user.version):
             raise StaleVersion(user_id)
         return user
+
+
+def _past(users: list[User], sort: str, reverse: bool,
+          after: Position | None) -> Iterable[User]:
+    """The users (sorted by ``sort``) that come after the position ``after``."""
+    if after is None:
+        return users
+    if reverse:
+        return (u for u in users if position(u, sort) < after)
+    return (u for u in users if position(u, sort) > after)

@@ -34,20 +34,49 @@ each server process at least as many as it has threads.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Union
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from . import (Conflict, EmailTaken, Precondition, SchemaTooNew, StaleVersion,
-               StoreUnavailable, User, UserNotFound, checked_id, email_key, redact)
+from . import (Conflict, EmailTaken, Position, Precondition, SchemaTooNew, StaleVersion,
+               StoreUnavailable, User, UserNotFound, checked_id, email_key, redact, sql)
 
-#: Each entry upgrades the schema by one version: a list of statements.
-MIGRATIONS: list[Sequence[str]] = [
+Step = Union[str, Callable[["psycopg.Connection[Any]"], None]]
+
+
+def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
+    """Give every existing user its ``name_key`` and ``name_words``."""
+    rows = db.execute("SELECT id, name FROM users").fetchall()
+    with db.cursor() as cursor:
+        cursor.executemany("UPDATE users SET name_key = %s, name_words = %s WHERE id = %s",
+                           [(name.casefold(), sql.name_words(name), user_id)
+                            for user_id, name in rows])
+
+
+# Keeps user_words in step with a user's name words and e-mail key (``sql``).
+_WORDS_TRIGGER = """
+CREATE FUNCTION user_words_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        DELETE FROM user_words
+         WHERE user_id = OLD.id AND word = ANY(OLD.name_words || OLD.email_key);
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO user_words (word, user_id)
+        SELECT DISTINCT w, NEW.id FROM unnest(NEW.name_words || NEW.email_key) AS w
+            ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$"""
+
+#: Each entry upgrades the schema by one version: statements, and the
+#: functions that fill what SQL cannot compute (Python's ``str.casefold``).
+MIGRATIONS: list[Sequence[Step]] = [
     # 0 -> 1: the users table.
     [
         """CREATE TABLE users (
@@ -59,6 +88,29 @@ MIGRATIONS: list[Sequence[str]] = [
            )""",
         "CREATE UNIQUE INDEX users_email_key ON users (email_key)",
     ],
+    # 1 -> 2: sorting by name and searching (see ``sql``); every key in
+    # code point order, as Python's str and SQLite compare.
+    [
+        'ALTER TABLE users ALTER COLUMN email_key TYPE text COLLATE "C"',
+        """ALTER TABLE users ADD COLUMN name_key text COLLATE "C" NOT NULL DEFAULT '',
+                         ADD COLUMN name_words text[] NOT NULL DEFAULT '{}'""",
+        _fill_name_columns,
+        "CREATE INDEX users_name ON users (name_key, id)",
+        """CREATE TABLE user_words (
+               word    text   COLLATE "C" NOT NULL,
+               user_id bigint NOT NULL,
+               PRIMARY KEY (word, user_id)
+           )""",
+        """INSERT INTO user_words (word, user_id)
+           SELECT DISTINCT w, id FROM users, unnest(name_words || email_key) AS w""",
+        _WORDS_TRIGGER,
+        """CREATE TRIGGER user_words_insert_delete AFTER INSERT OR DELETE ON users
+           FOR EACH ROW EXECUTE FUNCTION user_words_sync()""",
+        """CREATE TRIGGER user_words_update AFTER UPDATE ON users FOR EACH ROW
+           WHEN (OLD.name_words IS DISTINCT FROM NEW.name_words
+                 OR OLD.email_key IS DISTINCT FROM NEW.email_key)
+           EXECUTE FUNCTION user_words_sync()""",
+    ],
 ]
 
 #: Any constant; two processes migrating the same database take turns on it.
@@ -68,20 +120,20 @@ DEFAULT_POOL_SIZE = 8
 
 COLUMNS = "id, name, email, version"
 SELECT_ONE = f"SELECT {COLUMNS} FROM users WHERE id = %s"
-SELECT_PAGE = f"SELECT {COLUMNS} FROM users WHERE id > %s ORDER BY id LIMIT %s"
-SELECT_BY_EMAIL = f"SELECT {COLUMNS} FROM users WHERE email_key = %s AND id > %s"
 EXISTS = "SELECT 1 FROM users WHERE id = %s"
-INSERT = f"""INSERT INTO users (name, email, email_key, version)
-             VALUES (%s, %s, %s, 1) RETURNING {COLUMNS}"""
+INSERT = f"""INSERT INTO users (name, email, email_key, name_key, name_words, version)
+             VALUES (%s, %s, %s, %s, %s, 1) RETURNING {COLUMNS}"""
 # coalesce: a field given as NULL keeps its value (PATCH of the other one).
 UPDATE = f"""UPDATE users SET name = coalesce(%(name)s, name),
                               email = coalesce(%(email)s, email),
                               email_key = coalesce(%(key)s, email_key),
+                              name_key = coalesce(%(name_key)s, name_key),
+                              name_words = coalesce(%(name_words)s, name_words),
                               version = version + 1
              WHERE id = %(id)s{{condition}} RETURNING {COLUMNS}"""
 DELETE = "DELETE FROM users WHERE id = %(id)s{condition}"
-RESTORE = """INSERT INTO users (id, name, email, email_key, version)
-             OVERRIDING SYSTEM VALUE VALUES (%s, %s, %s, %s, %s)"""
+RESTORE = """INSERT INTO users (id, name, email, email_key, name_key, name_words, version)
+             OVERRIDING SYSTEM VALUE VALUES (%s, %s, %s, %s, %s, %s, %s)"""
 # The identity column's sequence: the highest id handed out, deleted or not.
 LAST_ID = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM users_id_seq"
 RAISE_LAST_ID = f"SELECT setval('users_id_seq', %s) WHERE %s > ({LAST_ID})"
@@ -162,19 +214,27 @@ class PostgresUserStore:
             raise UserNotFound(user_id)
         return User(*row)
 
-    def list(self, *, after: int = 0, limit: int = 100,
-             email: str | None = None) -> list[User]:
+    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, email: str | None = None,
+             q: str | None = None) -> list[User]:
+        query, params = sql.page(sql.POSTGRES, limit=limit, sort=sort, reverse=reverse,
+                                 after=after, email=email, q=q)
         with self._connection() as db:
-            if email is not None:
-                rows = db.execute(SELECT_BY_EMAIL, (email_key(email), after)).fetchall()
-            else:
-                rows = db.execute(SELECT_PAGE, (after, limit)).fetchall()
+            rows = db.execute(query, params).fetchall()
         return [User(*row) for row in rows]
+
+    def count(self, *, email: str | None = None, q: str | None = None) -> int:
+        query, params = sql.count(sql.POSTGRES, email=email, q=q)
+        with self._connection() as db:
+            row = db.execute(query, params).fetchone()
+        assert row is not None
+        return int(row[0])
 
     def create(self, *, name: str, email: str) -> User:
         with self._connection() as db:
             try:
-                row = db.execute(INSERT, (name, email, email_key(email))).fetchone()
+                row = db.execute(INSERT, (name, email, email_key(email), name.casefold(),
+                                          sql.name_words(name))).fetchone()
             except psycopg.errors.UniqueViolation:
                 raise EmailTaken(email) from None
         assert row is not None
@@ -185,7 +245,9 @@ class PostgresUserStore:
                precondition: Precondition | None = None) -> User:
         checked_id(user_id)
         params = _parameters(user_id, precondition)
-        params.update(name=name, email=email, key=None if email is None else email_key(email))
+        params.update(name=name, email=email, key=None if email is None else email_key(email),
+                      name_key=None if name is None else name.casefold(),
+                      name_words=None if name is None else sql.name_words(name))
         with self._connection() as db:
             try:
                 row = db.execute(UPDATE.format(condition=_condition(precondition)),
@@ -217,7 +279,8 @@ class PostgresUserStore:
                 with db.transaction():
                     with db.cursor() as cursor:
                         cursor.executemany(RESTORE, [
-                            (u.id, u.name, u.email, email_key(u.email), u.version)
+                            (u.id, u.name, u.email, email_key(u.email), u.name.casefold(),
+                             sql.name_words(u.name), u.version)
                             for u in users])
                     top = max([last_id, *(u.id for u in users)])
                     if top > 0:
@@ -247,7 +310,7 @@ class PostgresUserStore:
 
 
 def migrate(db: psycopg.Connection[Any],
-            migrations: Sequence[Sequence[str]] = MIGRATIONS) -> int:
+            migrations: Sequence[Sequence[Step]] = MIGRATIONS) -> int:
     """Bring the schema up to ``len(migrations)``; returns the version found.
 
     All the steps a database lacks run in one transaction with the version
@@ -262,7 +325,10 @@ def migrate(db: psycopg.Connection[Any],
         found = row[0] if row else 0
         SchemaTooNew.check(found, len(migrations))
         for version in range(found, len(migrations)):
-            for statement in migrations[version]:
-                db.execute(statement)
+            for step in migrations[version]:
+                if isinstance(step, str):
+                    db.execute(step)
+                else:
+                    step(db)
         db.execute("UPDATE usersvc_schema SET version = %s", (len(migrations),))
     return found

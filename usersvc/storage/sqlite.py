@@ -20,21 +20,43 @@
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar, cast
+from typing import TypeVar, Union, cast
 
-from . import (Conflict, EmailTaken, Precondition, SchemaTooNew, StaleVersion,
-               StoreUnavailable, User, UserNotFound, checked_id, email_key)
+from . import (Conflict, EmailTaken, Position, Precondition, SchemaTooNew, StaleVersion,
+               StoreUnavailable, User, UserNotFound, checked_id, email_key, sql)
 from .sqlite_writer import Connection, Writer, busy
 
 T = TypeVar("T")
+Step = Union[str, Callable[[sqlite3.Connection], None]]
 
-#: Each entry upgrades the schema by one version: a list of statements.
-MIGRATIONS: list[Sequence[str]] = [
+
+def _name_columns(name: str) -> tuple[str, str]:
+    """``name_key`` and ``name_words`` (a JSON array) for a name."""
+    return name.casefold(), json.dumps(sql.name_words(name), ensure_ascii=False)
+
+
+def _fill_name_columns(db: sqlite3.Connection) -> None:
+    """Give every existing user its ``name_key`` and ``name_words``."""
+    rows = db.execute("SELECT id, name FROM users").fetchall()
+    db.executemany("UPDATE users SET name_key = ?, name_words = ? WHERE id = ?",
+                   [(*_name_columns(name), user_id) for user_id, name in rows])
+
+
+_WORDS_OF = {   # a row's search keys: its name's words and its e-mail key
+    row: f"SELECT value FROM json_each({row}.name_words) UNION SELECT {row}.email_key"
+    for row in ("NEW", "OLD")}
+_ADD_WORDS = f"INSERT OR IGNORE INTO user_words (word, user_id) SELECT value, NEW.id FROM ({_WORDS_OF['NEW']});"
+_DROP_WORDS = f"DELETE FROM user_words WHERE user_id = OLD.id AND word IN ({_WORDS_OF['OLD']});"
+
+#: Each entry upgrades the schema by one version: statements, and the
+#: functions that fill what SQL cannot compute (Python's ``str.casefold``).
+MIGRATIONS: list[Sequence[Step]] = [
     # 0 -> 1: the users table.
     [
         """CREATE TABLE users (
@@ -45,16 +67,37 @@ MIGRATIONS: list[Sequence[str]] = [
                version   INTEGER NOT NULL
            )""",
     ],
+    # 1 -> 2: sorting by name and searching (see ``sql``).
+    [
+        "ALTER TABLE users ADD COLUMN name_key TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE users ADD COLUMN name_words TEXT NOT NULL DEFAULT '[]'",
+        _fill_name_columns,
+        "CREATE INDEX users_name ON users (name_key)",   # SQLite adds the id (rowid) after it
+        """CREATE TABLE user_words (
+               word    TEXT    NOT NULL,
+               user_id INTEGER NOT NULL,
+               PRIMARY KEY (word, user_id)
+           ) WITHOUT ROWID""",
+        "INSERT OR IGNORE INTO user_words (word, user_id)"
+        " SELECT w.value, u.id FROM users AS u, json_each(u.name_words) AS w"
+        " UNION ALL SELECT email_key, id FROM users",
+        f"CREATE TRIGGER user_words_insert AFTER INSERT ON users BEGIN {_ADD_WORDS} END",
+        f"CREATE TRIGGER user_words_delete AFTER DELETE ON users BEGIN {_DROP_WORDS} END",
+        "CREATE TRIGGER user_words_update AFTER UPDATE OF name_words, email_key ON users"
+        " WHEN OLD.name_words IS NOT NEW.name_words OR OLD.email_key IS NOT NEW.email_key"
+        f" BEGIN {_DROP_WORDS} {_ADD_WORDS} END",
+    ],
 ]
 
 COLUMNS = "id, name, email, version"
 SELECT_ONE = f"SELECT {COLUMNS} FROM users WHERE id = ?"
-SELECT_PAGE = f"SELECT {COLUMNS} FROM users WHERE id > ? ORDER BY id LIMIT ?"
-SELECT_BY_EMAIL = f"SELECT {COLUMNS} FROM users WHERE email_key = ? AND id > ?"
-INSERT = "INSERT INTO users (name, email, email_key, version) VALUES (?, ?, ?, 1)"
-UPDATE = "UPDATE users SET name = ?, email = ?, email_key = ?, version = ? WHERE id = ?"
+INSERT = """INSERT INTO users (name, email, email_key, name_key, name_words, version)
+            VALUES (?, ?, ?, ?, ?, 1)"""
+UPDATE = """UPDATE users SET name = ?, email = ?, email_key = ?, name_key = ?,
+                             name_words = ?, version = ? WHERE id = ?"""
 DELETE = "DELETE FROM users WHERE id = ?"
-RESTORE = "INSERT INTO users (id, name, email, email_key, version) VALUES (?, ?, ?, ?, ?)"
+RESTORE = """INSERT INTO users (id, name, email, email_key, name_key, name_words, version)
+             VALUES (?, ?, ?, ?, ?, ?, ?)"""
 # AUTOINCREMENT's high-water mark: the largest id ever handed out.
 LAST_ID = "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'users'"
 RAISE_LAST_ID = "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'users'"
@@ -72,7 +115,7 @@ class _ThreadConnection:
             self.db.close()
 
 
-def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[str]] = MIGRATIONS) -> int:
+def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[Step]] = MIGRATIONS) -> int:
     """Bring the schema up to ``len(migrations)``; returns the version found.
 
     The check and every step run under one write lock, so two processes that
@@ -83,8 +126,11 @@ def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[str]] = MIGRAT
         found = db.execute("PRAGMA user_version").fetchone()[0]
         SchemaTooNew.check(found, len(migrations))
         for version in range(found, len(migrations)):
-            for statement in migrations[version]:
-                db.execute(statement)
+            for step in migrations[version]:
+                if isinstance(step, str):
+                    db.execute(step)
+                else:
+                    step(db)
             db.execute(f"PRAGMA user_version = {version + 1}")
     except BaseException:
         db.execute("ROLLBACK")
@@ -117,21 +163,25 @@ class SQLiteUserStore:
         with self._session() as db:
             return self._get(db, user_id)
 
-    def list(self, *, after: int = 0, limit: int = 100,
-             email: str | None = None) -> list[User]:
+    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, email: str | None = None,
+             q: str | None = None) -> list[User]:
+        query, params = sql.page(sql.SQLITE, limit=limit, sort=sort, reverse=reverse,
+                                 after=after, email=email, q=q)
         with self._session() as db:
-            if email is not None:
-                rows = db.execute(SELECT_BY_EMAIL, (email_key(email), after))
-            else:
-                rows = db.execute(SELECT_PAGE, (after, limit))
-            return [User(*row) for row in rows]
+            return [User(*row) for row in db.execute(query, params)]
+
+    def count(self, *, email: str | None = None, q: str | None = None) -> int:
+        query, params = sql.count(sql.SQLITE, email=email, q=q)
+        with self._session() as db:
+            return int(db.execute(query, params).fetchone()[0])
 
     def create(self, *, name: str, email: str) -> User:
-        key = email_key(email)
+        row = (name, email, email_key(email), *_name_columns(name))
 
         def insert(db: sqlite3.Connection) -> User:
             try:
-                cursor = db.execute(INSERT, (name, email, key))
+                cursor = db.execute(INSERT, row)
             except sqlite3.IntegrityError:
                 raise EmailTaken(email) from None
             return User(cast(int, cursor.lastrowid), name, email, 1)
@@ -146,7 +196,7 @@ class SQLiteUserStore:
                        old.email if email is None else email, old.version + 1)
             try:
                 db.execute(UPDATE, (new.name, new.email, email_key(new.email),
-                                    new.version, user_id))
+                                    *_name_columns(new.name), new.version, user_id))
             except sqlite3.IntegrityError:
                 raise EmailTaken(new.email) from None
             return new
@@ -166,8 +216,8 @@ class SQLiteUserStore:
     def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
         with self._transaction() as db:
             try:
-                db.executemany(RESTORE, [(u.id, u.name, u.email, email_key(u.email), u.version)
-                                         for u in users])
+                db.executemany(RESTORE, [(u.id, u.name, u.email, email_key(u.email),
+                                          *_name_columns(u.name), u.version) for u in users])
             except sqlite3.IntegrityError as e:
                 raise Conflict(f"The store already holds one of these users ({e}).") from None
             if last_id > 0:

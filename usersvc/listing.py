@@ -1,0 +1,190 @@
+"""Listing: what a request for a page of a collection asks, and the way on.
+
+``Listing.read(schema, query)`` turns ``GET /<plural>?...`` into the store's
+``list`` arguments, or a 400 that says which parameter is wrong. What may be
+asked comes from the ``Schema``: its ``sorts``, its ``filters`` and whether
+it is searchable (``q``), so every collection reads its query the same way.
+Parameters a collection does not know are refused, never ignored: a
+misspelt filter must not silently answer with everyone.
+
+Paging is by position (keyset), never by offset: a page starts just past
+the last record of the page before, so writes between pages make a walk
+skip nothing that existed throughout and repeat nothing. In id order the
+position is the id (``after``); in other orders it is the record's sort key
+and id, carried by an opaque ``cursor`` that the service writes into the
+``rel="next"`` link. A cursor holds a check over its content and over the
+order and filters it was written for (SHA-256, no secret: any process
+serving the same store reads it), so an altered cursor, or one replayed
+into another order or search, is a 400 rather than a wrong page.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from .problems import Problem
+from .storage import MAX_ID, Position, position
+from .validation import Schema
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+MAX_Q = 100
+_CHECK = 12                 # bytes of SHA-256 in a cursor
+MAX_CURSOR = 1200          # characters: a 200-character name, encoded, and more
+_BASE64URL = re.compile("[A-Za-z0-9_-]+")
+_DECIMAL = re.compile("[0-9]+")
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One page's request: ``limit`` records in ``sort`` order (reversed if
+    ``reverse``) from past ``after``, kept by ``filters`` and ``q``."""
+
+    limit: int = DEFAULT_LIMIT
+    sort: str = "id"
+    reverse: bool = False
+    after: Position | None = None
+    filters: dict[str, str] = field(default_factory=dict)
+    q: str | None = None
+    query: dict[str, list[str]] = field(default_factory=dict)   # as sent
+
+    @classmethod
+    def read(cls, schema: Schema, query: dict[str, list[str]]) -> Listing:
+        """The listing a query string asks for; 400 for anything else."""
+        known = known_parameters(schema)
+        unknown = [name for name in query if name not in known]
+        if unknown:
+            names = ", ".join(unknown)
+            raise Problem(400, f"Unknown query parameter{'s' * (len(unknown) > 1)}: {names}. "
+                               f"/{schema.plural} takes: {', '.join(known)}.")
+        one = {name: _one(query, name) for name in query}
+        sort, reverse = _sort(schema, one.get("sort", "id"))
+        q = one.get("q")
+        if q is not None and not 1 <= len(q) <= MAX_Q:
+            raise Problem(400, f"The query parameter q must be 1 to {MAX_Q} characters long.")
+        listing = cls(limit=_int(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), sort=sort,
+                      reverse=reverse, q=q, query=query,
+                      filters={name: one[name] for name in schema.filters if name in one})
+        if "cursor" in one:
+            if "after" in one:
+                raise Problem(400, "Give after or cursor, not both.")
+            return listing._at(_read_cursor(one["cursor"], listing._context(schema)))
+        if "after" in one:
+            if sort != "id":
+                raise Problem(400, "after is for id order; pages in other orders "
+                                   "follow the cursor in their next link.")
+            return listing._at(_int(one, "after", 0, 0, MAX_ID))
+        return listing
+
+    def store_arguments(self) -> dict[str, Any]:
+        """Keyword arguments for the store's ``list``: only what was asked,
+        so a store without sorting or search takes a plain page."""
+        arguments: dict[str, Any] = {"limit": self.limit, **self.filters}
+        if self.after is not None:
+            arguments["after"] = self.after
+        if self.sort != "id":
+            arguments["sort"] = self.sort
+        if self.reverse:
+            arguments["reverse"] = True
+        if self.q is not None:
+            arguments["q"] = self.q
+        return arguments
+
+    def count_arguments(self) -> dict[str, Any]:
+        """Keyword arguments for the store's ``count``: the filters."""
+        return {**self.filters, **({} if self.q is None else {"q": self.q})}
+
+    def next_query(self, schema: Schema, last: Any) -> str:
+        """The query string of the page after the one that ends with
+        ``last``: every parameter as sent but the position, then the new
+        position and the limit."""
+        kept = [(k, v) for k, vs in self.query.items() for v in vs
+                if k not in ("after", "cursor", "limit")]
+        if self.sort == "id":
+            kept.append(("after", str(last.id)))
+        else:
+            kept.append(("cursor", _write_cursor(position(last, self.sort), self._context(schema))))
+        kept.append(("limit", str(self.limit)))
+        return urlencode(kept)
+
+    def _at(self, after: Position) -> Listing:
+        return Listing(self.limit, self.sort, self.reverse, after, self.filters,
+                       self.q, self.query)
+
+    def _context(self, schema: Schema) -> bytes:
+        """What a cursor is bound to: the collection, the order, the filters."""
+        sort = ("-" if self.reverse else "") + self.sort
+        return json.dumps([schema.plural, sort, sorted(self.filters.items()), self.q]).encode()
+
+
+def known_parameters(schema: Schema) -> list[str]:
+    """The query parameters a collection's list takes, in the docs' order."""
+    sorted_too = len(schema.sorts) > 1
+    known = ["limit", *["sort"] * sorted_too, "after", *["cursor"] * sorted_too, *schema.filters]
+    if schema.searchable:
+        known.append("q")
+    return known
+
+
+def _one(query: dict[str, list[str]], name: str) -> str:
+    values = query[name]
+    if len(values) > 1:
+        raise Problem(400, f"The query parameter {name} is given more than once.")
+    return values[0]
+
+
+def _int(one: dict[str, str], name: str, default: int, low: int, high: int) -> int:
+    if name not in one:
+        return default
+    value = one[name]
+    # Check the length before int(): a 5,000-digit number is an error to
+    # report, not an int to build.
+    if not (_DECIMAL.fullmatch(value) and len(value) <= 20 and low <= int(value) <= high):
+        raise Problem(400, f"The query parameter {name} must be a whole number "
+                           f"from {low} to {high}.")
+    return int(value)
+
+
+def _sort(schema: Schema, value: str) -> tuple[str, bool]:
+    name = value[1:] if value.startswith("-") else value
+    if name not in schema.sorts:
+        orders = ", ".join(schema.sorts)
+        raise Problem(400, f"The query parameter sort must be one of {orders}, "
+                           "or one of them after a - to reverse it.")
+    return name, value.startswith("-")
+
+
+def _write_cursor(at: Position, context: bytes) -> str:
+    payload = json.dumps(at, ensure_ascii=False, separators=(",", ":")).encode()
+    check = hashlib.sha256(context + b"\0" + payload).digest()[:_CHECK]
+    return base64.urlsafe_b64encode(check + payload).rstrip(b"=").decode()
+
+
+def _read_cursor(cursor: str, context: bytes) -> Position:
+    """The position a cursor holds, if it is one this service wrote for
+    this order and these filters."""
+    refused = Problem(400, "The cursor is not one the service wrote for this order and these "
+                           "filters, or it was altered: follow the next link as given.")
+    if len(cursor) > MAX_CURSOR or not _BASE64URL.fullmatch(cursor):
+        raise refused
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    except (binascii.Error, ValueError):
+        raise refused from None
+    check, payload = raw[:_CHECK], raw[_CHECK:]
+    if not hmac.compare_digest(check, hashlib.sha256(context + b"\0" + payload).digest()[:_CHECK]):
+        raise refused
+    try:
+        key, record_id = json.loads(payload)
+    except (ValueError, TypeError):
+        raise refused from None
+    if not (isinstance(key, str) and type(record_id) is int and 0 < record_id <= MAX_ID):
+        raise refused
+    return (key, record_id)
