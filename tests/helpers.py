@@ -82,3 +82,37 @@ class Served:
     def _close(self):
         self.process.stdout.close()
         self._log.close()
+
+
+def page_shapes(name_at, email_at, email, q):
+    """Every shape of page a store asks its database for, for query-plan
+    tests: each order, both ways, from the start and from a position; the
+    e-mail filter; the search ``q`` in every order and with the filter."""
+    return [
+        *[dict(sort=sort, reverse=reverse, **start)
+          for sort, at in [("id", 5), ("name", name_at), ("email", email_at)]
+          for reverse in (False, True) for start in ({}, {"after": at})],
+        dict(email=email),
+        dict(email=email, after=5),
+        *[dict(q=q, sort=sort, reverse=reverse) for sort in ("id", "name", "email")
+          for reverse in (False, True)],
+        dict(q=q, sort="name", after=name_at),
+        dict(q=q, email=email),
+    ]
+
+
+#: Users as the release before sorting and search stored them (schema
+#: version 1: name, email, email_key, version).
+RELEASE_1_USERS = [("Ada Lovelace", "Ada@example.org", "ada@example.org"),
+                   ("Émile Zola-Ada", "ez@example.org", "ez@example.org"),
+                   ("bob", "bob@example.org", "bob@example.org")]
+
+
+def check_sorted_and_searched_after_migration(store):
+    """``RELEASE_1_USERS``, migrated, are found by name order and by search,
+    and a rename moves the search index with it."""
+    assert [u.name for u in store.list(sort="name")] == ["Ada Lovelace", "bob", "Émile Zola-Ada"]
+    assert [u.id for u in store.list(q="ADA")] == [1, 2]
+    assert store.count(q="zol") == 1 and store.count(q="ez@") == 1
+    store.update(2, name="Émile")
+    assert [u.id for u in store.list(q="ada")] == [1]

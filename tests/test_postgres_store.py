@@ -13,7 +13,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from conftest import POSTGRES_REQUIRED, POSTGRES_URL
-from helpers import Served, call, race
+from helpers import (RELEASE_1_USERS, Served, call, check_sorted_and_searched_after_migration,
+                     page_shapes, race)
 
 from usersvc.storage import SchemaTooNew, StoreUnavailable, open_store
 
@@ -170,3 +171,48 @@ def test_the_server_never_prints_the_password_in_its_url(url, tmp_path):
         assert f"{user}:***@" in served.storage
     finally:
         assert served.stop() == 0
+
+
+PAGES = page_shapes(("name 05000", 5000), ("u5000@example.org", 5000), "u5@example.org", "rare")
+
+
+@pytest.fixture
+def analyzed(url, sql):
+    """20,000 users, a few of them "Rare", and fresh planner statistics."""
+    from usersvc.storage import User
+    store = open_store(url)
+    store.restore([User(i, f"Name {i:05} {'Rare' if i % 2000 == 0 else 'Common'}",
+                        f"u{i}@example.org", 1) for i in range(1, 20_001)], last_id=20_000)
+    store.close()
+    sql("ANALYZE users")
+    sql("ANALYZE user_words")
+    return sql
+
+
+@pytest.mark.parametrize("arguments", PAGES, ids=repr)
+def test_every_page_reads_an_index_and_never_scans_the_users(url, analyzed, arguments):
+    from usersvc.storage import sql as queries
+    query, params = queries.page(queries.POSTGRES, limit=10, **arguments)
+    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + query, *params))
+    assert "Seq Scan" not in plan, plan
+    if "q" in arguments:        # the matching words, then only their users, sorted
+        assert "user_words_pkey" in plan, plan
+        assert "users_pkey" in plan or "users_email_key" in plan, plan
+    elif "email" in arguments:  # at most one user, by the unique index
+        assert "Index Scan using users_email_key" in plan, plan
+    else:                       # one index, walked in the page's order
+        assert "Index Scan" in plan and "Sort" not in plan, plan
+
+
+def test_a_database_of_the_previous_release_is_migrated_with_its_users(url, sql):
+    with psycopg.connect(split_url(url)[0], autocommit=True) as db:
+        migrate(db, MIGRATIONS[:1])
+        with db.cursor() as cursor:
+            cursor.executemany("INSERT INTO users (name, email, email_key, version)"
+                               " VALUES (%s, %s, %s, 1)", RELEASE_1_USERS)
+    store = open_store(url)
+    try:
+        assert sql("SELECT version FROM usersvc_schema") == [(len(MIGRATIONS),)]
+        check_sorted_and_searched_after_migration(store)
+    finally:
+        store.close()

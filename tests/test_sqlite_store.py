@@ -9,6 +9,7 @@ from contextlib import closing
 
 import pytest
 from conftest import Client, problem
+from helpers import RELEASE_1_USERS, check_sorted_and_searched_after_migration, page_shapes
 
 from usersvc import make_app
 from usersvc.storage import (
@@ -116,19 +117,7 @@ def test_a_database_from_a_newer_version_is_refused(path):
         SQLiteUserStore(path)
 
 
-# Every shape of page the store asks for: each order, both ways, from the
-# start and from a position; the e-mail filter; the search, in every order.
-PAGES = [
-    *[dict(sort=sort, reverse=reverse, **start)
-      for sort, at in [("id", 5), ("name", ("u", 5)), ("email", ("u5@example.org", 5))]
-      for reverse in (False, True) for start in ({}, {"after": at})],
-    dict(email="u5@example.org"),
-    dict(email="u5@example.org", after=5),
-    *[dict(q="u", sort=sort, reverse=reverse) for sort in ("id", "name", "email")
-      for reverse in (False, True)],
-    dict(q="u", sort="name", after=("u", 5)),
-    dict(q="u", email="u5@example.org"),
-]
+PAGES = page_shapes(("u", 5), ("u5@example.org", 5), "u5@example.org", "u")
 
 
 def plan(path, query, params):
@@ -180,17 +169,11 @@ def test_a_database_of_the_previous_release_is_migrated_with_its_users(path):
     with closing(sqlite3.connect(path, isolation_level=None)) as db:
         migrate(db, MIGRATIONS[:1])
         db.executemany("INSERT INTO users (name, email, email_key, version) VALUES (?, ?, ?, 1)",
-                       [("Ada Lovelace", "Ada@example.org", "ada@example.org"),
-                        ("Émile Zola-Ada", "ez@example.org", "ez@example.org"),
-                        ("bob", "bob@example.org", "bob@example.org")])
+                       RELEASE_1_USERS)
     store = SQLiteUserStore(path)
     try:
         assert pragma(path, "user_version") == len(MIGRATIONS)
-        assert [u.name for u in store.list(sort="name")] == ["Ada Lovelace", "bob", "Émile Zola-Ada"]
-        assert [u.id for u in store.list(q="ADA")] == [1, 2]
-        assert store.count(q="zol") == 1 and store.count(q="ez@") == 1
-        store.update(2, name="Émile")
-        assert [u.id for u in store.list(q="ada")] == [1]
+        check_sorted_and_searched_after_migration(store)
     finally:
         store.close()
 

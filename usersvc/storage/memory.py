@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from sortedcontainers import SortedList
 
@@ -194,6 +195,7 @@ def _past(users: list[User], sort: str, reverse: bool,
     """The users (sorted by ``sort``) that come after the position ``after``."""
     if after is None:
         return users
+    start: Any = after        # an id in id order, a (key, id) pair in the others
     if reverse:
-        return (u for u in users if position(u, sort) < after)
-    return (u for u in users if position(u, sort) > after)
+        return (u for u in users if position(u, sort) < start)
+    return (u for u in users if position(u, sort) > start)

@@ -34,9 +34,9 @@ each server process at least as many as it has threads.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Union
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -45,9 +45,6 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import (Conflict, EmailTaken, Position, Precondition, SchemaTooNew, StaleVersion,
                StoreUnavailable, User, UserNotFound, checked_id, email_key, redact, sql)
-
-Step = Union[str, Callable[["psycopg.Connection[Any]"], None]]
-
 
 def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""
@@ -76,7 +73,7 @@ END $$"""
 
 #: Each entry upgrades the schema by one version: statements, and the
 #: functions that fill what SQL cannot compute (Python's ``str.casefold``).
-MIGRATIONS: list[Sequence[Step]] = [
+MIGRATIONS: list[Sequence[sql.Step]] = [
     # 0 -> 1: the users table.
     [
         """CREATE TABLE users (
@@ -310,7 +307,7 @@ class PostgresUserStore:
 
 
 def migrate(db: psycopg.Connection[Any],
-            migrations: Sequence[Sequence[Step]] = MIGRATIONS) -> int:
+            migrations: Sequence[Sequence[sql.Step]] = MIGRATIONS) -> int:
     """Bring the schema up to ``len(migrations)``; returns the version found.
 
     All the steps a database lacks run in one transaction with the version
@@ -325,10 +322,6 @@ def migrate(db: psycopg.Connection[Any],
         found = row[0] if row else 0
         SchemaTooNew.check(found, len(migrations))
         for version in range(found, len(migrations)):
-            for step in migrations[version]:
-                if isinstance(step, str):
-                    db.execute(step)
-                else:
-                    step(db)
+            sql.apply(db, migrations[version])
         db.execute("UPDATE usersvc_schema SET version = %s", (len(migrations),))
     return found

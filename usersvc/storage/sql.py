@@ -22,8 +22,9 @@ filters, whether it has a position); every value is a bound parameter.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Union
 
 from ..validation import words
 from . import Position, email_key, prefix_end
@@ -44,6 +45,20 @@ POSTGRES = Dialect("%s", "JOIN")
 # The columns each order walks. ``email_key`` is unique, so it orders the
 # users alone (the id after it could never decide).
 ORDER_COLUMNS = {"id": ("u.id",), "name": ("u.name_key", "u.id"), "email": ("u.email_key",)}
+
+
+#: One step of a migration: a statement, or a function of the connection
+#: for what SQL cannot compute (Python's ``str.casefold``).
+Step = Union[str, Callable[[Any], None]]
+
+
+def apply(db: Any, steps: Sequence[Step]) -> None:
+    """Run one migration's steps on a connection (sqlite3's or psycopg's)."""
+    for step in steps:
+        if isinstance(step, str):
+            db.execute(step)
+        else:
+            step(db)
 
 
 def name_words(name: str) -> list[str]:

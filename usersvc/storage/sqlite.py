@@ -26,14 +26,13 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar, Union, cast
+from typing import TypeVar, cast
 
 from . import (Conflict, EmailTaken, Position, Precondition, SchemaTooNew, StaleVersion,
                StoreUnavailable, User, UserNotFound, checked_id, email_key, sql)
 from .sqlite_writer import Connection, Writer, busy
 
 T = TypeVar("T")
-Step = Union[str, Callable[[sqlite3.Connection], None]]
 
 
 def _name_columns(name: str) -> tuple[str, str]:
@@ -56,7 +55,7 @@ _DROP_WORDS = f"DELETE FROM user_words WHERE user_id = OLD.id AND word IN ({_WOR
 
 #: Each entry upgrades the schema by one version: statements, and the
 #: functions that fill what SQL cannot compute (Python's ``str.casefold``).
-MIGRATIONS: list[Sequence[Step]] = [
+MIGRATIONS: list[Sequence[sql.Step]] = [
     # 0 -> 1: the users table.
     [
         """CREATE TABLE users (
@@ -115,7 +114,7 @@ class _ThreadConnection:
             self.db.close()
 
 
-def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[Step]] = MIGRATIONS) -> int:
+def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[sql.Step]] = MIGRATIONS) -> int:
     """Bring the schema up to ``len(migrations)``; returns the version found.
 
     The check and every step run under one write lock, so two processes that
@@ -126,11 +125,7 @@ def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[Step]] = MIGRA
         found = db.execute("PRAGMA user_version").fetchone()[0]
         SchemaTooNew.check(found, len(migrations))
         for version in range(found, len(migrations)):
-            for step in migrations[version]:
-                if isinstance(step, str):
-                    db.execute(step)
-                else:
-                    step(db)
+            sql.apply(db, migrations[version])
             db.execute(f"PRAGMA user_version = {version + 1}")
     except BaseException:
         db.execute("ROLLBACK")
