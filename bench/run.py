@@ -92,7 +92,8 @@ def main() -> int:
     lines += ["", f"## Scale: µs per request at {small:,} and {large:,} users (in-process; medians)", "",
               "| store | operation | " + f"{small:,} | {large:,} | ratio |", "|---|---|---:|---:|---:|"]
     for kind in ("memory", "SQLite file"):
-        for op in ("get", "create", "delete", "page of 100"):
+        for op in ("get", "create", "delete", "page of 100", "page of 100 by name",
+                   "search (10 found)"):
             a, b = sc[kind, small][op], sc[kind, large][op]
             lines.append(f"| {kind} | {op} | {a:.1f} | {b:.1f} | {mark(b / a, 1.25, True)} |")
     lines += ["", f"Memory store: {sc['memory bytes per user']:,.0f} bytes per user (tracemalloc). "

@@ -1,7 +1,10 @@
-"""Flat cost as the collection grows: get, create, delete and a page of 100
-through the app, at a small and a large number of users, on the memory
-store and on a SQLite file; and what a user costs in bytes (tracemalloc for
-the memory store, the file's size for SQLite).
+"""Flat cost as the collection grows: get, create, delete, a page of 100 by
+id and by name, and a search, through the app, at a small and a large number
+of users, on the memory store and on a SQLite file; and what a user costs in
+bytes (tracemalloc for the memory store, the file's size for SQLite).
+
+The page by name is the second one (the first page's ``rel="next"``
+cursor); the search is ``q=rare``, which ten users match at every size.
 """
 from __future__ import annotations
 
@@ -30,10 +33,25 @@ from usersvc.storage.sqlite import SQLiteUserStore  # noqa: E402
 BATCH = 20_000
 
 
+RARE = 10       # users named "... Rare", at every size
+
+
 def fill(store: Any, n: int) -> None:
+    every = n // RARE
     for start in range(1, n + 1, BATCH):
-        store.restore([User(i, f"User {i}", f"user{i}@example.org", 1)
+        store.restore([User(i, f"User {i}" + (" Rare" if i % every == 0 else ""),
+                            f"user{i}@example.org", 1)
                        for i in range(start, min(n, start + BATCH - 1) + 1)])
+
+
+def next_link(app: Any, target: str) -> str:
+    """The target of a page's rel="next" link."""
+    headers: list[tuple[str, str]] = []
+    env = environ_for("GET", target)
+    env["wsgi.input"] = io.BytesIO()
+    b"".join(app(env, lambda status, h, exc_info=None: headers.extend(h)))
+    link = dict(headers)["Link"]
+    return "/users?" + link[1:link.index(">")].split("?", 1)[1]
 
 
 def per_request(app: Any, requests: list[tuple[str, str, bytes]]) -> float:
@@ -52,13 +70,19 @@ def per_request(app: Any, requests: list[tuple[str, str, bytes]]) -> float:
 
 
 def measure(app: Any, n: int, count: int, rounds: int, tag: str) -> dict[str, float]:
-    samples: dict[str, list[float]] = {"get": [], "page of 100": [], "create": [], "delete": []}
+    samples: dict[str, list[float]] = {"get": [], "page of 100": [], "create": [], "delete": [],
+                                       "page of 100 by name": [], "search (10 found)": []}
     mid = n // 2
+    by_name = next_link(app, "/users?sort=name&limit=100")
     for r in range(rounds):
         samples["get"].append(per_request(app, [("GET", f"/users/{mid + i % 100}", b"")
                                                 for i in range(count)]))
         samples["page of 100"].append(per_request(app, [("GET", f"/users?after={mid}&limit=100", b"")]
                                                   * max(1, count // 10)))
+        samples["page of 100 by name"].append(per_request(app, [("GET", by_name, b"")]
+                                                          * max(1, count // 10)))
+        samples["search (10 found)"].append(per_request(app, [("GET", "/users?q=rare", b"")]
+                                                        * max(1, count // 10)))
         bodies = [json.dumps({"name": "New", "email": f"{tag}-{r}-{i}@example.org"}).encode()
                   for i in range(count)]
         samples["create"].append(per_request(app, [("POST", "/users", b) for b in bodies]))

@@ -42,7 +42,7 @@ _BASE64URL = re.compile("[A-Za-z0-9_-]+")
 _DECIMAL = re.compile("[0-9]+")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Listing:
     """One page's request: ``limit`` records in ``sort`` order (reversed if
     ``reverse``) from past ``after``, kept by ``filters`` and ``q``."""
@@ -54,6 +54,8 @@ class Listing:
     filters: dict[str, str] = field(default_factory=dict)
     q: str | None = None
     query: dict[str, list[str]] = field(default_factory=dict)   # as sent
+    # What a cursor is bound to: the collection, the order, the filters.
+    context: bytes = b""
 
     @classmethod
     def read(cls, schema: Schema, query: dict[str, list[str]]) -> Listing:
@@ -69,18 +71,21 @@ class Listing:
         q = one.get("q")
         if q is not None and not 1 <= len(q) <= MAX_Q:
             raise Problem(400, f"The query parameter q must be 1 to {MAX_Q} characters long.")
+        filters = {name: one[name] for name in schema.filters if name in one}
         listing = cls(limit=_int(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), sort=sort,
-                      reverse=reverse, q=q, query=query,
-                      filters={name: one[name] for name in schema.filters if name in one})
+                      reverse=reverse, q=q, query=query, filters=filters)
+        if sort != "id":
+            listing.context = json.dumps([schema.plural, one["sort"], sorted(filters.items()),
+                                          q]).encode()
         if "cursor" in one:
             if "after" in one:
                 raise Problem(400, "Give after or cursor, not both.")
-            return listing._at(_read_cursor(one["cursor"], listing._context(schema)))
+            listing.after = _read_cursor(one["cursor"], listing.context)
         if "after" in one:
             if sort != "id":
                 raise Problem(400, "after is for id order; pages in other orders "
                                    "follow the cursor in their next link.")
-            return listing._at(_int(one, "after", 0, 0, MAX_ID))
+            listing.after = _int(one, "after", 0, 0, MAX_ID)
         return listing
 
     def store_arguments(self) -> dict[str, Any]:
@@ -101,27 +106,17 @@ class Listing:
         """Keyword arguments for the store's ``count``: the filters."""
         return {**self.filters, **({} if self.q is None else {"q": self.q})}
 
-    def next_query(self, schema: Schema, last: Any) -> str:
+    def next_query(self, last: Any) -> str:
         """The query string of the page after the one that ends with
         ``last``: every parameter as sent but the position, then the new
         position and the limit."""
-        kept = [(k, v) for k, vs in self.query.items() for v in vs
-                if k not in ("after", "cursor", "limit")]
+        kept = urlencode([(k, v) for k, vs in self.query.items() for v in vs
+                          if k not in ("after", "cursor", "limit")])
         if self.sort == "id":
-            kept.append(("after", str(last.id)))
-        else:
-            kept.append(("cursor", _write_cursor(position(last, self.sort), self._context(schema))))
-        kept.append(("limit", str(self.limit)))
-        return urlencode(kept)
-
-    def _at(self, after: Position) -> Listing:
-        return Listing(self.limit, self.sort, self.reverse, after, self.filters,
-                       self.q, self.query)
-
-    def _context(self, schema: Schema) -> bytes:
-        """What a cursor is bound to: the collection, the order, the filters."""
-        sort = ("-" if self.reverse else "") + self.sort
-        return json.dumps([schema.plural, sort, sorted(self.filters.items()), self.q]).encode()
+            at = f"after={last.id}"
+        else:       # a cursor is base64url: nothing in it to escape
+            at = "cursor=" + _write_cursor(position(last, self.sort), self.context)
+        return f"{kept}&{at}&limit={self.limit}" if kept else f"{at}&limit={self.limit}"
 
 
 def known_parameters(schema: Schema) -> list[str]:

@@ -101,7 +101,7 @@ class Collection:
         response = respond(200, body, fmt)
         if len(records) == listing.limit:   # a full page: there may be more (RFC 8288)
             url = (f"{req.base_url}/{self.schema.plural}?"
-                   f"{listing.next_query(self.schema, records[-1])}")
+                   f"{listing.next_query(records[-1])}")
             response.headers.append(("Link", f'<{url}>; rel="next"'))
         # RFC 7240: a count only when asked for, and said when given.
         metadata = []

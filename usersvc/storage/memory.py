@@ -5,9 +5,11 @@ indexes, as a database keeps them, make every page O(log N + limit) and
 every search O(log N + matches) rather than a scan:
 
 - one per order: ids; ``(case-folded name, id)``; ``(e-mail key, id)``;
-- one for ``q``: ``(search key, id)`` for every word of every name and
-  every e-mail address (``USER.search_keys``), so the users a prefix
-  matches are one range of it.
+- one for ``q``: the distinct words of the names, sorted, each with the
+  ids of the users whose name has it. The users ``q`` matches are those of
+  one range of words, and of one range of the e-mail order's index (an
+  address that starts with ``q``): ``USER.search_keys``, found by prefix.
+  (A write touches the sorted words only for a word no name had before.)
 
 ``touched`` counts the records each call has looked at, so tests can show
 what a page costs without timing it.
@@ -15,13 +17,14 @@ what a page costs without timing it.
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from sortedcontainers import SortedList
 
-from ..validation import USER
+from ..validation import USER, words
 from . import (
     Conflict,
     EmailTaken,
@@ -36,6 +39,9 @@ from . import (
 )
 
 
+_SECOND = operator.itemgetter(1)      # the id of a (key, id) position
+
+
 class MemoryUserStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -43,7 +49,8 @@ class MemoryUserStore:
         self._by_email: dict[str, int] = {}  # email_key -> id, for uniqueness
         # Each order's positions (``position(user, sort)``), sorted.
         self._orders = {"id": SortedList(), "name": SortedList(), "email": SortedList()}
-        self._search = SortedList()          # (search key, id)
+        self._words = SortedList()           # distinct name words, sorted
+        self._named: dict[str, set[int]] = {}  # word -> ids of the users with it
         self._last_id = 0
         self.touched = 0
 
@@ -135,13 +142,22 @@ class MemoryUserStore:
     def _index(self, user: User) -> None:
         for sort, index in self._orders.items():
             index.add(position(user, sort))
-        self._search.update((key, user.id) for key in USER.search_keys(user))
+        for word in set(words(user.name)):
+            named = self._named.get(word)
+            if named is None:
+                self._words.add(word)
+                named = self._named[word] = set()
+            named.add(user.id)
 
     def _unindex(self, user: User) -> None:
         for sort, index in self._orders.items():
             index.remove(position(user, sort))
-        for key in USER.search_keys(user):
-            self._search.remove((key, user.id))
+        for word in set(words(user.name)):
+            named = self._named[word]
+            named.discard(user.id)
+            if not named:
+                del self._named[word]
+                self._words.remove(word)
 
     def _walk(self, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:
         """The ids in ``sort`` order from just past ``after``. (``irange``
@@ -154,7 +170,7 @@ class MemoryUserStore:
             walk = index.irange(maximum=after, inclusive=(True, False), reverse=True)
         else:
             walk = index.irange(minimum=after, inclusive=(False, True))
-        return walk if sort == "id" else (entry[1] for entry in walk)
+        return walk if sort == "id" else map(_SECOND, walk)
 
     def _matches(self, email: str | None, q: str | None) -> Iterable[User]:
         """The users the filters keep, in no order: one look-up for
@@ -169,8 +185,12 @@ class MemoryUserStore:
             return [u for u in found if any(k.startswith(q) for k in USER.search_keys(u))]
         assert q is not None
         prefix = q.casefold()
-        ids = set()
-        for key, user_id in self._search.irange(minimum=(prefix,)):
+        ids: set[int] = set()
+        for word in self._words.irange(minimum=prefix):
+            if not word.startswith(prefix):
+                break
+            ids |= self._named[word]
+        for key, user_id in self._orders["email"].irange(minimum=(prefix,)):
             if not key.startswith(prefix):
                 break
             ids.add(user_id)
