@@ -190,3 +190,28 @@ def test_a_walk_under_writes_in_name_order_skips_and_repeats_nothing(client, use
         path = link and re.fullmatch(r'<http://localhost(.+)>; rel="next"', link).group(1)
     assert len(seen) == len(set(seen))
     assert {u["id"] for u in users} <= set(seen)
+
+
+def test_a_collection_gets_the_parameters_its_schema_declares():
+    """The same machinery for any collection: what a schema declares is
+    what its list takes; the rest is refused."""
+    from books import BOOK, MemoryBookStore
+
+    from usersvc.listing import Listing
+    from usersvc.validation import Schema, text
+
+    app = make_app("memory://")
+    app.add_collection(BOOK, MemoryBookStore())
+    client = Client(app)
+    client.post("/books", json_body={"title": "Dune"})
+    assert [b["title"] for b in client.get("/books?limit=1").json] == ["Dune"]
+    body = problem(client.get("/books?sort=title"), 400)
+    assert body["detail"] == "Unknown query parameter: sort. /books takes: limit, after."
+
+    films = Schema("film", "films", {"title": text(100), "year": text(4)},
+                   filters=("year",), sorts=("title",), words=("title",))
+    listing = Listing.read(films, {"sort": ["-title"], "year": ["1977"], "q": ["star"]})
+    assert listing.store_arguments() == {"limit": 100, "year": "1977", "sort": "title",
+                                         "reverse": True, "q": "star"}
+    problem_detail = pytest.raises(Exception, Listing.read, films, {"sort": ["year"]}).value.detail
+    assert problem_detail.startswith("The query parameter sort must be one of id, title")

@@ -101,9 +101,7 @@ class MemoryUserStore:
                     raise EmailTaken(new.email)
                 del self._by_email[old_key]
                 self._by_email[new_key] = user_id
-            if new.name != old.name or new.email != old.email:
-                self._unindex(old)
-                self._index(new)
+            self._reindex(old, new)
             self._users[user_id] = new
             return new
 
@@ -111,7 +109,7 @@ class MemoryUserStore:
                precondition: Precondition | None = None) -> None:
         with self._lock:
             user = self._checked(user_id, precondition)
-            self._unindex(user)
+            self._reindex(user, None)
             del self._users[user_id]
             del self._by_email[email_key(user.email)]
 
@@ -137,27 +135,35 @@ class MemoryUserStore:
     def _add(self, user: User, key: str) -> None:
         self._users[user.id] = user
         self._by_email[key] = user.id
-        self._index(user)
+        self._reindex(None, user)
 
-    def _index(self, user: User) -> None:
+    def _reindex(self, old: User | None, new: User | None) -> None:
+        """Move a user's index entries from ``old`` to ``new`` (``None``:
+        not there), touching only the entries that change."""
         for sort, index in self._orders.items():
-            index.add(position(user, sort))
-        for word in set(words(user.name)):
-            named = self._named.get(word)
-            if named is None:
-                self._words.add(word)
-                named = self._named[word] = set()
-            named.add(user.id)
-
-    def _unindex(self, user: User) -> None:
-        for sort, index in self._orders.items():
-            index.remove(position(user, sort))
-        for word in set(words(user.name)):
+            before = None if old is None else position(old, sort)
+            after = None if new is None else position(new, sort)
+            if before != after:
+                if before is not None:
+                    index.remove(before)
+                if after is not None:
+                    index.add(after)
+        if old is not None and new is not None and old.name == new.name:
+            return
+        user_id = (old or new).id       # type: ignore[union-attr]
+        gone = set() if old is None else set(words(old.name))
+        came = set() if new is None else set(words(new.name))
+        for word in gone - came:
             named = self._named[word]
-            named.discard(user.id)
+            named.discard(user_id)
             if not named:
                 del self._named[word]
                 self._words.remove(word)
+        for word in came - gone:
+            if word not in self._named:
+                self._words.add(word)
+                self._named[word] = set()
+            self._named[word].add(user_id)
 
     def _walk(self, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:
         """The ids in ``sort`` order from just past ``after``. (``irange``
