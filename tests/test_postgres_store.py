@@ -106,9 +106,10 @@ def test_a_lost_connection_is_unavailable_once_then_replaced(url, sql):
         store.close()
 
 
-def test_an_unreachable_server_fails_at_open():
-    with pytest.raises(StoreUnavailable, match="cannot connect to postgresql://u:\\*\\*\\*@127.0.0.1:1/x"):
+def test_an_unreachable_server_fails_at_open_without_the_password():
+    with pytest.raises(StoreUnavailable, match='port 1 failed: Connection refused') as raised:
         PostgresUserStore("postgresql://u:secret@127.0.0.1:1/x", timeout=0.5)
+    assert "secret" not in str(raised.value)
 
 
 @pytest.mark.parametrize("url, conninfo, size", [

@@ -246,10 +246,19 @@ def _update_in_process(path, barrier, i, version, results):
     store.close()
 
 
-def _race_processes(target, args_of, n=4):
+def _open_in_process(path, barrier, results):
+    barrier.wait()
+    try:
+        SQLiteUserStore(path).close()
+        results.put(("opened", None))
+    except Exception as e:      # what a server would print at start, and exit
+        results.put((f"{type(e).__name__}: {e}", None))
+
+
+def _race_processes(target, args_of, n=4, start="spawn"):
     """Start n processes that each open the file and then wait on one
     barrier, so their writes collide; return what each reported."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context(start)
     barrier, results = ctx.Barrier(n), ctx.Queue()
     processes = [ctx.Process(target=target, args=args_of(i, barrier, results))
                  for i in range(n)]
@@ -260,6 +269,18 @@ def _race_processes(target, args_of, n=4):
         p.join(timeout=60)
         assert p.exitcode == 0
     return outcomes
+
+
+def test_processes_opening_a_new_file_together_all_open_it_and_migrate_it_once(tmp_path):
+    """Four processes open one new file at once, twenty times: switching to
+    WAL and the first migration race, and SQLite does not always wait for
+    the other's lock there; every one must open it."""
+    for attempt in range(20):
+        path = str(tmp_path / f"new{attempt}.db")
+        outcomes = _race_processes(_open_in_process, lambda i, b, q: (path, b, q), start="fork")
+        assert [kind for kind, _ in outcomes] == ["opened"] * 4, (attempt, outcomes)
+        assert pragma(path, "user_version") == len(MIGRATIONS)
+        assert pragma(path, "journal_mode") == "wal"
 
 
 def test_the_same_email_raced_from_processes_is_created_once(path):

@@ -3,8 +3,11 @@
 between stores."""
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Sequence
+
+COMMANDS = ("serve", "copy")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -14,8 +17,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return copy(args[1:])
     if args[:1] == ["serve"]:
         args = args[1:]
-    from .server import main as serve
-    return serve(args)
+    from .server import main as serve, parser
+    if args and not args[0].startswith("-"):
+        # Neither an option nor a command: argparse's usage line and error, exit 2.
+        close = difflib.get_close_matches(args[0], COMMANDS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        parser(commands=True).error(f"invalid command {args[0]!r}: choose from "
+                       f"{', '.join(map(repr, COMMANDS))}{hint}")
+    return serve(args, commands=True)
 
 
 if __name__ == "__main__":

@@ -57,8 +57,9 @@ class RequestIds:
 
 
 def loggable_target(req: Request) -> str:
-    """The request's path and query for a log line: escaped, secrets out."""
-    path = quote(req.path.encode("latin-1"), safe=_SAFE)
+    """The request's path, as the client sent it (any mount point included),
+    and query, for a log line: escaped, secrets out."""
+    path = quote((req.script_name + req.path).encode("latin-1"), safe=_SAFE)
     query = req.query_string
     if not query:
         return path
@@ -89,6 +90,7 @@ class AccessLog:
         started = time.perf_counter()
         req = Request(environ)
         rid = req.request_id = self._new_id(req)
+        target = loggable_target(req)     # now: a mount below moves the path into SCRIPT_NAME
         status = "-"
 
         def start(code: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
@@ -98,16 +100,15 @@ class AccessLog:
             return start_response(code, headers, exc_info)
 
         def done(size: int) -> None:
-            self._record(req, status, size, time.perf_counter() - started, rid)
+            self._record(req.method, target, status, size, time.perf_counter() - started, rid)
 
         return _Counted(self.app(environ, start), done)
 
-    def _record(self, req: Request, status: str, size: int, seconds: float,
+    def _record(self, method: str, target: str, status: str, size: int, seconds: float,
                 rid: str) -> None:
-        method = req.method
         if self._lines is None:
             if self.log.isEnabledFor(logging.INFO):
-                self.log.info("%s %s %s %d %.1fms %s", method, loggable_target(req),
+                self.log.info("%s %s %s %d %.1fms %s", method, target,
                               status, size, seconds * 1000, rid)
             return
         # As serve.py's logging format writes a line: the time to the
@@ -115,7 +116,7 @@ class AccessLog:
         now = time.time()
         second = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
         self._lines.add(f"{second},{int(now % 1 * 1000):03d} INFO usersvc.access: "
-                        f"{method} {loggable_target(req)} {status} {size} "
+                        f"{method} {target} {status} {size} "
                         f"{seconds * 1000:.1f}ms {rid}\n")
 
     def close(self) -> None:

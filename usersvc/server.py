@@ -8,6 +8,7 @@ to stderr, and stops cleanly, with exit status 0, on Ctrl-C or SIGTERM.
 from __future__ import annotations
 
 import argparse
+import difflib
 import ipaddress
 import logging
 import signal
@@ -43,8 +44,17 @@ SERVER_LIMITS = {
 }
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="usersvc", description="Serve the users API.")
+def parser(commands: bool = False) -> argparse.ArgumentParser:
+    """The options of ``serve.py``, and of ``usersvc [serve]`` (``commands``:
+    the help names the ``usersvc`` command's subcommands too)."""
+    if commands:
+        p = argparse.ArgumentParser(
+            prog="usersvc", usage="usersvc [serve] [options]\n       usersvc copy SOURCE_URL DEST_URL",
+            description="Commands: serve (the default) serves the users API with the "
+                        "options below; copy moves every user from one store to another "
+                        "(usersvc copy --help).")
+    else:
+        p = argparse.ArgumentParser(description="Serve the users API.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     p.add_argument("--port", type=int, default=8080, help="port to listen on; 0 picks a free one (default: %(default)s)")
     p.add_argument("--storage", default=DEFAULT_STORAGE, metavar="URL",
@@ -62,7 +72,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "anyone who reaches the server may read and write)")
     p.add_argument("--no-access-log", dest="access_log", action="store_false",
                    help="do not log a line per request")
-    args = p.parse_args(argv)
+    return p
+
+
+def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.Namespace:
+    p = parser(commands)
+    args, unknown = p.parse_known_args(argv)
+    if unknown:
+        p.error(f"unrecognized arguments: {' '.join(unknown)}{_did_you_mean(p, unknown[0])}")
     if args.threads < 1:
         p.error("--threads must be at least 1")
     if args.max_body_size < 1:
@@ -72,8 +89,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def _did_you_mean(parser: argparse.ArgumentParser, given: str) -> str:
+    """" (did you mean --port?)" for a misspelt option, or ""."""
+    options = [o for action in parser._actions for o in action.option_strings]
+    close = difflib.get_close_matches(given.split("=", 1)[0], options, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def main(argv: Sequence[str] | None = None, commands: bool = False) -> int:
+    args = parse_args(argv, commands)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # waitress warns "Task queue depth is N" for every request that waits
     # for a thread: under load, a line per request that says only "busy",
@@ -95,19 +119,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     access_log = AccessLog(wsgi, stream=sys.stderr) if args.access_log else None
     if access_log is not None:
         wsgi = access_log
-    if tokens is None and not _loopback(args.host):
-        log.warning("listening on %s without --tokens-file: anyone who can reach this "
-                    "address can read and change every user", args.host)
     proxy: dict[str, Any] = {}
     if args.trusted_proxy:
         # Behind a proxy, Location and Link must name the scheme and host the
         # client used; waitress rewrites them from these headers, only when
         # they come from this address, and drops them from anyone else.
         proxy = {"trusted_proxy": args.trusted_proxy, "trusted_proxy_headers": PROXY_HEADERS}
-    server = waitress.create_server(
-        wsgi, host=args.host, port=args.port, threads=args.threads,
-        max_request_body_size=max(SERVER_BODY_CAP, 4 * args.max_body_size),
-        ident="usersvc", **SERVER_LIMITS, **proxy)
+    try:
+        # Resolve first: waitress says only "Invalid host/port specified."
+        socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)
+        server = waitress.create_server(
+            wsgi, host=args.host, port=args.port, threads=args.threads,
+            max_request_body_size=max(SERVER_BODY_CAP, 4 * args.max_body_size),
+            ident="usersvc", **SERVER_LIMITS, **proxy)
+    except (OSError, ValueError) as e:     # in use, not this machine's, no such host
+        app.close()
+        print(f"usersvc: cannot listen on {args.host} port {args.port}: {_reason(e)}",
+              file=sys.stderr)
+        return 2
+    if tokens is None and not _loopback(args.host):
+        log.warning("listening on %s without --tokens-file: anyone who can reach this "
+                    "address can read and change every user", args.host)
     # waitress stops its loop and its workers on SystemExit; make SIGTERM
     # (what service managers send) do what Ctrl-C does.
     signal.signal(signal.SIGTERM, _exit)
@@ -122,6 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if access_log is not None:
             access_log.close()
     return 0
+
+
+def _reason(error: Exception) -> str:
+    """An OS error's words without its number: "Address already in use"."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error)
 
 
 def _url(server: Any, prefix: str) -> str:

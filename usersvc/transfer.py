@@ -59,9 +59,9 @@ def main(argv: Sequence[str] | None = None, *, stderr: TextIO | None = None) -> 
     err = stderr or sys.stderr
     stores: list[UserStore] = []
     try:
-        for url in (args.source, args.dest):
+        for url, create in ((args.source, False), (args.dest, True)):
             try:
-                stores.append(open_store(url))
+                stores.append(open_store(url, create=create))
             except Exception as e:
                 print(f"usersvc copy: cannot open {redact(url)}: {e}", file=err)
                 return 2

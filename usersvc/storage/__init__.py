@@ -21,6 +21,7 @@ Errors::
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, Union
@@ -237,10 +238,12 @@ class UserStore(Protocol):
         """Release connections and files; the store is unusable afterwards."""
 
 
-def open_store(url: str) -> UserStore:
+def open_store(url: str, *, create: bool = True) -> UserStore:
     """The store a URL names: ``memory://``, ``sqlite://`` (private, in memory),
     ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or
-    ``postgresql://user@host/dbname`` (needs ``usersvc[postgres]``)."""
+    ``postgresql://user@host/dbname`` (needs the ``postgres`` extra).
+    ``create=False``: a SQLite file that does not exist is an error (for a
+    store to read from), rather than a new, empty database."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         raise ValueError(f"not a storage URL: {url!r} (try memory:// or sqlite:///users.db)")
@@ -255,12 +258,19 @@ def open_store(url: str) -> UserStore:
             return SQLiteUserStore(":memory:")
         if not rest.startswith("/") or rest == "/":
             raise ValueError(f"not a SQLite URL: {url!r} (try sqlite:///users.db)")
-        return SQLiteUserStore(rest[1:])
+        path = rest[1:]
+        if not create and not os.path.exists(path):
+            raise ValueError(f"there is no database file at {path}")
+        folder = os.path.dirname(path)
+        if folder and not os.path.isdir(folder):
+            raise ValueError(f"the folder {folder} does not exist")
+        return SQLiteUserStore(path)
     if scheme in ("postgresql", "postgres"):
         try:
             from .postgres import PostgresUserStore
         except ImportError as e:
-            raise ValueError(f"{scheme}:// needs psycopg: pip install 'usersvc[postgres]' ({e})") from None
+            raise ValueError(f"{scheme}:// needs psycopg: pip install -e '.[postgres]' "
+                             f"in usersvc's folder ({e})") from None
         return PostgresUserStore(url)
     raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
 

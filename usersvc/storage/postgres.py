@@ -184,6 +184,13 @@ class PostgresUserStore:
                  timeout: float = 10.0) -> None:
         conninfo, size = split_url(url)
         size = pool_size or size
+        # One connection first, so that what will not change by waiting (no
+        # such database, bad credentials, nothing listening) fails now, in
+        # one line, rather than after the pool's timeout and its retries.
+        try:
+            psycopg.connect(conninfo, connect_timeout=max(1, round(timeout))).close()
+        except psycopg.OperationalError as e:
+            raise StoreUnavailable(" ".join(str(e).split())) from None
         self._pool = ConnectionPool(
             conninfo, min_size=1, max_size=size, timeout=timeout, open=False,
             kwargs={"autocommit": True}, name="usersvc")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -144,13 +145,30 @@ class SQLiteUserStore:
         # A private in-memory database lives in one connection, shared by
         # the threads in turn; a file gets a connection per thread.
         self._one = self._connect() if path == ":memory:" else None
-        with self._session() as db:
-            if self._one is None:
-                db.execute("PRAGMA journal_mode = WAL")
-            migrate(db)
+        self._prepare()
         # A file's writes share one connection and commit in groups; a
         # private in-memory database has no disk to wait for.
         self._writer = Writer(self._connect()) if self._one is None else None
+
+    def _prepare(self) -> None:
+        """WAL mode and the current schema. Processes that open a new file
+        together race here: switching to WAL and the first migration can
+        find the file locked without SQLite calling the busy handler, so a
+        busy answer is tried again, until the busy timeout."""
+        deadline = time.monotonic() + self._busy_timeout
+        pause = 0.001
+        while True:
+            try:
+                with self._session() as db:
+                    if self._one is None:
+                        db.execute("PRAGMA journal_mode = WAL")
+                    migrate(db)
+                return
+            except StoreUnavailable:
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
 
     # -- the protocol ---------------------------------------------------
 

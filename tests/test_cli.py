@@ -1,0 +1,129 @@
+"""Start-up mistakes, as a new user makes them (usersvc/server.py, cli.py,
+transfer.py): each is one line on stderr and exit status 2, never a trace;
+an unknown command or option is argparse's usage line and error, with the
+closest match suggested. Every case runs as a subprocess, as a user runs it.
+"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import POSTGRES_URL, unavailable
+from helpers import Served, call
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVE = [sys.executable, str(ROOT / "serve.py")]
+USERSVC = [sys.executable, "-m", "usersvc.cli"]
+
+
+def run(command, cwd, *args):
+    # The timeout guards against a hang; nothing here is timed.
+    return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def one_line(result, says):
+    """Exit status 2, and stderr one line that says ``says``, no trace."""
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2, result
+    assert len(lines) == 1 and says in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def taken_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+@pytest.mark.parametrize("command", [SERVE, USERSVC], ids=["serve.py", "usersvc"])
+def test_a_port_in_use_is_one_line(tmp_path, taken_port, command):
+    one_line(run(command, tmp_path, "--port", str(taken_port), "--storage", "memory://"),
+             f"usersvc: cannot listen on 127.0.0.1 port {taken_port}: Address already in use")
+
+
+@pytest.mark.parametrize("host, says", [
+    ("10.1.2.3", "cannot listen on 10.1.2.3 port 0: Cannot assign requested address"),
+    ("no-such-host.invalid", "cannot listen on no-such-host.invalid port 0: Name or service not known"),
+])
+def test_a_host_it_cannot_listen_on_or_resolve_is_one_line_and_no_warning(tmp_path, host, says):
+    one_line(run(SERVE, tmp_path, "--host", host, "--port", "0", "--storage", "memory://"), says)
+
+
+@pytest.mark.parametrize("url, says", [
+    ("sqlite:///no/such/folder/users.db", "the folder no/such/folder does not exist"),
+    ("sqlite:////proc/users.db", "cannot open storage sqlite:////proc/users.db: "),
+    ("nosuch://", "unknown storage scheme 'nosuch'"),
+    ("postgresql://127.0.0.1:1/test", "cannot open storage postgresql://127.0.0.1:1/test: "),
+])
+def test_a_storage_url_it_cannot_open_is_one_line(tmp_path, url, says):
+    one_line(run(SERVE, tmp_path, "--port", "0", "--storage", url), says)
+    assert list(tmp_path.iterdir()) == []       # nothing made on the way
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda url: url.rsplit("/", 1)[0] + "/usersvc_no_such_database", "does not exist"),
+    (lambda url: url.replace("://", "://no_such_role@", 1), "does not exist"),
+])
+def test_a_permanent_postgresql_error_fails_at_once_in_one_line(tmp_path, change, says):
+    """No database, or a role that does not exist: failing at once, not
+    after the pool's 10 s of retries (the run's 60 s guard allows both; the
+    one line shows no retry was logged)."""
+    if not POSTGRES_URL:
+        unavailable("USERSVC_TEST_POSTGRES_URL is not set")
+    one_line(run(SERVE, tmp_path, "--port", "0", "--storage", change(POSTGRES_URL)), says)
+
+
+@pytest.mark.parametrize("content, says", [
+    (None, "cannot use the tokens file"),
+    ("just-one-word\n", "cannot use the tokens file"),
+])
+def test_a_missing_or_malformed_tokens_file_is_one_line(tmp_path, content, says):
+    if content is not None:
+        (tmp_path / "tokens").write_text(content)
+    one_line(run(SERVE, tmp_path, "--storage", "memory://", "--tokens-file", "tokens"), says)
+
+
+def test_an_unknown_command_gets_the_usage_and_the_closest_command(tmp_path):
+    result = run(USERSVC, tmp_path, "sevre")
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: usersvc [serve] [options]")
+    assert "usersvc: error: invalid command 'sevre': choose from 'serve', 'copy' " \
+           "(did you mean 'serve'?)" in result.stderr
+
+
+@pytest.mark.parametrize("command", [SERVE, USERSVC], ids=["serve.py", "usersvc"])
+def test_an_unknown_option_gets_the_usage_and_the_closest_option(tmp_path, command):
+    result = run(command, tmp_path, "--prot", "8081")
+    assert result.returncode == 2 and result.stderr.startswith("usage: ")
+    assert "error: unrecognized arguments: --prot 8081 (did you mean --port?)" in result.stderr
+
+
+def test_usersvc_help_lists_the_commands(tmp_path):
+    result = run(USERSVC, tmp_path, "--help")
+    assert result.returncode == 0
+    assert "usersvc [serve] [options]" in result.stdout and "usersvc copy SOURCE_URL DEST_URL" in result.stdout
+    assert "--storage" in result.stdout
+
+
+def test_copy_refuses_a_sqlite_source_that_does_not_exist_and_makes_nothing(tmp_path):
+    result = run(USERSVC, tmp_path, "copy", "sqlite:///nonexistent.db", "memory://")
+    one_line(result, "cannot open sqlite:///nonexistent.db: there is no database file at nonexistent.db")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_copy_says_how_many_from_where_to_where(tmp_path):
+    served = Served("--storage", "sqlite:///from.db", cwd=tmp_path)
+    for i in range(3):
+        call(served.address, "POST", "/users", {"name": f"U{i}", "email": f"u{i}@example.org"})
+    assert served.stop() == 0
+    result = run(USERSVC, tmp_path, "copy", "sqlite:///from.db", "sqlite:///to.db")
+    assert result.returncode == 0
+    assert result.stderr.strip() == ("usersvc copy: copied 3 users from sqlite:///from.db "
+                                     "to sqlite:///to.db; new ids start at 4")
+    again = run(USERSVC, tmp_path, "copy", "sqlite:///from.db", "sqlite:///to.db")
+    assert again.returncode == 1 and "already holds users" in again.stderr
