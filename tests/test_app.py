@@ -1,4 +1,4 @@
-"""CONTRACT.md, "Endpoints" (limits, malformed bodies) and "Errors": bad
+"""docs/api.md, "Endpoints" (limits, malformed bodies) and "Errors": bad
 input gets a 4xx problem, changes nothing, and is never read past the limit."""
 from __future__ import annotations
 

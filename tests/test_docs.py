@@ -78,3 +78,25 @@ def test_the_architecture_walkthrough_names_files_and_functions_that_exist():
         missing += [f"{file}: {name}" for name in re.findall(r"`([\w.]+)`", names)
                     if name not in defined]
     assert missing == []
+
+
+def test_the_docs_need_nothing_outside_the_repository():
+    """A clone is enough: no doc, docstring or test points at a file
+    beside the repository, and every relative link stays inside it."""
+    texts = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "tests").glob("*.py"),
+             *(ROOT / "usersvc").rglob("*.py"), *(ROOT / "bench").glob("*.*")]
+    outside = ("../" + "shared", "CONTRACT" + ".md")    # spelt apart: this file is read too
+    for path in texts:
+        text = path.read_text()
+        assert not any(name in text for name in outside), path
+        if path.suffix == ".md":
+            for target in re.findall(r"\]\(((?!https?:)[^)#]+)\)", text):
+                assert ROOT in (path.parent / target).resolve().parents, (path.name, target)
+
+
+def test_install_instructions_are_the_ones_that_work_from_a_clone():
+    """usersvc is not on a package index: every install line installs this folder."""
+    for doc in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        for line in doc.read_text().splitlines():
+            if "pip install" in line:
+                assert "pip install -e" in line, (doc.name, line)

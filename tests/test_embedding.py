@@ -1,4 +1,4 @@
-"""CONTRACT.md, "Running", embedded: a plain WSGI callable, apps that share
+"""docs/api.md, "Running", embedded: a plain WSGI callable, apps that share
 nothing, mounting under a prefix, and a second collection on the same
 machinery."""
 from __future__ import annotations

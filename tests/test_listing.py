@@ -1,4 +1,4 @@
-"""CONTRACT.md, "Listing and searching: GET /users", over HTTP on every
+"""docs/api.md, "Listing and searching: GET /users", over HTTP on every
 store: sort, the cursor and its checks, q, the filters together, strict
 parameters, and Prefer: count=exact.
 

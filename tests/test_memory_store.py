@@ -1,4 +1,4 @@
-"""CONTRACT.md, "Storage", costs for the memory store: a page reads the
+"""docs/api.md, "Storage", costs for the memory store: a page reads the
 records it returns and no others, whatever the size of the store."""
 from __future__ import annotations
 

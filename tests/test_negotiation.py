@@ -1,5 +1,5 @@
 """usersvc/representation/negotiation.py: the answer's format from Accept,
-with q-values (CONTRACT.md, "Representations"), or 406 before anything changes."""
+with q-values (docs/api.md, "Representations"), or 406 before anything changes."""
 from __future__ import annotations
 
 import pytest

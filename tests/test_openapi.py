@@ -36,7 +36,7 @@ max-examples = {EXAMPLES}
 [checks.positive_data_acceptance]
 expected-statuses = ["2xx", "3xx", "404", "409", "412"]
 
-# Parameters that are each valid can be refused together (CONTRACT.md):
+# Parameters that are each valid can be refused together (docs/api.md):
 # after with cursor, after with a name or e-mail order, and any cursor the
 # service did not write for this order and these filters.
 [[operations]]
@@ -150,7 +150,7 @@ def test_sequences_over_the_links_keep_to_the_document():
         def validate_response(self, response, case, additional_checks=None, **kwargs):
             excluded = _excluded(case)
             if case.method == "OPTIONS":
-                # CONTRACT.md: OPTIONS on any route is a 204, whether or not a
+                # docs/api.md: OPTIONS on any route is a 204, whether or not a
                 # record is there; use_after_free expects a deleted user's
                 # URL to be a 404 for every method.
                 excluded.append(checks.use_after_free)

@@ -1,4 +1,4 @@
-"""CONTRACT.md, "Errors": every error is an RFC 9457 problem document, in the
+"""docs/api.md, "Errors": every error is an RFC 9457 problem document, in the
 negotiated format, and a 500 tells nothing about the code."""
 from __future__ import annotations
 

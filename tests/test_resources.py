@@ -1,4 +1,4 @@
-"""CONTRACT.md, "Endpoints" and "The user resource": each row, through the app."""
+"""docs/api.md, "Endpoints" and "The user resource": each row, through the app."""
 from __future__ import annotations
 
 import re

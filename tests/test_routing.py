@@ -1,5 +1,5 @@
 """usersvc/routing.py: paths that name nothing are 404, never 500
-(CONTRACT.md, "Endpoints"), and how a path is matched."""
+(docs/api.md, "Endpoints"), and how a path is matched."""
 from __future__ import annotations
 
 import re

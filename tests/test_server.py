@@ -1,4 +1,4 @@
-"""CONTRACT.md, "Running", standalone: what only a real server shows. The
+"""docs/api.md, "Running", standalone: what only a real server shows. The
 app under waitress in this process, and serve.py as a child process."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CONTRACT.md, "Storage", for SQLite: journal, durability settings, schema
+"""docs/api.md, "Storage", for SQLite: journal, durability settings, schema
 versions and migrations, query plans, and races between processes."""
 from __future__ import annotations
 

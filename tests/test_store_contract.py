@@ -1,4 +1,4 @@
-"""CONTRACT.md, "Storage": the promises every user store keeps, run on each one.
+"""docs/api.md, "Storage": the promises every user store keeps, run on each one.
 
 The promises of any record store (ids, versions, preconditions, paging,
 races) are the reusable suite in ``store_contract``, joined here by the

@@ -1,4 +1,4 @@
-"""CONTRACT.md, "Listing and searching", at the store: every order, filter
+"""docs/api.md, "Listing and searching", at the store: every order, filter
 and search, page by page, on every user store (conftest's ``STORES``).
 
 Each store is held to one model written here in plain Python (sort the

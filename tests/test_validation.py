@@ -1,4 +1,4 @@
-"""CONTRACT.md, "The user resource": the field rules, checked directly."""
+"""docs/api.md, "The user resource": the field rules, checked directly."""
 from __future__ import annotations
 
 import pytest

@@ -5,7 +5,7 @@ serves (its collections' schemas and the rules of their fields), so the
 document cannot drift from the code; ``tests/test_openapi.py`` validates it
 and lets schemathesis hold the running app to it.
 
-The document names every status CONTRACT.md gives each operation, each with
+The document names every status docs/api.md gives each operation, each with
 its problem document in JSON and XML; the headers; request bodies in JSON
 and XML (with ``xml`` objects for the element names); and ``links`` from a
 create to the operations on the new record, so tools can test sequences.

@@ -1,6 +1,6 @@
 """PostgresUserStore: users in PostgreSQL, shared by any number of processes.
 
-Needs the ``postgres`` extra: ``pip install 'usersvc[postgres]'`` (psycopg 3
+Needs the ``postgres`` extra: ``pip install -e '.[postgres]'`` in usersvc's folder (psycopg 3
 and psycopg_pool).
 
 - A pool of connections (``psycopg_pool``), each in autocommit: every write
