@@ -217,3 +217,31 @@ def test_a_stateful_walk_follows_next_links_in_sorted_filtered_pages():
                                   stateful_step_count=6,
                                   suppress_health_check=list(HealthCheck)))
     assert len(followed) >= 3 and all(q["sort"] != "id" and q["q"] for q in followed), followed
+
+
+@pytest.mark.parametrize("tokens", [None, {"r" * 20: "read"}], ids=["open", "tokens"])
+def test_every_operation_is_tagged_named_and_described_and_head_is_as_get(tokens):
+    """What generators and linters need (tools/lint-openapi.sh runs Redocly
+    and Spectral on the same documents): a tag, a summary, a description and
+    an operationId on every operation; HEAD with GET's parameters and
+    statuses; security declared in either mode; a problem's type a URI."""
+    from webob import Request
+    request = Request.blank("/openapi.json")
+    if tokens:
+        request.headers["Authorization"] = "Bearer " + "r" * 20
+    document = request.get_response(make_app("memory://", tokens=tokens)).json
+    assert document["security"] == ([] if tokens is None else [{"bearer": []}])
+    ids = []
+    for path, item in document["paths"].items():
+        operations = {m: o for m, o in item.items() if m != "parameters"}
+        for method, operation in operations.items():
+            assert operation["tags"] and operation["summary"] and operation["description"], (path, method)
+            ids.append(operation["operationId"])
+        if "get" in operations:
+            get, head = operations["get"], operations["head"]
+            names = lambda op: [p["name"] for p in op.get("parameters", [])]  # noqa: E731
+            assert names(head) == names(get), path
+            assert set(get["responses"]) <= set(head["responses"]), path
+    assert len(ids) == len(set(ids)) and all(re.fullmatch("[a-z][A-Za-z]+", i) for i in ids)
+    problem_type = document["components"]["schemas"]["Problem"]["properties"]["type"]
+    assert "const" not in problem_type and problem_type["format"] == "uri-reference"

@@ -31,6 +31,9 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
             "get": {
                 "operationId": "getServiceRoot",
                 "summary": "Links to the collections and to this document.",
+                "description": "The service root: a link to each collection, and to this "
+                               "document (also in a `Link` header, `rel=\"service-desc\"`, "
+                               "RFC 8631).",
                 "parameters": [IF_NONE_MATCH],
                 "responses": {"200": {
                     "description": "The service's links.", "headers": root_headers,
@@ -38,24 +41,29 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
                                 "application/xml": {"schema": {"$ref": "#/components/schemas/ServiceRoot"}}}},
                     "304": not_modified(BODY_ETAG),
                     "406": {"$ref": "#/components/responses/Problem406"}}},
-            "head": _head("headServiceRoot", {"200": root_headers, "304": cached}, [IF_NONE_MATCH]),
+            "head": _head("headServiceRoot", {"200": root_headers, "304": cached}, [IF_NONE_MATCH],
+                          (406,)),
             "options": _options("optionsServiceRoot", "GET, HEAD, OPTIONS"),
         },
         OPENAPI_PATH: {
             "get": {
                 "operationId": "getOpenAPI", "summary": "This document.",
+                "description": "The OpenAPI 3.1 description of the service, made from the "
+                               "schemas of the collections it serves.",
                 "parameters": [IF_NONE_MATCH],
                 "responses": {"200": {"description": "The OpenAPI document.", "headers": cached,
                                       "content": {JSON_TYPE: {"schema": {"type": "object"}}}},
                               "304": not_modified(BODY_ETAG),
                               "406": {"$ref": "#/components/responses/Problem406"}}},
-            "head": _head("headOpenAPI", {"200": cached, "304": cached}, [IF_NONE_MATCH]),
+            "head": _head("headOpenAPI", {"200": cached, "304": cached}, [IF_NONE_MATCH], (406,)),
             "options": _options("optionsOpenAPI", "GET, HEAD, OPTIONS"),
         },
     }
     paths[HEALTH_PATH] = {
         "get": {
             "operationId": "getHealth", "summary": "Whether the service can reach its store.",
+            "description": "For load balancers: 200 when every store answers a read, 503 when "
+                           "one does not. Needs no token; never cached.",
             "security": [],
             "responses": {"200": {"description": "Every store answers.",
                                   "headers": {"Vary": VARY, "Cache-Control": NO_STORE},
@@ -64,14 +72,22 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
                           "406": {"$ref": "#/components/responses/Problem406"},
                           "503": problem(503, **{"Retry-After": header("Seconds to wait: 1."),
                                                   "Cache-Control": NO_STORE})}},
-        "head": {**_head("headHealth", {"200": {"Vary": VARY}, "503": {"Vary": VARY}}), "security": []},
+        "head": {**_head("headHealth", {"200": {"Vary": VARY}}, (), (406, 503)), "security": []},
         "options": {**_options("optionsHealth", "GET, HEAD, OPTIONS"), "security": []},
     }
     components: dict[str, Any] = {"schemas": common_schemas(), "responses": {
         f"Problem{s}": problem(s) for s in DESCRIPTIONS if s != 503}}
     for schema in schemas:
         _add_collection(schema, paths, components["schemas"])
-    extra: dict[str, Any] = {}
+    tags = [{"name": "service", "description": "The service root, this document, the health check."},
+            *({"name": s.plural, "description": f"The {s.plural} collection and each {s.name}."}
+              for s in schemas)]
+    for path, item in paths.items():
+        tag = next((s.plural for s in schemas if path.startswith(f"/{s.plural}")), "service")
+        for method, operation in item.items():
+            if method != "parameters":
+                operation["tags"] = [tag]
+    extra: dict[str, Any] = {"security": []}      # open: no credentials, and said so
     if secured:
         _secure(paths, components)
         extra["security"] = [{"bearer": []}]
@@ -84,8 +100,10 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
                            "in the negotiated format. Every GET also answers HEAD; every "
                            "path answers OPTIONS; other methods get 405 with Allow.",
             "license": {"name": "MIT", "identifier": "MIT"},
+            "contact": {"name": "usersvc: see docs/api.md in its repository"},
         },
         "servers": [{"url": base}],
+        "tags": tags,
         **extra,
         "paths": paths,
         "components": components,
@@ -160,6 +178,10 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
         "get": {
             "operationId": f"list{name}s",
             "summary": f"A page of {plural}: sorted, filtered, searched.",
+            "description": f"Up to `limit` {plural} in the order `sort` names, from just past "
+                           "the position of the page before (`after`, or the `cursor` of the "
+                           "`next` link), kept by the filters. A full page links to the next. "
+                           "Unknown parameters are a 400.",
             "parameters": list_parameters(schema),
             "responses": operation_responses(400, 406, 503, s200={
                 "description": f"Up to `limit` {plural}. A full page links to the next.",
@@ -168,6 +190,8 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
         },
         "post": {
             "operationId": f"create{name}", "summary": f"Create a {schema.name}.",
+            "description": f"The new {schema.name}, with the id the service gave it, its URL "
+                           "in `Location` and its version in `ETag`.",
             "requestBody": {"required": True, "content": content(f"{name}Create"),
                             "description": "JSON (also without a Content-Type, and any "
                                            "application/*+json) or XML (any application/*+xml)."},
@@ -186,12 +210,16 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
         "parameters": [id_param],
         "get": {
             "operationId": f"get{name}", "summary": f"One {schema.name}.",
+            "description": f"The {schema.name} and its version (`ETag`); `If-None-Match` with "
+                           "that version is a 304.",
             "parameters": [if_none_match],
             "responses": operation_responses(404, 406, 503, s200={**one, "headers": {
                 "ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE}}, s304=not_modified(ETAG)),
         },
         "put": {
             "operationId": f"replace{name}", "summary": f"Replace a {schema.name}: every field.",
+            "description": "Every field is required. With `If-Match`, only if the record is "
+                           "still at that version (else 412, and nothing changes).",
             "parameters": [if_match, if_none_match],
             "requestBody": {"required": True, "content": content(f"{name}Replace"),
                             "description": "`id` may be sent if it is the id in the path."},
@@ -200,6 +228,8 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
         "patch": {
             "operationId": f"patch{name}",
             "summary": f"Change some fields of a {schema.name} (JSON Merge Patch, RFC 7396).",
+            "description": "The fields sent are changed, the others kept; `null` for a "
+                           "required field is a 422. `If-Match` as for PUT.",
             "parameters": [if_match, if_none_match],
             "requestBody": {"required": True, "content": {
                 "application/merge-patch+json": {"schema": {"$ref": f"#/components/schemas/{name}PatchMerge"}},
@@ -208,14 +238,16 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
         },
         "delete": {
             "operationId": f"delete{name}", "summary": f"Delete a {schema.name}.",
+            "description": "Deleting again is a 404. `If-Match` as for PUT.",
             "parameters": [if_match, if_none_match],
             "responses": operation_responses(404, 406, 412, 503, s204={
                 "description": "Deleted.", "headers": {"Vary": VARY}}),
         },
         "options": _options(f"options{name}", "GET, HEAD, PUT, PATCH, DELETE, OPTIONS", patch=True,
                             templated=True),
-        "head": _head(f"head{name}", {"200": {"ETag": ETAG, "Vary": VARY}, "304": {"ETag": ETAG, "Vary": VARY},
-                                      "404": {"Vary": VARY}}, [if_none_match]),
+        "head": _head(f"head{name}", {"200": {"ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE},
+                                      "304": {"ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE}},
+                      [if_none_match], (404, 406, 503)),
     }
 
 
@@ -228,6 +260,8 @@ def _head(operation_id: str, headers: dict[str, dict[str, Any]],
         responses[str(status)] = {"description": DESCRIPTIONS[status] + " (As GET, without the body.)",
                                   "headers": {"Vary": VARY, **extra}}
     return {"operationId": operation_id, "summary": "As GET, without the body.",
+            "description": "The same statuses and headers as GET with the same parameters, "
+                           "and no body (RFC 9110 §9.3.2).",
             "parameters": list(parameters), "responses": responses}
 
 
@@ -238,8 +272,11 @@ def _options(operation_id: str, allow: str, *, post: bool = False, patch: bool =
         headers["Accept-Post"] = header("The body types POST reads.")
     if patch:
         headers["Accept-Patch"] = header("The body types PATCH reads.")
-    responses: dict[str, Any] = {"204": {"description": "See Allow.", "headers": headers}}
+    responses: dict[str, Any] = {"204": {"description": "See Allow.", "headers": headers},
+                                 "400": {"$ref": "#/components/responses/Problem400"}}
     if templated:   # a path whose id names nothing (0, 01, -1, 2^63) is no resource
         responses["404"] = {"$ref": "#/components/responses/Problem404"}
     return {"operationId": operation_id, "summary": "The methods allowed here.",
+            "description": "204 with `Allow`, and the body types a write reads "
+                           "(`Accept-Post`, `Accept-Patch`).",
             "responses": responses}

@@ -163,7 +163,9 @@ def common_schemas() -> dict[str, Any]:
             "required": ["type", "title", "status", "detail"],
             "xml": {"name": "problem", "namespace": "urn:ietf:rfc:7807"},
             "properties": {
-                "type": {"type": "string", "const": "about:blank"},
+                "type": {"type": "string", "format": "uri-reference", "default": "about:blank",
+                         "description": "What kind of problem this is; `about:blank` (the "
+                                        "only one usersvc sends now): the status says it all."},
                 "title": {"type": "string"},
                 "status": {"type": "integer", "minimum": 400, "maximum": 599},
                 "detail": {"type": "string"},

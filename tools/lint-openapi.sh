@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Lint the OpenAPI document usersvc serves, in open and in token mode, with
+# two linters nobody here wrote, at the versions pinned in tools/package.json
+# (and package-lock.json): Redocly CLI with its `recommended` rules and
+# Spectral with `spectral:oas`. Any error or warning from either fails.
+#   tools/lint-openapi.sh        (needs Node.js and npm, and the project's .venv)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/python ] || { echo "lint-openapi: make the .venv first (see README)" >&2; exit 2; }
+(cd tools && npm ci --no-audit --no-fund --loglevel=error)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+.venv/bin/python tools/openapi_documents.py "$out"
+status=0
+for mode in open tokens; do
+    document="$out/openapi-$mode.json"
+    echo "== $mode mode"
+    (cd tools && npx --no-install redocly --version | sed 's/^/redocly /')
+    (cd tools && npx --no-install redocly lint --extends=recommended --format=json "$document" \
+        > "$out/redocly-$mode.json" 2> "$out/redocly-$mode.log") || true
+    if ! .venv/bin/python - "$out/redocly-$mode.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+totals = report["totals"]
+for problem in report["problems"]:
+    print(f"  redocly {problem['severity']} {problem['ruleId']}: {problem['message']}")
+print(f"redocly: {totals['errors']} errors, {totals['warnings']} warnings")
+sys.exit(1 if totals["errors"] or totals["warnings"] else 0)
+PY
+    then status=1; fi
+    (cd tools && npx --no-install spectral --version | sed 's/^/spectral /')
+    if (cd tools && npx --no-install spectral lint --ruleset .spectral.yaml --fail-severity=hint \
+            --format=text "$document"); then
+        echo "spectral: 0 problems"
+    else
+        status=1
+    fi
+done
+exit $status
