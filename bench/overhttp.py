@@ -51,11 +51,15 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, command: list[str], ready: str, cwd: str) -> None:
+    def __init__(self, command: list[str], ready: str, cwd: str, log: str | None = None) -> None:
         self.port = free_port()
+        self.log = log
         command = [c.replace("{port}", str(self.port)) for c in command]
+        stderr = open(log, "w") if log else subprocess.DEVNULL
         self.process = subprocess.Popen(_pin(0) + command, cwd=cwd, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, text=True)
+                                        stderr=stderr, text=True)
+        if log:
+            stderr.close()
         line = self.process.stdout.readline()
         if ready not in line:
             raise RuntimeError(f"{command} did not start: {line!r}")
@@ -66,9 +70,38 @@ class Server:
         self.process.stdout.close()
 
 
-def usersvc(storage: str, cwd: str, *extra: str) -> Server:
-    return Server([PYTHON, str(ROOT / "serve.py"), "--port", "{port}", "--threads", "4",
-                   "--storage", storage, *extra], "usersvc serving", cwd)
+def usersvc(storage: str, cwd: str, *extra: str, threads: int = 4, log: str | None = None) -> Server:
+    return Server([PYTHON, str(ROOT / "serve.py"), "--port", "{port}", "--threads", str(threads),
+                   "--storage", storage, *extra], "usersvc serving", cwd, log)
+
+
+def sqlite_usersvc(cwd: str, name: str, threads: int = 4) -> Server:
+    """usersvc on a SQLite file of 1,000 users written before it starts (so
+    that its writer's figures, logged at exit, are the benchmark's writes
+    alone), without the access log."""
+    sys.path.insert(0, str(ROOT))
+    from usersvc.storage import User, open_store
+    store = open_store(f"sqlite:///{cwd}/{name}.db")
+    store.restore([User(i, f"User {i}", f"user{i}@example.org", 1) for i in range(1, 1001)])
+    store.close()
+    return usersvc(f"sqlite:///{cwd}/{name}.db", cwd, "--no-access-log", threads=threads,
+                   log=f"{cwd}/{name}.log")
+
+
+_WRITER = re.compile(r"SQLite writer for \S+: ([0-9,]+) writes in ([0-9,]+) commits "
+                     r"\(([0-9.]+) writes a commit, ([0-9.]+) ms a commit\)")
+
+
+def writer_figures(server: Server, seconds: float) -> dict[str, float]:
+    """What the stopped server's SQLite writer logged: writes per commit,
+    milliseconds per commit, and commits per second of load."""
+    assert server.log is not None
+    found = _WRITER.search(Path(server.log).read_text())
+    if not found:
+        return {}
+    commits = int(found.group(2).replace(",", ""))
+    return {"writes a commit": float(found.group(3)), "ms a commit": float(found.group(4)),
+            "commits a second": commits / seconds}
 
 
 def peer(kind: str, cwd: str, *args: str) -> Server:
@@ -146,16 +179,19 @@ def _python_load(port: int, method: str, path: str, seconds: float) -> float:
 
 
 def run(rounds: int = 3, seconds: int = 3) -> dict[str, dict[str, float]]:
-    """``{operation: {server: median req/s}}``, and the SQLite POST row."""
+    """``{operation: {server: median req/s}}``, and ``"SQLite writer"``: the
+    writes a commit, milliseconds a commit and commits a second of the two
+    SQLite servers (4 and 8 threads) under the POST rounds."""
     with tempfile.TemporaryDirectory() as cwd:
         lua = str(Path(cwd) / "post.lua")
         servers = {"usersvc": usersvc("memory://", cwd),
                    "usersvc, no access log": usersvc("memory://", cwd, "--no-access-log"),
-                   "usersvc on SQLite": usersvc(f"sqlite:///{cwd}/bench.db", cwd),
+                   "usersvc on SQLite, no access log": sqlite_usersvc(cwd, "sqlite4"),
+                   "usersvc on SQLite, 8 threads": sqlite_usersvc(cwd, "sqlite8", threads=8),
                    "Falcon": peer("falcon", cwd)}
         try:
             for name, server in servers.items():
-                if name != "Falcon":
+                if name != "Falcon" and "SQLite" not in name:
                     seed(server.port)
             answers = {op: sample(servers["usersvc"].port, *mp) for op, mp in OPERATIONS.items()}
             status = {op: "201_Created" if mp[0] == "POST" else "200_OK" for op, mp in OPERATIONS.items()}
@@ -168,7 +204,7 @@ def run(rounds: int = 3, seconds: int = 3) -> dict[str, dict[str, float]]:
                     subjects = {"waitress, fixed body (ceiling)": ceilings[op],
                                 "fixed body, usersvc's headers": with_headers[op], **servers}
                     if op != "POST /users":
-                        subjects.pop("usersvc on SQLite")
+                        subjects.pop("usersvc on SQLite, 8 threads")
                     order = list(subjects.items())
                     shift = round_no % len(order)
                     for name, server in order[shift:] + order[:shift]:
@@ -178,7 +214,14 @@ def run(rounds: int = 3, seconds: int = 3) -> dict[str, dict[str, float]]:
             for server in [*servers.values(), *locals().get("ceilings", {}).values(),
                            *locals().get("with_headers", {}).values()]:
                 server.stop()
-    return {op: {name: statistics.median(v) for name, v in by.items()} for op, by in samples.items()}
+        medians = {op: {name: statistics.median(v) for name, v in by.items()}
+                   for op, by in samples.items()}
+        # Each SQLite server's writes were the POST rounds alone.
+        medians["SQLite writer"] = {
+            f"{threads} threads: {figure}": value
+            for threads, name in ((4, "usersvc on SQLite, no access log"), (8, "usersvc on SQLite, 8 threads"))
+            for figure, value in writer_figures(servers[name], rounds * seconds).items()}
+    return medians
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from usersvc.storage import (
     StoreError,
     StoreUnavailable,
     User,
+    UserNotFound,
     open_store,
 )
 from usersvc.storage import sql
@@ -403,3 +404,61 @@ def test_a_closed_store_refuses_writes(path):
     store.close()
     with pytest.raises(StoreUnavailable):
         store.create(name="Ada", email="ada@example.org")
+
+
+def test_a_page_reuses_built_users_only_at_the_version_the_file_has(path):
+    """Pages read ids and versions first and take the users built for an
+    earlier page at the same version; what another process changed is read
+    again, and a write between the two reads makes the page be read whole.
+    (While nothing is committed anywhere, the same page is the same answer.)"""
+    a, b = SQLiteUserStore(path), SQLiteUserStore(path)
+    try:
+        users = [a.create(name=f"U{i}", email=f"u{i}@example.org") for i in range(3)]
+        first = a.list()
+        assert first == users and a.list()[0] is first[0]       # built once, then kept
+        b.update(users[1].id, name="Changed")                   # another store, same file
+        assert [u.name for u in a.list()] == ["U0", "Changed", "U2"]
+
+        class WriteInBetween(dict):
+            """Kept users whose first look-up lets another store write."""
+            armed = True
+
+            def get(self, key, default=None):
+                if self.armed:
+                    WriteInBetween.armed = False
+                    b.update(users[0].id, name="Raced")
+                    b.update(users[2].id, name="Raced too")
+                return super().get(key, default)
+
+        a._kept = WriteInBetween()          # nothing kept: every user is read again
+        with a._session() as db:
+            db.answers.clear()              # and the last answer forgotten
+        page = a.list()
+        assert [u.name for u in page] == ["Raced", "Changed", "Raced too"]
+        assert [u.version for u in page] == [2, 2, 2]
+        b.delete(users[1].id)
+        assert [u.id for u in a.list()] == [users[0].id, users[2].id]
+    finally:
+        a.close(), b.close()
+
+
+def test_answers_kept_while_nothing_is_committed_are_dropped_by_any_commit(path):
+    """A connection answers the same read again only while PRAGMA
+    data_version says nobody has committed: its store's own writes (the
+    writer's connection), another store's or process's, and a restore made
+    on the reading connection itself all show at once."""
+    a, b = SQLiteUserStore(path), SQLiteUserStore(path)
+    try:
+        ada = a.create(name="Ada", email="ada@example.org")
+        assert a.get(ada.id) is a.get(ada.id)                  # kept while nothing changes
+        a.update(ada.id, name="Ada King")                       # this store's writer
+        assert a.get(ada.id).name == "Ada King"
+        b.update(ada.id, name="Ada B.")                         # another store on the file
+        assert a.get(ada.id).name == "Ada B." and [u.name for u in a.list()] == ["Ada B."]
+        a.restore([User(7, "Restored", "r@example.org", 1)])    # on the reading connection
+        assert [u.id for u in a.list()] == [ada.id, 7]
+        b.delete(7)
+        with pytest.raises(UserNotFound):
+            a.get(7)
+    finally:
+        a.close(), b.close()

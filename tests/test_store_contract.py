@@ -138,6 +138,14 @@ def test_restore_of_nothing_only_raises_last_id(store):
     assert store.create(name="New", email="new@example.org").id == 6
 
 
+def test_restore_never_reuses_an_id_handed_out_before_even_if_deleted(store):
+    gone = store.create(name="Ada", email="ada@example.org")
+    store.delete(gone.id)
+    with pytest.raises(Conflict):
+        store.restore([User(gone.id, "Other", "other@example.org", gone.version)])
+    assert store.list() == []
+
+
 @pytest.mark.parametrize("clash", [
     User(1, "Other", "other@example.org", 1),      # an id that is taken
     User(9, "Other", "ADA@example.org", 1),        # an e-mail that is taken

@@ -42,6 +42,7 @@ __all__ = [
     "Position",
     "User",
     "UserNotFound",
+    "check_fresh_ids",
     "checked_id",
     "position",
     "prefix_end",
@@ -172,6 +173,15 @@ class StoreUnavailable(StoreError):
     the same call may succeed later. Nothing was changed."""
 
 
+def check_fresh_ids(users: Sequence[User], handed_out: int) -> None:
+    """``restore`` takes only ids above every id the store has handed out:
+    ids are never reused (and a version, with its id, names one content
+    for good, which the SQLite store's kept users rely on)."""
+    if users and min(u.id for u in users) <= handed_out:
+        raise Conflict(f"Ids are never reused: this store has handed out ids up to "
+                       f"{handed_out}, and user {min(u.id for u in users)} is not above that.")
+
+
 class SchemaTooNew(RuntimeError):
     """The database was written by a newer usersvc than this one."""
 
@@ -232,7 +242,8 @@ class UserStore(Protocol):
     def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
         """Add users as they are, ids and versions kept, in one atomic step
         (for ``usersvc copy``); new ids afterwards are above ``last_id`` and
-        every id given. Raises ``Conflict`` if an id or e-mail is taken."""
+        every id given. Raises ``Conflict`` if an e-mail is taken or an id
+        is not above every id the store ever handed out."""
 
     def close(self) -> None:
         """Release connections and files; the store is unusable afterwards."""

@@ -33,6 +33,7 @@ from . import (
     StaleVersion,
     User,
     UserNotFound,
+    check_fresh_ids,
     checked_id,
     email_key,
     position,
@@ -119,6 +120,7 @@ class MemoryUserStore:
 
     def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
         with self._lock:
+            check_fresh_ids(users, self._last_id)
             keys = [email_key(u.email) for u in users]
             ids = {u.id for u in users}
             if (len(ids) < len(users) or len(set(keys)) < len(keys)

@@ -44,7 +44,7 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import (Conflict, EmailTaken, Position, Precondition, SchemaTooNew, StaleVersion,
-               StoreUnavailable, User, UserNotFound, checked_id, email_key, redact, sql)
+               StoreUnavailable, User, UserNotFound, check_fresh_ids, checked_id, email_key, redact, sql)
 
 def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""
@@ -281,6 +281,8 @@ class PostgresUserStore:
         with self._connection() as db:
             try:
                 with db.transaction():
+                    row = db.execute(LAST_ID).fetchone()
+                    check_fresh_ids(users, int(row[0]) if row else 0)
                     with db.cursor() as cursor:
                         cursor.executemany(RESTORE, [
                             (u.id, u.name, u.email, email_key(u.email), u.name.casefold(),

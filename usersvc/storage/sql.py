@@ -30,6 +30,7 @@ from ..validation import words
 from . import Position, email_key, prefix_end
 
 COLUMNS = "u.id, u.name, u.email, u.version"
+KEYS = "u.id, u.version"        # what names a user's version: enough to find it kept
 
 
 class Dialect(NamedTuple):
@@ -68,9 +69,9 @@ def name_words(name: str) -> list[str]:
 
 def page(dialect: Dialect, *, limit: int, sort: str = "id", reverse: bool = False,
          after: Position | None = None, email: str | None = None,
-         q: str | None = None) -> tuple[str, list[Any]]:
+         q: str | None = None, columns: str = COLUMNS) -> tuple[str, list[Any]]:
     """The query for ``UserStore.list`` with these arguments, and its
-    parameters."""
+    parameters; ``columns=KEYS`` asks only for each user's id and version."""
     params = _filter_params(email, q)
     if after is not None:
         if sort == "id":
@@ -80,7 +81,7 @@ def page(dialect: Dialect, *, limit: int, sort: str = "id", reverse: bool = Fals
             params.extend(after[:len(ORDER_COLUMNS[sort])])
     params.append(limit)
     end = q is not None and prefix_end(q.casefold()) is not None
-    return _page_sql(dialect, sort, reverse, after is not None, email is not None,
+    return _page_sql(dialect, columns, sort, reverse, after is not None, email is not None,
                      q is not None, end), params
 
 
@@ -103,20 +104,20 @@ def _filter_params(email: str | None, q: str | None) -> list[Any]:
 
 
 @lru_cache(maxsize=None)
-def _page_sql(dialect: Dialect, sort: str, reverse: bool, has_after: bool,
+def _page_sql(dialect: Dialect, columns: str, sort: str, reverse: bool, has_after: bool,
               has_email: bool, has_q: bool, has_end: bool) -> str:
     mark = dialect.mark
     source, where = _filtered(dialect, has_email, has_q, has_end)
-    columns = ORDER_COLUMNS[sort]
+    keys = ORDER_COLUMNS[sort]
     if has_after:
         op = "<" if reverse else ">"
-        if len(columns) == 1:
-            where.append(f"{columns[0]} {op} {mark}")
+        if len(keys) == 1:
+            where.append(f"{keys[0]} {op} {mark}")
         else:                       # a row value: (name_key, id) > (?, ?)
-            where.append(f"({', '.join(columns)}) {op} ({', '.join(mark for _ in columns)})")
+            where.append(f"({', '.join(keys)}) {op} ({', '.join(mark for _ in keys)})")
     direction = " DESC" if reverse else ""
-    order = ", ".join(column + direction for column in columns)
-    return f"SELECT {COLUMNS} FROM {source}{_where(where)} ORDER BY {order} LIMIT {mark}"
+    order = ", ".join(key + direction for key in keys)
+    return f"SELECT {columns} FROM {source}{_where(where)} ORDER BY {order} LIMIT {mark}"
 
 
 def _filtered(dialect: Dialect, has_email: bool, has_q: bool,

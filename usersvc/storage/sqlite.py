@@ -17,23 +17,35 @@
   (HTTP 503): nothing was written, and the client may try again.
 - Group commit: creates, updates and deletes on a file are made by one
   writer thread, in groups that share one sync to disk (``sqlite_writer``).
+- A page reads ids and versions first, and builds only the users it has
+  not built at that version before (``list``): a version, with its id,
+  names one content for good (ids are never reused, not even by
+  ``restore``), whichever process wrote it.
 """
 from __future__ import annotations
 
+import builtins
 import json
+import logging
 import sqlite3
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from . import (Conflict, EmailTaken, Position, Precondition, SchemaTooNew, StaleVersion,
-               StoreUnavailable, User, UserNotFound, checked_id, email_key, sql)
+               StoreUnavailable, User, UserNotFound, check_fresh_ids, checked_id, email_key, sql)
 from .sqlite_writer import Connection, Writer, busy
 
 T = TypeVar("T")
+log = logging.getLogger("usersvc.storage")
+
+#: How many users a store keeps built for its pages (then it starts again).
+KEPT = 100_000
+#: How many answers each connection keeps while nothing is committed.
+ANSWERS = 1_000
 
 
 def _name_columns(name: str) -> tuple[str, str]:
@@ -91,6 +103,7 @@ MIGRATIONS: list[Sequence[sql.Step]] = [
 
 COLUMNS = "id, name, email, version"
 SELECT_ONE = f"SELECT {COLUMNS} FROM users WHERE id = ?"
+SELECT_SOME = f"SELECT {COLUMNS} FROM users WHERE id IN "
 INSERT = """INSERT INTO users (name, email, email_key, name_key, name_words, version)
             VALUES (?, ?, ?, ?, ?, 1)"""
 UPDATE = """UPDATE users SET name = ?, email = ?, email_key = ?, name_key = ?,
@@ -145,6 +158,9 @@ class SQLiteUserStore:
         # A private in-memory database lives in one connection, shared by
         # the threads in turn; a file gets a connection per thread.
         self._one = self._connect() if path == ":memory:" else None
+        # The users built for pages, by id, for the next page to take again
+        # if their version has not changed (at most KEPT of them).
+        self._kept: dict[int, User] = {}
         self._prepare()
         # A file's writes share one connection and commit in groups; a
         # private in-memory database has no disk to wait for.
@@ -174,15 +190,47 @@ class SQLiteUserStore:
 
     def get(self, user_id: int) -> User:
         with self._session() as db:
-            return self._get(db, user_id)
+            answers = self._answers(db)
+            user = answers.get(user_id)
+            if user is None:
+                user = self._get(db, user_id)
+                self._keep(answers, user_id, user)
+            return user
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
              after: Position | None = None, email: str | None = None,
              q: str | None = None) -> list[User]:
-        query, params = sql.page(sql.SQLITE, limit=limit, sort=sort, reverse=reverse,
-                                 after=after, email=email, q=q)
+        arguments: dict[str, Any] = dict(limit=limit, sort=sort, reverse=reverse, after=after,
+                                         email=email, q=q)
+        question = tuple(arguments.items())
         with self._session() as db:
-            return [User(*row) for row in db.execute(query, params)]
+            answers = self._answers(db)
+            page = answers.get(question)
+            if page is None:
+                page = self._page(db, arguments)
+                self._keep(answers, question, page)
+            return page
+
+    def _page(self, db: Connection, arguments: dict[str, Any]) -> builtins.list[User]:
+        """A page, read ids and versions first: a version names a user's
+        fields, so a user already built at that version is taken as it is,
+        and only the others are read (cheaper than reading and building all)."""
+        kept = self._kept
+        keys = db.execute(*sql.page(sql.SQLITE, columns=sql.KEYS, **arguments)).fetchall()
+        found = {user_id: user for user_id, version in keys
+                 if (user := kept.get(user_id)) is not None and user.version == version}
+        wanted = [user_id for user_id, _ in keys if user_id not in found]
+        if wanted:
+            found.update((row[0], User(*row)) for row in db.execute(
+                f"{SELECT_SOME}({', '.join('?' * len(wanted))})", wanted))
+            if any(user_id not in found or found[user_id].version != version
+                   for user_id, version in keys):
+                # Written between the two reads: read the page whole.
+                return [User(*row) for row in db.execute(*sql.page(sql.SQLITE, **arguments))]
+            if len(kept) + len(wanted) > KEPT:
+                kept.clear()
+            kept.update((user_id, found[user_id]) for user_id in wanted)
+        return [found[user_id] for user_id, _ in keys]
 
     def count(self, *, email: str | None = None, q: str | None = None) -> int:
         query, params = sql.count(sql.SQLITE, email=email, q=q)
@@ -228,6 +276,7 @@ class SQLiteUserStore:
 
     def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
         with self._transaction() as db:
+            check_fresh_ids(users, int(db.execute(LAST_ID).fetchone()[0]))
             try:
                 db.executemany(RESTORE, [(u.id, u.name, u.email, email_key(u.email),
                                           *_name_columns(u.name), u.version) for u in users])
@@ -242,6 +291,8 @@ class SQLiteUserStore:
     def close(self) -> None:
         if self._writer is not None:
             self._writer.stop()         # the writes already handed over are done first
+            if self._writer.commits:
+                log.info("SQLite writer for %s: %s", self.path, self._writer.summary())
         with self._lock:
             connections = list(self._connections)
             self._connections.clear()
@@ -261,7 +312,7 @@ class SQLiteUserStore:
         return db
 
     @contextmanager
-    def _session(self) -> Iterator[sqlite3.Connection]:
+    def _session(self) -> Iterator[Connection]:
         """This thread's connection, or the in-memory database's one, held."""
         db = self._one
         if db is None:
@@ -286,7 +337,7 @@ class SQLiteUserStore:
             return op(db)
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> Iterator[Connection]:
         """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
         with self._session() as db:
             db.execute("BEGIN IMMEDIATE")
@@ -296,6 +347,27 @@ class SQLiteUserStore:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+            db.answers.clear()          # its own commit does not change its data_version
+
+    def _answers(self, db: Connection) -> dict[Any, Any]:
+        """What this connection has read and may answer again: valid while
+        ``PRAGMA data_version`` is unchanged, which it is until another
+        connection, in this process or any other, commits. (A private
+        in-memory database reads and writes on one connection, whose own
+        commits it does not count: it keeps nothing.)"""
+        if self._one is not None:
+            return {}
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version != db.data_version:
+            db.answers.clear()
+            db.data_version = version
+        return db.answers
+
+    @staticmethod
+    def _keep(answers: dict[Any, Any], question: Any, answer: Any) -> None:
+        if len(answers) >= ANSWERS:
+            answers.clear()
+        answers[question] = answer
 
     # -- helpers --------------------------------------------------------
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -38,6 +39,10 @@ class Connection(sqlite3.Connection):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.in_use = threading.Lock()
+        # Reads this connection answered, kept while PRAGMA data_version
+        # says no other connection has committed since (SQLiteUserStore).
+        self.answers: dict[Any, Any] = {}
+        self.data_version = -1
 
 
 def busy(error: sqlite3.OperationalError) -> bool:
@@ -68,6 +73,18 @@ class Writer:
         self._thread.start()
         self._closing = threading.Lock()    # no write queued after the stop
         self.closed = False
+        # What the groups were: writes, commits, and the time from BEGIN to
+        # the end of COMMIT (the sync), summed. Only the thread adds to them.
+        self.writes = self.commits = 0
+        self.commit_seconds = 0.0
+
+    def summary(self) -> str:
+        """One line for the log: how many writes shared each commit, and
+        what a commit took."""
+        per = self.writes / self.commits if self.commits else 0.0
+        took = self.commit_seconds / self.commits * 1000 if self.commits else 0.0
+        return (f"{self.writes:,} writes in {self.commits:,} commits "
+                f"({per:.2f} writes a commit, {took:.3f} ms a commit)")
 
     def submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``op`` in the writer's transaction; its result once committed."""
@@ -99,6 +116,7 @@ class Writer:
     def _commit(self, group: list[tuple[Callable[..., Any], Future[Any]]]) -> None:
         db = self.db
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+        started = time.perf_counter()
         try:
             with db.in_use:
                 db.execute("BEGIN IMMEDIATE")
@@ -112,6 +130,9 @@ class Writer:
                                 raise RuntimeError("a write failed after changing the database") from e
                             outcomes.append((future, None, e))
                     db.execute("COMMIT")
+                    self.writes += len(group)
+                    self.commits += 1
+                    self.commit_seconds += time.perf_counter() - started
                 except BaseException:
                     if db.in_transaction:
                         db.execute("ROLLBACK")
