@@ -189,27 +189,14 @@ class SQLiteUserStore:
     # -- the protocol ---------------------------------------------------
 
     def get(self, user_id: int) -> User:
-        with self._session() as db:
-            answers = self._answers(db)
-            user = answers.get(user_id)
-            if user is None:
-                user = self._get(db, user_id)
-                self._keep(answers, user_id, user)
-            return user
+        return self._answered(user_id, lambda db: self._get(db, user_id))
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
              after: Position | None = None, email: str | None = None,
              q: str | None = None) -> list[User]:
         arguments: dict[str, Any] = dict(limit=limit, sort=sort, reverse=reverse, after=after,
                                          email=email, q=q)
-        question = tuple(arguments.items())
-        with self._session() as db:
-            answers = self._answers(db)
-            page = answers.get(question)
-            if page is None:
-                page = self._page(db, arguments)
-                self._keep(answers, question, page)
-            return page
+        return self._answered(tuple(arguments.items()), lambda db: self._page(db, arguments))
 
     def _page(self, db: Connection, arguments: dict[str, Any]) -> builtins.list[User]:
         """A page, read ids and versions first: a version names a user's
@@ -349,6 +336,18 @@ class SQLiteUserStore:
             db.execute("COMMIT")
             db.answers.clear()          # its own commit does not change its data_version
 
+    def _answered(self, question: Any, read: Callable[[Connection], T]) -> T:
+        """``read(db)`` on this thread's connection, or what it answered
+        last time, if nothing has been committed since (``_answers``)."""
+        with self._session() as db:
+            answers = self._answers(db)
+            answer = answers.get(question)
+            if answer is None:
+                answer = answers[question] = read(db)
+                if len(answers) > ANSWERS:
+                    answers.clear()
+            return answer
+
     def _answers(self, db: Connection) -> dict[Any, Any]:
         """What this connection has read and may answer again: valid while
         ``PRAGMA data_version`` is unchanged, which it is until another
@@ -362,12 +361,6 @@ class SQLiteUserStore:
             db.answers.clear()
             db.data_version = version
         return db.answers
-
-    @staticmethod
-    def _keep(answers: dict[Any, Any], question: Any, answer: Any) -> None:
-        if len(answers) >= ANSWERS:
-            answers.clear()
-        answers[question] = answer
 
     # -- helpers --------------------------------------------------------
 
