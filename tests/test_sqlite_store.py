@@ -158,6 +158,14 @@ def test_every_page_walks_an_index_and_never_scans(fifty, arguments):
             assert arguments["sort"] == "id" or "INDEX" in found, found
 
 
+@pytest.mark.parametrize("sort", ["name"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_pages_ids_and_versions_come_from_its_orders_index_alone(fifty, sort, reverse):
+    found = plan(fifty, *sql.page(sql.SQLITE, limit=10, columns=sql.KEYS, sort=sort,
+                                  reverse=reverse, after=("u", 5)))
+    assert found.startswith(f"SEARCH u USING COVERING INDEX users_{sort} "), found
+
+
 def test_counting_a_search_reads_only_the_matching_words(fifty):
     found = plan(fifty, *sql.count(sql.SQLITE, q="u1"))
     assert "SEARCH user_words USING PRIMARY KEY (word>? AND word<?)" in found, found

@@ -84,7 +84,11 @@ MIGRATIONS: list[Sequence[sql.Step]] = [
         "ALTER TABLE users ADD COLUMN name_key TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE users ADD COLUMN name_words TEXT NOT NULL DEFAULT '[]'",
         _fill_name_columns,
-        "CREATE INDEX users_name ON users (name_key)",   # SQLite adds the id (rowid) after it
+        # The name order's index holds the version too, so that a page's ids
+        # and versions (``_page``) are read from it alone. (The e-mail order
+        # reads them from the table: an index of its own would cost every
+        # write more than its pages save.)
+        "CREATE INDEX users_name ON users (name_key, id, version)",
         """CREATE TABLE user_words (
                word    TEXT    NOT NULL,
                user_id INTEGER NOT NULL,
