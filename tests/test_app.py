@@ -83,7 +83,7 @@ def test_bad_requests_get_a_4xx_problem_and_change_nothing(populated, method, pa
 def test_a_body_exactly_at_the_limit_is_read(tmp_path):
     body = json.dumps(ADA).encode()
     client = Client(make_app("memory://", max_body_size=len(body)))
-    assert client.post("/users", body=body).status_code == 201
+    assert client.post("/users", body=body, content_type="application/json").status_code == 201
 
 
 # -- the limit is enforced before the body is read ------------------------

@@ -10,7 +10,7 @@ ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
 
 
 @pytest.mark.parametrize("content_type", [
-    None, "application/json", "application/json; charset=utf-8", "APPLICATION/JSON",
+    "application/json", "application/json; charset=utf-8", "APPLICATION/JSON",
     "application/vnd.usersvc+json", "application/merge-patch+json"])
 def test_json_bodies_are_read_by_type(client, content_type):
     response = client.post("/users", body='{"name": "Ada Lovelace", "email": "ada@example.org"}',
@@ -27,7 +27,7 @@ def test_xml_bodies_are_read_by_type(client, content_type):
 
 
 @pytest.mark.parametrize("content_type", [
-    "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+    None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
     "application/json; charset=latin-1", "text/html"])
 def test_other_body_types_are_415_with_accept_post(client, content_type):
     response = client.post("/users", body='{"name": "A", "email": "a@example.org"}',

@@ -180,20 +180,31 @@ WALK_LINK = {"operationId": "listUsers", "parameters": {
 def test_a_stateful_walk_follows_next_links_in_sorted_filtered_pages():
     """Over users that exist, list a sorted, searched page, then follow its
     rel="next" with what the link says: every page a link leads to keeps to
-    the document, and is a page (200), never a refused cursor."""
+    the document, and is a page (200, or 304 to an If-None-Match naming
+    it), never a refused cursor."""
     from webob import Request
     document = Request.blank("/openapi.json").get_response(APP.app).json
     listing = document["paths"]["/users"]["get"]
     listing["responses"]["200"]["links"] = {"NextPage": WALK_LINK}
     # The walk's first pages: small, in an order other than id, searched.
-    narrowed = {"limit": {"enum": [1, 2]}, "sort": {"enum": ["name", "-name", "email", "-email"]},
-                "q": {"enum": ["a", "ad", "ada"]}}
+    narrowed = {"limit": {"enum": [1]}, "sort": {"enum": ["name", "-name", "email", "-email"]},
+                "q": {"enum": ["a", "ada"]}}
     listing["parameters"] = [{**p, "schema": narrowed[p["name"]], "required": True}
                              if p["name"] in narrowed else p
                              for p in listing["parameters"] if p["name"] not in ("after", "email")]
-    walking = schemathesis.openapi.from_dict(document, config=CONFIG).include(operation_id="listUsers")
+    # Valid data only: a walk is a client following links, not a fuzzer.
+    walk_config = schemathesis.Config.from_str(f"""
+seed = {SEED}
+
+[generation]
+mode = "positive"
+max-examples = {EXAMPLES}
+""")
+    walking = schemathesis.openapi.from_dict(document, config=walk_config).include(operation_id="listUsers")
     walking.app = APP
-    written, followed = set(), []
+    # cursor -> the order and search of the page whose link wrote it
+    written: dict[str, tuple] = {}
+    followed = []
 
     class Machine(walking.as_state_machine()):
         def setup(self):
@@ -205,13 +216,17 @@ def test_a_stateful_walk_follows_next_links_in_sorted_filtered_pages():
 
         def validate_response(self, response, case, additional_checks=None, **kwargs):
             query = case.query or {}
-            if query.get("cursor") in written:
+            context = (query.get("sort"), query.get("q"))
+            # A followed link: a cursor with the order and search it was
+            # written for. (Schemathesis also reuses values it has seen in
+            # other requests, where the service rightly refuses them.)
+            if "cursor" in query and written.get(query["cursor"]) == context:
                 followed.append(query)
-                assert response.status_code == 200, (query, response.text)
+                assert response.status_code in (200, 304), (query, response.text)
                 case.validate_response(response, excluded_checks=_excluded(case),
                                        recorder=self.recorder)
-            link = response.headers.get("link") or []
-            written.update(re.findall(r"cursor=([^&>]+)", " ".join(link)))
+            for cursor in re.findall(r"cursor=([^&>]+)", " ".join(response.headers.get("link") or [])):
+                written[cursor] = context
 
     Machine.run(settings=settings(max_examples=EXAMPLES, derandomize=True, deadline=None,
                                   stateful_step_count=6,

@@ -25,7 +25,7 @@ Map of the package (docs/architecture.md follows a request through it):
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .app import DEFAULT_MAX_BODY_SIZE, App, Mount
@@ -41,16 +41,20 @@ DEFAULT_STORAGE = "sqlite:///users.db"
 
 def make_app(storage: str | UserStore = DEFAULT_STORAGE, *,
              max_body_size: int = DEFAULT_MAX_BODY_SIZE,
-             tokens: Mapping[str, str] | Tokens | None = None) -> App:
+             tokens: Mapping[str, str] | Tokens | None = None,
+             cors_origins: Iterable[str] = ()) -> App:
     """A WSGI app serving ``/users`` from ``storage``: a store object, or a
     URL (``memory://``, ``sqlite:///users.db``, ``postgresql://...``) for a store
     the app opens, and closes with ``app.close()``. Apps share nothing.
 
     ``tokens`` turns on bearer tokens: ``{token: "read" | "write"}`` (see
-    ``usersvc.auth``); without it anyone who reaches the app may use it."""
+    ``usersvc.auth``); without it anyone who reaches the app may use it.
+    ``cors_origins``: the origins (``https://app.example``; ``*``: any)
+    whose pages may call the app (CORS; see ``usersvc.cross_origin``).
+    Writes from pages of other origins are refused either way."""
     if tokens is not None and not isinstance(tokens, Tokens):
         tokens = Tokens(tokens)
-    app = App(max_body_size=max_body_size, tokens=tokens)
+    app = App(max_body_size=max_body_size, tokens=tokens, cors_origins=cors_origins)
     if isinstance(storage, str):
         store: Any = open_store(storage)
         app.on_close(store.close)

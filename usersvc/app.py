@@ -2,17 +2,21 @@
 
 ``App.__call__`` is the whole life of a request:
 
-1. the body-size guard (413, before the body is read);
-2. the router: a route and its parameters, or 404; a method the route lacks
+1. the Host header is checked (400), and cross-origin protection
+   (``cross_origin``): a write from a page of another site is a 403, and a
+   CORS preflight is answered at once;
+2. with tokens on, the bearer token is checked (400, 401, 403);
+3. the body-size guard (413, before the body is read);
+4. the router: a route and its parameters, or 404; a method the route lacks
    is 405 with ``Allow`` (so is one the service has never heard of: it is
-   the client's error, and 405 tells it what would work);
-   (with tokens on, the bearer token is checked first: 400, 401, 403);
-3. OPTIONS is answered from the route's method map;
-4. ``negotiate`` picks the response format, or 406, before anything changes;
-5. the resource's responder does the rest;
-6. any ``Problem`` or domain error becomes a problem document in the
+   the client's error, and 405 tells it what would work); OPTIONS is
+   answered from the route's method map;
+5. ``negotiate`` picks the response format, or 406, before anything changes;
+6. the resource's responder does the rest;
+7. any ``Problem`` or domain error becomes a problem document in the
    negotiated format. Anything else is a bug: it is logged with its trace and
-   the client gets a 500 that says nothing about the code.
+   the client gets a 500 that says nothing about the code. To an origin
+   CORS allows, every answer says so.
 
 This module and ``request`` are the only ones that know WSGI, and only
 ``request`` reads the environ.
@@ -26,6 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from .auth import Tokens
+from .cross_origin import CrossOrigin
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
 from .representation import (
@@ -64,11 +69,12 @@ class App:
     """A WSGI application serving the collections added to it."""
 
     def __init__(self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE,
-                 tokens: Tokens | None = None) -> None:
+                 tokens: Tokens | None = None, cors_origins: Iterable[str] = ()) -> None:
         if max_body_size < 1:
             raise ValueError("max_body_size must be at least 1 byte")
         self.max_body_size = max_body_size
         self.tokens = tokens
+        self.cross_origin = CrossOrigin(cors_origins)
         self.router = Router()
         self.schemas: list[Schema] = []
         self.stores: list[Any] = []
@@ -106,6 +112,7 @@ class App:
                           req.request_id)
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
+        self.cross_origin.decorate(req, response)
         return response(environ, start_response)
 
     def handle(self, req: Request) -> Response:
@@ -115,8 +122,14 @@ class App:
             # URLs in Location and Link are built from it: no paths, markup or
             # spaces get in there (and it is not echoed here either).
             raise Problem(400, "The Host header is not a host name or address with an optional port.")
+        if self.cross_origin.is_preflight(req):  # a browser asking first: no token to check
+            found = self.router.match(path)
+            if found is None:
+                raise Problem(404, "There is nothing at this path.")
+            return self.cross_origin.preflight(req, found[0].allow)
+        self.cross_origin.check(req)            # before a byte of the body is read
         if self.tokens is not None and path != HEALTH_PATH:
-            self.tokens.check(req)              # before a byte of the body is read
+            self.tokens.check(req)              # ... and so are the tokens
         self._bound_body(req)
         found = self.router.match(path)
         if found is None:

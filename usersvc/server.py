@@ -21,6 +21,7 @@ import waitress
 
 from . import DEFAULT_MAX_BODY_SIZE, DEFAULT_STORAGE, Mount, make_app
 from .auth import load_tokens
+from .cross_origin import parse_origins
 from .ops import AccessLog
 from .storage import redact
 
@@ -70,6 +71,9 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--tokens-file", default=None, metavar="PATH",
                    help="require bearer tokens: one 'TOKEN read|write' per line (default: none, "
                         "anyone who reaches the server may read and write)")
+    p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                   help="let pages of this origin (scheme://host[:port]; '*' for any) call the "
+                        "service from a browser (CORS); repeat for more (default: none)")
     p.add_argument("--no-access-log", dest="access_log", action="store_false",
                    help="do not log a line per request")
     return p
@@ -111,7 +115,13 @@ def main(argv: Sequence[str] | None = None, commands: bool = False) -> int:
             print(f"usersvc: cannot use the tokens file: {e}", file=sys.stderr)
             return 2
     try:
-        app = make_app(args.storage, max_body_size=args.max_body_size, tokens=tokens)
+        parse_origins(args.cors_origin)     # a bad origin is the user's mistake, said first
+    except ValueError as e:
+        print(f"usersvc: cannot use --cors-origin: {e}", file=sys.stderr)
+        return 2
+    try:
+        app = make_app(args.storage, max_body_size=args.max_body_size, tokens=tokens,
+                       cors_origins=args.cors_origin)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         print(f"usersvc: cannot open storage {redact(args.storage)}: {e}", file=sys.stderr)
         return 2

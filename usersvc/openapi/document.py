@@ -118,7 +118,9 @@ def _secure(paths: dict[str, Any], components: dict[str, Any]) -> None:
         "description": "A token from the server's --tokens-file: `read` scope for GET, HEAD "
                        "and OPTIONS, `write` for everything."}}
     challenge = header('`Bearer realm="usersvc"`, with `error` when a token was sent.')
-    for status, text in [(401, "No token, or not a valid one."), (403, "A read token on a write.")]:
+    for status, text in [(401, "No token, or not a valid one."),
+                         (403, "A read token on a write, or a write from a page of another "
+                               "site (cross-origin protection).")]:
         components["responses"][f"Problem{status}Auth"] = {
             "description": text, "content": PROBLEM,
             "headers": {"Vary": VARY, "WWW-Authenticate": challenge}}
@@ -131,6 +133,7 @@ def _secure(paths: dict[str, Any], components: dict[str, Any]) -> None:
             responses.setdefault("400", {"$ref": "#/components/responses/Problem400"})
             if method not in ("get", "head", "options"):
                 responses["403"] = {"$ref": "#/components/responses/Problem403Auth"}
+    del components["responses"]["Problem403"]      # every write's 403 is the one above now
 
 
 def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, Any]) -> None:
@@ -167,7 +170,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
         f"Delete{name}": {"operationId": f"delete{name}",
                           "parameters": {**by_id, "header.If-Match": "$response.header.ETag"}},
     }
-    body_statuses = (400, 406, 409, 413, 415, 422, 503)
+    body_statuses = (400, 403, 406, 409, 413, 415, 422, 503)
 
     page = {"ETag": BODY_ETAG, **list_headers(),
             "Link": header('`<...?after=N&limit=L>; rel="next"` in id order, '
@@ -193,8 +196,9 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             "description": f"The new {schema.name}, with the id the service gave it, its URL "
                            "in `Location` and its version in `ETag`.",
             "requestBody": {"required": True, "content": content(f"{name}Create"),
-                            "description": "JSON (also without a Content-Type, and any "
-                                           "application/*+json) or XML (any application/*+xml)."},
+                            "description": "JSON (any application/*+json) or XML (any "
+                                           "application/*+xml), as Content-Type says; a "
+                                           "body without one is a 415."},
             "responses": operation_responses(*body_statuses, s201={
                 "description": f"Created: the new {schema.name}.",
                 "headers": {"Location": header(f"The new {schema.name}'s URL.",
@@ -240,7 +244,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             "operationId": f"delete{name}", "summary": f"Delete a {schema.name}.",
             "description": "Deleting again is a 404. `If-Match` as for PUT.",
             "parameters": [if_match, if_none_match],
-            "responses": operation_responses(404, 406, 412, 503, s204={
+            "responses": operation_responses(403, 404, 406, 412, 503, s204={
                 "description": "Deleted.", "headers": {"Vary": VARY}}),
         },
         "options": _options(f"options{name}", "GET, HEAD, PUT, PATCH, DELETE, OPTIONS", patch=True,

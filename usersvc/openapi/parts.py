@@ -18,6 +18,7 @@ PROBLEM = {"application/problem+json": {"schema": {"$ref": "#/components/schemas
 DESCRIPTIONS = {
     400: "The request is malformed: bad syntax in the body (JSON or XML), a "
          "body that is missing, not UTF-8 or holds a DOCTYPE, or a bad query parameter.",
+    403: "A write from a page of another site, refused by the cross-origin protection.",
     404: "There is no such record (never was, or was deleted).",
     406: "None of the service's media types is acceptable (`available` lists them).",
     409: "The e-mail address belongs to another user (compared ignoring case).",
@@ -36,8 +37,10 @@ def header(description: str, schema: dict[str, Any] | None = None,
             "schema": schema or {"type": "string"}}
 
 
-VARY = header("Always `Accept`: every response may differ by it.", {"const": "Accept"})
-VARY_PREFER = header("`Accept, Prefer`: a page may differ by both.", {"const": "Accept, Prefer"})
+VARY = header("`Accept`: every response may differ by it (and `Origin`, with CORS on).",
+              {"type": "string", "pattern": "^Accept(, Origin)?$"})
+VARY_PREFER = header("`Accept, Prefer`: a page may differ by both (and `Origin`, with CORS on).",
+                     {"type": "string", "pattern": "^Accept, Prefer(, Origin)?$"})
 NO_STORE = header("`no-store`.", {"const": "no-store"})
 CACHE = header("`no-cache`: revalidate with the ETag before reusing.", {"const": "no-cache"})
 ETAG = header('A strong entity-tag: `"{id}-{version}"` in JSON, `"{id}-{version}-xml"` in XML.',

@@ -31,10 +31,12 @@ _CHARSET = re.compile(r"charset\s*=\s*\"?([^\s;\"]+)", re.IGNORECASE)
 
 def body_format(content_type: str | None, *, patch: bool = False) -> Format | None:
     """The parser for a body of this Content-Type, or ``None`` if there is
-    none. A body without a type is JSON. PATCH bodies are JSON Merge Patch,
-    so other ``+json`` types (JSON Patch!) are refused there."""
+    none. A body without a type is refused: a page on any site can send one
+    without asking first (``fetch`` with ``no-cors``, ``sendBeacon``), as it
+    can ``text/plain`` and form types. PATCH bodies are JSON Merge Patch, so
+    other ``+json`` types (JSON Patch!) are refused there."""
     if content_type is None:
-        return JSON
+        return None
     media_type, _, params = content_type.partition(";")
     media_type = media_type.strip().lower()
     charset = _CHARSET.search(params)
