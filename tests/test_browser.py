@@ -1,0 +1,169 @@
+"""Pages of other sites, in a real browser (Debian's Chromium, driven by
+selenium through /usr/bin/chromedriver; nothing is downloaded).
+
+usersvc runs under waitress on 127.0.0.1, allowing one origin by CORS.
+Two small sites serve empty pages: the allowed front end
+(``http://localhost:…``) and a hostile one (``http://127.0.0.1:…``, same
+host, another port: same-site, another origin). Their scripts call usersvc
+as any page would. The tests skip, saying why, where Chromium is missing;
+``.ci/run`` installs it and requires them (``USERSVC_TEST_BROWSER_REQUIRED``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+
+import pytest
+import waitress
+from helpers import call
+
+from usersvc import make_app
+
+CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+REQUIRED = os.environ.get("USERSVC_TEST_BROWSER_REQUIRED") == "1"
+
+if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
+    reason = "Chromium is not installed (apt-get install chromium chromium-driver)"
+    if REQUIRED:
+        raise RuntimeError(f"browser tests are required here, but {reason}")
+    pytest.skip(reason, allow_module_level=True)
+webdriver = pytest.importorskip("selenium.webdriver", reason="pip install -e '.[test]'")
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+
+
+def serve(app, host="127.0.0.1"):
+    server = waitress.create_server(app, host=host, port=0, threads=4)
+    threading.Thread(target=server.run, daemon=True).start()
+    return server
+
+
+def blank_page(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+    return [b"<!doctype html><title>a page</title><p>a page"]
+
+
+@pytest.fixture(scope="module")
+def sites():
+    front = serve(blank_page, "localhost")
+    hostile = serve(blank_page)
+    front_origin = f"http://localhost:{front.effective_port}"
+    app = make_app("memory://", cors_origins=[front_origin])
+    service = serve(app)
+    yield {"service": f"http://127.0.0.1:{service.effective_port}",
+           "address": ("127.0.0.1", service.effective_port),
+           "front": front_origin, "hostile": f"http://127.0.0.1:{hostile.effective_port}"}
+    for server in (front, hostile, service):
+        server.trigger.pull_trigger(server.close)
+    app.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.set_script_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def run(browser, page, script, *args):
+    """Open ``page`` and run ``script`` there (its last argument is the
+    callback), returning what it passes back."""
+    browser.get(page + "/")
+    return browser.execute_async_script(script, *args)
+
+
+def users(sites):
+    return json.loads(call(sites["address"], "GET", "/users")[2])
+
+
+def test_writes_a_hostile_page_sends_without_asking_create_nothing(sites, browser):
+    result = run(browser, sites["hostile"], """
+        const [url, done] = arguments;
+        const json = JSON.stringify({name: "Mallory", email: "mallory@example.org"});
+        const attempts = [];
+        const tryIt = async (name, f) => {
+            try { await f(); attempts.push(name + ": sent"); }
+            catch (e) { attempts.push(name + ": " + e.name); }
+        };
+        (async () => {
+            await tryIt("no-cors Blob", () => fetch(url, {method: "POST", mode: "no-cors",
+                                                           body: new Blob([json])}));
+            await tryIt("no-cors text/plain", () => fetch(url, {method: "POST", mode: "no-cors",
+                headers: {"Content-Type": "text/plain"}, body: json}));
+            attempts.push("sendBeacon: " + navigator.sendBeacon(url, new Blob([json])));
+            await tryIt("cors JSON", () => fetch(url, {method: "POST",
+                headers: {"Content-Type": "application/json"}, body: json}));
+            const frame = document.createElement("iframe");
+            frame.name = "sink";
+            document.body.append(frame);
+            const form = document.createElement("form");
+            Object.assign(form, {method: "POST", action: url, target: "sink",
+                                 enctype: "text/plain"});
+            const field = document.createElement("input");
+            Object.assign(field, {name: '{"name": "Mallory", "email": "m@example.org", "x": "',
+                                  value: '"}'});
+            form.append(field);
+            document.body.append(form);
+            frame.onload = () => { attempts.push("form: loaded"); done(attempts); };
+            form.submit();
+        })();
+    """, sites["service"] + "/users")
+    assert "sendBeacon: true" in result and "form: loaded" in result       # all were sent
+    assert "cors JSON: TypeError" in result          # and the one that asked first was refused
+    assert users(sites) == []
+
+
+def test_the_allowed_front_end_creates_reads_replaces_patches_and_deletes(sites, browser):
+    steps = run(browser, sites["front"], """
+        const [base, done] = arguments;
+        const log = [];
+        const json = (method, url, body, headers = {}) => fetch(base + url, {method,
+            headers: {"Content-Type": "application/json", ...headers},
+            body: body && JSON.stringify(body)});
+        (async () => {
+            let r = await json("POST", "/users", {name: "Ada Lovelace", email: "ada@example.org"});
+            log.push(["create", r.status, r.headers.get("Location"), r.headers.get("ETag")]);
+            const etag = r.headers.get("ETag");
+            r = await fetch(base + "/users/1");
+            log.push(["read", r.status, r.headers.get("ETag"), (await r.json()).name]);
+            r = await json("PUT", "/users/1", {name: "Ada King", email: "ada@example.org"},
+                           {"If-Match": etag});
+            log.push(["replace", r.status, r.headers.get("ETag")]);
+            r = await json("PUT", "/users/1", {name: "Stale", email: "ada@example.org"},
+                           {"If-Match": etag});
+            log.push(["stale", r.status, (await r.json()).title]);
+            r = await fetch(base + "/users/1", {method: "PATCH", body: JSON.stringify({name: "A."}),
+                headers: {"Content-Type": "application/merge-patch+json"}});
+            log.push(["patch", r.status, (await r.json()).name]);
+            await json("POST", "/users", {name: "Grace Hopper", email: "grace@example.org"});
+            r = await fetch(base + "/users?limit=1", {headers: {"Prefer": "count=exact"}});
+            log.push(["page", r.status, r.headers.get("Link"), r.headers.get("X-Total-Count")]);
+            r = await fetch(base + "/users/2", {method: "DELETE", headers: {"If-Match": '"2-1"'}});
+            log.push(["delete", r.status]);
+            done(log);
+        })().catch(e => done(["error", String(e)]));
+    """, sites["service"])
+    assert steps[0] == ["create", 201, sites["service"] + "/users/1", '"1-1"']
+    assert steps[1] == ["read", 200, '"1-1"', "Ada Lovelace"]
+    assert steps[2] == ["replace", 200, '"1-2"']
+    assert steps[3] == ["stale", 412, "Precondition Failed"]
+    assert steps[4] == ["patch", 200, "A."]
+    assert steps[5] == ["page", 200, f'<{sites["service"]}/users?after=1&limit=1>; rel="next"', "2"]
+    assert steps[6] == ["delete", 204]
+    assert [u["name"] for u in users(sites)] == ["A."]
+
+
+def test_a_page_of_another_origin_cannot_read_the_answers(sites, browser):
+    outcome = run(browser, sites["hostile"], """
+        const [url, done] = arguments;
+        fetch(url).then(r => done("read " + r.status), e => done(e.name));
+    """, sites["service"] + "/users")
+    assert outcome == "TypeError"
