@@ -137,6 +137,24 @@ def test_bad_parameters_are_400_saying_which(client, query, says):
     assert says in problem(client.get(f"/users?{query}"), 400)["detail"]
 
 
+def test_a_cursor_in_id_order_is_400_even_one_forged_with_the_right_check(client):
+    """No secret makes a cursor: anyone can write one whose check holds. It
+    still only starts a page, and only in the orders that take one."""
+    import hashlib
+    import json
+    payload = json.dumps(["x", 1]).encode()
+    forged = base64.urlsafe_b64encode(hashlib.sha256(b"\0" + payload).digest()[:12] + payload)
+    body = problem(client.get(f"/users?cursor={forged.rstrip(b'=').decode()}"), 400)
+    assert "cursor is for the other orders" in body["detail"]
+    # A forged cursor in name order starts a page where it says, or is a 400.
+    context = json.dumps(["users", "name", [], None]).encode()
+    for key, status in [("b", 200), ("\ud800", 400)]:
+        payload = json.dumps([key, 1]).encode()
+        token = base64.urlsafe_b64encode(hashlib.sha256(context + b"\0" + payload).digest()[:12]
+                                         + payload).rstrip(b"=").decode()
+        assert client.get(f"/users?sort=name&cursor={token}").status_code == status, key
+
+
 def test_after_with_cursor_is_400(client, users):
     link = client.get("/users?sort=name&limit=1").headers["Link"]
     cursor = parse_qs(urlsplit(link[1:-13]).query)["cursor"][0]

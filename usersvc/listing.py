@@ -80,6 +80,8 @@ class Listing:
         if "cursor" in one:
             if "after" in one:
                 raise Problem(400, "Give after or cursor, not both.")
+            if sort == "id":
+                raise Problem(400, "cursor is for the other orders; id order goes on by after.")
             listing.after = _read_cursor(one["cursor"], listing.context)
         if "after" in one:
             if sort != "id":
@@ -182,4 +184,8 @@ def _read_cursor(cursor: str, context: bytes) -> Position:
         raise refused from None
     if not (isinstance(key, str) and type(record_id) is int and 0 < record_id <= MAX_ID):
         raise refused
+    try:
+        key.encode("utf-8")         # no lone surrogates: a store could not compare it
+    except UnicodeEncodeError:
+        raise refused from None
     return (key, record_id)
