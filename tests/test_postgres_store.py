@@ -23,7 +23,8 @@ if not (POSTGRES_URL or POSTGRES_REQUIRED):
                 "(e.g. postgresql://127.0.0.1:5432/test)", allow_module_level=True)
 psycopg = pytest.importorskip("psycopg", reason="pip install -e '.[test,postgres]'")
 
-from usersvc.storage.postgres import MIGRATIONS, PostgresUserStore, migrate, split_url  # noqa: E402
+from usersvc.storage.postgres import PostgresUserStore, split_url  # noqa: E402
+from usersvc.storage.postgres_schema import MIGRATIONS, migrate  # noqa: E402
 
 
 @pytest.fixture

@@ -23,13 +23,9 @@ from usersvc.storage import (
     open_store,
 )
 from usersvc.storage import sql
-from usersvc.storage.sqlite import (
-    MIGRATIONS,
-    SELECT_ONE,
-    SchemaTooNew,
-    SQLiteUserStore,
-    migrate,
-)
+from usersvc.storage import SchemaTooNew
+from usersvc.storage.sqlite import SELECT_ONE, SQLiteUserStore
+from usersvc.storage.sqlite_schema import MIGRATIONS, migrate
 
 
 @pytest.fixture

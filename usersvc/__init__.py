@@ -16,8 +16,13 @@ Map of the package (docs/architecture.md follows a request through it):
   XML, kept encodings and ETags);
 - ``validation``: ``Schema`` and the field rules;
 - ``problems``: RFC 9457 problems and the one table from domain error to status;
-- ``storage``: the store protocol and its errors; ``memory``, ``sqlite``, ``postgres``;
+- ``listing``: what a page of a collection asks for (sort, filters, ``q``,
+  the cursor) and the link to the next;
+- ``storage``: the store protocol and its errors; ``memory``, ``sqlite``
+  (``sqlite_writer``, ``sqlite_schema``), ``postgres`` (``postgres_schema``),
+  and ``sql``, the queries the two SQL stores share;
 - ``openapi``: ``GET /`` and ``GET /openapi.json`` (``document``, made of ``parts``);
+- ``cross_origin``: writes from other sites' pages refused, and CORS;
 - ``auth``: optional bearer tokens; ``ops``: request ids and the access log;
 - ``server``: the standalone waitress server (``serve.py``); ``cli``: the
   ``usersvc`` command; ``transfer``: ``usersvc copy``, users from one

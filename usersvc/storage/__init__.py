@@ -45,7 +45,6 @@ __all__ = [
     "check_fresh_ids",
     "checked_id",
     "position",
-    "prefix_end",
     "UserStore",
     "open_store",
     "redact",
@@ -106,19 +105,6 @@ def position(user: User, sort: str) -> Position:
     if sort == "id":
         return user.id
     return (getattr(user, sort).casefold(), user.id)
-
-
-def prefix_end(prefix: str) -> str | None:
-    """The least string above every string that starts with ``prefix``, for
-    an index range ``prefix <= key < prefix_end(prefix)`` in code point order
-    (``None``: there is none, every string from ``prefix`` on qualifies)."""
-    stripped = prefix.rstrip("\U0010ffff")
-    if not stripped:
-        return None
-    following = ord(stripped[-1]) + 1
-    if 0xD800 <= following <= 0xDFFF:      # surrogates are not text: skip them
-        following = 0xE000
-    return stripped[:-1] + chr(following)
 
 
 class StoreError(Exception):

@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple, Union
 
 from ..validation import words
-from . import Position, email_key, prefix_end
+from . import Position, email_key
 
 COLUMNS = "u.id, u.name, u.email, u.version"
 KEYS = "u.id, u.version"        # what names a user's version: enough to find it kept
@@ -60,6 +60,19 @@ def apply(db: Any, steps: Sequence[Step]) -> None:
             db.execute(step)
         else:
             step(db)
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix``, for
+    an index range ``prefix <= key < prefix_end(prefix)`` in code point order
+    (``None``: there is none, every string from ``prefix`` on qualifies)."""
+    stripped = prefix.rstrip("\U0010ffff")
+    if not stripped:
+        return None
+    following = ord(stripped[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:      # surrogates are not text: skip them
+        following = 0xE000
+    return stripped[:-1] + chr(following)
 
 
 def name_words(name: str) -> list[str]:

@@ -10,9 +10,7 @@
   ``create`` returns, so a 201 survives a crash or a power cut).
 - ``id INTEGER PRIMARY KEY AUTOINCREMENT``: SQLite then never hands out an id
   again, even after the highest one is deleted.
-- The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS[n]``
-  takes a database from version n to n + 1. Every step a database lacks runs
-  in one transaction with the version bumps: all of them, or none.
+- The schema and its migrations are ``sqlite_schema``'s.
 - A lock held by another writer past the busy timeout is ``StoreUnavailable``
   (HTTP 503): nothing was written, and the client may try again.
 - Group commit: creates, updates and deletes on a file are made by one
@@ -25,7 +23,6 @@
 from __future__ import annotations
 
 import builtins
-import json
 import logging
 import sqlite3
 import threading
@@ -35,9 +32,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
-from . import (Conflict, EmailTaken, Position, Precondition, SchemaTooNew, StaleVersion,
-               StoreUnavailable, User, UserNotFound, check_fresh_ids, checked_id, email_key, sql)
-from .sqlite_writer import Connection, Writer, busy
+from . import (Conflict, EmailTaken, Position, Precondition, StaleVersion, StoreUnavailable,
+               User, UserNotFound, check_fresh_ids, checked_id, email_key, sql)
+from .sqlite_schema import migrate, name_columns
+from .sqlite_writer import Connection, ThreadConnection, Writer, busy
 
 T = TypeVar("T")
 log = logging.getLogger("usersvc.storage")
@@ -47,63 +45,6 @@ KEPT = 100_000
 #: How many answers each connection keeps while nothing is committed.
 ANSWERS = 1_000
 
-
-def _name_columns(name: str) -> tuple[str, str]:
-    """``name_key`` and ``name_words`` (a JSON array) for a name."""
-    return name.casefold(), json.dumps(sql.name_words(name), ensure_ascii=False)
-
-
-def _fill_name_columns(db: sqlite3.Connection) -> None:
-    """Give every existing user its ``name_key`` and ``name_words``."""
-    rows = db.execute("SELECT id, name FROM users").fetchall()
-    db.executemany("UPDATE users SET name_key = ?, name_words = ? WHERE id = ?",
-                   [(*_name_columns(name), user_id) for user_id, name in rows])
-
-
-_WORDS_OF = {   # a row's search keys: its name's words and its e-mail key
-    row: f"SELECT value FROM json_each({row}.name_words) UNION SELECT {row}.email_key"
-    for row in ("NEW", "OLD")}
-_ADD_WORDS = f"INSERT OR IGNORE INTO user_words (word, user_id) SELECT value, NEW.id FROM ({_WORDS_OF['NEW']});"
-_DROP_WORDS = f"DELETE FROM user_words WHERE user_id = OLD.id AND word IN ({_WORDS_OF['OLD']});"
-
-#: Each entry upgrades the schema by one version: statements, and the
-#: functions that fill what SQL cannot compute (Python's ``str.casefold``).
-MIGRATIONS: list[Sequence[sql.Step]] = [
-    # 0 -> 1: the users table.
-    [
-        """CREATE TABLE users (
-               id        INTEGER PRIMARY KEY AUTOINCREMENT,
-               name      TEXT    NOT NULL,
-               email     TEXT    NOT NULL,
-               email_key TEXT    NOT NULL UNIQUE,  -- the case-folded e-mail
-               version   INTEGER NOT NULL
-           )""",
-    ],
-    # 1 -> 2: sorting by name and searching (see ``sql``).
-    [
-        "ALTER TABLE users ADD COLUMN name_key TEXT NOT NULL DEFAULT ''",
-        "ALTER TABLE users ADD COLUMN name_words TEXT NOT NULL DEFAULT '[]'",
-        _fill_name_columns,
-        # The name order's index holds the version too, so that a page's ids
-        # and versions (``_page``) are read from it alone. (The e-mail order
-        # reads them from the table: an index of its own would cost every
-        # write more than its pages save.)
-        "CREATE INDEX users_name ON users (name_key, id, version)",
-        """CREATE TABLE user_words (
-               word    TEXT    NOT NULL,
-               user_id INTEGER NOT NULL,
-               PRIMARY KEY (word, user_id)
-           ) WITHOUT ROWID""",
-        "INSERT OR IGNORE INTO user_words (word, user_id)"
-        " SELECT w.value, u.id FROM users AS u, json_each(u.name_words) AS w"
-        " UNION ALL SELECT email_key, id FROM users",
-        f"CREATE TRIGGER user_words_insert AFTER INSERT ON users BEGIN {_ADD_WORDS} END",
-        f"CREATE TRIGGER user_words_delete AFTER DELETE ON users BEGIN {_DROP_WORDS} END",
-        "CREATE TRIGGER user_words_update AFTER UPDATE OF name_words, email_key ON users"
-        " WHEN OLD.name_words IS NOT NEW.name_words OR OLD.email_key IS NOT NEW.email_key"
-        f" BEGIN {_DROP_WORDS} {_ADD_WORDS} END",
-    ],
-]
 
 COLUMNS = "id, name, email, version"
 SELECT_ONE = f"SELECT {COLUMNS} FROM users WHERE id = ?"
@@ -118,38 +59,6 @@ RESTORE = """INSERT INTO users (id, name, email, email_key, name_key, name_words
 # AUTOINCREMENT's high-water mark: the largest id ever handed out.
 LAST_ID = "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'users'"
 RAISE_LAST_ID = "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'users'"
-
-
-class _ThreadConnection:
-    """Holds one thread's connection in a ``threading.local``, and closes it
-    when that thread ends and its locals are freed."""
-
-    def __init__(self, db: Connection) -> None:
-        self.db = db
-
-    def __del__(self) -> None:
-        with self.db.in_use:     # store.close() may be closing it right now
-            self.db.close()
-
-
-def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[sql.Step]] = MIGRATIONS) -> int:
-    """Bring the schema up to ``len(migrations)``; returns the version found.
-
-    The check and every step run under one write lock, so two processes that
-    open a new file together migrate it once.
-    """
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        found = db.execute("PRAGMA user_version").fetchone()[0]
-        SchemaTooNew.check(found, len(migrations))
-        for version in range(found, len(migrations)):
-            sql.apply(db, migrations[version])
-            db.execute(f"PRAGMA user_version = {version + 1}")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-    return found
 
 
 class SQLiteUserStore:
@@ -229,7 +138,7 @@ class SQLiteUserStore:
             return int(db.execute(query, params).fetchone()[0])
 
     def create(self, *, name: str, email: str) -> User:
-        row = (name, email, email_key(email), *_name_columns(name))
+        row = (name, email, email_key(email), *name_columns(name))
 
         def insert(db: sqlite3.Connection) -> User:
             try:
@@ -248,7 +157,7 @@ class SQLiteUserStore:
                        old.email if email is None else email, old.version + 1)
             try:
                 db.execute(UPDATE, (new.name, new.email, email_key(new.email),
-                                    *_name_columns(new.name), new.version, user_id))
+                                    *name_columns(new.name), new.version, user_id))
             except sqlite3.IntegrityError:
                 raise EmailTaken(new.email) from None
             return new
@@ -270,7 +179,7 @@ class SQLiteUserStore:
             check_fresh_ids(users, int(db.execute(LAST_ID).fetchone()[0]))
             try:
                 db.executemany(RESTORE, [(u.id, u.name, u.email, email_key(u.email),
-                                          *_name_columns(u.name), u.version) for u in users])
+                                          *name_columns(u.name), u.version) for u in users])
             except sqlite3.IntegrityError as e:
                 raise Conflict(f"The store already holds one of these users ({e}).") from None
             if last_id > 0:
@@ -309,7 +218,7 @@ class SQLiteUserStore:
         if db is None:
             owner = getattr(self._local, "owner", None)
             if owner is None:
-                owner = self._local.owner = _ThreadConnection(self._connect())
+                owner = self._local.owner = ThreadConnection(self._connect())
             db = owner.db
         with db.in_use:
             try:

@@ -1,4 +1,5 @@
-"""SQLite's writer: every write to a file, made by one thread, in groups.
+"""SQLite's connections and writer: every write to a file, made by one
+thread, in groups.
 
 Group commit: creates, updates and deletes on a file are made by one
 writer thread with a connection of its own (``Writer``). It takes every
@@ -43,6 +44,18 @@ class Connection(sqlite3.Connection):
         # says no other connection has committed since (SQLiteUserStore).
         self.answers: dict[Any, Any] = {}
         self.data_version = -1
+
+
+class ThreadConnection:
+    """Holds one thread's connection in a ``threading.local``, and closes it
+    when that thread ends and its locals are freed."""
+
+    def __init__(self, db: Connection) -> None:
+        self.db = db
+
+    def __del__(self) -> None:
+        with self.db.in_use:     # store.close() may be closing it right now
+            self.db.close()
 
 
 def busy(error: sqlite3.OperationalError) -> bool:

@@ -1,0 +1,105 @@
+"""The PostgreSQL store's schema: each version's statements, and ``migrate``.
+
+``MIGRATIONS[n]`` takes the schema from version n to n + 1; the version
+lives in the table ``usersvc_schema``. Migrating holds a transaction-level
+advisory lock, so processes that start together on a new database migrate
+it once; all the steps a database lacks run in one transaction with the
+version update. Version 2 holds what listing and search need (``sql``).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from . import SchemaTooNew, sql
+
+
+def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
+    """Give every existing user its ``name_key`` and ``name_words``."""
+    rows = db.execute("SELECT id, name FROM users").fetchall()
+    with db.cursor() as cursor:
+        cursor.executemany("UPDATE users SET name_key = %s, name_words = %s WHERE id = %s",
+                           [(name.casefold(), sql.name_words(name), user_id)
+                            for user_id, name in rows])
+
+
+# Keeps user_words in step with a user's name words and e-mail key (``sql``).
+_WORDS_TRIGGER = """
+CREATE FUNCTION user_words_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        DELETE FROM user_words
+         WHERE user_id = OLD.id AND word = ANY(OLD.name_words || OLD.email_key);
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO user_words (word, user_id)
+        SELECT DISTINCT w, NEW.id FROM unnest(NEW.name_words || NEW.email_key) AS w
+            ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$"""
+
+#: Each entry upgrades the schema by one version: statements, and the
+#: functions that fill what SQL cannot compute (Python's ``str.casefold``).
+MIGRATIONS: list[Sequence[sql.Step]] = [
+    # 0 -> 1: the users table.
+    [
+        """CREATE TABLE users (
+               id        bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+               name      text    NOT NULL,
+               email     text    NOT NULL,
+               email_key text    NOT NULL,  -- the case-folded e-mail
+               version   bigint  NOT NULL
+           )""",
+        "CREATE UNIQUE INDEX users_email_key ON users (email_key)",
+    ],
+    # 1 -> 2: sorting by name and searching (see ``sql``); every key in
+    # code point order, as Python's str and SQLite compare.
+    [
+        'ALTER TABLE users ALTER COLUMN email_key TYPE text COLLATE "C"',
+        """ALTER TABLE users ADD COLUMN name_key text COLLATE "C" NOT NULL DEFAULT '',
+                         ADD COLUMN name_words text[] NOT NULL DEFAULT '{}'""",
+        _fill_name_columns,
+        "CREATE INDEX users_name ON users (name_key, id)",
+        """CREATE TABLE user_words (
+               word    text   COLLATE "C" NOT NULL,
+               user_id bigint NOT NULL,
+               PRIMARY KEY (word, user_id)
+           )""",
+        """INSERT INTO user_words (word, user_id)
+           SELECT DISTINCT w, id FROM users, unnest(name_words || email_key) AS w""",
+        _WORDS_TRIGGER,
+        """CREATE TRIGGER user_words_insert_delete AFTER INSERT OR DELETE ON users
+           FOR EACH ROW EXECUTE FUNCTION user_words_sync()""",
+        """CREATE TRIGGER user_words_update AFTER UPDATE ON users FOR EACH ROW
+           WHEN (OLD.name_words IS DISTINCT FROM NEW.name_words
+                 OR OLD.email_key IS DISTINCT FROM NEW.email_key)
+           EXECUTE FUNCTION user_words_sync()""",
+    ],
+]
+
+#: Any constant; two processes migrating the same database take turns on it.
+MIGRATION_LOCK = 0x7573657273766301
+
+
+def migrate(db: psycopg.Connection[Any],
+            migrations: Sequence[Sequence[sql.Step]] = MIGRATIONS) -> int:
+    """Bring the schema up to ``len(migrations)``; returns the version found.
+
+    All the steps a database lacks run in one transaction with the version
+    update: all of them, or none.
+    """
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        db.execute("CREATE TABLE IF NOT EXISTS usersvc_schema (version integer NOT NULL)")
+        row = db.execute("SELECT version FROM usersvc_schema").fetchone()
+        if row is None:
+            db.execute("INSERT INTO usersvc_schema (version) VALUES (0)")
+        found = row[0] if row else 0
+        SchemaTooNew.check(found, len(migrations))
+        for version in range(found, len(migrations)):
+            sql.apply(db, migrations[version])
+        db.execute("UPDATE usersvc_schema SET version = %s", (len(migrations),))
+    return found
