@@ -36,7 +36,7 @@ BAD_REQUESTS = [
     ("POST", "/users", '{"name": "Robert\'); DROP TABLE users;--", "email": "x\' OR 1=1--@example.org"}',
      "application/json", {}),
     ("POST", "/users", "<user><name>A</name><email>a@example.org</email></user>", "text/plain", {}),
-    ("POST", "/users", json.dumps(ADA), "application/json", {"Accept": "text/html"}),
+    ("POST", "/users", json.dumps(ADA), "application/json", {"Accept": "image/png"}),
     ("POST", "/users", json.dumps({**ADA, "id": 99}), "application/json", {}),
     ("POST", "/users", "x" * 70_000, "application/json", {}),
     ("PUT", "/users/1", '{"name": "A"}', "application/json", {}),

@@ -22,7 +22,11 @@ ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
     ("application/xml;q=0.9, */*;q=0.1", "application/xml; charset=utf-8"),
     ("*/*;q=0.1, application/json;q=0", "application/xml; charset=utf-8"),
     ("text/*", "application/xml; charset=utf-8"),
-    ("text/html, application/xml;q=0.2", "application/xml; charset=utf-8"),
+    ("text/html, application/xml;q=0.2", "text/html; charset=utf-8"),
+    ("text/html;q=0.5, application/xml;q=0.2", "text/html; charset=utf-8"),
+    ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",  # a browser's
+     "text/html; charset=utf-8"),
+    ("application/xml, text/html", "application/xml; charset=utf-8"),   # tie: XML, then HTML
     ("application/xml; charset=utf-8", "application/xml; charset=utf-8"),
     ('application/xml; charset="UTF-8"', "application/xml; charset=utf-8"),
     ("application/json; charset=UTF-8", "application/json"),
@@ -41,16 +45,16 @@ def test_accept_chooses_the_format_by_q_values(client, accept, expected):
         assert response.headers["Vary"] == ("Accept, Prefer" if path == "/users" else "Accept")
 
 
-@pytest.mark.parametrize("accept", ["text/html", "image/png", "application/json;q=0",
+@pytest.mark.parametrize("accept", ["application/xhtml+xml", "image/png", "application/json;q=0",
                                     "application/json; charset=latin-1", "application/json; version=2",
                                     "application/json;q=0, application/xml;q=0, text/xml;q=0"])
 def test_an_unacceptable_accept_is_406_listing_the_types(client, accept):
     body = problem(client.get("/users", headers={"Accept": accept}), 406)
-    assert body["available"] == ["application/json", "application/xml", "text/xml"]
+    assert body["available"] == ["application/json", "application/xml", "text/xml", "text/html"]
 
 
 def test_a_post_that_gets_406_creates_nothing(client):
-    response = client.post("/users", json_body=ADA, headers={"Accept": "text/html"})
+    response = client.post("/users", json_body=ADA, headers={"Accept": "image/png"})
     problem(response, 406)
     assert snapshot(client) == []
 

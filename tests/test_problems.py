@@ -51,7 +51,7 @@ def test_a_problem_falls_back_to_json_when_nothing_is_acceptable(client):
 
 
 def test_a_406_is_json_and_lists_the_types_in_xml_too(client):
-    problem(client.get("/users", headers={"Accept": "text/html"}), 406)
+    problem(client.get("/users", headers={"Accept": "application/pdf"}), 406)
 
 
 def test_problem_xml_escapes_client_text(client):

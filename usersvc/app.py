@@ -33,15 +33,17 @@ from .auth import Tokens
 from .cross_origin import CrossOrigin
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
+from .pages import ASSETS, problem_page
 from .representation import (
     BODY_TYPES,
+    HTML,
     PATCH_TYPES,
     Representations,
     negotiate,
     problem_format,
 )
 from .request import Request, Response
-from .resources import HEALTH_PATH, Collection, HealthCheck, Item
+from .resources import HEALTH_PATH, Collection, HealthCheck, Item, StaticFile
 from .routing import Router
 from .validation import Schema
 
@@ -82,6 +84,10 @@ class App:
         self.router.add("/", ServiceRoot(self.schemas))
         self.router.add(OPENAPI_PATH, OpenAPIDocument(self.schemas, secured=tokens is not None))
         self.router.add(HEALTH_PATH, HealthCheck(self.stores))
+        for path, asset in ASSETS.items():
+            self.router.add(path, StaticFile(asset))
+        #: Paths open without a token: the health check, the pages' files.
+        self.open_paths = frozenset({HEALTH_PATH, *ASSETS})
 
     def add_collection(self, schema: Schema, store: Any) -> None:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from ``store``."""
@@ -128,7 +134,7 @@ class App:
                 raise Problem(404, "There is nothing at this path.")
             return self.cross_origin.preflight(req, found[0].allow)
         self.cross_origin.check(req)            # before a byte of the body is read
-        if self.tokens is not None and path != HEALTH_PATH:
+        if self.tokens is not None and path not in self.open_paths:
             self.tokens.check(req)              # ... and so are the tokens
         self._bound_body(req)
         found = self.router.match(path)
@@ -141,7 +147,8 @@ class App:
         if responder is None:
             raise Problem(405, f"The method {req.method} is not allowed here.",
                           headers=[("Allow", route.allow)])
-        fmt = negotiate(req, route.offers) if req.method in _NEGOTIATED else None
+        fmt = (negotiate(req, route.offers)
+               if req.method in _NEGOTIATED and route.offers is not None else None)
         return responder(req, fmt, **params)
 
     def _bound_body(self, req: Request) -> None:
@@ -180,10 +187,16 @@ class App:
 
     def problem_response(self, req: Request, problem: Problem) -> Response:
         fmt = problem_format(req)
-        headers = [("Content-Type", fmt.problem_type), *problem.headers]
+        if fmt is HTML:
+            response = problem_page(req, problem.to_dict(), self.schemas)
+        else:
+            response = Response(problem.status, fmt.render_problem(problem.to_dict()),
+                                [("Content-Type", fmt.problem_type)])
+        headers = response.headers
+        headers += problem.headers
         if req.method in ("GET", "HEAD") and not any(k == "Cache-Control" for k, _ in headers):
             headers.append(("Cache-Control", "no-cache"))
-        return Response(problem.status, fmt.render_problem(problem.to_dict()), headers)
+        return response
 
 
 def _raw_target(req: Request) -> str:

@@ -93,7 +93,7 @@ class CrossOrigin:
         """The CORS headers of an answer to ``req``, if CORS is on."""
         if not self.origins:
             return
-        response.vary += ", Origin"
+        response.vary = f"{response.vary}, Origin" if response.vary else "Origin"
         origin = req.header("Origin")
         if self.allowed(origin):
             response.headers += [("Access-Control-Allow-Origin", origin or ""),

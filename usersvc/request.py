@@ -218,7 +218,8 @@ class Response:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         headers = self.headers
-        headers.append(("Vary", self.vary))
+        if self.vary:
+            headers.append(("Vary", self.vary))
         headers.append(("X-Content-Type-Options", "nosniff"))   # every answer is what it says
         if self.status not in (204, 304):
             headers.append(("Content-Length", str(len(self.body))))

@@ -9,6 +9,8 @@ same two classes with a book schema and a book store.
 
 Every responder takes ``(req, fmt, **path_parameters)``: the request, whose
 body the app has already bounded, and the negotiated response ``Format``.
+When that is ``HTML``, the answer is a page for a person (``pages``),
+made around the same records.
 
 Each record's encoded representation is kept (``Representations``) while
 its version is current, so a page of 100 users is 100 look-ups and a join,
@@ -23,8 +25,17 @@ from collections.abc import Callable
 from typing import Any
 
 from .listing import Listing
+from .pages import ASSETS, Asset, collection_page, record_page
 from .problems import Problem
-from .representation import Format, Representations, etag, read_document, version_in
+from .representation import (
+    HTML,
+    PAGES,
+    Format,
+    Representations,
+    etag,
+    read_document,
+    version_in,
+)
 from .request import Request, Response
 from .storage import Precondition
 from .validation import Schema
@@ -86,8 +97,29 @@ class HealthCheck:
         return respond(200, fmt.render(_HEALTH, {"status": "ok"}), fmt, _NO_STORE)
 
 
+class StaticFile:
+    """A file the pages load (``pages.ASSETS``): one representation for
+    every client, so nothing to negotiate, and open without a token (a
+    browser sends none for a style sheet)."""
+
+    offers = None
+
+    def __init__(self, asset: Asset) -> None:
+        self.asset = asset
+
+    def on_get(self, req: Request, fmt: None) -> Response:
+        response = Response(200, self.asset.body, [("Content-Type", self.asset.media_type)])
+        response.vary = ""
+        return revalidated(req, response, self.asset.tag)
+
+
+STATIC_PATHS = frozenset(ASSETS)
+
+
 class Collection:
     """``/<plural>``: a page of records (GET), a new record (POST)."""
+
+    offers = PAGES
 
     def __init__(self, schema: Schema, store: Any, representations: Representations) -> None:
         self.schema = schema
@@ -98,10 +130,16 @@ class Collection:
         listing = Listing.read(self.schema, req.query())
         records = self.store.list(**listing.store_arguments())
         body, tag = self.representations.many(records, fmt)
-        response = respond(200, body, fmt)
+        url = None
         if len(records) == listing.limit:   # a full page: there may be more (RFC 8288)
             url = (f"{req.base_url}/{self.schema.plural}?"
                    f"{listing.next_query(records[-1])}")
+        if fmt is HTML:
+            response = collection_page(req, self.schema, body, len(records), url, listing.q)
+            tag = None      # the page around the rows: its own tag, from its bytes
+        else:
+            response = respond(200, body, fmt)
+        if url is not None:
             response.headers.append(("Link", f'<{url}>; rel="next"'))
         # RFC 7240: a count only when asked for, and said when given.
         metadata = []
@@ -115,14 +153,14 @@ class Collection:
     def on_post(self, req: Request, fmt: Format) -> Response:
         document = read_document(req, self.schema)
         record = self.store.create(**self.schema.for_create(document))
-        return respond(
-            201, self.representations.one(record, fmt), fmt,
-            ("Location", f"{req.base_url}/{self.schema.plural}/{record.id}"),
-            ("ETag", etag(record, fmt)))
+        return answer(req, 201, self, record, fmt,
+                      ("Location", f"{req.base_url}/{self.schema.plural}/{record.id}"))
 
 
 class Item:
     """``/<plural>/{id}``: read, replace, merge-patch or delete one record."""
+
+    offers = PAGES
 
     def __init__(self, schema: Schema, store: Any, representations: Representations) -> None:
         self.schema = schema
@@ -136,7 +174,7 @@ class Item:
         # with the headers the 200 would have had (§15.4.5).
         if _none_match(req, tag):
             return Response(304, headers=[("ETag", tag), _REVALIDATE])
-        return respond(200, self.representations.one(record, fmt), fmt, ("ETag", tag), _REVALIDATE)
+        return answer(req, 200, self, record, fmt, _REVALIDATE)
 
     def on_put(self, req: Request, fmt: Format, id: int) -> Response:
         return self._update(req, fmt, id, self.schema.for_replace)
@@ -154,7 +192,20 @@ class Item:
         write under the request's preconditions, in one store call."""
         fields = check(read_document(req, self.schema), id)
         record = self.store.update(id, precondition=_precondition(req, id), **fields)
-        return respond(200, self.representations.one(record, fmt), fmt, ("ETag", etag(record, fmt)))
+        return answer(req, 200, self, record, fmt)
+
+
+def answer(req: Request, status: int, resource: Collection | Item, record: Any,
+           fmt: Format, *headers: tuple[str, str]) -> Response:
+    """One record's representation, with its ETag: its kept encoding, or
+    its page."""
+    tag = etag(record, fmt)
+    if fmt is HTML:
+        response = record_page(req, resource.schema, record, tag)
+        response.status = status
+        response.headers += [("ETag", tag), *headers]
+        return response
+    return respond(status, resource.representations.one(record, fmt), fmt, ("ETag", tag), *headers)
 
 
 def _precondition(req: Request, record_id: int) -> Precondition | None:

@@ -56,8 +56,9 @@ class Route:
         if "GET" in allowed:
             allowed.insert(1, "HEAD")
         self.allow = ", ".join(allowed + ["OPTIONS"])
-        #: The media types the resource answers in (by default JSON and XML).
-        self.offers: Offers = getattr(resource, "offers", DEFAULT)
+        #: The media types the resource answers in (by default JSON and
+        #: XML); ``None``: one representation, whatever ``Accept`` says.
+        self.offers: Offers | None = getattr(resource, "offers", DEFAULT)
 
     def match(self, parts: list[str]) -> dict[str, int] | None:
         """The parameters of a path (split at ``/``, as long as the

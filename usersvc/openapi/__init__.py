@@ -19,7 +19,8 @@ import json
 from collections.abc import Sequence
 from xml.sax.saxutils import quoteattr
 
-from ..representation import JSON, JSON_TYPE, XML, Format, Offers
+from ..pages import root_page
+from ..representation import HTML, JSON, JSON_TYPE, PAGES, XML, Format, Offers
 from ..request import Request, Response
 from ..resources import revalidated
 from ..validation import Schema
@@ -32,6 +33,8 @@ class ServiceRoot:
     """``/``: where things are. A link to each collection and to the
     OpenAPI document, also as ``Link: <...>; rel="service-desc"`` (RFC 8631)."""
 
+    offers = PAGES
+
     def __init__(self, schemas: Sequence[Schema]) -> None:
         self.schemas = schemas
 
@@ -40,6 +43,10 @@ class ServiceRoot:
         links = [{"rel": "collection", "href": f"{base}/{s.plural}", "title": s.plural}
                  for s in self.schemas]
         links.append({"rel": "service-desc", "href": base + OPENAPI_PATH, "type": JSON_TYPE})
+        if fmt is HTML:
+            response = root_page(req, self.schemas)
+            response.headers.append(("Link", f'<{base}{OPENAPI_PATH}>; rel="service-desc"'))
+            return revalidated(req, response)
         if fmt is XML:
             body = "".join(
                 "<link" + "".join(f" {k}={quoteattr(v)}" for k, v in link.items()) + "/>"

@@ -5,12 +5,13 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import Any
 
+from ..pages import ASSETS
 from ..representation import JSON_TYPE
 from ..resources import HEALTH_PATH
 from ..storage import MAX_ID
 from ..validation import Schema
-from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STORE, PROBLEM, VARY,
-                    common_schemas, content, header, list_headers, list_parameters, not_modified,
+from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STORE, PAGE, PROBLEM,
+                    VARY, asset_paths, common_schemas, content, header, list_headers, list_parameters, not_modified,
                     operation_responses, problem, record_schemas, request_schema)
 
 OPENAPI_PATH = "/openapi.json"
@@ -38,7 +39,8 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
                 "responses": {"200": {
                     "description": "The service's links.", "headers": root_headers,
                     "content": {JSON_TYPE: {"schema": {"$ref": "#/components/schemas/ServiceRoot"}},
-                                "application/xml": {"schema": {"$ref": "#/components/schemas/ServiceRoot"}}}},
+                                "application/xml": {"schema": {"$ref": "#/components/schemas/ServiceRoot"}},
+                                **PAGE}},
                     "304": not_modified(BODY_ETAG),
                     "406": {"$ref": "#/components/responses/Problem406"}}},
             "head": _head("headServiceRoot", {"200": root_headers, "304": cached}, [IF_NONE_MATCH],
@@ -75,11 +77,13 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
         "head": {**_head("headHealth", {"200": {"Vary": VARY}}, (), (406, 503)), "security": []},
         "options": {**_options("optionsHealth", "GET, HEAD, OPTIONS"), "security": []},
     }
+    paths.update(asset_paths(sorted(ASSETS)))
     components: dict[str, Any] = {"schemas": common_schemas(), "responses": {
         f"Problem{s}": problem(s) for s in DESCRIPTIONS if s != 503}}
     for schema in schemas:
         _add_collection(schema, paths, components["schemas"])
-    tags = [{"name": "service", "description": "The service root, this document, the health check."},
+    tags = [{"name": "service", "description": "The service root, this document, the health "
+                                               "check, the pages' style sheet and script."},
             *({"name": s.plural, "description": f"The {s.plural} collection and each {s.name}."}
               for s in schemas)]
     for path, item in paths.items():
@@ -96,7 +100,7 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
         "info": {
             "title": "usersvc", "version": VERSION,
             "description": "A collection of users, in JSON or XML by content negotiation "
-                           "(Accept, with q-values). Errors are RFC 9457 problem documents "
+                           "(Accept, with q-values), and HTML pages for people in browsers. Errors are RFC 9457 problem documents "
                            "in the negotiated format. Every GET also answers HEAD; every "
                            "path answers OPTIONS; other methods get 405 with Allow.",
             "license": {"name": "MIT", "identifier": "MIT"},
@@ -149,7 +153,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             schemas[f"{name}{kind}{'Xml' if in_xml else ''}"] = request_schema(schema, required, in_xml)
     schemas[f"{name}PatchMerge"] = schemas[f"{name}Patch"]
 
-    one = {"description": f"The {schema.name}.", "content": content(name),
+    one = {"description": f"The {schema.name}.", "content": {**content(name), **PAGE},
            "headers": {"ETag": ETAG, "Vary": VARY}}
     id_param = {"name": "id", "in": "path", "required": True,
                 "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
@@ -188,7 +192,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             "parameters": list_parameters(schema),
             "responses": operation_responses(400, 406, 503, s200={
                 "description": f"Up to `limit` {plural}. A full page links to the next.",
-                "headers": page, "content": content(f"{name}List")},
+                "headers": page, "content": {**content(f"{name}List"), **PAGE}},
                 s304=not_modified(BODY_ETAG, **list_headers())),
         },
         "post": {
@@ -204,7 +208,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
                 "headers": {"Location": header(f"The new {schema.name}'s URL.",
                                                 {"type": "string", "format": "uri"}),
                             "ETag": ETAG, "Vary": VARY},
-                "content": content(name), "links": links}),
+                "content": {**content(name), **PAGE}, "links": links}),
         },
         "options": _options(f"options{name}s", "GET, HEAD, POST, OPTIONS", post=True),
         "head": _head(f"head{name}s", {"200": page, "304": {"ETag": BODY_ETAG, **list_headers()}},

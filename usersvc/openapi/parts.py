@@ -12,8 +12,13 @@ from ..validation import Schema, describe
 
 JSON_BODY = (JSON_TYPE,)
 XML_BODY = ("application/xml", "text/xml")
+#: The HTML representation, for people: a page (docs/api.md, "Pages").
+PAGE = {"text/html": {"schema": {
+    "type": "string", "description": "An HTML page for a person in a browser: the same data, "
+                                     "with links and forms; see docs/api.md, Pages."}}}
 PROBLEM = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}},
-           "application/problem+xml": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+           "application/problem+xml": {"schema": {"$ref": "#/components/schemas/Problem"}},
+           **PAGE}
 
 DESCRIPTIONS = {
     400: "The request is malformed: bad syntax in the body (JSON or XML), a "
@@ -43,8 +48,9 @@ VARY_PREFER = header("`Accept, Prefer`: a page may differ by both (and `Origin`,
                      {"type": "string", "pattern": "^Accept, Prefer(, Origin)?$"})
 NO_STORE = header("`no-store`.", {"const": "no-store"})
 CACHE = header("`no-cache`: revalidate with the ETag before reusing.", {"const": "no-cache"})
-ETAG = header('A strong entity-tag: `"{id}-{version}"` in JSON, `"{id}-{version}-xml"` in XML.',
-               {"type": "string", "pattern": '^"[0-9]+-[0-9]+(-xml)?"$'})
+ETAG = header('A strong entity-tag: `"{id}-{version}"` in JSON, `"{id}-{version}-xml"` in XML, '
+              '`"{id}-{version}-html"` for the page.',
+              {"type": "string", "pattern": '^"[0-9]+-[0-9]+(-xml|-html)?"$'})
 BODY_ETAG = header("A strong entity-tag made from the representation's bytes.",
                     {"type": "string", "pattern": '^"[0-9a-f]{24}"$'})
 IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "required": False,
@@ -128,6 +134,36 @@ def operation_responses(*statuses: int, **ok: dict[str, Any]) -> dict[str, Any]:
 def content(ref: str, types: Sequence[str] = JSON_BODY + XML_BODY) -> dict[str, Any]:
     return {t: {"schema": {"$ref": f"#/components/schemas/{ref}{'Xml' if t in XML_BODY else ''}"}}
             for t in types}
+
+
+def asset_paths(paths: Sequence[str]) -> dict[str, Any]:
+    """The files the HTML pages load: open to all, one representation each."""
+    def item(path: str) -> dict[str, Any]:
+        kind = "style sheet" if path.endswith(".css") else "script"
+        media_type = "text/css" if path.endswith(".css") else "text/javascript"
+        name = "PageStyle" if path.endswith(".css") else "PageScript"
+        ok = {"description": f"The pages' {kind}.",
+              "headers": {"ETag": BODY_ETAG, "Cache-Control": CACHE},
+              "content": {media_type: {"schema": {"type": "string"}}}}
+        return {
+            "get": {"operationId": f"get{name}", "summary": f"The HTML pages' {kind}.",
+                    "description": "Served from the package, the same for every client; "
+                                   "needs no token.",
+                    "security": [], "parameters": [IF_NONE_MATCH],
+                    "responses": {"200": ok, "304": {"description": "Not Modified.",
+                                                     "headers": ok["headers"]}}},
+            "head": {"operationId": f"head{name}", "summary": "As GET, without the body.",
+                     "description": "The same statuses and headers as GET, and no body.",
+                     "security": [], "parameters": [IF_NONE_MATCH],
+                     "responses": {"200": {"description": "As GET.", "headers": ok["headers"]},
+                                   "304": {"description": "As GET.", "headers": ok["headers"]}}},
+            "options": {"operationId": f"options{name}", "summary": "The methods allowed here.",
+                        "description": "204 with `Allow`.", "security": [],
+                        "responses": {"204": {"description": "See Allow.", "headers": {
+                            "Allow": header("`GET, HEAD, OPTIONS`", {"const": "GET, HEAD, OPTIONS"})}},
+                            "400": {"$ref": "#/components/responses/Problem400"}}},
+        }
+    return {path: item(path) for path in paths}
 
 
 def record_schemas(schema: Schema) -> tuple[dict[str, Any], dict[str, Any]]:

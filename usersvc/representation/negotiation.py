@@ -16,6 +16,7 @@ from webob.acceptparse import create_accept_header
 from ..problems import Problem
 from ..request import Request
 from .format import JSON_TYPE, XML_TYPE, Format
+from .html_format import HTML, HTML_TYPE
 from .json_format import JSON
 from .xml_format import XML
 
@@ -39,9 +40,14 @@ class Offers:
 DEFAULT = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON,
                   XML_TYPE: XML, f"{XML_TYPE};charset=utf-8": XML,
                   "text/xml": XML, "text/xml;charset=utf-8": XML})
-PROBLEMS = Offers({**dict(zip(DEFAULT.types, DEFAULT.formats)),
+#: What a resource with pages for people offers (``/``, a collection, a
+#: record): HTML last, so JSON, then XML, win a tie (``*/*``), and a
+#: browser, which asks for ``text/html`` first, gets the page.
+PAGES = Offers({**dict(zip(DEFAULT.types, DEFAULT.formats)),
+                HTML_TYPE: HTML, f"{HTML_TYPE};charset=utf-8": HTML})
+PROBLEMS = Offers({**dict(zip(PAGES.types, PAGES.formats)),
                    "application/problem+json": JSON, "application/problem+xml": XML})
-AVAILABLE = DEFAULT.available
+AVAILABLE = PAGES.available
 
 # Charset names are case-insensitive (RFC 9110 §8.3.2); WebOb compares
 # parameter values exactly, so spell UTF-8 one way before it looks.

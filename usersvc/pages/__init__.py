@@ -1,0 +1,148 @@
+"""Pages for people: the HTML representation of ``/``, a collection, a
+record and every problem.
+
+Each page is a template of this folder (``string.Template``) filled by
+``fill``, which escapes every value unless it is ``Html`` already made from
+escaped parts: a name ``<script>alert(1)</script>`` is that text on the
+page. A page reads as plain HTML: the links page through a collection and
+open each record. Its one script (``usersvc.js``) adds what HTML forms
+cannot do: send JSON, with the ETag the page was shown at as ``If-Match``,
+and, with tokens on, the token kept for the tab.
+
+Everything a page loads comes from the service (``ASSETS``, with strong
+ETags), and ``CSP`` allows nothing else: no inline script or style, no
+other origin, no framing.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from html import escape
+from importlib.resources import files
+from string import Template
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..listing import MAX_Q
+from ..representation import HTML, JSON, XML
+from ..request import Request, Response
+from ..validation import Schema
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+       "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+
+_FOLDER = files(__package__)
+_TEMPLATES = {name: Template(_FOLDER.joinpath(f"{name}.html").read_text(encoding="utf-8"))
+              for name in ("layout", "root", "collection", "search", "record", "field",
+                           "problem", "token")}
+
+
+class Asset:
+    """A file the pages load, served as it is in the package."""
+
+    def __init__(self, name: str, media_type: str) -> None:
+        self.media_type = media_type
+        self.body = _FOLDER.joinpath(name).read_bytes()
+        self.tag = '"' + hashlib.sha256(self.body).hexdigest()[:24] + '"'
+
+
+#: Path -> the file served there.
+ASSETS = {"/assets/usersvc.css": Asset("usersvc.css", "text/css; charset=utf-8"),
+          "/assets/usersvc.js": Asset("usersvc.js", "text/javascript; charset=utf-8")}
+
+
+class Html(str):
+    """Markup made from escaped parts: ``fill`` puts it in as it is."""
+
+
+def fill(template: str, **values: Any) -> Html:
+    """The template with each value escaped, except ``Html``."""
+    return Html(_TEMPLATES[template].substitute(
+        {k: v if isinstance(v, Html) else escape(str(v)) for k, v in values.items()}))
+
+
+def page(req: Request, status: int, title: str, main: Html,
+         schemas: Sequence[Schema] = ()) -> Response:
+    """A whole page: ``main`` in the layout, with the headers every page has."""
+    base = _base(req)
+    nav = Html("".join(f'<a href="{escape(base)}/{escape(s.plural)}">{escape(s.plural)}</a>'
+                       for s in schemas))
+    body = fill("layout", title=title, base=base, status=status, nav=nav, main=main)
+    return Response(status, body.encode(), [("Content-Type", HTML.media_type),
+                                            ("Content-Security-Policy", CSP)])
+
+
+def root_page(req: Request, schemas: Sequence[Schema]) -> Response:
+    base = _base(req)
+    items = Html("".join(f'<li><a href="{escape(base)}/{escape(s.plural)}">{escape(s.plural)}</a></li>\n'
+                         for s in schemas))
+    return page(req, 200, "usersvc", fill("root", collections=items), schemas)
+
+
+def collection_page(req: Request, schema: Schema, rows: bytes, count: int,
+                    next_url: str | None, q: str | None) -> Response:
+    """A page of records: a table of ``rows`` (made by the HTML format), the
+    link to the next page, the search box and the form to create one."""
+    url = f"{_base(req)}/{schema.plural}"
+    title = schema.plural.capitalize()
+    search = Html("")
+    if schema.searchable:
+        clear = Html(f'<a href="{escape(url)}">Show all</a>' if q else "")
+        search = fill("search", url=url, q=q or "", max=MAX_Q, clear=clear,
+                      hint=f"the start of a word of the {' or '.join(schema.words + schema.prefixes)}")
+    if count:
+        summary = f"{count} {schema.plural if count > 1 else schema.name} on this page."
+    else:
+        summary = f"No {schema.plural} match “{q}”." if q else f"No {schema.plural} on this page."
+    links = [f'<a href="{escape(url)}">First page</a>']
+    if next_url:
+        links.append(f'<a rel="next" href="{escape(next_url)}">Next page</a>')
+    headings = Html("".join(f'<th scope="col">{escape(n)}</th>' for n in schema.field_names))
+    main = fill("collection", title=title, search=search, summary=summary, headings=headings,
+                rows=Html(rows.decode()), pages=Html(" ".join(links)), name=schema.name,
+                url=url, inputs=_inputs(schema, "new", {}))
+    return page(req, 200, f"{title}{' matching ' + q if q else ''}", main, (schema,))
+
+
+def record_page(req: Request, schema: Schema, record: Any, tag: str) -> Response:
+    """One record: its fields and ETag, a form to edit it, a button to
+    delete it, and its JSON and XML representations."""
+    collection_url = f"{_base(req)}/{schema.plural}"
+    values = schema.as_dict(record)
+    first = next(iter(schema.fields), "id")
+    heading = str(values[first])
+    fields = Html("".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>\n"
+                          for k, v in values.items()))
+    main = fill("record", kind=schema.name, collection_url=collection_url, plural=schema.plural,
+                heading=heading, fields=fields, etag=tag, url=f"{collection_url}/{record.id}",
+                inputs=_inputs(schema, "edit", values),
+                json=JSON.render_record(schema, record).decode(),
+                xml=XML.render_record(schema, record).decode())
+    return page(req, 200, f"{heading} ({schema.name} {record.id})", main, (schema,))
+
+
+def problem_page(req: Request, problem: Mapping[str, Any],
+                 schemas: Sequence[Schema] = ()) -> Response:
+    """A problem document for a person: status, title, sentence, the field
+    errors beside their fields; and on a 401 the form to enter a token."""
+    status = problem["status"]
+    main = fill("problem", status=status, title=problem["title"], base=_base(req),
+                lines=Html(HTML.render_problem(problem).decode()),
+                token=fill("token") if status == 401 else Html(""))
+    return page(req, status, f"{status} {problem['title']}", main, schemas)
+
+
+def _inputs(schema: Schema, form: str, values: Mapping[str, Any]) -> Html:
+    """An input for each field a client sends, named after it, and the
+    place for its error. The service checks every rule; the browser only
+    those an input type checks the same way (``type=email``), since
+    ``maxlength`` would count UTF-16 units, not characters."""
+    return Html("".join(
+        fill("field", id=f"{form}-{name}", name=name, value=values.get(name, ""),
+             type=getattr(rule, "input_type", "text"))
+        for name, rule in schema.fields.items()))
+
+
+def _base(req: Request) -> str:
+    """The path the app is mounted at, as URLs on the page begin with it."""
+    return urlsplit(req.base_url).path
