@@ -11,31 +11,15 @@ as any page would. The tests skip, saying why, where Chromium is missing;
 from __future__ import annotations
 
 import json
-import os
-import threading
 
+import chromium
 import pytest
-import waitress
 from helpers import call
 
 from usersvc import make_app
 
-CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-REQUIRED = os.environ.get("USERSVC_TEST_BROWSER_REQUIRED") == "1"
-
-if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
-    reason = "Chromium is not installed (apt-get install chromium chromium-driver)"
-    if REQUIRED:
-        raise RuntimeError(f"browser tests are required here, but {reason}")
-    pytest.skip(reason, allow_module_level=True)
-webdriver = pytest.importorskip("selenium.webdriver", reason="pip install -e '.[test]'")
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-
-
-def serve(app, host="127.0.0.1"):
-    server = waitress.create_server(app, host=host, port=0, threads=4)
-    threading.Thread(target=server.run, daemon=True).start()
-    return server
+chromium.require()
+serve = chromium.serve
 
 
 def blank_page(environ, start_response):
@@ -54,20 +38,13 @@ def sites():
            "address": ("127.0.0.1", service.effective_port),
            "front": front_origin, "hostile": f"http://127.0.0.1:{hostile.effective_port}"}
     for server in (front, hostile, service):
-        server.trigger.pull_trigger(server.close)
+        chromium.stop(server)
     app.close()
 
 
 @pytest.fixture(scope="module")
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    driver.set_script_timeout(30)
+    driver = chromium.start()
     yield driver
     driver.quit()
 

@@ -77,7 +77,7 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
         "head": {**_head("headHealth", {"200": {"Vary": VARY}}, (), (406, 503)), "security": []},
         "options": {**_options("optionsHealth", "GET, HEAD, OPTIONS"), "security": []},
     }
-    paths.update(asset_paths(sorted(ASSETS)))
+    paths.update(asset_paths({path: asset.media_type for path, asset in ASSETS.items()}))
     components: dict[str, Any] = {"schemas": common_schemas(), "responses": {
         f"Problem{s}": problem(s) for s in DESCRIPTIONS if s != 503}}
     for schema in schemas:

@@ -2,7 +2,7 @@
 request and record schemas (``document`` puts them together)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..listing import DEFAULT_LIMIT, MAX_CURSOR, MAX_LIMIT, MAX_Q
@@ -136,12 +136,15 @@ def content(ref: str, types: Sequence[str] = JSON_BODY + XML_BODY) -> dict[str, 
             for t in types}
 
 
-def asset_paths(paths: Sequence[str]) -> dict[str, Any]:
-    """The files the HTML pages load: open to all, one representation each."""
-    def item(path: str) -> dict[str, Any]:
-        kind = "style sheet" if path.endswith(".css") else "script"
-        media_type = "text/css" if path.endswith(".css") else "text/javascript"
-        name = "PageStyle" if path.endswith(".css") else "PageScript"
+_ASSET_KINDS = {"css": ("style sheet", "PageStyle"), "js": ("script", "PageScript"),
+                "svg": ("icon", "PageIcon")}
+
+
+def asset_paths(assets: Mapping[str, str]) -> dict[str, Any]:
+    """The files the HTML pages load (path -> media type): open to all, one
+    representation each."""
+    def item(path: str, media_type: str) -> dict[str, Any]:
+        kind, name = _ASSET_KINDS[path.rpartition(".")[2]]
         ok = {"description": f"The pages' {kind}.",
               "headers": {"ETag": BODY_ETAG, "Cache-Control": CACHE},
               "content": {media_type: {"schema": {"type": "string"}}}}
@@ -163,7 +166,8 @@ def asset_paths(paths: Sequence[str]) -> dict[str, Any]:
                             "Allow": header("`GET, HEAD, OPTIONS`", {"const": "GET, HEAD, OPTIONS"})}},
                             "400": {"$ref": "#/components/responses/Problem400"}}},
         }
-    return {path: item(path) for path in paths}
+    return {path: item(path, media_type.partition(";")[0])
+            for path, media_type in sorted(assets.items())}
 
 
 def record_schemas(schema: Schema) -> tuple[dict[str, Any], dict[str, Any]]:

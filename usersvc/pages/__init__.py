@@ -48,7 +48,8 @@ class Asset:
 
 #: Path -> the file served there.
 ASSETS = {"/assets/usersvc.css": Asset("usersvc.css", "text/css; charset=utf-8"),
-          "/assets/usersvc.js": Asset("usersvc.js", "text/javascript; charset=utf-8")}
+          "/assets/usersvc.js": Asset("usersvc.js", "text/javascript; charset=utf-8"),
+          "/assets/usersvc.svg": Asset("usersvc.svg", "image/svg+xml")}
 
 
 class Html(str):
@@ -89,14 +90,15 @@ def collection_page(req: Request, schema: Schema, rows: bytes, count: int,
     if schema.searchable:
         clear = Html(f'<a href="{escape(url)}">Show all</a>' if q else "")
         search = fill("search", url=url, q=q or "", max=MAX_Q, clear=clear,
-                      hint=f"the start of a word of the {' or '.join(schema.words + schema.prefixes)}")
+                      hint=_search_hint(schema))
     if count:
         summary = f"{count} {schema.plural if count > 1 else schema.name} on this page."
     else:
         summary = f"No {schema.plural} match “{q}”." if q else f"No {schema.plural} on this page."
     links = [f'<a href="{escape(url)}">First page</a>']
     if next_url:
-        links.append(f'<a rel="next" href="{escape(next_url)}">Next page</a>')
+        parts = urlsplit(next_url)      # the Link header's URL, without scheme and host
+        links.append(f'<a rel="next" href="{escape(parts.path + "?" + parts.query)}">Next page</a>')
     headings = Html("".join(f'<th scope="col">{escape(n)}</th>' for n in schema.field_names))
     main = fill("collection", title=title, search=search, summary=summary, headings=headings,
                 rows=Html(rows.decode()), pages=Html(" ".join(links)), name=schema.name,
@@ -141,6 +143,12 @@ def _inputs(schema: Schema, form: str, values: Mapping[str, Any]) -> Html:
         fill("field", id=f"{form}-{name}", name=name, value=values.get(name, ""),
              type=getattr(rule, "input_type", "text"))
         for name, rule in schema.fields.items()))
+
+
+def _search_hint(schema: Schema) -> str:
+    """What ``q`` matches: "how a word of the name or the email starts"."""
+    fields = [f"a word of the {f}" for f in schema.words] + [f"the {f}" for f in schema.prefixes]
+    return f"how {' or '.join(fields)} starts"
 
 
 def _base(req: Request) -> str:

@@ -27,11 +27,14 @@ class HTMLFormat(Format):
     problem_type = media_type
 
     def render(self, schema, record):
-        """One row: the id linking to the record's page, then each field."""
+        """One row: each field, the id and the first other field linking
+        to the record's page."""
         link = f'<a href="{escape(schema.plural)}/{record["id"]}">'
-        cells = "".join(f"<td>{escape(str(value))}</td>"
-                        for name, value in record.items() if name != "id")
-        return f'<tr><td>{link}{record["id"]}</a></td>{cells}</tr>\n'.encode()
+        cells = [escape(str(value)) for value in record.values()]
+        cells[0] = link + cells[0] + "</a>"
+        if len(cells) > 1:
+            cells[1] = link + cells[1] + "</a>"
+        return ("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>\n").encode()
 
     def join(self, schema, rendered):
         return b"".join(rendered)

@@ -1,0 +1,55 @@
+"""Debian's Chromium, driven by selenium through /usr/bin/chromedriver
+(nothing is downloaded), and the small servers the browser tests open.
+
+``require()`` skips the calling test module, saying why, where Chromium is
+missing; ``.ci/run`` installs it and sets ``USERSVC_TEST_BROWSER_REQUIRED``,
+which turns the skip into an error.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+import waitress
+
+CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+REQUIRED = os.environ.get("USERSVC_TEST_BROWSER_REQUIRED") == "1"
+
+
+def require():
+    if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
+        reason = "Chromium is not installed (apt-get install chromium chromium-driver)"
+        if REQUIRED:
+            raise RuntimeError(f"browser tests are required here, but {reason}")
+        pytest.skip(reason, allow_module_level=True)
+    pytest.importorskip("selenium.webdriver", reason="pip install -e '.[test]'")
+
+
+def serve(app, host="127.0.0.1", threads=4):
+    """``app`` under waitress on a free port, in a thread; ``server.close``
+    through its trigger stops it."""
+    server = waitress.create_server(app, host=host, port=0, threads=threads)
+    threading.Thread(target=server.run, daemon=True).start()
+    return server
+
+
+def stop(server):
+    server.trigger.pull_trigger(server.close)
+
+
+def start(width=1200, height=900):
+    """A headless Chromium that keeps its console (``get_log("browser")``)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+                 f"--window-size={width},{height}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.set_script_timeout(30)
+    return driver
