@@ -126,6 +126,16 @@ class Request:
         """Any request header by its name (``X-Request-ID``), or ``None``."""
         return self.environ.get("HTTP_" + name.upper().replace("-", "_"))
 
+    # Read on every write, by the cross-origin check: looked up directly.
+    @property
+    def origin(self) -> str | None:
+        return self.environ.get("HTTP_ORIGIN")
+
+    @property
+    def fetch_site(self) -> str | None:
+        """``Sec-Fetch-Site``: where the browser says the request comes from."""
+        return self.environ.get("HTTP_SEC_FETCH_SITE")
+
     @property
     def has_preconditions(self) -> bool:
         """Whether ``If-Match`` or ``If-None-Match`` was sent at all."""

@@ -174,7 +174,9 @@ class Item:
         # with the headers the 200 would have had (§15.4.5).
         if _none_match(req, tag):
             return Response(304, headers=[("ETag", tag), _REVALIDATE])
-        return answer(req, 200, self, record, fmt, _REVALIDATE)
+        if fmt is HTML:
+            return page_of(req, 200, self.schema, record, tag, _REVALIDATE)
+        return respond(200, self.representations.one(record, fmt), fmt, ("ETag", tag), _REVALIDATE)
 
     def on_put(self, req: Request, fmt: Format, id: int) -> Response:
         return self._update(req, fmt, id, self.schema.for_replace)
@@ -197,15 +199,21 @@ class Item:
 
 def answer(req: Request, status: int, resource: Collection | Item, record: Any,
            fmt: Format, *headers: tuple[str, str]) -> Response:
-    """One record's representation, with its ETag: its kept encoding, or
-    its page."""
+    """A write's answer: the record's representation (its kept encoding, or
+    its page), with its ETag."""
     tag = etag(record, fmt)
     if fmt is HTML:
-        response = record_page(req, resource.schema, record, tag)
-        response.status = status
-        response.headers += [("ETag", tag), *headers]
-        return response
+        return page_of(req, status, resource.schema, record, tag, *headers)
     return respond(status, resource.representations.one(record, fmt), fmt, ("ETag", tag), *headers)
+
+
+def page_of(req: Request, status: int, schema: Schema, record: Any, tag: str,
+            *headers: tuple[str, str]) -> Response:
+    """A record's page, as a person's browser asked for it."""
+    response = record_page(req, schema, record, tag)
+    response.status = status
+    response.headers += [("ETag", tag), *headers]
+    return response
 
 
 def _precondition(req: Request, record_id: int) -> Precondition | None:
