@@ -116,3 +116,32 @@ def check_sorted_and_searched_after_migration(store):
     assert store.count(q="zol") == 1 and store.count(q="ez@") == 1
     store.update(2, name="Émile")
     assert [u.id for u in store.list(q="ada")] == [1]
+
+
+_LINK = re.compile(r'<([^>]*)>\s*;\s*rel="([^"]*)"')
+
+
+def link_to(headers, rel="next"):
+    """The URL of the link with relation ``rel`` (RFC 8288) in a response's
+    ``Link`` headers (WebOb's, http.client's or httpx's headers, or one
+    header value), or ``None``. A page links to the next page and to the
+    change feed: a client picks the link by its relation, never by place."""
+    if isinstance(headers, str):
+        values = [headers]
+    elif hasattr(headers, "getall"):            # WebOb
+        values = headers.getall("Link")
+    elif hasattr(headers, "get_all"):           # http.client
+        values = headers.get_all("Link") or []
+    else:                                       # httpx
+        values = headers.get_list("Link")
+    found = {relation: url for value in values for url, relation in _LINK.findall(value)}
+    return found.get(rel)
+
+
+def check_positions_after_migration(store):
+    """``RELEASE_1_USERS``, migrated to the change feed, have positions in
+    id order, and the next change takes the next one."""
+    assert [(c.seq, c.id) for c in store.changes(after=0)] == [(1, 1), (2, 2), (3, 3)]
+    assert store.position() == 3
+    store.update(2)         # the same fields, a new version: a change all the same
+    assert [(c.seq, c.id) for c in store.changes(after=0)] == [(1, 1), (3, 3), (4, 2)]

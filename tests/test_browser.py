@@ -14,9 +14,10 @@ import json
 
 import chromium
 import pytest
-from helpers import call
+from helpers import call, link_to
 
 from usersvc import make_app
+from usersvc.changes import FEED_RELATION
 
 chromium.require()
 serve = chromium.serve
@@ -132,7 +133,9 @@ def test_the_allowed_front_end_creates_reads_replaces_patches_and_deletes(sites,
     assert steps[2] == ["replace", 200, '"1-2"']
     assert steps[3] == ["stale", 412, "Precondition Failed"]
     assert steps[4] == ["patch", 200, "A."]
-    assert steps[5] == ["page", 200, f'<{sites["service"]}/users?after=1&limit=1>; rel="next"', "2"]
+    assert steps[5][:2] == ["page", 200] and steps[5][3] == "2"
+    assert link_to(steps[5][2]) == f'{sites["service"]}/users?after=1&limit=1'     # read from script
+    assert link_to(steps[5][2], FEED_RELATION) == f'{sites["service"]}/users/changes?after=4'
     assert steps[6] == ["delete", 204]
     assert [u["name"] for u in users(sites)] == ["A."]
 

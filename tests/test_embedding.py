@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from books import BOOK, Book, MemoryBookStore
 from conftest import Client, problem
+from helpers import link_to
 from webob import Request
 
 from usersvc import App, Mount, make_app
@@ -66,8 +67,8 @@ def test_mounted_under_a_prefix_urls_carry_it():
     response = client.post("/api/users", json_body={"name": "Ada", "email": "ada@example.org"})
     assert response.headers["Location"] == "http://localhost/api/users/1"
     assert client.get("/api/users/1").json["id"] == 1
-    link = client.get("/api/users?limit=1").headers["Link"]
-    assert link == '<http://localhost/api/users?after=1&limit=1>; rel="next"'
+    link = link_to(client.get("/api/users?limit=1").headers)
+    assert link == "http://localhost/api/users?after=1&limit=1"
     assert client.get("/users").status_code == 404
 
 

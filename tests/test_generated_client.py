@@ -17,6 +17,7 @@ import sys
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from helpers import link_to
 
 GENERATOR = os.path.join(os.path.dirname(sys.executable), "openapi-python-client")
 
@@ -71,10 +72,10 @@ def test_a_generated_client_creates_reads_pages_replaces_and_gets_problems(clien
                                                **({"cursor": cursor} if cursor else {}))
         assert page.status_code == 200
         names += [u.name for u in page.parsed]
-        link = page.headers.get("Link")
+        link = link_to(page.headers)
         if not link:
             break
-        cursor = parse_qs(urlsplit(link[1:link.index(">")]).query)["cursor"][0]
+        cursor = parse_qs(urlsplit(link).query)["cursor"][0]
     assert names == ["Ada Lovelace", "Alan Turing", "Grace Hopper"]
 
     replaced = api("replace_user").sync_detailed(

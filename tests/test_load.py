@@ -18,7 +18,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
-from helpers import Served
+from helpers import Served, link_to
 
 THREADS = 16
 SECONDS = 4.0
@@ -134,8 +134,8 @@ def everyone(address):
         conn.request("GET", path)
         response = conn.getresponse()
         users += json.loads(response.read())
-        link = response.getheader("Link")
-        path = link[link.index("/users"):link.index(">")] if link else None
+        link = link_to(response.headers)
+        path = link[link.index("/users"):] if link else None
         conn.close()
     return users
 

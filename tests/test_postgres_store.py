@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import getpass
 import json
+import threading
+import time
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from conftest import POSTGRES_REQUIRED, POSTGRES_URL
-from helpers import (RELEASE_1_USERS, Served, call, check_sorted_and_searched_after_migration,
-                     page_shapes, race)
+from helpers import (RELEASE_1_USERS, Served, call, check_positions_after_migration,
+                     check_sorted_and_searched_after_migration, page_shapes, race)
 
 from usersvc.storage import SchemaTooNew, StoreUnavailable, open_store
 
@@ -206,15 +208,88 @@ def test_every_page_reads_an_index_and_never_scans_the_users(url, analyzed, argu
         assert "Index Scan" in plan and "Sort" not in plan, plan
 
 
-def test_a_database_of_the_previous_release_is_migrated_with_its_users(url, sql):
+@pytest.mark.parametrize("made_by", [1, 2])
+def test_a_database_of_an_earlier_release_is_migrated_with_its_users(url, sql, made_by):
     with psycopg.connect(split_url(url)[0], autocommit=True) as db:
         migrate(db, MIGRATIONS[:1])
         with db.cursor() as cursor:
             cursor.executemany("INSERT INTO users (name, email, email_key, version)"
                                " VALUES (%s, %s, %s, 1)", RELEASE_1_USERS)
+        migrate(db, MIGRATIONS[:made_by])
     store = open_store(url)
     try:
         assert sql("SELECT version FROM usersvc_schema") == [(len(MIGRATIONS),)]
+        check_positions_after_migration(store)
         check_sorted_and_searched_after_migration(store)
+    finally:
+        store.close()
+
+
+# -- the change feed: positions in commit order ------------------------------
+
+NAIVE_POSITIONS = """
+CREATE SEQUENCE naive_seq START 100;
+CREATE OR REPLACE FUNCTION user_changes_record() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO user_changes (id, seq)
+    VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END, nextval('naive_seq'))
+        ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq;
+    RETURN NULL;
+END $$;
+"""
+
+
+def follow_past_a_held_writer(store, url, sql, naive):
+    """A follower reads the feed while one writer has taken its position
+    but not committed (held open here) and a later writer commits (or, with
+    positions in commit order, waits); then both are done and it reads on
+    from where it was. Returns the names it saw."""
+    seen, position = [], store.position()
+    held = psycopg.connect(split_url(url)[0])
+    later = threading.Thread(target=store.create, kwargs={"name": "Later",
+                                                          "email": "later@example.org"})
+    try:
+        held.execute("INSERT INTO users (name, email, email_key, name_key, version)"
+                     " VALUES ('Held', 'held@example.org', 'held@example.org', 'held', 1)")
+        later.start()
+        if naive:
+            later.join()            # nothing holds it back: it commits first
+        else:
+            wait_for(lambda: sql("SELECT count(*) FROM pg_stat_activity WHERE datname ="
+                                 " current_database() AND wait_event_type = 'Lock'")[0][0] == 1)
+        for change in store.changes(after=position):     # the follower, meanwhile
+            seen.append(change.user.name)
+            position = change.seq
+        held.commit()
+    finally:
+        held.close()
+        later.join()
+    seen += [c.user.name for c in store.changes(after=position)]
+    return seen
+
+
+def wait_for(condition):
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "the later writer never waited for the held one"
+        time.sleep(0.01)
+
+
+def test_a_follower_never_passes_a_change_that_commits_later(url, sql):
+    """The naive way, a sequence, lets a later writer commit a larger
+    position first: the follower passes the held writer's and misses it for
+    good (shown first, on the same scenario). The store's positions are
+    handed out in commit order, so the follower sees both."""
+    store = open_store(url)
+    try:
+        sql(NAIVE_POSITIONS)
+        assert follow_past_a_held_writer(store, url, sql, naive=True) == ["Later"]   # Held: missed
+    finally:
+        store.close()
+    sql("DROP TABLE users, user_changes, user_feed, user_words, usersvc_schema CASCADE;"
+        " DROP FUNCTION user_changes_record, user_words_sync; DROP SEQUENCE naive_seq")
+    store = open_store(url)
+    try:
+        assert follow_past_a_held_writer(store, url, sql, naive=False) == ["Held", "Later"]
     finally:
         store.close()

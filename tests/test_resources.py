@@ -5,6 +5,7 @@ import re
 
 import pytest
 from conftest import problem, snapshot
+from helpers import link_to
 
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
 
@@ -148,7 +149,7 @@ def test_list_is_a_bare_array_sorted_by_id(client):
     assert response.status_code == 200
     assert [u["id"] for u in response.json] == [1, 2, 3]
     assert response.headers["Cache-Control"] == "no-cache"
-    assert "Link" not in response.headers
+    assert link_to(response.headers) is None
 
 
 def test_list_of_nothing_is_an_empty_array(client):
@@ -163,8 +164,8 @@ def test_list_pages_follow_the_link_header_to_the_end(client):
         response = client.get(url)
         pages += 1
         seen += [u["id"] for u in response.json]
-        link = response.headers.get("Link")
-        url = link[link.index("<") + 1:link.index(">")].replace("http://localhost", "") if link else None
+        link = link_to(response.headers)
+        url = link.replace("http://localhost", "") if link else None
     assert seen == [1, 2, 3, 4, 5]
     assert pages == 3
 
@@ -172,15 +173,15 @@ def test_list_pages_follow_the_link_header_to_the_end(client):
 def test_link_appears_only_when_the_page_is_full(client):
     for i in range(3):
         client.create(email=f"u{i}@example.org")
-    assert client.get("/users?limit=3").headers["Link"] == \
-        '<http://localhost/users?after=3&limit=3>; rel="next"'
-    assert "Link" not in client.get("/users?limit=4").headers
+    assert link_to(client.get("/users?limit=3").headers) == \
+        "http://localhost/users?after=3&limit=3"
+    assert link_to(client.get("/users?limit=4").headers) is None
 
 
 def test_link_keeps_other_query_parameters(client):
     client.create()
-    link = client.get("/users?email=ADA%40example.org&limit=1&q=ad").headers["Link"]
-    assert link == '<http://localhost/users?email=ADA%40example.org&q=ad&after=1&limit=1>; rel="next"'
+    link = link_to(client.get("/users?email=ADA%40example.org&limit=1&q=ad").headers)
+    assert link == "http://localhost/users?email=ADA%40example.org&q=ad&after=1&limit=1"
 
 
 def test_after_gives_only_larger_ids(client):
@@ -226,8 +227,8 @@ def test_the_query_string_is_read_as_utf8_raw_or_escaped(client):
     client.create(name="Élodie", email="e@example.org")
     req_raw = "/users?email=e@example.org&q=" + "é".encode().decode("latin-1")
     assert len(client.get(req_raw).json) == 1
-    assert client.get("/users?q=%C3%A9&limit=1").headers["Link"].endswith(
-        '?q=%C3%A9&after=2&limit=1>; rel="next"')
+    assert link_to(client.get("/users?q=%C3%A9&limit=1").headers).endswith(
+        "?q=%C3%A9&after=2&limit=1")
     problem(client.get("/users?q=" + "\xe9"), 400)       # a raw latin-1 byte
 
 
@@ -484,7 +485,7 @@ def test_head_is_get_without_the_body(client, path):
     assert head.body == b""
     assert head.headers["Content-Length"] == get.headers["Content-Length"]
     for name in ("Content-Type", "ETag", "Link", "Cache-Control", "Vary"):
-        assert head.headers.get(name) == get.headers.get(name)
+        assert head.headers.getall(name) == get.headers.getall(name)
 
 
 def test_options_on_the_collection(client):

@@ -9,7 +9,8 @@ from contextlib import closing
 
 import pytest
 from conftest import Client, problem
-from helpers import RELEASE_1_USERS, check_sorted_and_searched_after_migration, page_shapes
+from helpers import (RELEASE_1_USERS, check_positions_after_migration,
+                     check_sorted_and_searched_after_migration, page_shapes)
 
 from usersvc import make_app
 from usersvc.storage import (
@@ -56,7 +57,7 @@ def test_connections_wait_for_locks_and_sync_every_commit(store):
 
 
 def test_a_new_file_gets_the_current_schema_version(store, path):
-    assert pragma(path, "user_version") == len(MIGRATIONS) == 2
+    assert pragma(path, "user_version") == len(MIGRATIONS) == 3
 
 
 def test_urls_name_files_relative_and_absolute(tmp_path, monkeypatch):
@@ -168,16 +169,20 @@ def test_counting_a_search_reads_only_the_matching_words(fifty):
     assert "SCAN u" not in found, found
 
 
-def test_a_database_of_the_previous_release_is_migrated_with_its_users(path):
+@pytest.mark.parametrize("made_by", [1, 2])
+def test_a_database_of_an_earlier_release_is_migrated_with_its_users(path, made_by):
     """A file made by usersvc's schema version 1 (no name index, no search)
-    gains both, and its users are found by name and by search."""
+    or 2 (no change feed) gains what it lacks: its users are found by name
+    and by search, and have positions in the feed, in id order."""
     with closing(sqlite3.connect(path, isolation_level=None)) as db:
         migrate(db, MIGRATIONS[:1])
         db.executemany("INSERT INTO users (name, email, email_key, version) VALUES (?, ?, ?, 1)",
                        RELEASE_1_USERS)
+        migrate(db, MIGRATIONS[:made_by])
     store = SQLiteUserStore(path)
     try:
         assert pragma(path, "user_version") == len(MIGRATIONS)
+        check_positions_after_migration(store)
         check_sorted_and_searched_after_migration(store)
     finally:
         store.close()

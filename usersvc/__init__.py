@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .app import DEFAULT_MAX_BODY_SIZE, App, Mount
+from .app import DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING, App, Mount
 from .auth import Tokens
 from .storage import UserStore, open_store
 from .validation import USER
@@ -47,7 +47,8 @@ DEFAULT_STORAGE = "sqlite:///users.db"
 def make_app(storage: str | UserStore = DEFAULT_STORAGE, *,
              max_body_size: int = DEFAULT_MAX_BODY_SIZE,
              tokens: Mapping[str, str] | Tokens | None = None,
-             cors_origins: Iterable[str] = ()) -> App:
+             cors_origins: Iterable[str] = (),
+             max_waiting: int = DEFAULT_MAX_WAITING) -> App:
     """A WSGI app serving ``/users`` from ``storage``: a store object, or a
     URL (``memory://``, ``sqlite:///users.db``, ``postgresql://...``) for a store
     the app opens, and closes with ``app.close()``. Apps share nothing.
@@ -56,10 +57,14 @@ def make_app(storage: str | UserStore = DEFAULT_STORAGE, *,
     ``usersvc.auth``); without it anyone who reaches the app may use it.
     ``cors_origins``: the origins (``https://app.example``; ``*``: any)
     whose pages may call the app (CORS; see ``usersvc.cross_origin``).
-    Writes from pages of other origins are refused either way."""
+    Writes from pages of other origins are refused either way.
+    ``max_waiting``: how many requests may wait for changes at once
+    (``GET /users/changes?wait=N``); keep it at most half the server's
+    worker threads (waitress's default is 4)."""
     if tokens is not None and not isinstance(tokens, Tokens):
         tokens = Tokens(tokens)
-    app = App(max_body_size=max_body_size, tokens=tokens, cors_origins=cors_origins)
+    app = App(max_body_size=max_body_size, tokens=tokens, cors_origins=cors_origins,
+              max_waiting=max_waiting)
     if isinstance(storage, str):
         store: Any = open_store(storage)
         app.on_close(store.close)

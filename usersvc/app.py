@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from .auth import Tokens
+from .changes import Changes, Waiting
 from .cross_origin import CrossOrigin
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
@@ -50,6 +51,8 @@ from .validation import Schema
 log = logging.getLogger("usersvc")
 
 DEFAULT_MAX_BODY_SIZE = 64 * 1024
+#: Requests that may wait for changes at once: half of waitress's 4 threads.
+DEFAULT_MAX_WAITING = 2
 
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.
 _HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
@@ -71,12 +74,14 @@ class App:
     """A WSGI application serving the collections added to it."""
 
     def __init__(self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE,
-                 tokens: Tokens | None = None, cors_origins: Iterable[str] = ()) -> None:
+                 tokens: Tokens | None = None, cors_origins: Iterable[str] = (),
+                 max_waiting: int = DEFAULT_MAX_WAITING) -> None:
         if max_body_size < 1:
             raise ValueError("max_body_size must be at least 1 byte")
         self.max_body_size = max_body_size
         self.tokens = tokens
         self.cross_origin = CrossOrigin(cors_origins)
+        self.waiting = Waiting(max_waiting)
         self.router = Router()
         self.schemas: list[Schema] = []
         self.stores: list[Any] = []
@@ -90,12 +95,16 @@ class App:
         self.open_paths = frozenset({HEALTH_PATH, *ASSETS})
 
     def add_collection(self, schema: Schema, store: Any) -> None:
-        """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from ``store``."""
+        """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from
+        ``store``, and ``/<schema.plural>/changes`` if it keeps a feed."""
         self.schemas.append(schema)
         self.stores.append(store)
         representations = Representations(schema)
         self.router.add(f"/{schema.plural}", Collection(schema, store, representations))
         self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store, representations))
+        if hasattr(store, "changes"):
+            self.router.add(f"/{schema.plural}/changes",
+                            Changes(schema, store, representations, self.waiting))
 
     def on_close(self, closer: Callable[[], None]) -> None:
         self._closers.append(closer)

@@ -60,19 +60,13 @@ class Listing:
     @classmethod
     def read(cls, schema: Schema, query: dict[str, list[str]]) -> Listing:
         """The listing a query string asks for; 400 for anything else."""
-        known = known_parameters(schema)
-        unknown = [name for name in query if name not in known]
-        if unknown:
-            names = ", ".join(unknown)
-            raise Problem(400, f"Unknown query parameter{'s' * (len(unknown) > 1)}: {names}. "
-                               f"/{schema.plural} takes: {', '.join(known)}.")
-        one = {name: _one(query, name) for name in query}
+        one = parameters(query, known_parameters(schema), f"/{schema.plural}")
         sort, reverse = _sort(schema, one.get("sort", "id"))
         q = one.get("q")
         if q is not None and not 1 <= len(q) <= MAX_Q:
             raise Problem(400, f"The query parameter q must be 1 to {MAX_Q} characters long.")
         filters = {name: one[name] for name in schema.filters if name in one}
-        listing = cls(limit=_int(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), sort=sort,
+        listing = cls(limit=whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), sort=sort,
                       reverse=reverse, q=q, query=query, filters=filters)
         if sort != "id":
             listing.context = json.dumps([schema.plural, one["sort"], sorted(filters.items()),
@@ -87,7 +81,7 @@ class Listing:
             if sort != "id":
                 raise Problem(400, "after is for id order; pages in other orders "
                                    "follow the cursor in their next link.")
-            listing.after = _int(one, "after", 0, 0, MAX_ID)
+            listing.after = whole_number(one, "after", 0, 0, MAX_ID)
         return listing
 
     def store_arguments(self) -> dict[str, Any]:
@@ -130,14 +124,21 @@ def known_parameters(schema: Schema) -> list[str]:
     return known
 
 
-def _one(query: dict[str, list[str]], name: str) -> str:
-    values = query[name]
-    if len(values) > 1:
-        raise Problem(400, f"The query parameter {name} is given more than once.")
-    return values[0]
+def parameters(query: dict[str, list[str]], known: list[str], where: str) -> dict[str, str]:
+    """Each query parameter's value: 400 for one that ``where`` does not
+    take (naming them and what it takes), or one given more than once."""
+    unknown = [name for name in query if name not in known]
+    if unknown:
+        names = ", ".join(unknown)
+        raise Problem(400, f"Unknown query parameter{'s' * (len(unknown) > 1)}: {names}. "
+                           f"{where} takes: {', '.join(known)}.")
+    for name, values in query.items():
+        if len(values) > 1:
+            raise Problem(400, f"The query parameter {name} is given more than once.")
+    return {name: values[0] for name, values in query.items()}
 
 
-def _int(one: dict[str, str], name: str, default: int, low: int, high: int) -> int:
+def whole_number(one: dict[str, str], name: str, default: int, low: int, high: int) -> int:
     if name not in one:
         return default
     value = one[name]

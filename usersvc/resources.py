@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from .changes import FEED_RELATION, feed_url
 from .listing import Listing
 from .pages import ASSETS, Asset, collection_page, record_page
 from .problems import Problem
@@ -125,9 +126,13 @@ class Collection:
         self.schema = schema
         self.store = store
         self.representations = representations
+        self.feed = hasattr(store, "changes")       # the store keeps a change feed
 
     def on_get(self, req: Request, fmt: Format) -> Response:
         listing = Listing.read(self.schema, req.query())
+        # The feed's position before the page is read: the changes after it
+        # are all the page may have missed (docs/api.md, "Changes").
+        feed = self.store.position() if self.feed else None
         records = self.store.list(**listing.store_arguments())
         body, tag = self.representations.many(records, fmt)
         url = None
@@ -139,6 +144,9 @@ class Collection:
             tag = None      # the page around the rows: its own tag, from its bytes
         else:
             response = respond(200, body, fmt)
+        if feed is not None:
+            response.headers.append(
+                ("Link", f'<{feed_url(req, self.schema, feed)}>; rel="{FEED_RELATION}"'))
         if url is not None:
             response.headers.append(("Link", f'<{url}>; rel="next"'))
         # RFC 7240: a count only when asked for, and said when given.

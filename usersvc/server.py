@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False) -> int:
         return 2
     try:
         app = make_app(args.storage, max_body_size=args.max_body_size, tokens=tokens,
-                       cors_origins=args.cors_origin)
+                       cors_origins=args.cors_origin, max_waiting=args.threads // 2)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         print(f"usersvc: cannot open storage {redact(args.storage)}: {e}", file=sys.stderr)
         return 2

@@ -37,6 +37,16 @@ class Format(Protocol):
     def render_problem(self, problem: Mapping[str, Any]) -> bytes:
         """An RFC 9457 problem document's members."""
 
+    def render_change(self, schema: Schema, seq: int, record_id: int,
+                      rendered: bytes | None) -> bytes:
+        """One entry of the change feed: its position and id, and the
+        record as ``render`` made it, or ``None`` for one deleted."""
+        raise NotImplementedError(f"{self.name} has no change feed")
+
+    def join_changes(self, rendered: list[bytes]) -> bytes:
+        """The feed's entries, each made by ``render_change``."""
+        raise NotImplementedError(f"{self.name} has no change feed")
+
     def parse(self, body: bytes, schema: Schema) -> Any:
         """A request body as a document for ``schema`` to check: 400 for
         bad syntax, 422 (``Invalid``) for a well-formed body of the wrong shape."""

@@ -105,6 +105,14 @@ class JSONFormat(Format):
     def join(self, schema, rendered):
         return b"[" + b",".join(rendered) + b"]"
 
+    def render_change(self, schema, seq, record_id, rendered):
+        if rendered is None:
+            return b'{"seq":%d,"id":%d,"deleted":true}' % (seq, record_id)
+        return b'{"seq":%d,"id":%d,"%s":%s}' % (seq, record_id, schema.name.encode(), rendered)
+
+    def join_changes(self, rendered):
+        return b"[" + b",".join(rendered) + b"]"
+
     def render_problem(self, problem):
         # ASCII escapes: a problem may quote client input that cannot be
         # encoded as UTF-8 (a lone surrogate in a field's name).

@@ -48,6 +48,13 @@ class XMLFormat(Format):
         plural = schema.plural.encode()
         return b"".join([b"<%s>" % plural, *rendered, b"</%s>" % plural])
 
+    def render_change(self, schema, seq, record_id, rendered):
+        return b"<change><seq>%d</seq><id>%d</id>%s</change>" % (
+            seq, record_id, b"<deleted>true</deleted>" if rendered is None else rendered)
+
+    def join_changes(self, rendered):
+        return b"".join([b"<changes>", *rendered, b"</changes>"])
+
     def render_problem(self, problem):
         parts = []
         for key, value in problem.items():

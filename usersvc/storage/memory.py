@@ -11,6 +11,9 @@ every search O(log N + matches) rather than a scan:
   address that starts with ``q``): ``USER.search_keys``, found by prefix.
   (A write touches the sorted words only for a word no name had before.)
 
+The change feed is one more sorted index: each user's latest position,
+tombstones included (``feed``); positions are handed out under the lock.
+
 ``touched`` counts the records each call has looked at, so tests can show
 what a page costs without timing it.
 """
@@ -22,7 +25,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sortedcontainers import SortedList
+from sortedcontainers import SortedDict, SortedList
 
 from ..validation import USER, words
 from . import (
@@ -38,6 +41,7 @@ from . import (
     email_key,
     position,
 )
+from .feed import Change, Watch
 
 
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position
@@ -53,6 +57,10 @@ class MemoryUserStore:
         self._words = SortedList()           # distinct name words, sorted
         self._named: dict[str, set[int]] = {}  # word -> ids of the users with it
         self._last_id = 0
+        self._seq = 0                        # the feed's last position
+        self._changes = SortedDict()         # position -> id, each user's latest change
+        self._seq_of: dict[int, int] = {}    # id -> its position there
+        self._watch = Watch(lambda: self._seq)
         self.touched = 0
 
     def get(self, user_id: int) -> User:
@@ -87,7 +95,8 @@ class MemoryUserStore:
             self._last_id += 1
             user = User(self._last_id, name, email, 1)
             self._add(user, key)
-            return user
+        self._watch.notify()
+        return user
 
     def update(self, user_id: int, *, name: str | None = None,
                email: str | None = None,
@@ -104,7 +113,9 @@ class MemoryUserStore:
                 self._by_email[new_key] = user_id
             self._reindex(old, new)
             self._users[user_id] = new
-            return new
+            self._record(user_id)
+        self._watch.notify()
+        return new
 
     def delete(self, user_id: int, *,
                precondition: Precondition | None = None) -> None:
@@ -113,6 +124,8 @@ class MemoryUserStore:
             self._reindex(user, None)
             del self._users[user_id]
             del self._by_email[email_key(user.email)]
+            self._record(user_id)
+        self._watch.notify()
 
     def last_id(self) -> int:
         with self._lock:
@@ -130,14 +143,40 @@ class MemoryUserStore:
             for user, key in zip(users, keys):
                 self._add(user, key)
             self._last_id = max(self._last_id, last_id, *ids)
+        self._watch.notify()
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
+        with self._lock:
+            seqs = itertools.islice(self._changes.irange(minimum=after, inclusive=(False, True)),
+                                    limit)
+            found = [Change(seq, user_id, self._users.get(user_id))
+                     for seq in seqs for user_id in (self._changes[seq],)]
+            self.touched += len(found)
+            return found
+
+    def position(self) -> int:
+        return self._seq
+
+    def wait(self, after: int, timeout: float) -> None:
+        self._watch.wait(after, timeout)
 
     def close(self) -> None:
-        pass
+        self._watch.close()
 
     def _add(self, user: User, key: str) -> None:
         self._users[user.id] = user
         self._by_email[key] = user.id
         self._reindex(None, user)
+        self._record(user.id)
+
+    def _record(self, user_id: int) -> None:
+        """The user's latest change is the next position."""
+        old = self._seq_of.get(user_id)
+        if old is not None:
+            del self._changes[old]
+        self._seq += 1
+        self._changes[self._seq] = user_id
+        self._seq_of[user_id] = self._seq
 
     def _reindex(self, old: User | None, new: User | None) -> None:
         """Move a user's index entries from ``old`` to ``new`` (``None``:

@@ -16,7 +16,9 @@ and psycopg_pool).
   ``lower()`` folds less: ß stays ß).
 - Ids come from an identity column: a sequence never hands a value out
   twice, whatever is deleted or rolled back.
-- The schema and its migrations are ``postgres_schema``'s.
+- The schema and its migrations are ``postgres_schema``'s; the change
+  feed is ``feed.SQLChanges`` over ``user_changes``, whose positions a
+  trigger hands out in commit order.
 - Lost connections, a server that is down and a pool with no free
   connection within ``timeout`` seconds are ``StoreUnavailable`` (HTTP 503);
   the pool replaces broken connections on its own.
@@ -42,6 +44,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import (Conflict, EmailTaken, Position, Precondition, StaleVersion, StoreUnavailable,
                User, UserNotFound, check_fresh_ids, checked_id, email_key, redact, sql)
+from .feed import POLL_INTERVAL, SQLChanges, Watch
 from .postgres_schema import migrate
 
 
@@ -111,7 +114,9 @@ def split_url(url: str) -> tuple[str, int]:
     return urlunsplit(parts._replace(query=urlencode(rest))), size
 
 
-class PostgresUserStore:
+class PostgresUserStore(SQLChanges):
+    _dialect = sql.POSTGRES
+
     def __init__(self, url: str, *, pool_size: int | None = None,
                  timeout: float = 10.0) -> None:
         conninfo, size = split_url(url)
@@ -139,6 +144,8 @@ class PostgresUserStore:
         except BaseException:
             self._pool.close()
             raise
+        # Other processes' commits are seen by asking for the position.
+        self._watch = Watch(self.position, POLL_INTERVAL)
 
     # -- the protocol ---------------------------------------------------
 
@@ -174,6 +181,7 @@ class PostgresUserStore:
             except psycopg.errors.UniqueViolation:
                 raise EmailTaken(email) from None
         assert row is not None
+        self._watch.notify()
         return User(*row)
 
     def update(self, user_id: int, *, name: str | None = None,
@@ -192,6 +200,7 @@ class PostgresUserStore:
                 raise EmailTaken(email or "") from None
             if row is None:
                 raise self._why_not(db, user_id)
+        self._watch.notify()
         return User(*row)
 
     def delete(self, user_id: int, *,
@@ -202,6 +211,7 @@ class PostgresUserStore:
                                 _parameters(user_id, precondition))
             if cursor.rowcount == 0:
                 raise self._why_not(db, user_id)
+        self._watch.notify()
 
     def last_id(self) -> int:
         with self._connection() as db:
@@ -225,9 +235,15 @@ class PostgresUserStore:
                         db.execute(RAISE_LAST_ID, (top, top))
             except psycopg.errors.UniqueViolation as e:
                 raise Conflict(f"The store already holds one of these users: {e.diag.message_detail}") from None
+        self._watch.notify()
 
     def close(self) -> None:
+        self._watch.close()
         self._pool.close()
+
+    def _read(self, query: str, params: tuple[Any, ...]) -> list[Any]:
+        with self._connection() as db:
+            return db.execute(query, params).fetchall()
 
     # -- helpers --------------------------------------------------------
 

@@ -4,7 +4,8 @@
 lives in the table ``usersvc_schema``. Migrating holds a transaction-level
 advisory lock, so processes that start together on a new database migrate
 it once; all the steps a database lacks run in one transaction with the
-version update. Version 2 holds what listing and search need (``sql``).
+version update. Version 2 holds what listing and search need (``sql``);
+version 3 the change feed (``feed``).
 """
 from __future__ import annotations
 
@@ -38,6 +39,21 @@ BEGIN
         SELECT DISTINCT w, NEW.id FROM unnest(NEW.name_words || NEW.email_key) AS w
             ON CONFLICT DO NOTHING;
     END IF;
+    RETURN NULL;
+END $$"""
+
+# Gives a changed user the next position. The one row of user_feed stays
+# locked until the transaction ends, so positions are handed out in commit
+# order (``feed``): a writer that comes later waits here for the one before.
+_CHANGES_TRIGGER = """
+CREATE FUNCTION user_changes_record() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    next_seq bigint;
+BEGIN
+    UPDATE user_feed SET seq = seq + 1 RETURNING seq INTO next_seq;
+    INSERT INTO user_changes (id, seq)
+    VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END, next_seq)
+        ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq;
     RETURN NULL;
 END $$"""
 
@@ -77,6 +93,19 @@ MIGRATIONS: list[Sequence[sql.Step]] = [
            WHEN (OLD.name_words IS DISTINCT FROM NEW.name_words
                  OR OLD.email_key IS DISTINCT FROM NEW.email_key)
            EXECUTE FUNCTION user_words_sync()""",
+    ],
+    # 2 -> 3: the change feed; the users there get positions in id order.
+    [
+        """CREATE TABLE user_changes (
+               id  bigint PRIMARY KEY,
+               seq bigint NOT NULL UNIQUE
+           )""",
+        "CREATE TABLE user_feed (seq bigint NOT NULL)",
+        "INSERT INTO user_changes (id, seq) SELECT id, row_number() OVER (ORDER BY id) FROM users",
+        "INSERT INTO user_feed (seq) SELECT count(*) FROM users",
+        _CHANGES_TRIGGER,
+        """CREATE TRIGGER user_changes_record AFTER INSERT OR UPDATE OR DELETE ON users
+           FOR EACH ROW EXECUTE FUNCTION user_changes_record()""",
     ],
 ]
 

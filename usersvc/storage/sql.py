@@ -36,12 +36,13 @@ KEYS = "u.id, u.version"        # what names a user's version: enough to find it
 class Dialect(NamedTuple):
     mark: str       # the driver's placeholder
     join: str       # how the matching words join their users
+    position: str   # the change feed's last position (``feed``)
 
 
 # SQLite's planner takes a CROSS JOIN's tables in the order written: the
 # matching words first, then their users by id. PostgreSQL's needs no telling.
-SQLITE = Dialect("?", "CROSS JOIN")
-POSTGRES = Dialect("%s", "JOIN")
+SQLITE = Dialect("?", "CROSS JOIN", "SELECT coalesce(max(seq), 0) FROM user_changes")
+POSTGRES = Dialect("%s", "JOIN", "SELECT seq FROM user_feed")
 
 # The columns each order walks. ``email_key`` is unique, so it orders the
 # users alone (the id after it could never decide).

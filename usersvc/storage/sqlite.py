@@ -19,6 +19,7 @@
   not built at that version before (``list``): a version, with its id,
   names one content for good (ids are never reused, not even by
   ``restore``), whichever process wrote it.
+- The change feed is ``feed.SQLChanges`` over the ``user_changes`` table.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from typing import Any, TypeVar, cast
 
 from . import (Conflict, EmailTaken, Position, Precondition, StaleVersion, StoreUnavailable,
                User, UserNotFound, check_fresh_ids, checked_id, email_key, sql)
+from .feed import POLL_INTERVAL, SQLChanges, Watch
 from .sqlite_schema import migrate, name_columns
 from .sqlite_writer import Connection, ThreadConnection, Writer, busy
 
@@ -61,7 +63,9 @@ LAST_ID = "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'users
 RAISE_LAST_ID = "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'users'"
 
 
-class SQLiteUserStore:
+class SQLiteUserStore(SQLChanges):
+    _dialect = sql.SQLITE
+
     def __init__(self, path: str, *, busy_timeout: float = 10.0) -> None:
         self.path = path
         self._busy_timeout = busy_timeout
@@ -78,6 +82,8 @@ class SQLiteUserStore:
         # A file's writes share one connection and commit in groups; a
         # private in-memory database has no disk to wait for.
         self._writer = Writer(self._connect()) if self._one is None else None
+        # Other processes' commits are seen by polling; a private database has none.
+        self._watch = Watch(self.position, POLL_INTERVAL if self._one is None else None)
 
     def _prepare(self) -> None:
         """WAL mode and the current schema. Processes that open a new file
@@ -187,8 +193,10 @@ class SQLiteUserStore:
                 db.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'users', 0"
                            " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'users')")
                 db.execute(RAISE_LAST_ID, (last_id,))
+        self._watch.notify()
 
     def close(self) -> None:
+        self._watch.close()
         if self._writer is not None:
             self._writer.stop()         # the writes already handed over are done first
             if self._writer.commits:
@@ -232,9 +240,15 @@ class SQLiteUserStore:
         """Run ``op`` in a write transaction and return what it returns,
         once that is committed."""
         if self._writer is not None:
-            return self._writer.submit(op)
-        with self._transaction() as db:
-            return op(db)
+            done = self._writer.submit(op)
+        else:
+            with self._transaction() as db:
+                done = op(db)
+        self._watch.notify()
+        return done
+
+    def _read(self, query: str, params: tuple[Any, ...]) -> list[Any]:
+        return self._answered((query, params), lambda db: db.execute(query, params).fetchall())
 
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:

@@ -5,7 +5,9 @@ version lives in ``PRAGMA user_version``. Every step a database lacks runs
 in one transaction with the version bumps: all of them, or none. Version 2
 holds what listing and search need (``sql`` says what each part is for):
 ``name_key``, ``name_words`` and the ``user_words`` table, kept in step by
-triggers.
+triggers. Version 3 holds the change feed (``feed``): ``user_changes``,
+one row per user ever created, at the position of its latest change, kept
+by triggers inside every write's transaction.
 """
 from __future__ import annotations
 
@@ -70,6 +72,19 @@ MIGRATIONS: list[Sequence[sql.Step]] = [
         "CREATE TRIGGER user_words_update AFTER UPDATE OF name_words, email_key ON users"
         " WHEN OLD.name_words IS NOT NEW.name_words OR OLD.email_key IS NOT NEW.email_key"
         f" BEGIN {_DROP_WORDS} {_ADD_WORDS} END",
+    ],
+    # 2 -> 3: the change feed. AUTOINCREMENT hands out a position above
+    # every one ever used; REPLACE moves a user's row to the new position.
+    # The users there are given positions in id order.
+    [
+        """CREATE TABLE user_changes (
+               seq INTEGER PRIMARY KEY AUTOINCREMENT,
+               id  INTEGER NOT NULL UNIQUE
+           )""",
+        "INSERT INTO user_changes (id) SELECT id FROM users ORDER BY id",
+        *(f"CREATE TRIGGER user_changes_{op.lower()} AFTER {op} ON users"
+          f" BEGIN INSERT OR REPLACE INTO user_changes (id) VALUES ({row}.id); END"
+          for op, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))),
     ],
 ]
 

@@ -1,0 +1,166 @@
+"""The change feed, through the store protocol, on every user store
+(memory, SQLite in memory and on a file, PostgreSQL): positions, one entry
+per user in its latest state, tombstones, and the guarantee that a client
+who lists every page and then follows the feed misses no change, whatever
+8 threads write meanwhile."""
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+from usersvc.storage import EmailTaken, NotFound, Precondition, StaleVersion
+
+
+def feed(store, after=0, limit=1000):
+    return [(c.seq, c.id, c.user and c.user.name) for c in store.changes(after=after, limit=limit)]
+
+
+def test_every_change_gets_the_next_position_and_the_feed_lists_each_user_once(store):
+    assert store.position() == 0 and store.changes(after=0) == []
+    ada = store.create(name="Ada", email="ada@example.org")
+    bob = store.create(name="Bob", email="bob@example.org")
+    assert store.position() == 2
+    assert feed(store) == [(1, ada.id, "Ada"), (2, bob.id, "Bob")]
+    store.update(ada.id, name="Ada King")                              # a patch
+    store.update(ada.id, name="Ada Byron", email="ab@example.org")     # a replace
+    store.delete(bob.id)
+    assert store.position() == 5
+    # Ada once, at her latest change and as she is now; Bob as a tombstone.
+    assert feed(store) == [(4, ada.id, "Ada Byron"), (5, bob.id, None)]
+    assert store.changes(after=0)[0].user == store.get(ada.id)
+    assert feed(store, after=4) == [(5, bob.id, None)]
+    assert feed(store, after=5) == []
+
+
+def test_the_feed_pages_by_position_and_limit(store):
+    users = [store.create(name=f"U{i}", email=f"u{i}@example.org") for i in range(7)]
+    pages, after = [], 0
+    while page := store.changes(after=after, limit=3):
+        pages.append([c.id for c in page])
+        after = page[-1].seq
+    assert pages == [[u.id for u in users[:3]], [u.id for u in users[3:6]], [users[6].id]]
+
+
+def test_a_refused_write_takes_no_position(store):
+    ada = store.create(name="Ada", email="ada@example.org")
+    store.create(name="Bob", email="bob@example.org")
+    with pytest.raises(EmailTaken):
+        store.create(name="Ada again", email="ADA@example.org")
+    with pytest.raises(EmailTaken):
+        store.update(ada.id, email="bob@example.org")
+    with pytest.raises(StaleVersion):
+        store.update(ada.id, name="X", precondition=Precondition(match=frozenset({9})))
+    with pytest.raises(StaleVersion):
+        store.delete(ada.id, precondition=Precondition(match=frozenset({9})))
+    with pytest.raises(NotFound):
+        store.delete(99)
+    assert store.position() == 2 and [c.seq for c in store.changes(after=0)] == [1, 2]
+
+
+def test_tombstones_are_kept_and_positions_never_reused(store):
+    ids = [store.create(name=f"U{i}", email=f"u{i}@example.org").id for i in range(3)]
+    for user_id in ids:
+        store.delete(user_id)
+    last = store.create(name="Last", email="last@example.org")
+    assert feed(store) == [(4, ids[0], None), (5, ids[1], None), (6, ids[2], None),
+                           (7, last.id, "Last")]
+
+
+def test_a_restore_gives_the_users_positions_in_order(store):
+    from usersvc.storage import User
+    store.restore([User(5, "Five", "five@example.org", 3), User(9, "Nine", "nine@example.org", 1)],
+                  last_id=10)
+    assert feed(store) == [(1, 5, "Five"), (2, 9, "Nine")]
+
+
+def test_wait_returns_when_another_thread_commits(store):
+    store.create(name="Ada", email="ada@example.org")
+    woke = threading.Event()
+
+    def waiter():
+        store.wait(store.position(), 30)
+        woke.set()
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    store.create(name="Bob", email="bob@example.org")
+    # Bounded, not timed: a wait that missed the commit would run its 30 s.
+    assert woke.wait(10), "the waiting reader was not woken by the commit"
+    thread.join()
+    store.wait(store.position() - 1, 30)          # a change is there already: no wait
+
+
+def sync(store, writing, page_size=7, feed_size=13):
+    """What a client does: the feed's position, then every page of the
+    collection, then the feed from that position, until the writers are
+    done and nothing is left. Returns the copy it built."""
+    position = store.position()         # read before the first page, as the page's link carries it
+    copy, after = {}, None
+    while True:
+        page = store.list(limit=page_size, after=after)
+        copy.update((u.id, u) for u in page)
+        if len(page) < page_size:
+            break
+        after = page[-1].id
+    while True:
+        done = not writing.is_set()     # read first: if done, this read sees every write
+        changes = store.changes(after=position, limit=feed_size)
+        for change in changes:
+            if change.user is None:
+                copy.pop(change.id, None)
+            else:
+                copy[change.id] = change.user
+        if changes:
+            position = changes[-1].seq
+        elif done:
+            return copy
+
+
+def write_randomly(store, seed, ids, rounds):
+    rng = random.Random(seed)
+    for n in range(rounds):
+        action = rng.choice(["create", "create", "replace", "patch", "delete"])
+        try:
+            if action == "create" or not ids:
+                ids.append(store.create(name=f"W{seed} {n}", email=f"w{seed}.{n}@example.org").id)
+            elif action == "replace":
+                store.update(rng.choice(ids), name=f"R{seed} {n}", email=f"r{seed}.{n}@example.org")
+            elif action == "patch":
+                store.update(rng.choice(ids), name=f"P{seed} {n}")
+            else:
+                store.delete(rng.choice(ids))
+        except (NotFound, EmailTaken, StaleVersion):
+            pass        # another writer got there first: as a client would see it
+
+
+def test_listing_then_following_the_feed_misses_nothing_while_8_threads_write(store):
+    ids = [store.create(name=f"Seed {i}", email=f"seed{i}@example.org").id for i in range(40)]
+    writing = threading.Event()
+    writing.set()
+    copies = []
+    readers = [threading.Thread(target=lambda: copies.append(sync(store, writing)))
+               for _ in range(3)]
+    writers = [threading.Thread(target=write_randomly, args=(store, seed, ids, 60))
+               for seed in range(8)]
+    for thread in writers[:4] + readers[:2] + writers[4:] + readers[2:]:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    writing.clear()
+    for thread in readers:
+        thread.join()
+    final = {}
+    after = None
+    while page := store.list(limit=100, after=after):
+        final.update((u.id, u) for u in page)
+        after = page[-1].id
+    assert len(copies) == 3
+    for copy in copies:
+        assert copy == final
+    # Each user is in the feed once, in its latest state, positions increasing.
+    entries = store.changes(after=0, limit=1000)
+    assert len({c.id for c in entries}) == len(entries)
+    assert [c.seq for c in entries] == sorted(c.seq for c in entries)
+    assert {c.id: c.user for c in entries if c.user is not None} == final

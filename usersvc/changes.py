@@ -1,0 +1,100 @@
+"""``/<plural>/changes``: the change feed over HTTP, for clients that keep a
+copy of a collection (docs/api.md, "Changes").
+
+``GET`` takes ``after`` (a position, default 0: from the start), ``limit``
+(1 to 1,000, default 100) and ``wait`` (0 to 30 seconds, default 0), and
+answers the records changed after ``after``, oldest first, each once, in
+its latest state, or a tombstone for one deleted (``storage.feed``). Every
+answer links to the next (``rel="next"``): the position of the last entry,
+or ``after`` again when there was none, so a client just keeps following
+it. With ``wait``, an empty answer is held until a change is committed, by
+any process, or the seconds pass; at most ``Waiting.most`` requests wait at
+once, so waiting never takes every worker thread (past that: 503).
+
+Every page of the collection links here too (``FEED_RELATION``), at the
+position read before the page: a client that reads every page and then
+follows the feed from the first page's link misses no change.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .listing import parameters, whole_number
+from .problems import Problem
+from .representation import Format, Representations
+from .request import Request, Response
+from .storage import MAX_ID
+from .validation import Schema
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+MAX_WAIT = 30
+KNOWN = ["after", "limit", "wait"]
+
+#: The relation type of a page's link to the feed: an extension relation
+#: type (RFC 8288 §2.1.2), a URI that names it and nothing else. A tag URI
+#: (RFC 4151) needs no registry and is never fetched.
+FEED_RELATION = "tag:usersvc.example,2026:changes"
+
+
+class Waiting:
+    """At most ``most`` requests waiting for changes at once."""
+
+    def __init__(self, most: int) -> None:
+        if most < 0:
+            raise ValueError("the number of waiting requests cannot be negative")
+        self.most = most
+        self._slots = threading.BoundedSemaphore(most) if most else None
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold one of the slots while waiting; 503 if none is free."""
+        if self._slots is None or not self._slots.acquire(blocking=False):
+            raise Problem(503, f"{self.most} requests are already waiting for changes, as many "
+                               "as may wait at once; try again, or ask without wait.",
+                          headers=[("Retry-After", "1")])
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+
+def feed_url(req: Request, schema: Schema, after: int, limit: int | None = None) -> str:
+    url = f"{req.base_url}/{schema.plural}/changes?after={after}"
+    return url if limit is None else f"{url}&limit={limit}"
+
+
+class Changes:
+    """``/<plural>/changes``: the records changed after a position."""
+
+    def __init__(self, schema: Schema, store: Any, representations: Representations,
+                 waiting: Waiting) -> None:
+        self.schema = schema
+        self.store = store
+        self.representations = representations
+        self.waiting = waiting
+
+    def on_get(self, req: Request, fmt: Format) -> Response:
+        one = parameters(req.query(), KNOWN, f"/{self.schema.plural}/changes")
+        after = whole_number(one, "after", 0, 0, MAX_ID)
+        limit = whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        wait = whole_number(one, "wait", 0, 0, MAX_WAIT)
+        found = self.store.changes(after=after, limit=limit)
+        if not found and wait:
+            with self.waiting.slot():
+                self.store.wait(after, wait)
+            found = self.store.changes(after=after, limit=limit)
+        body = fmt.join_changes([
+            fmt.render_change(self.schema, change.seq, change.id,
+                              None if change.user is None
+                              else self.representations.one(change.user, fmt))
+            for change in found])
+        last = found[-1].seq if found else after
+        return Response(200, body, [
+            ("Content-Type", fmt.media_type),
+            ("Link", f'<{feed_url(req, self.schema, last, limit)}>; rel="next"'),
+            # The same URL answers more as changes come: never reuse an answer.
+            ("Cache-Control", "no-store")])
