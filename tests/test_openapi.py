@@ -15,6 +15,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
+from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi import checks
 
 from usersvc import make_app
@@ -42,6 +43,13 @@ expected-statuses = ["2xx", "3xx", "404", "409", "412"]
 [[operations]]
 include-operation-id-regex = "^(list|head)Users$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400"]
+
+# The app under test lets no request wait for changes (max_waiting=0: a
+# fuzzer asking for wait=30 would otherwise wait 30 s, example after
+# example), so a valid wait on an empty feed is the documented 503.
+[[operations]]
+include-operation-id-regex = "^(list|head)UserChanges$"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "503"]
 """)
 
 
@@ -105,15 +113,15 @@ class FreshApp:
     scenario starts from nothing, so that a run is repeatable."""
 
     def __init__(self):
-        self.app = make_app("memory://")
+        self.app = make_app("memory://", max_waiting=0)
         self.seen = collections.Counter()   # (method, first path segment, status)
 
     def reset(self):
-        self.app = make_app("memory://")
+        self.app = make_app("memory://", max_waiting=0)
 
     def __call__(self, environ, start_response):
         def record(status, headers, exc_info=None):
-            path = re.sub("[0-9]+", "{id}", environ["PATH_INFO"])
+            path = re.sub("/[0-9]+", "/{id}", environ["PATH_INFO"])
             self.seen[environ["REQUEST_METHOD"], path, int(status[:3])] += 1
             return start_response(status, headers, exc_info)
         return self.app(environ, record)
@@ -128,6 +136,10 @@ XML_BODIES = ("application/xml", "text/xml")
 
 def _excluded(case):
     """The checks that cannot judge this case, each for a reason given here."""
+    if case.path.endswith("/changes") and (case.query or {}).get("wait") not in (None, 0, "0"):
+        # A wait on this app (max_waiting=0) is the 503 the document names
+        # for too many waiting requests: a refusal, not a server error.
+        return [not_a_server_error]
     if case.media_type in XML_BODIES and case.meta and case.meta.generation.mode.is_negative:
         # XML text has no types: schemathesis's "wrong type" mutations (null,
         # 0, false for a string) serialize to <name>null</name>, which is a
@@ -172,9 +184,13 @@ def test_sequences_over_the_links_keep_to_the_document():
 # apart; schemathesis's regex extension to runtime expressions can. The
 # served document keeps to standard expressions, so these links are added
 # here, for the walk only: each parameter of the next page from Link.
-NEXT = r"$response.header.Link#regex:[?&]{}=([^&>]+)"
+NEXT = r'$response.header.Link#regex:[?&]{}=([^&>]+)[^>]*>; rel="next"'
+
 WALK_LINK = {"operationId": "listUsers", "parameters": {
     f"query.{name}": NEXT.format(name) for name in ("sort", "q", "cursor", "after", "limit")}}
+# And from a page to the change feed, at the position the page's link names.
+FEED_LINK = {"operationId": "listUserChanges",
+             "parameters": {"query.after": r"$response.header.Link#regex:/changes\?after=([0-9]+)"}}
 
 
 def test_a_stateful_walk_follows_next_links_in_sorted_filtered_pages():
@@ -185,7 +201,9 @@ def test_a_stateful_walk_follows_next_links_in_sorted_filtered_pages():
     from webob import Request
     document = Request.blank("/openapi.json").get_response(APP.app).json
     listing = document["paths"]["/users"]["get"]
-    listing["responses"]["200"]["links"] = {"NextPage": WALK_LINK}
+    listing["responses"]["200"]["links"] = {"NextPage": WALK_LINK, "Changes": FEED_LINK}
+    feed = document["paths"]["/users/changes"]["get"]
+    feed["parameters"] = [p for p in feed["parameters"] if p["name"] != "wait"]
     # The walk's first pages: small, in an order other than id, searched.
     narrowed = {"limit": {"enum": [1]}, "sort": {"enum": ["name", "-name", "email", "-email"]},
                 "q": {"enum": ["a", "ada"]}}
@@ -200,11 +218,12 @@ seed = {SEED}
 mode = "positive"
 max-examples = {EXAMPLES}
 """)
-    walking = schemathesis.openapi.from_dict(document, config=walk_config).include(operation_id="listUsers")
+    walking = schemathesis.openapi.from_dict(document, config=walk_config).include(
+        operation_id_regex="^list(Users|UserChanges)$")
     walking.app = APP
     # cursor -> the order and search of the page whose link wrote it
     written: dict[str, tuple] = {}
-    followed = []
+    followed, feeds = [], []
 
     class Machine(walking.as_state_machine()):
         def setup(self):
@@ -216,6 +235,11 @@ max-examples = {EXAMPLES}
 
         def validate_response(self, response, case, additional_checks=None, **kwargs):
             query = case.query or {}
+            if case.path.endswith("/changes"):      # reached from a page's link
+                feeds.append(query)
+                assert response.status_code == 200, (query, response.text)
+                case.validate_response(response, recorder=self.recorder)
+                return
             context = (query.get("sort"), query.get("q"))
             # A followed link: a cursor with the order and search it was
             # written for. (Schemathesis also reuses values it has seen in
@@ -232,6 +256,7 @@ max-examples = {EXAMPLES}
                                   stateful_step_count=6,
                                   suppress_health_check=list(HealthCheck)))
     assert len(followed) >= 3 and all(q["sort"] != "id" and q["q"] for q in followed), followed
+    assert [q for q in feeds if "after" in q], feeds
 
 
 @pytest.mark.parametrize("tokens", [None, {"r" * 20: "read"}], ids=["open", "tokens"])

@@ -190,6 +190,7 @@ def analyzed(url, sql):
     store.close()
     sql("ANALYZE users")
     sql("ANALYZE user_words")
+    sql("ANALYZE user_changes")
     return sql
 
 
@@ -206,6 +207,17 @@ def test_every_page_reads_an_index_and_never_scans_the_users(url, analyzed, argu
         assert "Index Scan using users_email_key" in plan, plan
     else:                       # one index, walked in the page's order
         assert "Index Scan" in plan and "Sort" not in plan, plan
+
+
+@pytest.mark.parametrize("after", [0, 10_000, 19_990])
+def test_a_page_of_the_feed_walks_the_positions_and_reads_each_user_by_id(url, analyzed, after):
+    from usersvc.storage import sql as queries
+    from usersvc.storage.feed import changes_sql
+    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + changes_sql(queries.POSTGRES),
+                                                 after, 100))
+    assert "Seq Scan" not in plan and "Sort" not in plan, plan
+    assert "Index Scan using user_changes_seq_key on user_changes" in plan, plan
+    assert "Index Scan using users_pkey on users" in plan, plan
 
 
 @pytest.mark.parametrize("made_by", [1, 2])
@@ -227,12 +239,12 @@ def test_a_database_of_an_earlier_release_is_migrated_with_its_users(url, sql, m
 
 # -- the change feed: positions in commit order ------------------------------
 
+# The store's trigger without its lock: positions from a sequence alone.
 NAIVE_POSITIONS = """
-CREATE SEQUENCE naive_seq START 100;
 CREATE OR REPLACE FUNCTION user_changes_record() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO user_changes (id, seq)
-    VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END, nextval('naive_seq'))
+    VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END, nextval('user_changes_seq'))
         ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq;
     RETURN NULL;
 END $$;
@@ -286,8 +298,8 @@ def test_a_follower_never_passes_a_change_that_commits_later(url, sql):
         assert follow_past_a_held_writer(store, url, sql, naive=True) == ["Later"]   # Held: missed
     finally:
         store.close()
-    sql("DROP TABLE users, user_changes, user_feed, user_words, usersvc_schema CASCADE;"
-        " DROP FUNCTION user_changes_record, user_words_sync; DROP SEQUENCE naive_seq")
+    sql("DROP TABLE users, user_changes, user_words, usersvc_schema CASCADE;"
+        " DROP FUNCTION user_changes_record, user_words_sync; DROP SEQUENCE user_changes_seq")
     store = open_store(url)
     try:
         assert follow_past_a_held_writer(store, url, sql, naive=False) == ["Held", "Later"]

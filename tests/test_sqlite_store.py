@@ -26,6 +26,7 @@ from usersvc.storage import (
 from usersvc.storage import sql
 from usersvc.storage import SchemaTooNew
 from usersvc.storage.sqlite import SELECT_ONE, SQLiteUserStore
+from usersvc.storage.feed import changes_sql
 from usersvc.storage.sqlite_schema import MIGRATIONS, migrate
 
 
@@ -129,6 +130,14 @@ def fifty(store, path):
     for i in range(50):
         store.create(name="U", email=f"u{i}@example.org")
     return path
+
+
+def test_a_page_of_the_feed_walks_the_positions_and_reads_each_user_by_id(fifty, store):
+    for i in range(0, 50, 3):
+        store.update(i + 1, name="V")     # positions out of id order
+    found = plan(fifty, changes_sql(sql.SQLITE), (10, 20))
+    assert found == ("SEARCH c USING INTEGER PRIMARY KEY (rowid>?) / "
+                     "SEARCH u USING INTEGER PRIMARY KEY (rowid=?) LEFT-JOIN"), found
 
 
 def test_reading_one_user_searches_the_primary_key(fifty):

@@ -164,3 +164,16 @@ def test_listing_then_following_the_feed_misses_nothing_while_8_threads_write(st
     assert len({c.id for c in entries}) == len(entries)
     assert [c.seq for c in entries] == sorted(c.seq for c in entries)
     assert {c.id: c.user for c in entries if c.user is not None} == final
+
+
+def test_a_page_of_the_memory_store_feed_touches_the_page_not_the_collection():
+    from usersvc.storage import User
+    from usersvc.storage.memory import MemoryUserStore
+    store = MemoryUserStore()
+    store.restore([User(i, f"U{i}", f"u{i}@example.org", 1) for i in range(1, 5001)])
+    for i in range(1, 5001, 7):
+        store.update(i, name="V")             # positions out of id order
+    store.touched = 0
+    page = store.changes(after=2500, limit=10)
+    assert [c.seq for c in page] == list(range(2501, 2511))
+    assert store.touched == 10

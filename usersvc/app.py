@@ -85,9 +85,11 @@ class App:
         self.router = Router()
         self.schemas: list[Schema] = []
         self.stores: list[Any] = []
+        self.feeds: list[str] = []          # the collections with a change feed
         self._closers: list[Callable[[], None]] = []
         self.router.add("/", ServiceRoot(self.schemas))
-        self.router.add(OPENAPI_PATH, OpenAPIDocument(self.schemas, secured=tokens is not None))
+        self.router.add(OPENAPI_PATH, OpenAPIDocument(self.schemas, secured=tokens is not None,
+                                                         feeds=self.feeds))
         self.router.add(HEALTH_PATH, HealthCheck(self.stores))
         for path, asset in ASSETS.items():
             self.router.add(path, StaticFile(asset))
@@ -103,11 +105,19 @@ class App:
         self.router.add(f"/{schema.plural}", Collection(schema, store, representations))
         self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store, representations))
         if hasattr(store, "changes"):
+            self.feeds.append(schema.plural)
             self.router.add(f"/{schema.plural}/changes",
                             Changes(schema, store, representations, self.waiting))
 
     def on_close(self, closer: Callable[[], None]) -> None:
         self._closers.append(closer)
+
+    def stop_waiting(self) -> None:
+        """Answer every request waiting for changes now, and every later
+        one at once: for a server that is stopping."""
+        for store in self.stores:
+            if hasattr(store, "stop_waiting"):
+                store.stop_waiting()
 
     def close(self) -> None:
         """Close the stores this app opened."""

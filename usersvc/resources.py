@@ -144,11 +144,11 @@ class Collection:
             tag = None      # the page around the rows: its own tag, from its bytes
         else:
             response = respond(200, body, fmt)
+        links = [] if url is None else [f'<{url}>; rel="next"']
         if feed is not None:
-            response.headers.append(
-                ("Link", f'<{feed_url(req, self.schema, feed)}>; rel="{FEED_RELATION}"'))
-        if url is not None:
-            response.headers.append(("Link", f'<{url}>; rel="next"'))
+            links.append(f'<{feed_url(req, self.schema, feed)}>; rel="{FEED_RELATION}"')
+        if links:       # one field, the links comma-separated (RFC 8288 §3)
+            response.headers.append(("Link", ", ".join(links)))
         # RFC 7240: a count only when asked for, and said when given.
         metadata = []
         if req.prefers("count") == "exact":

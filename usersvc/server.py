@@ -151,13 +151,18 @@ def main(argv: Sequence[str] | None = None, commands: bool = False) -> int:
         log.warning("listening on %s without --tokens-file: anyone who can reach this "
                     "address can read and change every user", args.host)
     # waitress stops its loop and its workers on SystemExit; make SIGTERM
-    # (what service managers send) do what Ctrl-C does.
-    signal.signal(signal.SIGTERM, _exit)
+    # (what service managers send) do what Ctrl-C does. Requests waiting for
+    # changes are answered first: waitress gives its threads 5 s to finish.
+    def stop(signum: int, frame: object) -> None:
+        app.stop_waiting()
+        raise SystemExit(0)
+    signal.signal(signal.SIGTERM, stop)
     print(f"usersvc serving {_url(server, args.prefix)} with storage {redact(args.storage)}",
           flush=True)
     try:
         server.run()
     except KeyboardInterrupt:
+        app.stop_waiting()
         server.close()
     finally:
         app.close()
@@ -193,9 +198,6 @@ def _loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback
                                for info in infos)
 
-
-def _exit(signum: int, frame: object) -> None:
-    raise SystemExit(0)
 
 
 if __name__ == "__main__":

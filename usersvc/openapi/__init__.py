@@ -65,9 +65,11 @@ class OpenAPIDocument:
 
     offers = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON})
 
-    def __init__(self, schemas: Sequence[Schema], *, secured: bool = False) -> None:
+    def __init__(self, schemas: Sequence[Schema], *, secured: bool = False,
+                 feeds: Sequence[str] = ()) -> None:
         self.schemas = schemas
         self.secured = secured
+        self.feeds = feeds          # the app's list, filled as collections are added
         self._cache: dict[tuple[str, int], bytes] = {}
 
     def on_get(self, req: Request, fmt: Format) -> Response:
@@ -75,6 +77,6 @@ class OpenAPIDocument:
         key = (base, len(self.schemas))     # per mount point and set of collections
         body = self._cache.get(key)
         if body is None:
-            document = openapi(self.schemas, base, secured=self.secured)
+            document = openapi(self.schemas, base, secured=self.secured, feeds=self.feeds)
             body = self._cache[key] = json.dumps(document, indent=1).encode()
         return revalidated(req, Response(200, body, [("Content-Type", JSON_TYPE)]))

@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 document, path by path, from the app's schemas."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from importlib import metadata
 from typing import Any
 
@@ -10,6 +10,7 @@ from ..representation import JSON_TYPE
 from ..resources import HEALTH_PATH
 from ..storage import MAX_ID
 from ..validation import Schema
+from .feed import feed_link_header, feed_paths
 from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STORE, PAGE, PROBLEM,
                     VARY, asset_paths, common_schemas, content, header, list_headers, list_parameters, not_modified,
                     operation_responses, problem, record_schemas, request_schema)
@@ -22,9 +23,11 @@ except metadata.PackageNotFoundError:    # run from a source tree
     VERSION = "0.0.0"
 
 
-def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False) -> dict[str, Any]:
+def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False,
+            feeds: Collection[str] = ()) -> dict[str, Any]:
     """The OpenAPI 3.1 document for a service of these collections, served
-    under ``base``; ``secured``: bearer tokens are on."""
+    under ``base``; ``secured``: bearer tokens are on; ``feeds``: the
+    collections (by plural) with a change feed."""
     cached = {"ETag": BODY_ETAG, "Vary": VARY, "Cache-Control": CACHE}
     root_headers = {**cached, "Link": header('`<.../openapi.json>; rel="service-desc"`')}
     paths: dict[str, Any] = {
@@ -82,6 +85,10 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
         f"Problem{s}": problem(s) for s in DESCRIPTIONS if s != 503}}
     for schema in schemas:
         _add_collection(schema, paths, components["schemas"])
+        if schema.plural in feeds:
+            paths.update(feed_paths(schema, components["schemas"]))
+            paths[f"/{schema.plural}"]["get"]["responses"]["200"]["headers"]["Link"] = \
+                feed_link_header()
     tags = [{"name": "service", "description": "The service root, this document, the health "
                                                "check, the pages' style sheet and script."},
             *({"name": s.plural, "description": f"The {s.plural} collection and each {s.name}."}

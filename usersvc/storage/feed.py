@@ -16,11 +16,12 @@ therefore handed out in the order changes commit:
 - memory: under the store's lock, with the change;
 - SQLite: by a trigger, inside the write transaction, and SQLite lets one
   writer in at a time (``AUTOINCREMENT``: never reused);
-- PostgreSQL: by a trigger that takes the next position from a one-row
-  table (``user_feed``), whose row lock the transaction holds until it
-  commits, so a later writer waits for it: a plain sequence would let a
-  later transaction commit a larger position first, and a reader pass the
-  smaller one before it is visible.
+- PostgreSQL: by a trigger that takes a lock the transaction holds until
+  it ends, then the next value of a sequence, so a later writer waits for
+  the one before to commit: a plain sequence would let a later transaction
+  commit a larger position first, and a reader pass the smaller one before
+  it is visible. The position is the largest one committed
+  (``max(seq)``, read from the index), never the sequence's last value.
 
 **Waiting.** ``Watch.wait`` returns as soon as a change past a position is
 committed: a write in this process wakes the waiters at once; a write by
@@ -90,6 +91,14 @@ class Watch:
             self._changed.notify_all()
 
 
+def changes_sql(dialect: Dialect) -> str:
+    """The feed past a position: a walk of the positions' index, each
+    joined to its user by id (none: a tombstone). O(log N + limit)."""
+    return ("SELECT c.seq, c.id, u.name, u.email, u.version FROM user_changes AS c"
+            f" LEFT JOIN users AS u ON u.id = c.id WHERE c.seq > {dialect.mark}"
+            f" ORDER BY c.seq LIMIT {dialect.mark}")
+
+
 class SQLChanges:
     """The feed of a SQL store, from the ``user_changes`` table its triggers
     keep (``sql``): the store gives ``_dialect``, ``_watch`` and
@@ -102,11 +111,7 @@ class SQLChanges:
         raise NotImplementedError
 
     def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
-        mark = self._dialect.mark
-        rows = self._read(
-            "SELECT c.seq, c.id, u.name, u.email, u.version FROM user_changes AS c"
-            f" LEFT JOIN users AS u ON u.id = c.id WHERE c.seq > {mark}"
-            f" ORDER BY c.seq LIMIT {mark}", (after, limit))
+        rows = self._read(changes_sql(self._dialect), (after, limit))
         return [Change(seq, user_id, None if version is None else User(user_id, name, email, version))
                 for seq, user_id, name, email, version in rows]
 
@@ -115,3 +120,6 @@ class SQLChanges:
 
     def wait(self, after: int, timeout: float) -> None:
         self._watch.wait(after, timeout)
+
+    def stop_waiting(self) -> None:
+        self._watch.close()

@@ -160,6 +160,9 @@ class MemoryUserStore:
     def wait(self, after: int, timeout: float) -> None:
         self._watch.wait(after, timeout)
 
+    def stop_waiting(self) -> None:
+        self._watch.close()
+
     def close(self) -> None:
         self._watch.close()
 

@@ -42,17 +42,18 @@ BEGIN
     RETURN NULL;
 END $$"""
 
-# Gives a changed user the next position. The one row of user_feed stays
-# locked until the transaction ends, so positions are handed out in commit
-# order (``feed``): a writer that comes later waits here for the one before.
+# Gives a changed user the next position. The transaction first takes a
+# lock it holds until it ends (re-entrant: a restore of many users takes it
+# once), so a writer that comes later waits here for the one before to
+# commit: positions are handed out in commit order (``feed``). The lock's
+# key is the table's own oid, so stores in other schemas do not share it.
 _CHANGES_TRIGGER = """
 CREATE FUNCTION user_changes_record() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    next_seq bigint;
 BEGIN
-    UPDATE user_feed SET seq = seq + 1 RETURNING seq INTO next_seq;
+    PERFORM pg_advisory_xact_lock('user_changes'::regclass::oid::bigint);
     INSERT INTO user_changes (id, seq)
-    VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END, next_seq)
+    VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END,
+            nextval('user_changes_seq'))
         ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq;
     RETURN NULL;
 END $$"""
@@ -100,9 +101,9 @@ MIGRATIONS: list[Sequence[sql.Step]] = [
                id  bigint PRIMARY KEY,
                seq bigint NOT NULL UNIQUE
            )""",
-        "CREATE TABLE user_feed (seq bigint NOT NULL)",
-        "INSERT INTO user_changes (id, seq) SELECT id, row_number() OVER (ORDER BY id) FROM users",
-        "INSERT INTO user_feed (seq) SELECT count(*) FROM users",
+        "CREATE SEQUENCE user_changes_seq",
+        "INSERT INTO user_changes (id, seq) SELECT id, nextval('user_changes_seq') FROM"
+        " (SELECT id FROM users ORDER BY id) AS by_id",
         _CHANGES_TRIGGER,
         """CREATE TRIGGER user_changes_record AFTER INSERT OR UPDATE OR DELETE ON users
            FOR EACH ROW EXECUTE FUNCTION user_changes_record()""",

@@ -42,7 +42,7 @@ class Dialect(NamedTuple):
 # SQLite's planner takes a CROSS JOIN's tables in the order written: the
 # matching words first, then their users by id. PostgreSQL's needs no telling.
 SQLITE = Dialect("?", "CROSS JOIN", "SELECT coalesce(max(seq), 0) FROM user_changes")
-POSTGRES = Dialect("%s", "JOIN", "SELECT seq FROM user_feed")
+POSTGRES = Dialect("%s", "JOIN", "SELECT coalesce(max(seq), 0) FROM user_changes")
 
 # The columns each order walks. ``email_key`` is unique, so it orders the
 # users alone (the id after it could never decide).

@@ -46,8 +46,6 @@ log = logging.getLogger("usersvc.storage")
 KEPT = 100_000
 #: How many answers each connection keeps while nothing is committed.
 ANSWERS = 1_000
-
-
 COLUMNS = "id, name, email, version"
 SELECT_ONE = f"SELECT {COLUMNS} FROM users WHERE id = ?"
 SELECT_SOME = f"SELECT {COLUMNS} FROM users WHERE id IN "
@@ -72,24 +70,21 @@ class SQLiteUserStore(SQLChanges):
         self._lock = threading.Lock()
         self._local = threading.local()
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
-        # A private in-memory database lives in one connection, shared by
-        # the threads in turn; a file gets a connection per thread.
+        # A private in-memory database is one connection, used in turn.
         self._one = self._connect() if path == ":memory:" else None
         # The users built for pages, by id, for the next page to take again
         # if their version has not changed (at most KEPT of them).
         self._kept: dict[int, User] = {}
         self._prepare()
-        # A file's writes share one connection and commit in groups; a
-        # private in-memory database has no disk to wait for.
+        # A file's writes share one connection and commit in groups.
         self._writer = Writer(self._connect()) if self._one is None else None
         # Other processes' commits are seen by polling; a private database has none.
         self._watch = Watch(self.position, POLL_INTERVAL if self._one is None else None)
 
     def _prepare(self) -> None:
-        """WAL mode and the current schema. Processes that open a new file
-        together race here: switching to WAL and the first migration can
-        find the file locked without SQLite calling the busy handler, so a
-        busy answer is tried again, until the busy timeout."""
+        """WAL mode and the current schema. Processes opening a new file
+        together can find it locked here without SQLite calling the busy
+        handler: a busy answer is tried again, until the busy timeout."""
         deadline = time.monotonic() + self._busy_timeout
         pause = 0.001
         while True:
@@ -278,9 +273,9 @@ class SQLiteUserStore(SQLChanges):
     def _answers(self, db: Connection) -> dict[Any, Any]:
         """What this connection has read and may answer again: valid while
         ``PRAGMA data_version`` is unchanged, which it is until another
-        connection, in this process or any other, commits. (A private
-        in-memory database reads and writes on one connection, whose own
-        commits it does not count: it keeps nothing.)"""
+        connection, in any process, commits. (A private in-memory database
+        has one connection, whose own commits it does not count: it keeps
+        nothing.)"""
         if self._one is not None:
             return {}
         version = db.execute("PRAGMA data_version").fetchone()[0]

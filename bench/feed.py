@@ -1,0 +1,163 @@
+"""What the change feed costs, in every store.
+
+    .venv/bin/python bench/feed.py [--base REV] [--rounds N] [--postgres URL] [--large N]
+
+1. A POST through the app, in-process, with this tree and with an earlier
+   one (default: the last commit before the feed), paired as
+   ``indexes.py`` pairs them: each round both trees, in fresh processes, in
+   turns; on the memory store, a SQLite file and (with ``--postgres``) a
+   PostgreSQL database, each over 1,000 users. The ratio is what recording
+   a position with every change costs a write.
+2. A page of the feed (``GET /users/changes?after=P&limit=100``, 500
+   positions P spread over all, each read first from P - 1, so that the
+   users' encodings are kept and only the store's read differs) at 1,000
+   users and at ``--large`` (default 1,000,000), on each store: flat is
+   O(log N).
+
+Figures are medians of the rounds, in µs per request.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# The last commit before the change feed.
+BEFORE_FEED = "b9c9009"
+
+CHILD = r"""
+import gc, io, json, random, sys, tempfile, time, uuid
+from wsgiref.util import setup_testing_defaults
+sys.path.insert(0, sys.argv[1])
+from usersvc import make_app
+from usersvc.storage import User, open_store
+job, postgres = sys.argv[2], sys.argv[3]
+
+def environ(method, target, body=b""):
+    path, _, query = target.partition("?")
+    env = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query,
+           "HTTP_HOST": "127.0.0.1:8080", "HTTP_ACCEPT": "application/json"}
+    if body:
+        env.update(CONTENT_TYPE="application/json", CONTENT_LENGTH=str(len(body)))
+    setup_testing_defaults(env)
+    env["wsgi.input"] = io.BytesIO(body)
+    return env
+
+def ignore(status, headers, exc_info=None):
+    assert status[0] == "2", status
+
+def timed(app, envs):
+    gc.collect()
+    start = time.perf_counter()
+    for env in envs:
+        b"".join(app(env, ignore))
+    return (time.perf_counter() - start) / len(envs) * 1e6
+
+def opened(kind, tmp):
+    if kind == "memory":
+        return open_store("memory://"), None
+    if kind == "SQLite file":
+        return open_store(f"sqlite:///{tmp}/u.db"), None
+    import psycopg
+    schema = "bench_" + uuid.uuid4().hex[:10]
+    admin = psycopg.connect(postgres, autocommit=True)
+    admin.execute(f"CREATE SCHEMA {schema}")
+    url = postgres + ("&" if "?" in postgres else "?") + f"options=-csearch_path%3D{schema}"
+    return open_store(url), lambda: (admin.execute(f"DROP SCHEMA {schema} CASCADE"), admin.close())
+
+def fill(store, n):
+    for start in range(1, n + 1, 20000):
+        store.restore([User(i, f"User {i}", f"user{i}@example.org", 1)
+                       for i in range(start, min(n, start + 19999) + 1)])
+
+kinds = ["memory", "SQLite file"] + (["PostgreSQL"] if postgres != "-" else [])
+results = {}
+for kind in kinds:
+    with tempfile.TemporaryDirectory() as tmp:
+        if job == "post":
+            store, drop = opened(kind, tmp)
+            fill(store, 1000)
+            app = make_app(store)
+            count = {"memory": 3000, "SQLite file": 300, "PostgreSQL": 500}[kind]
+            results[kind] = timed(app, [environ("POST", "/users", json.dumps(
+                {"name": f"Ada {i} King", "email": f"new{i}@example.org"}).encode())
+                for i in range(count)])
+        else:
+            for n in (1000, int(job)):
+                store, drop = opened(kind, tmp)
+                fill(store, n)
+                app = make_app(store)
+                rng = random.Random(n)
+                spots = [rng.randrange(n - 101) for _ in range(500)]
+                # Warm the kept encodings with the pages from p, then time the
+                # pages from p + 1: the same users (but one), other questions,
+                # so the store reads each page and nothing is encoded anew.
+                timed(app, [environ("GET", f"/users/changes?after={p}&limit=100") for p in spots])
+                results[f"{kind} at {n:,}"] = timed(app, [
+                    environ("GET", f"/users/changes?after={p + 1}&limit=100") for p in spots])
+                store.close()
+                if drop:
+                    drop()
+                if kind == "SQLite file":
+                    import os
+                    os.remove(f"{tmp}/u.db")
+            continue
+        store.close()
+        if drop:
+            drop()
+print(json.dumps(results))
+"""
+
+
+def measure(tree: Path, job: str, postgres: str | None) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(tree), job, postgres or "-"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", default=BEFORE_FEED, help="the earlier revision")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--postgres", help="a PostgreSQL URL (a schema per run is made and dropped)")
+    parser.add_argument("--large", type=int, default=1_000_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        before = Path(tmp) / "before"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
+                        str(before), args.base], check=True)
+        try:
+            runs: dict[str, list[dict[str, float]]] = {"now": [], "before": []}
+            trees = [("now", ROOT), ("before", before)]
+            for r in range(args.rounds):
+                for name, tree in (trees if r % 2 == 0 else trees[::-1]):
+                    runs[name].append(measure(tree, "post", args.postgres))
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                            str(before)], check=True)
+    medians = {name: {k: statistics.median(s[k] for s in samples) for k in samples[0]}
+               for name, samples in runs.items()}
+    print(f"| POST /users, in-process, µs | {args.base} | this tree | cost ratio |")
+    print("|---|---:|---:|---:|")
+    for kind, now in medians["now"].items():
+        before_figure = medians["before"][kind]
+        print(f"| {kind} | {before_figure:,.1f} | {now:,.1f} | {now / before_figure:.2f} |")
+    pages = [measure(ROOT, str(args.large), args.postgres) for _ in range(max(1, args.rounds // 2))]
+    page = {k: statistics.median(p[k] for p in pages) for k in pages[0]}
+    print()
+    print(f"| a feed page of 100, µs | at 1,000 | at {args.large:,} | ratio |")
+    print("|---|---:|---:|---:|")
+    for kind in ("memory", "SQLite file", "PostgreSQL"):
+        small, large = page.get(f"{kind} at 1,000"), page.get(f"{kind} at {args.large:,}")
+        if small is not None and large is not None:
+            print(f"| {kind} | {small:.1f} | {large:.1f} | {large / small:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
