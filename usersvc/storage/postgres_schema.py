@@ -47,14 +47,21 @@ END $$"""
 # once), so a writer that comes later waits here for the one before to
 # commit: positions are handed out in commit order (``feed``). The lock's
 # key is the table's own oid, so stores in other schemas do not share it.
-_CHANGES_TRIGGER = """
+COMMIT_ORDER = "PERFORM pg_advisory_xact_lock('user_changes'::regclass::oid::bigint);"
+CHANGES_TRIGGER = f"""
 CREATE FUNCTION user_changes_record() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_advisory_xact_lock('user_changes'::regclass::oid::bigint);
-    INSERT INTO user_changes (id, seq)
-    VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END,
-            nextval('user_changes_seq'))
-        ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq;
+    {COMMIT_ORDER}
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO user_changes (id, seq) VALUES (OLD.id, nextval('user_changes_seq'))
+            ON CONFLICT (id) DO UPDATE
+            SET seq = EXCLUDED.seq, name = NULL, email = NULL, version = NULL;
+    ELSE
+        INSERT INTO user_changes (id, seq, name, email, version)
+        VALUES (NEW.id, nextval('user_changes_seq'), NEW.name, NEW.email, NEW.version)
+            ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, name = EXCLUDED.name,
+                                           email = EXCLUDED.email, version = EXCLUDED.version;
+    END IF;
     RETURN NULL;
 END $$"""
 
@@ -95,16 +102,22 @@ MIGRATIONS: list[Sequence[sql.Step]] = [
                  OR OLD.email_key IS DISTINCT FROM NEW.email_key)
            EXECUTE FUNCTION user_words_sync()""",
     ],
-    # 2 -> 3: the change feed; the users there get positions in id order.
+    # 2 -> 3: the change feed: each user at the position of its latest
+    # change, as it is then (none: deleted), so that a page of the feed reads
+    # one index and its rows. The users there get positions in id order.
     [
         """CREATE TABLE user_changes (
-               id  bigint PRIMARY KEY,
-               seq bigint NOT NULL UNIQUE
+               id      bigint PRIMARY KEY,
+               seq     bigint NOT NULL UNIQUE,
+               name    text,
+               email   text,
+               version bigint
            )""",
         "CREATE SEQUENCE user_changes_seq",
-        "INSERT INTO user_changes (id, seq) SELECT id, nextval('user_changes_seq') FROM"
-        " (SELECT id FROM users ORDER BY id) AS by_id",
-        _CHANGES_TRIGGER,
+        "INSERT INTO user_changes (id, seq, name, email, version)"
+        " SELECT id, nextval('user_changes_seq'), name, email, version FROM"
+        " (SELECT id, name, email, version FROM users ORDER BY id) AS by_id",
+        CHANGES_TRIGGER,
         """CREATE TRIGGER user_changes_record AFTER INSERT OR UPDATE OR DELETE ON users
            FOR EACH ROW EXECUTE FUNCTION user_changes_record()""",
     ],

@@ -73,18 +73,26 @@ MIGRATIONS: list[Sequence[sql.Step]] = [
         " WHEN OLD.name_words IS NOT NEW.name_words OR OLD.email_key IS NOT NEW.email_key"
         f" BEGIN {_DROP_WORDS} {_ADD_WORDS} END",
     ],
-    # 2 -> 3: the change feed. AUTOINCREMENT hands out a position above
-    # every one ever used; REPLACE moves a user's row to the new position.
-    # The users there are given positions in id order.
+    # 2 -> 3: the change feed: each user's row at the position of its
+    # latest change, with the user as it is then (none: deleted), so that a
+    # page of the feed is one walk of one table in position order. REPLACE
+    # moves the row to a new AUTOINCREMENT position, above every one ever
+    # used. The users there are given positions in id order.
     [
         """CREATE TABLE user_changes (
-               seq INTEGER PRIMARY KEY AUTOINCREMENT,
-               id  INTEGER NOT NULL UNIQUE
+               seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+               id      INTEGER NOT NULL UNIQUE,
+               name    TEXT,
+               email   TEXT,
+               version INTEGER
            )""",
-        "INSERT INTO user_changes (id) SELECT id FROM users ORDER BY id",
-        *(f"CREATE TRIGGER user_changes_{op.lower()} AFTER {op} ON users"
-          f" BEGIN INSERT OR REPLACE INTO user_changes (id) VALUES ({row}.id); END"
-          for op, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))),
+        "INSERT INTO user_changes (id, name, email, version)"
+        " SELECT id, name, email, version FROM users ORDER BY id",
+        *(f"CREATE TRIGGER user_changes_{op.lower()} AFTER {op} ON users BEGIN"
+          f" INSERT OR REPLACE INTO user_changes (id, name, email, version) VALUES ({row}); END"
+          for op, row in (("INSERT", "NEW.id, NEW.name, NEW.email, NEW.version"),
+                          ("UPDATE", "NEW.id, NEW.name, NEW.email, NEW.version"),
+                          ("DELETE", "OLD.id, NULL, NULL, NULL"))),
     ],
 ]
 
