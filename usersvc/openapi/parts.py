@@ -154,12 +154,15 @@ def asset_paths(assets: Mapping[str, str]) -> dict[str, Any]:
                                    "needs no token.",
                     "security": [], "parameters": [IF_NONE_MATCH],
                     "responses": {"200": ok, "304": {"description": "Not Modified.",
-                                                     "headers": ok["headers"]}}},
+                                                     "headers": ok["headers"]},
+                                  "400": {"$ref": "#/components/responses/Problem400"}}},
             "head": {"operationId": f"head{name}", "summary": "As GET, without the body.",
                      "description": "The same statuses and headers as GET, and no body.",
                      "security": [], "parameters": [IF_NONE_MATCH],
                      "responses": {"200": {"description": "As GET.", "headers": ok["headers"]},
-                                   "304": {"description": "As GET.", "headers": ok["headers"]}}},
+                                   "304": {"description": "As GET.", "headers": ok["headers"]},
+                                   "400": {"description": DESCRIPTIONS[400] + " (As GET, "
+                                                          "without the body.)"}}},
             "options": {"operationId": f"options{name}", "summary": "The methods allowed here.",
                         "description": "204 with `Allow`.", "security": [],
                         "responses": {"204": {"description": "See Allow.", "headers": {
