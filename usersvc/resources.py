@@ -26,7 +26,7 @@ from typing import Any
 
 from .changes import FEED_RELATION, feed_url
 from .listing import Listing
-from .pages import ASSETS, Asset, collection_page, record_page
+from .pages import Asset, collection_page, record_page
 from .problems import Problem
 from .representation import (
     HTML,
@@ -114,8 +114,6 @@ class StaticFile:
         return revalidated(req, response, self.asset.tag)
 
 
-STATIC_PATHS = frozenset(ASSETS)
-
 
 class Collection:
     """``/<plural>``: a page of records (GET), a new record (POST)."""
@@ -132,8 +130,11 @@ class Collection:
         listing = Listing.read(self.schema, req.query())
         # The feed's position before the page is read: the changes after it
         # are all the page may have missed (docs/api.md, "Changes").
-        feed = self.store.position() if self.feed else None
-        records = self.store.list(**listing.store_arguments())
+        feed = None
+        if self.feed:
+            feed, records = self.store.position_and_list(**listing.store_arguments())
+        else:
+            records = self.store.list(**listing.store_arguments())
         body, tag = self.representations.many(records, fmt)
         url = None
         if len(records) == listing.limit:   # a full page: there may be more (RFC 8288)

@@ -184,7 +184,8 @@ class UserStore(Protocol):
 
     Every method is safe to call from several threads at once. Names and
     e-mails arrive already validated and trimmed; the store compares e-mails
-    case-insensitively (``str.casefold``).
+    case-insensitively (``str.casefold``). Every user store here also keeps
+    a change feed (``feed.ChangeFeed``).
     """
 
     def get(self, user_id: int) -> User:

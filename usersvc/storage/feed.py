@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from . import User
 from .sql import Dialect
@@ -49,6 +49,29 @@ class Change(NamedTuple):
     seq: int
     id: int
     user: User | None
+
+
+class ChangeFeed(Protocol):
+    """What a store with a change feed adds to ``UserStore`` (every user
+    store here has one; the app serves ``/<plural>/changes`` for a store
+    that has ``changes``)."""
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
+        """Up to ``limit`` entries past the position ``after``, oldest first."""
+
+    def position(self) -> int:
+        """The last position committed (0: no change yet)."""
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, list[User]]:
+        """``position()``, then ``list(**arguments)``: a page and where the
+        feed stood before it was read (one call, for stores that save by it)."""
+
+    def wait(self, after: int, timeout: float) -> None:
+        """Until a change past ``after`` is committed, by any process, or
+        ``timeout`` seconds pass, or ``stop_waiting`` is called."""
+
+    def stop_waiting(self) -> None:
+        """Wake every waiting call, and answer every later one at once."""
 
 
 #: How often a waiting request asks a shared store for its position.
@@ -120,6 +143,9 @@ class SQLChanges:
 
     def position(self) -> int:
         return int(self._read(self._dialect.position, ())[0][0])
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, list[User]]:
+        return self.position(), self.list(**arguments)      # type: ignore[attr-defined]
 
     def wait(self, after: int, timeout: float) -> None:
         self._watch.wait(after, timeout)

@@ -157,6 +157,9 @@ class MemoryUserStore:
     def position(self) -> int:
         return self._seq
 
+    def position_and_list(self, **arguments: Any) -> tuple[int, list[User]]:
+        return self._seq, self.list(**arguments)
+
     def wait(self, after: int, timeout: float) -> None:
         self._watch.wait(after, timeout)
 

@@ -8,9 +8,8 @@
 - WAL journal (readers never wait for the writer), a busy timeout (writers
   queue instead of failing), ``synchronous=FULL`` (a commit is on disk when
   ``create`` returns, so a 201 survives a crash or a power cut).
-- ``id INTEGER PRIMARY KEY AUTOINCREMENT``: SQLite then never hands out an id
-  again, even after the highest one is deleted.
-- The schema and its migrations are ``sqlite_schema``'s.
+- ``id INTEGER PRIMARY KEY AUTOINCREMENT``: never an id again, even after
+  the highest one is deleted. Schema and migrations: ``sqlite_schema``.
 - A lock held by another writer past the busy timeout is ``StoreUnavailable``
   (HTTP 503): nothing was written, and the client may try again.
 - Group commit: creates, updates and deletes on a file are made by one
@@ -18,8 +17,7 @@
 - A page reads ids and versions first, and builds only the users it has
   not built at that version before (``list``): a version, with its id,
   names one content for good (ids are never reused, not even by
-  ``restore``), whichever process wrote it.
-- The change feed is ``feed.SQLChanges`` over the ``user_changes`` table.
+  ``restore``). The change feed is ``feed.SQLChanges``.
 """
 from __future__ import annotations
 
@@ -27,7 +25,6 @@ import builtins
 import logging
 import sqlite3
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -36,7 +33,7 @@ from typing import Any, TypeVar, cast
 from . import (Conflict, EmailTaken, Position, Precondition, StaleVersion, StoreUnavailable,
                User, UserNotFound, check_fresh_ids, checked_id, email_key, sql)
 from .feed import POLL_INTERVAL, SQLChanges, Watch
-from .sqlite_schema import migrate, name_columns
+from .sqlite_schema import name_columns, prepare
 from .sqlite_writer import Connection, ThreadConnection, Writer, busy
 
 T = TypeVar("T")
@@ -59,6 +56,7 @@ RESTORE = """INSERT INTO users (id, name, email, email_key, name_key, name_words
 # AUTOINCREMENT's high-water mark: the largest id ever handed out.
 LAST_ID = "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'users'"
 RAISE_LAST_ID = "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'users'"
+LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, email=None, q=None)
 
 
 class SQLiteUserStore(SQLChanges):
@@ -72,8 +70,7 @@ class SQLiteUserStore(SQLChanges):
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         # A private in-memory database is one connection, used in turn.
         self._one = self._connect() if path == ":memory:" else None
-        # The users built for pages, by id, for the next page to take again
-        # if their version has not changed (at most KEPT of them).
+        # Users built for pages, by id, for a page to take again (at most KEPT).
         self._kept: dict[int, User] = {}
         self._prepare()
         # A file's writes share one connection and commit in groups.
@@ -82,23 +79,8 @@ class SQLiteUserStore(SQLChanges):
         self._watch = Watch(self.position, POLL_INTERVAL if self._one is None else None)
 
     def _prepare(self) -> None:
-        """WAL mode and the current schema. Processes opening a new file
-        together can find it locked here without SQLite calling the busy
-        handler: a busy answer is tried again, until the busy timeout."""
-        deadline = time.monotonic() + self._busy_timeout
-        pause = 0.001
-        while True:
-            try:
-                with self._session() as db:
-                    if self._one is None:
-                        db.execute("PRAGMA journal_mode = WAL")
-                    migrate(db)
-                return
-            except StoreUnavailable:
-                if time.monotonic() + pause > deadline:
-                    raise
-                time.sleep(pause)
-                pause = min(pause * 2, 0.1)
+        """WAL mode (for a file) and the current schema (``prepare``)."""
+        prepare(self._session, wal=self._one is None, busy_timeout=self._busy_timeout)
 
     # -- the protocol ---------------------------------------------------
 
@@ -111,6 +93,12 @@ class SQLiteUserStore(SQLChanges):
         arguments: dict[str, Any] = dict(limit=limit, sort=sort, reverse=reverse, after=after,
                                          email=email, q=q)
         return self._answered(tuple(arguments.items()), lambda db: self._page(db, arguments))
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[User]]:
+        # Both on one connection, after one look at data_version (3 µs).
+        full = {**LIST_DEFAULTS, **arguments}
+        return self._answered(("position", *full.items()), lambda db: (
+            int(db.execute(sql.SQLITE.position).fetchone()[0]), self._page(db, full)))
 
     def _page(self, db: Connection, arguments: dict[str, Any]) -> builtins.list[User]:
         """A page, read ids and versions first: a version names a user's
@@ -183,8 +171,7 @@ class SQLiteUserStore(SQLChanges):
                                           *name_columns(u.name), u.version) for u in users])
             except sqlite3.IntegrityError as e:
                 raise Conflict(f"The store already holds one of these users ({e}).") from None
-            if last_id > 0:
-                # The row exists once any user was inserted; make one if not.
+            if last_id > 0:     # the row exists once a user was inserted; make one if not
                 db.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'users', 0"
                            " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'users')")
                 db.execute(RAISE_LAST_ID, (last_id,))

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 
-from . import SchemaTooNew, sql
+from . import SchemaTooNew, StoreUnavailable, sql
 
 
 def name_columns(name: str) -> tuple[str, str]:
@@ -115,3 +117,25 @@ def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[sql.Step]] = M
         raise
     db.execute("COMMIT")
     return found
+
+
+def prepare(session: Callable[[], AbstractContextManager[sqlite3.Connection]], *,
+            wal: bool, busy_timeout: float) -> None:
+    """WAL mode and the current schema, on a connection of ``session``.
+    Processes opening a new file together can find it locked here without
+    SQLite calling the busy handler: a busy answer (``StoreUnavailable``)
+    is tried again, until the busy timeout."""
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.001
+    while True:
+        try:
+            with session() as db:
+                if wal:
+                    db.execute("PRAGMA journal_mode = WAL")
+                migrate(db)
+            return
+        except StoreUnavailable:
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
