@@ -223,6 +223,9 @@ def test_a_page_of_the_feed_is_one_walk_of_the_positions(url, analyzed, after):
     assert "Seq Scan" not in plan and "Sort" not in plan, plan
     assert "Index Scan using user_changes_seq_key on user_changes" in plan, plan
     assert " users" not in plan.replace("user_changes", ""), plan     # no other table
+    # The position a page links to: the largest, from the end of the same index.
+    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + queries.POSTGRES.position))
+    assert "Index Only Scan Backward using user_changes_seq_key" in plan, plan
 
 
 @pytest.mark.parametrize("made_by", [1, 2])

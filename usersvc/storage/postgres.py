@@ -166,6 +166,18 @@ class PostgresUserStore(SQLChanges):
             rows = db.execute(query, params).fetchall()
         return [User(*row) for row in rows]
 
+    def position_and_list(self, **arguments: Any) -> tuple[int, list[User]]:
+        # One statement: each row of the page also carries the position, read
+        # once (an InitPlan) in the page's own snapshot. An empty page has no
+        # row to carry it: then the position first, and the page again.
+        query, params = sql.page(sql.POSTGRES, **{"limit": 100, **arguments},
+                                 columns=f"{sql.COLUMNS}, ({sql.POSTGRES.position})")
+        with self._connection() as db:
+            rows = db.execute(query, params).fetchall()
+        if not rows:
+            return self.position(), self.list(**arguments)
+        return int(rows[0][4]), [User(*row[:4]) for row in rows]
+
     def count(self, *, email: str | None = None, q: str | None = None) -> int:
         query, params = sql.count(sql.POSTGRES, email=email, q=q)
         with self._connection() as db:
