@@ -26,6 +26,7 @@ if not (POSTGRES_URL or POSTGRES_REQUIRED):
 psycopg = pytest.importorskip("psycopg", reason="pip install -e '.[test,postgres]'")
 
 from usersvc.storage.postgres import PostgresUserStore, split_url  # noqa: E402
+from usersvc.storage.postgres_notify import CHANNEL  # noqa: E402
 from usersvc.storage.postgres_schema import (  # noqa: E402
     CHANGES_TRIGGER,
     COMMIT_ORDER,
@@ -282,10 +283,31 @@ def follow_past_a_held_writer(store, url, sql, naive):
     return seen
 
 
+def test_a_commit_in_another_process_wakes_a_waiting_request_by_notify(url, sql):
+    """Two stores stand for two processes. The waiting one never asks for
+    the position itself here (its interval is made a minute): once its
+    listener listens, only the NOTIFY it receives can wake it."""
+    waiting, writing = open_store(url), open_store(url)
+    try:
+        waiting._watch._interval = 60
+        woke = threading.Event()
+        thread = threading.Thread(target=lambda: (waiting.wait(0, 30), woke.set()))
+        thread.start()
+        wait_for(lambda: sql("SELECT count(*) FROM pg_stat_activity WHERE datname ="
+                             " current_database() AND query = %s",
+                             f"LISTEN {CHANNEL}")[0][0] == 1)
+        writing.create(name="Ada", email="ada@example.org")
+        assert woke.wait(10), "the NOTIFY did not wake the waiting request"
+        thread.join()
+    finally:
+        waiting.close()
+        writing.close()
+
+
 def wait_for(condition):
     deadline = time.monotonic() + 10
     while not condition():
-        assert time.monotonic() < deadline, "the later writer never waited for the held one"
+        assert time.monotonic() < deadline, "what the test waits for never happened"
         time.sleep(0.01)
 
 

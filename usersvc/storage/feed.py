@@ -28,8 +28,10 @@ therefore handed out in the order changes commit:
 
 **Waiting.** ``Watch.wait`` returns as soon as a change past a position is
 committed: a write in this process wakes the waiters at once; a write by
-another process (SQLite, PostgreSQL) is seen by asking the store for its
-position every ``interval`` seconds. ``close`` wakes every waiter.
+another process is seen by asking the store for its position every
+``interval`` seconds (SQLite: 0.2), or, on PostgreSQL, by the NOTIFY it
+sends at its commit (``postgres_notify``; asking every 0.5 s covers a lost
+listener). ``close`` wakes every waiter.
 """
 from __future__ import annotations
 

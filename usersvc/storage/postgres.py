@@ -44,11 +44,14 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import (Conflict, EmailTaken, Position, Precondition, StaleVersion, StoreUnavailable,
                User, UserNotFound, check_fresh_ids, checked_id, email_key, redact, sql)
-from .feed import POLL_INTERVAL, SQLChanges, Watch
+from .feed import SQLChanges, Watch
+from .postgres_notify import Listener
 from .postgres_schema import migrate
 
 
 DEFAULT_POOL_SIZE = 8
+#: Seconds between a waiting request's own looks at the position.
+LISTEN_FALLBACK = 0.5
 
 COLUMNS = "id, name, email, version"
 SELECT_ONE = f"SELECT {COLUMNS} FROM users WHERE id = %s"
@@ -144,8 +147,10 @@ class PostgresUserStore(SQLChanges):
         except BaseException:
             self._pool.close()
             raise
-        # Other processes' commits are seen by asking for the position.
-        self._watch = Watch(self.position, POLL_INTERVAL)
+        # Other processes' commits wake the waiters by NOTIFY; asking for the
+        # position every LISTEN_FALLBACK seconds covers a lost listener.
+        self._watch = Watch(self.position, LISTEN_FALLBACK)
+        self._listener = Listener(conninfo, self._watch.notify)
 
     # -- the protocol ---------------------------------------------------
 
@@ -249,8 +254,13 @@ class PostgresUserStore(SQLChanges):
                 raise Conflict(f"The store already holds one of these users: {e.diag.message_detail}") from None
         self._watch.notify()
 
+    def wait(self, after: int, timeout: float) -> None:
+        self._listener.start()
+        self._watch.wait(after, timeout)
+
     def close(self) -> None:
         self._watch.close()
+        self._listener.stop()
         self._pool.close()
 
     def _read(self, query: str, params: tuple[Any, ...]) -> list[Any]:

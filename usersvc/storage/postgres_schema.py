@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 
 from . import SchemaTooNew, sql
+from .postgres_notify import CHANNEL
 
 
 def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
@@ -62,6 +63,7 @@ BEGIN
             ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, name = EXCLUDED.name,
                                            email = EXCLUDED.email, version = EXCLUDED.version;
     END IF;
+    PERFORM pg_notify('{CHANNEL}', '');     -- delivered at the commit (postgres_notify)
     RETURN NULL;
 END $$"""
 

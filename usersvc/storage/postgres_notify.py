@@ -1,0 +1,67 @@
+"""Waking the requests that wait for changes when another process commits
+one: PostgreSQL's ``LISTEN``/``NOTIFY``.
+
+The trigger that records a change also calls ``pg_notify(CHANNEL)``, which
+PostgreSQL delivers when the transaction commits (once per transaction,
+however many users it changed). A ``Listener`` holds a connection of its
+own that listens on the channel, in a thread, and wakes the store's
+waiters at every notification. It starts with the first request that waits
+and stops when the store closes. If its connection is lost it logs once,
+tries again every second, and meanwhile the waiters still ask the store
+for its position (``feed.Watch``'s interval): no change is waited for past
+that.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import psycopg
+
+log = logging.getLogger("usersvc.storage")
+
+#: The channel a committed change is announced on.
+CHANNEL = "usersvc_user_changes"
+
+
+class Listener:
+    def __init__(self, conninfo: str, wake: Callable[[], None]) -> None:
+        self._conninfo = conninfo
+        self._wake = wake
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Listen, if not already listening (a thread of its own)."""
+        with self._lock:
+            if self._thread is None and not self._stopping.is_set():
+                self._thread = threading.Thread(target=self._listen, daemon=True,
+                                                name="usersvc-listen")
+                self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def _listen(self) -> None:
+        failed = False
+        while not self._stopping.is_set():
+            try:
+                with psycopg.connect(self._conninfo, autocommit=True) as db:
+                    db.execute(f"LISTEN {CHANNEL}")
+                    failed = False
+                    self._wake()        # whatever was committed before it listened
+                    while not self._stopping.is_set():
+                        for _ in db.notifies(timeout=0.5):
+                            self._wake()
+            except psycopg.Error as e:
+                if not failed:
+                    log.warning("cannot listen for changes (waiting requests poll "
+                                "instead): %s", " ".join(str(e).split()))
+                failed = True
+                self._stopping.wait(1.0)
