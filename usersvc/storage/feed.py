@@ -76,7 +76,8 @@ class ChangeFeed(Protocol):
         """Wake every waiting call, and answer every later one at once."""
 
 
-#: How often a waiting request asks a shared store for its position.
+#: How often a waiting request asks a SQLite file for its position (other
+#: processes may have committed: SQLite cannot tell them).
 POLL_INTERVAL = 0.2
 
 
@@ -91,7 +92,8 @@ class Watch:
         self._closed = False
 
     def notify(self) -> None:
-        """A change was committed by this process: wake the waiters."""
+        """A change was committed (by this process, or another announced
+        one): wake the waiters, who look at the position again."""
         with self._changed:
             self._notified += 1
             self._changed.notify_all()
