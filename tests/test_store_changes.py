@@ -77,10 +77,10 @@ def test_a_restore_gives_the_users_positions_in_order(store):
 
 def test_wait_returns_when_another_thread_commits(store):
     store.create(name="Ada", email="ada@example.org")
-    woke = threading.Event()
+    woke, after = threading.Event(), store.position()     # read before the commit to wait for
 
     def waiter():
-        store.wait(store.position(), 30)
+        store.wait(after, 30)
         woke.set()
 
     thread = threading.Thread(target=waiter)
