@@ -24,40 +24,19 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paired import CHILD_HELPERS, ROOT, paired  # noqa: E402
 # The last commit before the change feed.
 BEFORE_FEED = "b9c9009"
 
-CHILD = r"""
-import gc, io, json, random, sys, tempfile, time, uuid
-from wsgiref.util import setup_testing_defaults
+CHILD = CHILD_HELPERS + r"""
+import json, random, sys, tempfile, uuid
 sys.path.insert(0, sys.argv[1])
 from usersvc import make_app
 from usersvc.storage import User, open_store
 job, postgres = sys.argv[2], sys.argv[3]
-
-def environ(method, target, body=b""):
-    path, _, query = target.partition("?")
-    env = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query,
-           "HTTP_HOST": "127.0.0.1:8080", "HTTP_ACCEPT": "application/json"}
-    if body:
-        env.update(CONTENT_TYPE="application/json", CONTENT_LENGTH=str(len(body)))
-    setup_testing_defaults(env)
-    env["wsgi.input"] = io.BytesIO(body)
-    return env
-
-def ignore(status, headers, exc_info=None):
-    assert status[0] == "2", status
-
-def timed(app, envs):
-    gc.collect()
-    start = time.perf_counter()
-    for env in envs:
-        b"".join(app(env, ignore))
-    return (time.perf_counter() - start) / len(envs) * 1e6
 
 def opened(kind, tmp):
     if kind == "memory":
@@ -130,21 +109,8 @@ def main() -> int:
     parser.add_argument("--postgres", help="a PostgreSQL URL (a schema per run is made and dropped)")
     parser.add_argument("--large", type=int, default=1_000_000)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        before = Path(tmp) / "before"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
-                        str(before), args.base], check=True)
-        try:
-            runs: dict[str, list[dict[str, float]]] = {"now": [], "before": []}
-            trees = [("now", ROOT), ("before", before)]
-            for r in range(args.rounds):
-                for name, tree in (trees if r % 2 == 0 else trees[::-1]):
-                    runs[name].append(measure(tree, "post", args.postgres))
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(before)], check=True)
-    medians = {name: {k: statistics.median(s[k] for s in samples) for k in samples[0]}
-               for name, samples in runs.items()}
+    medians = paired(args.base, args.rounds,
+                     lambda name, tree, tmp: measure(tree, "post", args.postgres))
     print(f"| POST /users, in-process, µs | {args.base} | this tree | cost ratio |")
     print("|---|---:|---:|---:|")
     for kind, now in medians["now"].items():

@@ -18,33 +18,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
-import tempfile
+import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paired import CHILD_HELPERS, paired  # noqa: E402
 # The last commit before GET /users learnt to sort and search.
 BEFORE_SEARCH = "9f50243"
 
-CHILD = r"""
-import gc, io, json, sys, tempfile, time
-from wsgiref.util import setup_testing_defaults
+CHILD = CHILD_HELPERS + r"""
+import json, sys, tempfile
 sys.path.insert(0, sys.argv[1])
 from usersvc import make_app
 from usersvc.storage import User, open_store
-
-def environ(body):
-    env = {"REQUEST_METHOD": "POST", "PATH_INFO": "/users", "QUERY_STRING": "",
-           "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
-           "HTTP_HOST": "127.0.0.1:8080"}
-    setup_testing_defaults(env)
-    env["wsgi.input"] = io.BytesIO(body)
-    return env
-
-def start_response(status, headers, exc_info=None):
-    assert status.startswith("201"), status
 
 results = {}
 for kind, count in (("memory", 3000), ("SQLite file", 200)):
@@ -52,14 +40,9 @@ for kind, count in (("memory", 3000), ("SQLite file", 200)):
         store = open_store("memory://" if kind == "memory" else f"sqlite:///{tmp}/u.db")
         store.restore([User(i, f"User {i} Lovelace-Byron", f"user{i}@example.org", 1)
                        for i in range(1, 1001)], last_id=1000)
-        app = make_app(store)
-        envs = [environ(json.dumps({"name": f"Ada {i} King-Noel", "email": f"new{i}@example.org"}).encode())
-                for i in range(count)]
-        gc.collect()
-        start = time.perf_counter()
-        for env in envs:
-            b"".join(app(env, start_response))
-        results[kind] = (time.perf_counter() - start) / count * 1e6
+        results[kind] = timed(make_app(store), [environ("POST", "/users", json.dumps(
+            {"name": f"Ada {i} King-Noel", "email": f"new{i}@example.org"}).encode())
+            for i in range(count)])
         store.close()
 print(json.dumps(results))
 """
@@ -87,26 +70,14 @@ def over_http(tree: Path, storage: str, cwd: str) -> float:
 
 def run(base: str = BEFORE_SEARCH, rounds: int = 5,
         http: bool = False) -> dict[str, dict[str, float]]:
-    with tempfile.TemporaryDirectory() as tmp:
-        before = Path(tmp) / "before"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
-                        str(before), base], check=True)
-        try:
-            samples: dict[str, list[dict[str, float]]] = {"now": [], "before": []}
-            trees = [("now", ROOT), ("before", before)]
-            for r in range(rounds):
-                for name, tree in (trees if r % 2 == 0 else trees[::-1]):
-                    figures = measure(tree)
-                    if http:
-                        for kind, storage in (("memory", "memory://"),
-                                              ("SQLite file", f"sqlite:///{tmp}/{name}{r}.db")):
-                            figures[f"{kind} over HTTP, req/s"] = over_http(tree, storage, tmp)
-                    samples[name].append(figures)
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(before)], check=True)
-    return {name: {kind: statistics.median(s[kind] for s in runs) for kind in runs[0]}
-            for name, runs in samples.items()}
+    def both(name: str, tree: Path, tmp: Path) -> dict[str, float]:
+        figures = measure(tree)
+        if http:
+            for kind, storage in (("memory", "memory://"),
+                                  ("SQLite file", f"sqlite:///{tmp}/{name}{uuid.uuid4().hex}.db")):
+                figures[f"{kind} over HTTP, req/s"] = over_http(tree, storage, str(tmp))
+        return figures
+    return paired(base, rounds, both)
 
 
 def main() -> int:

@@ -18,42 +18,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paired import CHILD_HELPERS, paired  # noqa: E402
 # The last commit before text/html was negotiated.
 BEFORE_PAGES = "4e4c501"
 
-CHILD = r"""
-import gc, io, json, statistics, sys, time
-from wsgiref.util import setup_testing_defaults
+CHILD = CHILD_HELPERS + r"""
+import json, statistics, sys
 sys.path.insert(0, sys.argv[1])
 from usersvc import make_app
 from usersvc.storage import User, open_store
-
-def environ(method, path, query="", body=b"", **headers):
-    env = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query,
-           "HTTP_HOST": "127.0.0.1:8080", "HTTP_ACCEPT": "application/json"}
-    if body:
-        env.update(CONTENT_TYPE="application/json", CONTENT_LENGTH=str(len(body)))
-    env.update({"HTTP_" + k.upper(): v for k, v in headers.items()})
-    setup_testing_defaults(env)
-    env["wsgi.input"] = io.BytesIO(body)
-    return env
-
-def ignore(status, headers, exc_info=None):
-    assert status[0] == "2", status
-
-def timed(app, envs):
-    gc.collect()
-    start = time.perf_counter()
-    for env in envs:
-        b"".join(app(env, ignore))
-    return (time.perf_counter() - start) / len(envs) * 1e6
 
 def fresh_app():
     store = open_store("memory://")
@@ -69,7 +47,7 @@ def posts(n, start, **headers):
 app = fresh_app()
 results = {
     "GET /users/1": timed(app, [environ("GET", "/users/1") for _ in range(20000)]),
-    "GET /users?limit=100": timed(app, [environ("GET", "/users", "limit=100") for _ in range(3000)]),
+    "GET /users?limit=100": timed(app, [environ("GET", "/users?limit=100") for _ in range(3000)]),
     "POST /users": timed(app, posts(3000, 0)),
 }
 if sys.argv[2] == "check":
@@ -95,21 +73,7 @@ def measure(tree: Path, check: bool) -> dict[str, float]:
 
 
 def run(base: str, rounds: int) -> dict[str, dict[str, float]]:
-    with tempfile.TemporaryDirectory() as tmp:
-        before = Path(tmp) / "before"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
-                        str(before), base], check=True)
-        try:
-            samples: dict[str, list[dict[str, float]]] = {"now": [], "before": []}
-            trees = [("now", ROOT), ("before", before)]
-            for r in range(rounds):
-                for name, tree in (trees if r % 2 == 0 else trees[::-1]):
-                    samples[name].append(measure(tree, check=name == "now"))
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(before)], check=True)
-    return {name: {kind: statistics.median(s[kind] for s in runs) for kind in runs[0]}
-            for name, runs in samples.items()}
+    return paired(base, rounds, lambda name, tree, tmp: measure(tree, check=name == "now"))
 
 
 def main() -> int:

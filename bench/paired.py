@@ -1,0 +1,68 @@
+"""Paired runs: this tree against an earlier revision, for the benchmarks
+that ask what a change cost (``indexes.py``, ``pages.py``, ``feed.py``).
+
+The earlier tree is checked out with ``git worktree`` into a temporary
+folder. Each round measures both trees, in turns (a different one first
+each round), each in a fresh process; the figures are the medians of the
+rounds. ``CHILD_HELPERS`` is what those processes share: a WSGI environ
+for a request and a timer over a list of them.
+"""
+from __future__ import annotations
+
+import statistics
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Python for a child process, before its own code: ``environ(method,
+#: target, body=b"", **headers)`` and ``timed(app, environs)`` (µs each).
+CHILD_HELPERS = r"""
+import gc, io, time
+from wsgiref.util import setup_testing_defaults
+
+def environ(method, target, body=b"", **headers):
+    path, _, query = target.partition("?")
+    env = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query,
+           "HTTP_HOST": "127.0.0.1:8080", "HTTP_ACCEPT": "application/json"}
+    if body:
+        env.update(CONTENT_TYPE="application/json", CONTENT_LENGTH=str(len(body)))
+    env.update({"HTTP_" + k.upper(): v for k, v in headers.items()})
+    setup_testing_defaults(env)
+    env["wsgi.input"] = io.BytesIO(body)
+    return env
+
+def _ok(status, headers, exc_info=None):
+    assert status[0] == "2", status
+
+def timed(app, environs):
+    gc.collect()
+    start = time.perf_counter()
+    for env in environs:
+        b"".join(app(env, _ok))
+    return (time.perf_counter() - start) / len(environs) * 1e6
+"""
+
+
+def paired(base: str, rounds: int,
+           measure: Callable[[str, Path, Path], dict[str, float]]) -> dict[str, dict[str, float]]:
+    """``{"now": medians, "before": medians}``: ``measure(name, tree,
+    scratch)`` for this tree ("now") and ``base``'s ("before"), round by
+    round, in turns; ``scratch`` is a temporary folder for both."""
+    with tempfile.TemporaryDirectory() as tmp:
+        before = Path(tmp) / "before"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
+                        str(before), base], check=True)
+        try:
+            samples: dict[str, list[dict[str, float]]] = {"now": [], "before": []}
+            trees = [("now", ROOT), ("before", before)]
+            for r in range(rounds):
+                for name, tree in (trees if r % 2 == 0 else trees[::-1]):
+                    samples[name].append(measure(name, tree, Path(tmp)))
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                            str(before)], check=True)
+    return {name: {kind: statistics.median(s[kind] for s in runs) for kind in runs[0]}
+            for name, runs in samples.items()}
