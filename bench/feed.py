@@ -35,24 +35,23 @@ CHILD = CHILD_HELPERS + r"""
 import json, random, sys, tempfile, uuid
 sys.path.insert(0, sys.argv[1])
 from usersvc import make_app
-from usersvc.storage import User, open_store
 job, postgres = sys.argv[2], sys.argv[3]
 
 def opened(kind, tmp):
     if kind == "memory":
-        return open_store("memory://"), None
+        return users_store("memory://"), None
     if kind == "SQLite file":
-        return open_store(f"sqlite:///{tmp}/u.db"), None
+        return users_store(f"sqlite:///{tmp}/u.db"), None
     import psycopg
     schema = "bench_" + uuid.uuid4().hex[:10]
     admin = psycopg.connect(postgres, autocommit=True)
     admin.execute(f"CREATE SCHEMA {schema}")
     url = postgres + ("&" if "?" in postgres else "?") + f"options=-csearch_path%3D{schema}"
-    return open_store(url), lambda: (admin.execute(f"DROP SCHEMA {schema} CASCADE"), admin.close())
+    return users_store(url), lambda: (admin.execute(f"DROP SCHEMA {schema} CASCADE"), admin.close())
 
-def fill(store, n):
+def fill(users, n):
     for start in range(1, n + 1, 20000):
-        store.restore([User(i, f"User {i}", f"user{i}@example.org", 1)
+        users.restore([user(i, f"User {i}", f"user{i}@example.org", 1)
                        for i in range(start, min(n, start + 19999) + 1)])
 
 kinds = ["memory", "SQLite file"] + (["PostgreSQL"] if postgres != "-" else [])
@@ -60,8 +59,8 @@ results = {}
 for kind in kinds:
     with tempfile.TemporaryDirectory() as tmp:
         if job == "post":
-            store, drop = opened(kind, tmp)
-            fill(store, 1000)
+            (store, users), drop = opened(kind, tmp)
+            fill(users, 1000)
             app = make_app(store)
             count = {"memory": 3000, "SQLite file": 300, "PostgreSQL": 500}[kind]
             results[kind] = timed(app, [environ("POST", "/users", json.dumps(
@@ -69,8 +68,8 @@ for kind in kinds:
                 for i in range(count)])
         else:
             for n in (1000, int(job)):
-                store, drop = opened(kind, tmp)
-                fill(store, n)
+                (store, users), drop = opened(kind, tmp)
+                fill(users, n)
                 app = make_app(store)
                 rng = random.Random(n)
                 # Distinct even positions, then the odd ones after them: no

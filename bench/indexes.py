@@ -32,13 +32,12 @@ CHILD = CHILD_HELPERS + r"""
 import json, sys, tempfile
 sys.path.insert(0, sys.argv[1])
 from usersvc import make_app
-from usersvc.storage import User, open_store
 
 results = {}
 for kind, count in (("memory", 3000), ("SQLite file", 200)):
     with tempfile.TemporaryDirectory() as tmp:
-        store = open_store("memory://" if kind == "memory" else f"sqlite:///{tmp}/u.db")
-        store.restore([User(i, f"User {i} Lovelace-Byron", f"user{i}@example.org", 1)
+        store, users = users_store("memory://" if kind == "memory" else f"sqlite:///{tmp}/u.db")
+        users.restore([user(i, f"User {i} Lovelace-Byron", f"user{i}@example.org", 1)
                        for i in range(1, 1001)], last_id=1000)
         results[kind] = timed(make_app(store), [environ("POST", "/users", json.dumps(
             {"name": f"Ada {i} King-Noel", "email": f"new{i}@example.org"}).encode())

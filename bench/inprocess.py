@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers import PeerStore, bare_app, falcon_app, webob_app  # noqa: E402
 
 from usersvc import make_app  # noqa: E402
-from usersvc.storage.memory import MemoryUserStore  # noqa: E402
+from usersvc.storage import open_store  # noqa: E402
 
 OPERATIONS = ["GET /users/1", "GET /users?limit=100", "POST /users", "PUT /users/2"]
 
@@ -59,14 +59,14 @@ def call(app: Callable, environ: dict[str, Any], body: bytes = b"") -> tuple[str
 
 
 def seeded_usersvc(n: int, store: Any = None) -> Any:
-    store = store or MemoryUserStore()
-    store.restore([_user(i) for i in range(1, n + 1)])
-    return make_app(store), store
+    store = store or open_store("memory://")
+    store["users"].restore([_user(i) for i in range(1, n + 1)])
+    return make_app(store), store["users"]
 
 
 def _user(i: int) -> Any:
-    from usersvc.storage import User
-    return User(i, f"User {i}", f"user{i}@example.org", 1)
+    from usersvc import USER
+    return USER.record(i, f"User {i}", f"user{i}@example.org", 1)
 
 
 def apps(n: int = 1000) -> dict[str, Callable]:

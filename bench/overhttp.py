@@ -80,9 +80,11 @@ def sqlite_usersvc(cwd: str, name: str, threads: int = 4) -> Server:
     that its writer's figures, logged at exit, are the benchmark's writes
     alone), without the access log."""
     sys.path.insert(0, str(ROOT))
-    from usersvc.storage import User, open_store
+    from usersvc import USER
+    from usersvc.storage import open_store
     store = open_store(f"sqlite:///{cwd}/{name}.db")
-    store.restore([User(i, f"User {i}", f"user{i}@example.org", 1) for i in range(1, 1001)])
+    store["users"].restore([USER.record(i, f"User {i}", f"user{i}@example.org", 1)
+                            for i in range(1, 1001)])
     store.close()
     return usersvc(f"sqlite:///{cwd}/{name}.db", cwd, "--no-access-log", threads=threads,
                    log=f"{cwd}/{name}.log")

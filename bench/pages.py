@@ -31,11 +31,10 @@ CHILD = CHILD_HELPERS + r"""
 import json, statistics, sys
 sys.path.insert(0, sys.argv[1])
 from usersvc import make_app
-from usersvc.storage import User, open_store
 
 def fresh_app():
-    store = open_store("memory://")
-    store.restore([User(i, f"User {i} Lovelace-Byron", f"user{i}@example.org", 1)
+    store, users = users_store("memory://")
+    users.restore([user(i, f"User {i} Lovelace-Byron", f"user{i}@example.org", 1)
                    for i in range(1, 1001)], last_id=1000)
     return make_app(store)
 

@@ -18,10 +18,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Python for a child process, before its own code: ``environ(method,
-#: target, body=b"", **headers)`` and ``timed(app, environs)`` (µs each).
+#: target, body=b"", **headers)``, ``timed(app, environs)`` (µs each), and,
+#: the same in a tree from before collections were declared (when
+#: ``open_store`` gave the users alone) and after, ``users_store(url)``:
+#: ``(store, its users)``, and ``user(id, name, email, version)``.
 CHILD_HELPERS = r"""
 import gc, io, time
 from wsgiref.util import setup_testing_defaults
+
+def users_store(url):
+    from usersvc.storage import open_store
+    store = open_store(url)
+    return store, (store["users"] if hasattr(store, "schemas") else store)
+
+def user(*fields):
+    try:
+        from usersvc import USER
+        return USER.record(*fields)
+    except ImportError:
+        from usersvc.storage import User
+        return User(*fields)
 
 def environ(method, target, body=b"", **headers):
     path, _, query = target.partition("?")

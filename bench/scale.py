@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from inprocess import _start_response, environ_for  # noqa: E402
 
-from usersvc import make_app  # noqa: E402
-from usersvc.storage import User  # noqa: E402
-from usersvc.storage.memory import MemoryUserStore  # noqa: E402
-from usersvc.storage.sqlite import SQLiteUserStore  # noqa: E402
+from usersvc import USER, make_app  # noqa: E402
+from usersvc.storage import open_store  # noqa: E402
+
+User = USER.record
 
 BATCH = 20_000
 
@@ -97,8 +97,8 @@ def memory_bytes_per_user(n: int) -> float:
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
-    store = MemoryUserStore()
-    fill(store, n)
+    store = open_store("memory://")
+    fill(store["users"], n)
     gc.collect()
     after = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
@@ -111,8 +111,9 @@ def run(small: int = 1_000, large: int = 1_000_000, rounds: int = 3) -> dict[str
     for kind in ("memory", "SQLite file"):
         for n in (small, large):
             with tempfile.TemporaryDirectory() as tmp:
-                store: Any = MemoryUserStore() if kind == "memory" else SQLiteUserStore(f"{tmp}/users.db")
-                fill(store, n)
+                store: Any = open_store("memory://" if kind == "memory"
+                                        else f"sqlite:///{tmp}/users.db")
+                fill(store["users"], n)
                 app = make_app(store)
                 # SQLite commits each write to disk: fewer of them, same medians.
                 count = 1000 if kind == "memory" else 100

@@ -107,15 +107,22 @@ def unavailable(reason: str) -> None:
 
 
 @pytest.fixture
-def store(store_url):
-    store = open_store(store_url)
-    yield store
-    store.close()
+def storage(store_url):
+    """The store a URL names, holding the users."""
+    storage = open_store(store_url)
+    yield storage
+    storage.close()
 
 
 @pytest.fixture
-def app(store):
-    return make_app(store)
+def store(storage):
+    """Its users."""
+    return storage["users"]
+
+
+@pytest.fixture
+def app(storage):
+    return make_app(storage)
 
 
 @pytest.fixture

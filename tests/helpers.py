@@ -12,6 +12,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
+from usersvc.storage import Conflict
+
 ROOT = Path(__file__).resolve().parent.parent
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
 
@@ -116,6 +120,33 @@ def check_sorted_and_searched_after_migration(store):
     assert store.count(q="zol") == 1 and store.count(q="ez@") == 1
     store.update(2, name="Émile")
     assert [u.id for u in store.list(q="ada")] == [1]
+
+
+#: A SQLite file made by usersvc 0.1.0 (``data/make_release_0_1_0.py``; its
+#: PostgreSQL dump beside it, ``.sql``).
+RELEASE_0_1_0 = Path(__file__).parent / "data" / "release-0.1.0.db"
+
+
+def check_release_0_1_0(store):
+    """The users of ``RELEASE_0_1_0``, opened by this release: every user at
+    its version (its ETags still valid), the id high-water mark above the
+    deleted ids, the feed's positions and tombstones, the indexes and the
+    search; and the next change takes the next position."""
+    assert [(u.id, u.name, u.email, u.version) for u in store.list()] == [
+        (1, "Ada King", "Ada@Example.org", 2), (2, "Émile Zola-Ada", "ez@example.org", 1),
+        (4, "Grace B. Hopper", "GRACE@example.org", 3), (5, "Ünïcødé Name", "u@example.org", 1)]
+    assert store.last_id() == 6 and store.position() == 11
+    assert [(c.seq, c.id, c.record and c.record.version) for c in store.changes()] == [
+        (2, 2, 1), (5, 5, 1), (8, 4, 3), (9, 3, None), (10, 6, None), (11, 1, 2)]
+    assert [u.id for u in store.list(sort="name")] == [1, 4, 2, 5]
+    assert [u.id for u in store.list(sort="email", reverse=True)] == [5, 4, 2, 1]
+    assert [u.id for u in store.list(q="ADA")] == [1, 2] and store.count(q="grace@") == 1
+    assert [u.id for u in store.list(email="grace@EXAMPLE.org")] == [4]
+    with pytest.raises(Conflict):
+        store.create(name="Again", email="ada@example.ORG")
+    created = store.create(name="New", email="new@example.org")    # PostgreSQL's refused
+    assert created.id >= 7                                          # insert spent id 7
+    assert [(c.seq, c.id) for c in store.changes(after=11)] == [(12, created.id)]
 
 
 _LINK = re.compile(r'<([^>]*)>\s*;\s*rel="([^"]*)"')

@@ -11,7 +11,8 @@ from helpers import link_to
 
 from usersvc import make_app
 from usersvc.changes import FEED_RELATION
-from usersvc.storage.memory import MemoryUserStore
+from usersvc import USER
+from usersvc.storage.memory import MemoryRecords
 
 
 @pytest.fixture
@@ -80,11 +81,11 @@ def test_options_and_a_write_are_as_for_any_read_only_path(client):
     assert problem(client.post("/users/changes", json_body={}), 405)
 
 
-class Waits(MemoryUserStore):
+class Waits(MemoryRecords):
     """A memory store that says when a request has begun to wait."""
 
     def __init__(self):
-        super().__init__()
+        super().__init__(USER)
         self.waiting = threading.Event()
 
     def wait(self, after, timeout):

@@ -3,13 +3,16 @@ nothing, mounting under a prefix, and a second collection on the same
 machinery."""
 from __future__ import annotations
 
+import itertools
+
 import pytest
-from books import BOOK, Book, MemoryBookStore
+from books import BOOKS
 from conftest import Client, problem
 from helpers import link_to
 from webob import Request
 
-from usersvc import App, Mount, make_app
+from usersvc.storage.memory import MemoryRecords
+from usersvc import USER, App, Mount, make_app
 
 
 def test_make_app_takes_a_storage_url(tmp_path):
@@ -88,22 +91,26 @@ def test_mount_serves_only_paths_under_its_prefix():
 # -- a second collection (tests/books.py) -------------------------------------
 
 @pytest.fixture
-def library():
-    app = make_app("memory://")
-    app.add_collection(BOOK, MemoryBookStore())   # the one line of wiring
-    return Client(app)
+def library(store_url):
+    app = make_app(store_url, collections=(USER, BOOKS))   # the one line of wiring
+    yield Client(app)
+    app.close()
+
+
+SKETCH = {"title": "Sketch of the Analytical Engine", "isbn": "978-0-00"}
 
 
 def test_a_second_collection_gets_the_same_http_for_free(library):
-    created = library.post("/books", json_body={"title": "Sketch of the Analytical Engine"})
+    created = library.post("/books", json_body=SKETCH)
     assert created.status_code == 201
     assert created.headers["Location"] == "http://localhost/books/1"
     assert library.get("/books/1", headers={"Accept": "application/xml"}).body == \
-        b"<book><id>1</id><title>Sketch of the Analytical Engine</title></book>"
+        b"<book><id>1</id><title>Sketch of the Analytical Engine</title><isbn>978-0-00</isbn></book>"
     assert library.get("/books", headers={"Accept": "text/xml"}).body.startswith(b"<books><book>")
     tag = created.headers["ETag"]
     assert library.get("/books/1", headers={"If-None-Match": tag}).status_code == 304
-    problem(library.put("/books/1", json_body={"title": "New"}, headers={"If-Match": '"1-9"'}), 412)
+    problem(library.put("/books/1", json_body={**SKETCH, "title": "New"},
+                        headers={"If-Match": '"1-9"'}), 412)
     assert library.patch("/books/1", json_body={"title": "Notes"}).json["title"] == "Notes"
     assert library.request("OPTIONS", "/books/1").headers["Allow"] == \
         "GET, HEAD, PUT, PATCH, DELETE, OPTIONS"
@@ -112,14 +119,16 @@ def test_a_second_collection_gets_the_same_http_for_free(library):
 
 
 def test_a_second_collection_validates_with_its_own_schema(library):
-    body = problem(library.post("/books", json_body={"title": "", "email": "a@example.org"}), 422)
+    body = problem(library.post("/books", json_body={"title": "", "isbn": "1", "year": 10_000,
+                                                     "email": "a@example.org"}), 422)
     assert body["errors"] == [{"pointer": "/title", "detail": "must not be empty"},
+                              {"pointer": "/year", "detail": "must be from 0 to 9999"},
                               {"pointer": "/email", "detail": "is not a field of a book"}]
     assert "<book>" in problem(library.post("/books", body="<user/>", content_type="text/xml"), 422)["detail"]
 
 
 def test_the_collections_do_not_mix(library):
-    library.post("/books", json_body={"title": "T"})
+    library.post("/books", json_body={"title": "T", "isbn": "1"})
     assert library.get("/users").json == []
     problem(library.get("/users/1"), 404)
 
@@ -128,27 +137,27 @@ def test_an_app_without_collections_serves_only_404s():
     problem(Client(App()).get("/users"), 404)
 
 
-class ForgetfulBookStore(MemoryBookStore):
+class ForgetfulBooks(MemoryRecords):
     """A store that breaks the contract: it hands out the lowest free id
     again, at version 1, so a new book can look like a deleted one."""
 
-    def create(self, *, title):
+    def create(self, **fields):
         with self._lock:
-            book_id = next(i for i in range(1, len(self._books) + 2) if i not in self._books)
-            book = self._books[book_id] = Book(book_id, title, 1)
-            return book
+            self._last_id = next(i for i in itertools.count(1) if i not in self._records) - 1
+        return super().create(**fields)
 
 
 @pytest.mark.parametrize("accept", ["application/json", "application/xml"])
 def test_kept_encodings_never_serve_another_records_bytes_even_from_a_broken_store(accept):
     app = make_app("memory://")
-    app.add_collection(BOOK, ForgetfulBookStore())
+    app.add_collection(BOOKS, ForgetfulBooks(BOOKS))
     client, headers = Client(app), {"Accept": accept}
     for title in ("A", "B"):
-        assert client.post("/books", json_body={"title": title}, headers=headers).status_code == 201
+        assert client.post("/books", json_body={"title": title, "isbn": title},
+                           headers=headers).status_code == 201
     assert client.get("/books", headers=headers).status_code == 200      # a page is kept too
     assert client.delete("/books/1").status_code == 204
-    created = client.post("/books", json_body={"title": "C"}, headers=headers)
+    created = client.post("/books", json_body={"title": "C", "isbn": "C"}, headers=headers)
     assert created.headers["Location"] == "http://localhost/books/1"     # id 1 again, version 1
     assert b"C" in created.body and b"A" not in created.body
     assert b"C" in client.get("/books/1", headers=headers).body

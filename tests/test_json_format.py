@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from usersvc.representation import JSON
 from usersvc.representation.json_format import _DECODER, _decode
-from usersvc.storage import User
+from usersvc import USER
+
+User = USER.record
 from usersvc.validation import USER
 
 

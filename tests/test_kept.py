@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from usersvc.representation import JSON, XML, Representations, etag, version_in
-from usersvc.storage import User
+from usersvc import USER
+
+User = USER.record
 from usersvc.validation import USER
 
 ADA = User(1, "Ada", "ada@example.org", 1)

@@ -210,18 +210,17 @@ def test_a_walk_under_writes_in_name_order_skips_and_repeats_nothing(client, use
 def test_a_collection_gets_the_parameters_its_schema_declares():
     """The same machinery for any collection: what a schema declares is
     what its list takes; the rest is refused."""
-    from books import BOOK, MemoryBookStore
-
+    from usersvc import USER
     from usersvc.listing import Listing
     from usersvc.validation import Schema, text
 
-    app = make_app("memory://")
-    app.add_collection(BOOK, MemoryBookStore())
+    notes = Schema("note", "notes", {"text": text(100)})       # nothing but pages by id
+    app = make_app("memory://", collections=(USER, notes))
     client = Client(app)
-    client.post("/books", json_body={"title": "Dune"})
-    assert [b["title"] for b in client.get("/books?limit=1").json] == ["Dune"]
-    body = problem(client.get("/books?sort=title"), 400)
-    assert body["detail"] == "Unknown query parameter: sort. /books takes: limit, after."
+    client.post("/notes", json_body={"text": "Dune"})
+    assert [b["text"] for b in client.get("/notes?limit=1").json] == ["Dune"]
+    body = problem(client.get("/notes?sort=text"), 400)
+    assert body["detail"] == "Unknown query parameter: sort. /notes takes: limit, after."
 
     films = Schema("film", "films", {"title": text(100), "year": text(4)},
                    filters=("year",), sorts=("title",), words=("title",))

@@ -2,7 +2,8 @@
 records it returns and no others, whatever the size of the store."""
 from __future__ import annotations
 
-from usersvc.storage.memory import MemoryUserStore
+from usersvc import USER
+from usersvc.storage.memory import MemoryRecords
 
 
 class CountingDict(dict):
@@ -21,11 +22,11 @@ class CountingDict(dict):
 
 
 def filled(n, count=True):
-    store = MemoryUserStore()
+    store = MemoryRecords(USER)
     for i in range(n):
         store.create(name="U", email=f"u{i}@example.org")
     if count:
-        store._users = CountingDict(store._users)
+        store._records = CountingDict(store._records)
     return store
 
 
@@ -34,7 +35,7 @@ def test_a_page_reads_only_the_records_it_returns():
     for store, after in ((small, 50), (large, 15_000)):
         page = store.list(after=after, limit=10)
         assert [u.id for u in page] == list(range(after + 1, after + 11))
-        assert store._users.reads == 10
+        assert store._records.reads == 10
 
 
 def test_get_update_delete_and_filter_read_one_record():
@@ -43,13 +44,13 @@ def test_get_update_delete_and_filter_read_one_record():
     store.update(8, name="V")
     store.delete(9)
     assert store.list(email="U10@example.org")[0].id == 11
-    assert store._users.reads == 4
+    assert store._records.reads == 4
 
 
 def test_a_page_after_many_deletes_still_reads_only_its_records():
     store = filled(5_000, count=False)
     for user_id in range(1, 4_990):
         store.delete(user_id)
-    store._users = CountingDict(store._users)
+    store._records = CountingDict(store._records)
     assert [u.id for u in store.list(limit=5)] == [4990, 4991, 4992, 4993, 4994]
-    assert store._users.reads == 5
+    assert store._records.reads == 5

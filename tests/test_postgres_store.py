@@ -1,4 +1,4 @@
-"""What only the PostgreSQL store shows: its schema and migrations, lost
+"""What only the PostgreSQL store shows: its tables and migrations, lost
 connections, and several server processes on one database (scale-out).
 
 The store contract and API suites run on PostgreSQL too (``postgres`` in
@@ -15,9 +15,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from conftest import POSTGRES_REQUIRED, POSTGRES_URL
-from helpers import (RELEASE_1_USERS, Served, call, check_positions_after_migration,
-                     check_sorted_and_searched_after_migration, page_shapes, race)
+from helpers import (RELEASE_0_1_0, Served, call, check_release_0_1_0, page_shapes, race)
 
+from usersvc import USER
 from usersvc.storage import SchemaTooNew, StoreUnavailable, open_store
 
 if not (POSTGRES_URL or POSTGRES_REQUIRED):
@@ -25,14 +25,12 @@ if not (POSTGRES_URL or POSTGRES_REQUIRED):
                 "(e.g. postgresql://127.0.0.1:5432/test)", allow_module_level=True)
 psycopg = pytest.importorskip("psycopg", reason="pip install -e '.[test,postgres]'")
 
-from usersvc.storage.postgres import PostgresUserStore, split_url  # noqa: E402
-from usersvc.storage.postgres_notify import CHANNEL  # noqa: E402
-from usersvc.storage.postgres_schema import (  # noqa: E402
-    CHANGES_TRIGGER,
-    COMMIT_ORDER,
-    MIGRATIONS,
-    migrate,
-)
+from usersvc.storage.postgres import PostgresStorage, split_url  # noqa: E402
+from usersvc.storage.postgres_migrations import MIGRATIONS, migrate  # noqa: E402
+from usersvc.storage.sql import CHANNEL, POSTGRES, Table  # noqa: E402
+
+User = USER.record
+USERS = Table(USER, POSTGRES)
 
 
 @pytest.fixture
@@ -53,9 +51,9 @@ def sql(url):
 def test_the_schema_version_is_recorded_and_migrating_again_changes_nothing(url, sql):
     open_store(url).close()
     assert sql("SELECT version FROM usersvc_schema") == [(len(MIGRATIONS),)]
-    store = open_store(url)
-    store.create(name="Ada", email="ada@example.org")
-    store.close()
+    storage = open_store(url)
+    storage["users"].create(name="Ada", email="ada@example.org")
+    storage.close()
     open_store(url).close()
     assert sql("SELECT version FROM usersvc_schema") == [(len(MIGRATIONS),)]
     assert sql("SELECT count(*) FROM users") == [(1,)]
@@ -63,13 +61,13 @@ def test_the_schema_version_is_recorded_and_migrating_again_changes_nothing(url,
 
 def test_uniqueness_is_a_unique_index_on_the_case_folded_email(url, sql):
     open_store(url).close()
-    (indexdef,), = sql("SELECT indexdef FROM pg_indexes WHERE indexname = 'users_email_key'"
+    (indexdef,), = sql("SELECT indexdef FROM pg_indexes WHERE indexname = 'users_email_unique'"
                        " AND schemaname = current_schema()")
-    assert indexdef.startswith("CREATE UNIQUE INDEX") and "(email_key)" in indexdef
-    store = open_store(url)
-    store.create(name="S", email="STRASSE@example.org")
-    store.close()
-    assert sql("SELECT email, email_key FROM users") == [("STRASSE@example.org", "strasse@example.org")]
+    assert indexdef.startswith("CREATE UNIQUE INDEX") and "(email__key)" in indexdef
+    storage = open_store(url)
+    storage["users"].create(name="S", email="STRASSE@example.org")
+    storage.close()
+    assert sql("SELECT email, email__key FROM users") == [("STRASSE@example.org", "strasse@example.org")]
 
 
 def test_ids_come_from_an_identity_column(url, sql):
@@ -88,8 +86,8 @@ def test_a_newer_schema_is_refused(url, sql):
 
 def test_a_failing_migration_leaves_nothing_behind(url, sql):
     with psycopg.connect(split_url(url)[0], autocommit=True) as db:
-        with pytest.raises(psycopg.errors.SyntaxError):
-            migrate(db, [*MIGRATIONS, ["CREATE TABLE extra (x int)", "NOT SQL"]])
+        with pytest.raises(psycopg.errors.SyntaxError), db.transaction():
+            migrate(db, [*MIGRATIONS, ["CREATE TABLE extra (x int)", "NOT SQL"]], fresh=())
     assert sql("SELECT to_regclass('users'), to_regclass('usersvc_schema')") == [(None, None)]
 
 
@@ -101,7 +99,8 @@ def test_stores_opening_together_migrate_once(url, sql):
 
 
 def test_a_lost_connection_is_unavailable_once_then_replaced(url, sql):
-    store = PostgresUserStore(url + "&application_name=usersvc_lost", pool_size=1)
+    storage = PostgresStorage(url + "&application_name=usersvc_lost", (USER,), pool_size=1)
+    store = storage["users"]
     try:
         user = store.create(name="Ada", email="ada@example.org")
         killed = sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
@@ -112,12 +111,12 @@ def test_a_lost_connection_is_unavailable_once_then_replaced(url, sql):
         except StoreUnavailable:
             assert store.get(user.id) == user       # and then it has replaced it
     finally:
-        store.close()
+        storage.close()
 
 
 def test_an_unreachable_server_fails_at_open_without_the_password():
     with pytest.raises(StoreUnavailable, match='port 1 failed: Connection refused') as raised:
-        PostgresUserStore("postgresql://u:secret@127.0.0.1:1/x", timeout=0.5)
+        PostgresStorage("postgresql://u:secret@127.0.0.1:1/x", (USER,), timeout=0.5)
     assert "secret" not in str(raised.value)
 
 
@@ -189,11 +188,11 @@ PAGES = page_shapes(("name 05000", 5000), ("u5000@example.org", 5000), "u5@examp
 @pytest.fixture
 def analyzed(url, sql):
     """20,000 users, a few of them "Rare", and fresh planner statistics."""
-    from usersvc.storage import User
-    store = open_store(url)
-    store.restore([User(i, f"Name {i:05} {'Rare' if i % 2000 == 0 else 'Common'}",
-                        f"u{i}@example.org", 1) for i in range(1, 20_001)], last_id=20_000)
-    store.close()
+    storage = open_store(url)
+    storage["users"].restore([User(i, f"Name {i:05} {'Rare' if i % 2000 == 0 else 'Common'}",
+                                   f"u{i}@example.org", 1) for i in range(1, 20_001)],
+                             last_id=20_000)
+    storage.close()
     sql("ANALYZE users")
     sql("ANALYZE user_words")
     sql("ANALYZE user_changes")
@@ -202,56 +201,70 @@ def analyzed(url, sql):
 
 @pytest.mark.parametrize("arguments", PAGES, ids=repr)
 def test_every_page_reads_an_index_and_never_scans_the_users(url, analyzed, arguments):
-    from usersvc.storage import sql as queries
-    query, params = queries.page(queries.POSTGRES, limit=10, **arguments)
+    query, params = USERS.page(limit=10, **arguments)
     plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + query, *params))
     assert "Seq Scan" not in plan, plan
     if "q" in arguments:        # the matching words, then only their users, sorted
         assert "user_words_pkey" in plan, plan
-        assert "users_pkey" in plan or "users_email_key" in plan, plan
+        assert "users_pkey" in plan or "users_email_unique" in plan, plan
     elif "email" in arguments:  # at most one user, by the unique index
-        assert "Index Scan using users_email_key" in plan, plan
+        assert "Index Scan using users_email_unique" in plan, plan
     else:                       # one index, walked in the page's order
         assert "Index Scan" in plan and "Sort" not in plan, plan
 
 
 @pytest.mark.parametrize("after", [0, 10_000, 19_990])
 def test_a_page_of_the_feed_is_one_walk_of_the_positions(url, analyzed, after):
-    from usersvc.storage import sql as queries
-    from usersvc.storage.feed import changes_sql
-    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + changes_sql(queries.POSTGRES),
-                                                 after, 100))
+    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + USERS.changes, after, 100))
     assert "Seq Scan" not in plan and "Sort" not in plan, plan
     assert "Index Scan using user_changes_seq_key on user_changes" in plan, plan
     assert " users" not in plan.replace("user_changes", ""), plan     # no other table
     # The position a page links to: the largest, from the end of the same index.
-    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + queries.POSTGRES.position))
+    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + USERS.position))
     assert "Index Only Scan Backward using user_changes_seq_key" in plan, plan
 
 
-@pytest.mark.parametrize("made_by", [1, 2])
-def test_a_database_of_an_earlier_release_is_migrated_with_its_users(url, sql, made_by):
+def test_a_database_made_by_release_0_1_0_opens_with_everything_kept(url, sql):
+    """tests/data/release-0.1.0.sql: the dump of a database made by
+    usersvc 0.1.0 (the last release before declared collections)."""
+    with open(RELEASE_0_1_0.with_suffix(".sql"), encoding="utf-8") as dump:
+        text = dump.read().replace("usersvc_release_0_1_0.", "")
     with psycopg.connect(split_url(url)[0], autocommit=True) as db:
-        migrate(db, MIGRATIONS[:1])
-        with db.cursor() as cursor:
-            cursor.executemany("INSERT INTO users (name, email, email_key, version)"
-                               " VALUES (%s, %s, %s, 1)", RELEASE_1_USERS)
-        migrate(db, MIGRATIONS[:made_by])
-    store = open_store(url)
+        for statement in _statements(text):
+            db.execute(statement)
+    storage = open_store(url)
     try:
         assert sql("SELECT version FROM usersvc_schema") == [(len(MIGRATIONS),)]
-        check_positions_after_migration(store)
-        check_sorted_and_searched_after_migration(store)
+        check_release_0_1_0(storage["users"])
     finally:
-        store.close()
+        storage.close()
+
+
+def _statements(dump):
+    """A plain pg_dump's statements: no psql commands, no schema of its own
+    (the test's search path takes them), split at each ";" that ends a line
+    outside a $$ body."""
+    statements, current, in_body = [], [], False
+    for line in dump.splitlines():
+        if line.startswith(("\\", "--")) or "CREATE SCHEMA" in line or not line.strip():
+            continue
+        if "set_config('search_path'" in line:
+            continue
+        current.append(line)
+        in_body ^= line.count("$$") % 2 == 1
+        if not in_body and line.rstrip().endswith(";"):
+            statements.append("\n".join(current))
+            current = []
+    return statements
 
 
 # -- the change feed: positions in commit order ------------------------------
 
 # The store's trigger without its lock: positions from the sequence alone.
-NAIVE_POSITIONS = CHANGES_TRIGGER.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION") \
-                                 .replace(COMMIT_ORDER, "")
-assert NAIVE_POSITIONS.count("pg_advisory") == 0 and CHANGES_TRIGGER.count(COMMIT_ORDER) == 1
+_TRIGGER = USERS.objects()["user_changes_record"].sql
+_LOCK = "PERFORM pg_advisory_xact_lock('user_changes'::regclass::oid::bigint);"
+NAIVE_POSITIONS = _TRIGGER.replace(_LOCK, "")
+assert NAIVE_POSITIONS.count("pg_advisory") == 0 and _TRIGGER.count(_LOCK) == 1
 
 
 def follow_past_a_held_writer(store, url, sql, naive):
@@ -264,7 +277,7 @@ def follow_past_a_held_writer(store, url, sql, naive):
     later = threading.Thread(target=store.create, kwargs={"name": "Later",
                                                           "email": "later@example.org"})
     try:
-        held.execute("INSERT INTO users (name, email, email_key, name_key, version)"
+        held.execute("INSERT INTO users (name, email, email__key, name__key, version)"
                      " VALUES ('Held', 'held@example.org', 'held@example.org', 'held', 1)")
         later.start()
         if naive:
@@ -273,13 +286,13 @@ def follow_past_a_held_writer(store, url, sql, naive):
             wait_for(lambda: sql("SELECT count(*) FROM pg_stat_activity WHERE datname ="
                                  " current_database() AND wait_event_type = 'Lock'")[0][0] == 1)
         for change in store.changes(after=position):     # the follower, meanwhile
-            seen.append(change.user.name)
+            seen.append(change.record.name)
             position = change.seq
         held.commit()
     finally:
         held.close()
         later.join()
-    seen += [c.user.name for c in store.changes(after=position)]
+    seen += [c.record.name for c in store.changes(after=position)]
     return seen
 
 
@@ -289,14 +302,14 @@ def test_a_commit_in_another_process_wakes_a_waiting_request_by_notify(url, sql)
     listener listens, only the NOTIFY it receives can wake it."""
     waiting, writing = open_store(url), open_store(url)
     try:
-        waiting._watch._interval = 60
+        waiting["users"].watch._interval = 60
         woke = threading.Event()
-        thread = threading.Thread(target=lambda: (waiting.wait(0, 30), woke.set()))
+        thread = threading.Thread(target=lambda: (waiting["users"].wait(0, 30), woke.set()))
         thread.start()
         wait_for(lambda: sql("SELECT count(*) FROM pg_stat_activity WHERE datname ="
                              " current_database() AND query = %s",
                              f"LISTEN {CHANNEL}")[0][0] == 1)
-        writing.create(name="Ada", email="ada@example.org")
+        writing["users"].create(name="Ada", email="ada@example.org")
         assert woke.wait(10), "the NOTIFY did not wake the waiting request"
         thread.join()
     finally:
@@ -316,16 +329,16 @@ def test_a_follower_never_passes_a_change_that_commits_later(url, sql):
     position first: the follower passes the held writer's and misses it for
     good (shown first, on the same scenario). The store's positions are
     handed out in commit order, so the follower sees both."""
-    store = open_store(url)
+    storage = open_store(url)
     try:
         sql(NAIVE_POSITIONS)
-        assert follow_past_a_held_writer(store, url, sql, naive=True) == ["Later"]   # Held: missed
+        assert follow_past_a_held_writer(storage["users"], url, sql, naive=True) == ["Later"]   # Held: missed
     finally:
-        store.close()
-    sql("DROP TABLE users, user_changes, user_words, usersvc_schema CASCADE;"
+        storage.close()
+    sql("DROP TABLE users, user_changes, user_words, usersvc_schema, usersvc_collections CASCADE;"
         " DROP FUNCTION user_changes_record, user_words_sync; DROP SEQUENCE user_changes_seq")
-    store = open_store(url)
+    storage = open_store(url)
     try:
-        assert follow_past_a_held_writer(store, url, sql, naive=False) == ["Held", "Later"]
+        assert follow_past_a_held_writer(storage["users"], url, sql, naive=False) == ["Held", "Later"]
     finally:
-        store.close()
+        storage.close()

@@ -9,7 +9,8 @@ import pytest
 from conftest import Client, problem
 
 from usersvc import make_app
-from usersvc.storage.memory import MemoryUserStore
+from usersvc import USER
+from usersvc.storage.memory import MemoryRecords
 
 NS = "{urn:ietf:rfc:7807}"
 
@@ -88,13 +89,13 @@ def test_a_method_the_service_has_never_heard_of_is_405(client, method):
     assert response.headers["Allow"] == "GET, HEAD, POST, OPTIONS"
 
 
-class BrokenStore(MemoryUserStore):
+class BrokenStore(MemoryRecords):
     def get(self, user_id):
         raise RuntimeError("secret: /srv/db password hunter2")
 
 
 def test_a_500_is_a_problem_that_says_nothing_about_the_code(caplog):
-    client = Client(make_app(BrokenStore()))
+    client = Client(make_app(BrokenStore(USER)))
     with caplog.at_level(logging.ERROR, logger="usersvc"):
         response = client.get("/users/1")
     body = problem(response, 500)
@@ -107,7 +108,7 @@ def test_a_500_is_a_problem_that_says_nothing_about_the_code(caplog):
 
 
 def test_a_500_is_xml_when_xml_is_preferred():
-    client = Client(make_app(BrokenStore()))
+    client = Client(make_app(BrokenStore(USER)))
     response = client.get("/users/1", headers={"Accept": "application/xml"})
     assert response.status_code == 500
     assert ET.fromstring(response.body).findtext(NS + "status") == "500"

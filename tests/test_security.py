@@ -18,7 +18,7 @@ from helpers import ROOT, Served, call
 from openapi_spec_validator import validate
 from webob import Request
 
-from usersvc import make_app
+from usersvc import USER, make_app
 from usersvc.auth import Tokens, load_tokens
 from usersvc.ops import MAX_WAITING_LINES, AccessLog, loggable_target
 from usersvc.problems import Problem
@@ -167,12 +167,17 @@ def test_healthz_is_200_when_the_store_answers(client):
 
 
 class DownStore:
-    """A store whose every call fails, as one whose server is gone."""
+    """The users' store, whose every call fails, as one whose server is gone."""
+
+    schema = USER
 
     def __init__(self, error):
         self.error = error
 
     def __getattr__(self, name):
+        if name == "schemas":       # one collection's records, not a whole store
+            raise AttributeError(name)
+
         def fail(*args, **kwargs):
             raise self.error
         return fail

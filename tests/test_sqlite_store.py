@@ -3,31 +3,39 @@ versions and migrations, query plans, and races between processes."""
 from __future__ import annotations
 
 import multiprocessing
+import shutil
 import sqlite3
 import threading
 from contextlib import closing
 
 import pytest
 from conftest import Client, problem
-from helpers import (RELEASE_1_USERS, check_positions_after_migration,
+from helpers import (RELEASE_0_1_0, RELEASE_1_USERS, check_positions_after_migration, check_release_0_1_0,
                      check_sorted_and_searched_after_migration, page_shapes)
 
-from usersvc import make_app
+from usersvc import USER, make_app
 from usersvc.storage import (
-    EmailTaken,
+    Conflict,
     Precondition,
     StaleVersion,
     StoreError,
     StoreUnavailable,
-    User,
-    UserNotFound,
+    NotFound,
     open_store,
 )
-from usersvc.storage import sql
 from usersvc.storage import SchemaTooNew
-from usersvc.storage.sqlite import SELECT_ONE, SQLiteUserStore
-from usersvc.storage.feed import changes_sql
-from usersvc.storage.sqlite_schema import MIGRATIONS, migrate
+from usersvc.storage.sql import SQLITE, Table
+from usersvc.storage.sqlite import SQLiteStorage
+from usersvc.storage.sqlite_migrations import MIGRATIONS, migrate
+
+User = USER.record
+
+USERS = Table(USER, SQLITE)
+
+
+def open_users(path, **options):
+    """The users of a SQLite file; ``.storage.close()`` closes it."""
+    return SQLiteStorage(path, (USER,), **options)["users"]
 
 
 @pytest.fixture
@@ -37,9 +45,9 @@ def path(tmp_path):
 
 @pytest.fixture
 def store(path):
-    store = SQLiteUserStore(path)
+    store = open_users(path)
     yield store
-    store.close()
+    store.storage.close()
 
 
 def pragma(path, name):
@@ -52,48 +60,68 @@ def test_the_file_is_in_wal_mode(store, path):
 
 
 def test_connections_wait_for_locks_and_sync_every_commit(store):
-    with store._session() as db:
+    with store._connections.session() as db:
         assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
         assert db.execute("PRAGMA synchronous").fetchone()[0] == 2   # FULL
 
 
 def test_a_new_file_gets_the_current_schema_version(store, path):
-    assert pragma(path, "user_version") == len(MIGRATIONS) == 3
+    assert pragma(path, "user_version") == len(MIGRATIONS) == 4
 
 
 def test_urls_name_files_relative_and_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    relative = open_store("sqlite:///rel.db")
-    absolute = open_store(f"sqlite:///{tmp_path}/abs.db")
+    relative = open_store("sqlite:///rel.db")["users"]
+    absolute = open_store(f"sqlite:///{tmp_path}/abs.db")["users"]
     relative.create(name="A", email="a@example.org")
     absolute.create(name="A", email="a@example.org")
-    relative.close(), absolute.close()
+    relative.storage.close(), absolute.storage.close()
     assert (tmp_path / "rel.db").exists() and (tmp_path / "abs.db").exists()
 
 
 def test_users_and_the_id_sequence_survive_a_reopen(path):
-    first = SQLiteUserStore(path)
+    first = open_users(path)
     ids = [first.create(name="U", email=f"u{i}@example.org").id for i in range(3)]
     first.delete(ids[-1])
-    first.close()
-    second = SQLiteUserStore(path)
+    first.storage.close()
+    second = open_users(path)
     assert [u.id for u in second.list()] == ids[:2]
     assert second.create(name="U", email="v@example.org").id == ids[-1] + 1
-    second.close()
+    second.storage.close()
+
+
+def migrated(db, steps):
+    """``migrate`` through ``steps`` from any version (no fresh start), in
+    one transaction, as the store runs it."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        found = migrate(db, steps, fresh=())
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return found
 
 
 def test_reopening_does_not_migrate_again(path):
-    SQLiteUserStore(path).close()
+    open_users(path).storage.close()
     with closing(sqlite3.connect(path, isolation_level=None)) as db:
-        assert migrate(db) == len(MIGRATIONS)
+        assert migrated(db, MIGRATIONS) == len(MIGRATIONS)
+
+
+def test_a_new_file_skips_the_history_and_holds_only_its_collections(path):
+    open_users(path).storage.close()
+    with closing(sqlite3.connect(path)) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"usersvc_collections", "users", "user_words", "user_changes", "sqlite_sequence"}
 
 
 def test_migrations_run_from_every_earlier_version(tmp_path):
     steps = [["CREATE TABLE t (a)"], ["ALTER TABLE t ADD COLUMN b"], ["CREATE INDEX t_b ON t (b)"]]
     for start in range(len(steps)):
         db = sqlite3.connect(tmp_path / f"from{start}.db", isolation_level=None)
-        migrate(db, steps[:start])                  # a database left at `start`
-        assert migrate(db, steps) == start          # brought up from there
+        migrated(db, steps[:start])                 # a database left at `start`
+        assert migrated(db, steps) == start         # brought up from there
         assert db.execute("PRAGMA user_version").fetchone()[0] == 3
         assert [c[1] for c in db.execute("PRAGMA table_info(t)")] == ["a", "b"]
         db.close()
@@ -101,19 +129,30 @@ def test_migrations_run_from_every_earlier_version(tmp_path):
 
 def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path):
     with closing(sqlite3.connect(tmp_path / "x.db", isolation_level=None)) as db:
-        migrate(db, [["CREATE TABLE t (a)"]])
+        migrated(db, [["CREATE TABLE t (a)"]])
         with pytest.raises(sqlite3.OperationalError):
-            migrate(db, [["CREATE TABLE t (a)"], ["CREATE TABLE u (a)"], ["NOT SQL"]])
+            migrated(db, [["CREATE TABLE t (a)"], ["CREATE TABLE u (a)"], ["NOT SQL"]])
         assert db.execute("PRAGMA user_version").fetchone()[0] == 1
         assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'u'").fetchone()[0] == 0
 
 
+def test_a_file_made_by_release_0_1_0_opens_with_everything_kept(tmp_path):
+    path = tmp_path / "release.db"
+    shutil.copyfile(RELEASE_0_1_0, path)
+    store = open_users(str(path))
+    try:
+        assert pragma(path, "user_version") == len(MIGRATIONS)
+        check_release_0_1_0(store)
+    finally:
+        store.storage.close()
+
+
 def test_a_database_from_a_newer_version_is_refused(path):
-    SQLiteUserStore(path).close()
+    open_users(path).storage.close()
     with closing(sqlite3.connect(path)) as db:
         db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
     with pytest.raises(SchemaTooNew):
-        SQLiteUserStore(path)
+        open_users(path)
 
 
 PAGES = page_shapes(("u", 5), ("u5@example.org", 5), "u5@example.org", "u")
@@ -135,23 +174,23 @@ def fifty(store, path):
 def test_a_page_of_the_feed_is_one_walk_of_the_positions(fifty, store):
     for i in range(0, 50, 3):
         store.update(i + 1, name="V")     # positions out of id order
-    found = plan(fifty, changes_sql(sql.SQLITE), (10, 20))
+    found = plan(fifty, USERS.changes, (10, 20))
     assert found == "SEARCH user_changes USING INTEGER PRIMARY KEY (rowid>?)", found
 
 
 def test_reading_one_user_searches_the_primary_key(fifty):
-    assert plan(fifty, SELECT_ONE, (5,)) == "SEARCH users USING INTEGER PRIMARY KEY (rowid=?)"
+    assert plan(fifty, USERS.select_one, (5,)) == "SEARCH users USING INTEGER PRIMARY KEY (rowid=?)"
 
 
 @pytest.mark.parametrize("arguments", PAGES, ids=repr)
 def test_every_page_walks_an_index_and_never_scans(fifty, arguments):
-    found = plan(fifty, *sql.page(sql.SQLITE, limit=10, **arguments))
+    found = plan(fifty, *USERS.page(limit=10, **arguments))
     if "q" in arguments:
         # The matching words are one range of user_words' key; only their
         # users are read (by id) and sorted.
         assert found.startswith("CO-ROUTINE m / SEARCH user_words USING PRIMARY KEY (word>? AND word<?)"), found
         assert "SEARCH u USING INTEGER PRIMARY KEY (rowid=?)" in found or \
-            "SEARCH u USING INDEX sqlite_autoindex_users_1 (email_key=? AND rowid=?)" in found, found
+            "SEARCH u USING INDEX users_email_unique (email__key=? AND rowid=?)" in found, found
         assert "SCAN u" not in found, found
     else:
         # One index, walked in the page's order: no sorting, no scan.
@@ -166,13 +205,13 @@ def test_every_page_walks_an_index_and_never_scans(fifty, arguments):
 @pytest.mark.parametrize("sort", ["name"])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_a_pages_ids_and_versions_come_from_its_orders_index_alone(fifty, sort, reverse):
-    found = plan(fifty, *sql.page(sql.SQLITE, limit=10, columns=sql.KEYS, sort=sort,
-                                  reverse=reverse, after=("u", 5)))
-    assert found.startswith(f"SEARCH u USING COVERING INDEX users_{sort} "), found
+    found = plan(fifty, *USERS.page(limit=10, columns="u.id, u.version", sort=sort,
+                               reverse=reverse, after=("u", 5)))
+    assert found.startswith(f"SEARCH u USING COVERING INDEX users_{sort}_order "), found
 
 
 def test_counting_a_search_reads_only_the_matching_words(fifty):
-    found = plan(fifty, *sql.count(sql.SQLITE, q="u1"))
+    found = plan(fifty, *USERS.count(q="u1"))
     assert "SEARCH user_words USING PRIMARY KEY (word>? AND word<?)" in found, found
     assert "SCAN u" not in found, found
 
@@ -183,17 +222,17 @@ def test_a_database_of_an_earlier_release_is_migrated_with_its_users(path, made_
     or 2 (no change feed) gains what it lacks: its users are found by name
     and by search, and have positions in the feed, in id order."""
     with closing(sqlite3.connect(path, isolation_level=None)) as db:
-        migrate(db, MIGRATIONS[:1])
+        migrated(db, MIGRATIONS[:1])
         db.executemany("INSERT INTO users (name, email, email_key, version) VALUES (?, ?, ?, 1)",
                        RELEASE_1_USERS)
-        migrate(db, MIGRATIONS[:made_by])
-    store = SQLiteUserStore(path)
+        migrated(db, MIGRATIONS[:made_by])
+    store = open_users(path)
     try:
         assert pragma(path, "user_version") == len(MIGRATIONS)
         check_positions_after_migration(store)
         check_sorted_and_searched_after_migration(store)
     finally:
-        store.close()
+        store.storage.close()
 
 
 def test_closing_closes_the_connections_of_live_threads(store):
@@ -211,25 +250,25 @@ def test_closing_closes_the_connections_of_live_threads(store):
     thread = threading.Thread(target=worker)
     thread.start()
     ready.wait()
-    store.close()
+    store.storage.close()
     closed.set()
     thread.join()
     assert len(seen) == 1        # "Cannot operate on a closed database."
 
 
 def test_a_lock_held_past_the_busy_timeout_is_store_unavailable(path):
-    store = SQLiteUserStore(path, busy_timeout=0.05)
+    store = open_users(path, busy_timeout=0.05)
     with closing(sqlite3.connect(path, isolation_level=None)) as other:
         other.execute("BEGIN IMMEDIATE")      # another writer holds the lock
         with pytest.raises(StoreUnavailable):
             store.create(name="Ada", email="ada@example.org")
         other.execute("ROLLBACK")
     assert store.create(name="Ada", email="ada@example.org").id == 1
-    store.close()
+    store.storage.close()
 
 
 def test_a_busy_database_is_a_503_with_retry_after(path):
-    store = SQLiteUserStore(path, busy_timeout=0.05)
+    store = open_users(path, busy_timeout=0.05)
     client = Client(make_app(store))
     with closing(sqlite3.connect(path, isolation_level=None)) as other:
         other.execute("BEGIN IMMEDIATE")
@@ -238,36 +277,36 @@ def test_a_busy_database_is_a_503_with_retry_after(path):
     assert problem(response, 503)["detail"] == "The database is busy; try again."
     assert response.headers["Retry-After"] == "1"
     assert client.get("/users").json == []
-    store.close()
+    store.storage.close()
 
 
 # -- two processes on one file ---------------------------------------------
 
 def _create_in_process(path, barrier, i, results):
-    store = SQLiteUserStore(path)
+    store = open_users(path)
     barrier.wait()
     try:
         results.put(("created", store.create(name=f"P{i}", email="same@example.org").id))
-    except EmailTaken:
+    except Conflict:
         results.put(("taken", None))
-    store.close()
+    store.storage.close()
 
 
 def _update_in_process(path, barrier, i, version, results):
-    store = SQLiteUserStore(path)
+    store = open_users(path)
     barrier.wait()
     try:
         store.update(1, name=f"P{i}", precondition=Precondition(match=frozenset({version})))
         results.put(("updated", i))
     except StaleVersion:
         results.put(("stale", i))
-    store.close()
+    store.storage.close()
 
 
 def _open_in_process(path, barrier, results):
     barrier.wait()
     try:
-        SQLiteUserStore(path).close()
+        open_users(path).storage.close()
         results.put(("opened", None))
     except Exception as e:      # what a server would print at start, and exit
         results.put((f"{type(e).__name__}: {e}", None))
@@ -302,22 +341,22 @@ def test_processes_opening_a_new_file_together_all_open_it_and_migrate_it_once(t
 
 
 def test_the_same_email_raced_from_processes_is_created_once(path):
-    SQLiteUserStore(path).close()
+    open_users(path).storage.close()
     outcomes = _race_processes(_create_in_process, lambda i, b, q: (path, b, i, q))
     assert sorted(kind for kind, _ in outcomes) == ["created", "taken", "taken", "taken"]
-    store = SQLiteUserStore(path)
+    store = open_users(path)
     assert len(store.list()) == 1
-    store.close()
+    store.storage.close()
 
 
 def test_the_same_precondition_raced_from_processes_wins_once(path):
-    store = SQLiteUserStore(path)
+    store = open_users(path)
     user = store.create(name="Ada", email="ada@example.org")
     outcomes = _race_processes(_update_in_process, lambda i, b, q: (path, b, i, user.version, q))
     winners = [i for kind, i in outcomes if kind == "updated"]
     assert len(winners) == 1
     assert store.get(user.id) == User(user.id, f"P{winners[0]}", user.email, 2)
-    store.close()
+    store.storage.close()
 
 
 def test_writes_waiting_together_commit_together_and_fail_alone(store):
@@ -325,7 +364,7 @@ def test_writes_waiting_together_commit_together_and_fail_alone(store):
     one transaction; the one that fails (a taken e-mail) changes nothing,
     and the others are committed."""
     store.create(name="Ada", email="ada@example.org")
-    writer = store._writer
+    writer = store.storage.writer
     commits = []
     writer.db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     results = {}
@@ -333,7 +372,7 @@ def test_writes_waiting_together_commit_together_and_fail_alone(store):
     def write(name, email):
         try:
             results[name] = store.create(name=name, email=email)
-        except EmailTaken as e:
+        except Conflict as e:
             results[name] = e
 
     threads = [threading.Thread(target=write, args=args) for args in
@@ -345,7 +384,7 @@ def test_writes_waiting_together_commit_together_and_fail_alone(store):
     for t in threads:
         t.join(timeout=30)
     assert not any(t.is_alive() for t in threads)
-    assert isinstance(results["Dup"], EmailTaken)
+    assert isinstance(results["Dup"], Conflict)
     assert {u.name for u in store.list()} == {"Ada", "Bob", "Cy"}
     assert len(commits) <= 2            # the leader (perhaps with others), then those that waited
     writer.db.set_trace_callback(None)
@@ -374,7 +413,7 @@ def test_updates_and_deletes_that_fail_in_a_group_change_nothing_and_the_others_
         except StoreError as e:
             results[name] = e
 
-    writer = store._writer
+    writer = store.storage.writer
     commits = []
     writer.db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     threads = [threading.Thread(target=write, args=(name,)) for name in writes]
@@ -387,7 +426,7 @@ def test_updates_and_deletes_that_fail_in_a_group_change_nothing_and_the_others_
     writer.db.set_trace_callback(None)
     assert not any(t.is_alive() for t in threads)
     assert isinstance(results["stale update"], StaleVersion)
-    assert isinstance(results["taken e-mail"], EmailTaken)
+    assert isinstance(results["taken e-mail"], Conflict)
     assert isinstance(results["stale delete"], StaleVersion)
     assert len(commits) <= 2
     assert store.get(ada.id) == ada and store.get(cy.id) == cy
@@ -403,22 +442,22 @@ def test_a_write_that_fails_after_changing_something_fails_its_whole_group(store
         raise StaleVersion(1)
     store.create(name="Ada", email="ada@example.org")
     with pytest.raises(RuntimeError):
-        store._writer.submit(half_done)
+        store.storage.writer.submit(half_done)
     assert store.get(1).name == "Ada"
 
 def test_every_write_is_made_by_the_one_writer_thread(store):
     seen = []
-    store._writer.db.set_trace_callback(lambda sql: seen.append(threading.current_thread().name))
+    store.storage.writer.db.set_trace_callback(lambda sql: seen.append(threading.current_thread().name))
     user = store.create(name="Ada", email="ada@example.org")
     store.update(user.id, name="Ada King")
     store.delete(user.id)
-    store._writer.db.set_trace_callback(None)
+    store.storage.writer.db.set_trace_callback(None)
     assert seen and set(seen) == {"usersvc-sqlite-writer"}
 
 
 def test_a_closed_store_refuses_writes(path):
-    store = SQLiteUserStore(path)
-    store.close()
+    store = open_users(path)
+    store.storage.close()
     with pytest.raises(StoreUnavailable):
         store.create(name="Ada", email="ada@example.org")
 
@@ -428,7 +467,7 @@ def test_a_page_reuses_built_users_only_at_the_version_the_file_has(path):
     earlier page at the same version; what another process changed is read
     again, and a write between the two reads makes the page be read whole.
     (While nothing is committed anywhere, the same page is the same answer.)"""
-    a, b = SQLiteUserStore(path), SQLiteUserStore(path)
+    a, b = open_users(path), open_users(path)
     try:
         users = [a.create(name=f"U{i}", email=f"u{i}@example.org") for i in range(3)]
         first = a.list()
@@ -448,7 +487,7 @@ def test_a_page_reuses_built_users_only_at_the_version_the_file_has(path):
                 return super().get(key, default)
 
         a._kept = WriteInBetween()          # nothing kept: every user is read again
-        with a._session() as db:
+        with a._connections.session() as db:
             db.answers.clear()              # and the last answer forgotten
         page = a.list()
         assert [u.name for u in page] == ["Raced", "Changed", "Raced too"]
@@ -456,7 +495,7 @@ def test_a_page_reuses_built_users_only_at_the_version_the_file_has(path):
         b.delete(users[1].id)
         assert [u.id for u in a.list()] == [users[0].id, users[2].id]
     finally:
-        a.close(), b.close()
+        a.storage.close(), b.storage.close()
 
 
 def test_answers_kept_while_nothing_is_committed_are_dropped_by_any_commit(path):
@@ -464,7 +503,7 @@ def test_answers_kept_while_nothing_is_committed_are_dropped_by_any_commit(path)
     data_version says nobody has committed: its store's own writes (the
     writer's connection), another store's or process's, and a restore made
     on the reading connection itself all show at once."""
-    a, b = SQLiteUserStore(path), SQLiteUserStore(path)
+    a, b = open_users(path), open_users(path)
     try:
         ada = a.create(name="Ada", email="ada@example.org")
         assert a.get(ada.id) is a.get(ada.id)                  # kept while nothing changes
@@ -475,7 +514,7 @@ def test_answers_kept_while_nothing_is_committed_are_dropped_by_any_commit(path)
         a.restore([User(7, "Restored", "r@example.org", 1)])    # on the reading connection
         assert [u.id for u in a.list()] == [ada.id, 7]
         b.delete(7)
-        with pytest.raises(UserNotFound):
+        with pytest.raises(NotFound):
             a.get(7)
     finally:
-        a.close(), b.close()
+        a.storage.close(), b.storage.close()

@@ -12,7 +12,11 @@ import itertools
 
 import pytest
 
-from usersvc.storage import ORDERS, User, position
+from usersvc import USER
+from usersvc.storage import position
+
+User = USER.record
+ORDERS = USER.sorts
 from usersvc.validation import USER
 
 NAMES = [
@@ -146,8 +150,8 @@ def test_positions_past_the_end_and_before_the_start_give_empty_pages(store, use
 def test_the_memory_store_touches_a_page_not_the_collection():
     """Without timing: the memory store counts the records each call
     touches, and a page or a search touches what it returns, not all."""
-    from usersvc.storage.memory import MemoryUserStore
-    store = MemoryUserStore()
+    from usersvc.storage.memory import MemoryRecords
+    store = MemoryRecords(USER)
     store.restore([User(i, f"Name {i:05} {'Rare' if i % 1000 == 0 else 'Common'}",
                         f"u{i}@example.org", 1) for i in range(1, 5001)], last_id=5000)
     for arguments in [{}, {"sort": "name"}, {"sort": "name", "after": ("name 02500", 2500)},

@@ -1,7 +1,7 @@
-"""``usersvc copy SOURCE_URL DEST_URL``: every user moves, ids and versions
-kept, new ids continue above the source's highest, a store with users is
-refused. Into every store (``store``), and SQLite -> PostgreSQL by the
-command line, the case that matters."""
+"""``usersvc copy SOURCE_URL DEST_URL``: every collection moves (users and
+books here), ids and versions kept, new ids continue above the source's
+highest, a store with records is refused. Into every store, and SQLite ->
+PostgreSQL by the command line, the case that matters."""
 from __future__ import annotations
 
 import io
@@ -9,10 +9,14 @@ import subprocess
 import sys
 
 import pytest
+from books import BOOKS
 from helpers import ROOT
 
-from usersvc.transfer import DestinationNotEmpty, copy_users, main
-from usersvc.storage import User, open_store
+from usersvc import USER
+from usersvc.storage import open_store
+from usersvc.transfer import DestinationNotEmpty, copy_store, main
+
+User = USER.record
 
 N = 3000
 
@@ -21,14 +25,17 @@ N = 3000
 def source_url(tmp_path):
     """A SQLite file of a few thousand users, some deleted, some changed."""
     url = f"sqlite:///{tmp_path}/source.db"
-    source = open_store(url)
+    storage = open_store(url, (USER, BOOKS))
+    storage["books"].create(title="Dune", isbn="0441013597", year=1965)
+    storage["books"].create(title="Emma", isbn="x-2")
+    source = storage["users"]
     source.restore([User(i, f"User {i}", f"u{i}@example.org", 1 + i % 3)
                     for i in range(1, N + 1) if i % 7])     # gaps: ids 7, 14, ...
     extra = source.create(name="Late", email="LATE@Example.org")
     source.update(extra.id, name="Later")
     gone = source.create(name="Gone", email="gone@example.org")
     source.delete(gone.id)                                   # the highest id is deleted
-    source.close()
+    storage.close()
     return url
 
 
@@ -40,27 +47,38 @@ def all_users(store):
     return users
 
 
-def test_copy_into_each_store_keeps_everything(source_url, store):
-    source = open_store(source_url)
+@pytest.fixture
+def library(store_url):
+    storage = open_store(store_url, (USER, BOOKS))
+    yield storage
+    storage.close()
+
+
+def test_copy_into_each_store_keeps_everything(source_url, library):
+    source = open_store(source_url, (USER, BOOKS))
+    store = library["users"]
     try:
-        expected = all_users(source)
-        copied = copy_users(source, store, batch=500)
-        assert copied == len(expected) == N - N // 7 + 1
+        expected = all_users(source["users"])
+        copied = copy_store(source, library, batch=500)
+        assert copied == {"users": len(expected), "books": 2}
+        assert len(expected) == N - N // 7 + 1
         assert all_users(store) == expected
+        assert all_users(library["books"]) == all_users(source["books"])
         assert store.list(email="late@example.org")[0].version == 2
-        assert store.last_id() == source.last_id() == N + 2
+        assert store.last_id() == source["users"].last_id() == N + 2
         assert store.create(name="New", email="new@example.org").id == N + 3
     finally:
         source.close()
 
 
-def test_copy_refuses_a_destination_with_users(source_url, store):
-    store.create(name="Ada", email="ada@example.org")
-    source = open_store(source_url)
+def test_copy_refuses_a_destination_with_records(source_url, library):
+    library["books"].create(title="Mine", isbn="m-1")
+    source = open_store(source_url, (USER, BOOKS))
     try:
         with pytest.raises(DestinationNotEmpty):
-            copy_users(source, store)
-        assert [u.name for u in store.list()] == ["Ada"]
+            copy_store(source, library)
+        assert [b.title for b in library["books"].list()] == ["Mine"]
+        assert library["users"].list() == []
     finally:
         source.close()
 
@@ -74,12 +92,14 @@ def test_the_command_copies_sqlite_to_postgres_and_shows_progress(source_url, po
     err = Terminal()
     assert main([source_url, postgres_url], stderr=err) == 0
     out = err.getvalue()
-    assert f"\r{N - N // 7 + 1:,} users copied, up to id {N + 1:,} of {N + 2:,} (100%)" in out
+    assert f"\r{N - N // 7 + 1:,} records copied, up to id {N + 1:,} of {N + 2:,} (100%)" in out
+    assert f"copied 2 books from {source_url} to {postgres_url}; new ids start at 3\n" in out
     assert out.endswith(f"copied {N - N // 7 + 1:,} users from {source_url} "
                         f"to {postgres_url}; new ids start at {N + 3:,}\n")
-    source, dest = open_store(source_url), open_store(postgres_url)
+    source, dest = open_store(source_url, (USER, BOOKS)), open_store(postgres_url, (USER, BOOKS))
     try:
-        assert all_users(dest) == all_users(source)
+        assert all_users(dest["users"]) == all_users(source["users"])
+        assert all_users(dest["books"]) == all_users(source["books"])
     finally:
         source.close()
         dest.close()
@@ -88,7 +108,7 @@ def test_the_command_copies_sqlite_to_postgres_and_shows_progress(source_url, po
 def test_no_progress_when_not_on_a_terminal(source_url, tmp_path):
     err = io.StringIO()
     assert main([source_url, f"sqlite:///{tmp_path}/dest.db"], stderr=err) == 0
-    assert "\r" not in err.getvalue() and err.getvalue().count("\n") == 1
+    assert "\r" not in err.getvalue() and err.getvalue().count("\n") == 2     # books, users
 
 
 def test_the_usersvc_command_refuses_a_full_destination(source_url, tmp_path):
@@ -97,7 +117,7 @@ def test_the_usersvc_command_refuses_a_full_destination(source_url, tmp_path):
     assert first.returncode == 0, first.stderr
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert again.returncode == 1
-    assert "already holds users" in again.stderr
+    assert "already holds books" in again.stderr
 
 
 def test_the_usersvc_command_refuses_a_bad_url(source_url):

@@ -132,6 +132,6 @@ def test_the_control_character_class_is_exactly_unicode_category_cc():
     import sys
     import unicodedata
 
-    from usersvc.validation import _NOT_PLAIN as _CC
+    from usersvc.fields import _NOT_PLAIN as _CC
     cc = {chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cc"}
     assert {chr(c) for c in range(0x100) if _CC.fullmatch(chr(c))} == cc

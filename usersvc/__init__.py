@@ -1,7 +1,13 @@
-"""usersvc: a resource-oriented HTTP service that manages users.
+"""usersvc: a resource-oriented HTTP service that manages users, and any
+collection declared the same way.
 
     from usersvc import make_app
     app = make_app(storage="sqlite:///users.db")   # a plain WSGI callable
+
+    from usersvc import Schema, USER, text, integer
+    BOOKS = Schema("book", "books", {"title": text(200), "year": integer(0, 9999)},
+                   optional=("year",), sorts=("title",))
+    app = make_app("sqlite:///library.db", collections=(USER, BOOKS))
 
 Map of the package (docs/architecture.md follows a request through it):
 
@@ -14,19 +20,26 @@ Map of the package (docs/architecture.md follows a request through it):
   a store;
 - ``representation``: bytes on the wire (negotiation, request bodies, JSON,
   XML, kept encodings and ETags);
-- ``validation``: ``Schema`` and the field rules;
+- ``validation``: ``Schema``, a collection declared once (``USER`` among
+  them); ``fields``: the kinds of field (``text``, ``email``, ``integer``);
 - ``problems``: RFC 9457 problems and the one table from domain error to status;
 - ``listing``: what a page of a collection asks for (sort, filters, ``q``,
   the cursor) and the link to the next;
-- ``storage``: the store protocol and its errors; ``memory``, ``sqlite``
-  (``sqlite_writer``, ``sqlite_schema``), ``postgres`` (``postgres_schema``),
-  and ``sql``, the queries the two SQL stores share;
+- ``changes``: ``/<plural>/changes``, the change feed over HTTP;
+- ``pages``: the HTML pages for people, their templates, style and script;
+- ``storage``: the store protocol and its errors, ``open_store``;
+  ``memory``; ``sqlite`` (``sqlite_writer``: connections and the writer
+  thread); ``postgres`` (``postgres_notify``: waking waiters by NOTIFY);
+  ``sql``, every table, index, trigger and query, generated from a schema
+  for both; ``evolution``, a stored collection brought up to its schema at
+  open; ``feed``, the change feed's parts; ``sqlite_migrations`` and
+  ``postgres_migrations``, each release's layout changes, as history;
 - ``openapi``: ``GET /`` and ``GET /openapi.json`` (``document``, made of ``parts``);
 - ``cross_origin``: writes from other sites' pages refused, and CORS;
 - ``auth``: optional bearer tokens; ``ops``: request ids and the access log;
 - ``server``: the standalone waitress server (``serve.py``); ``cli``: the
-  ``usersvc`` command; ``transfer``: ``usersvc copy``, users from one
-  store to another.
+  ``usersvc`` command; ``transfer``: ``usersvc copy``, every collection from
+  one store to another.
 """
 from __future__ import annotations
 
@@ -35,23 +48,28 @@ from typing import Any
 
 from .app import DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING, App, Mount
 from .auth import Tokens
-from .storage import UserStore, open_store
-from .validation import USER
+from .fields import email, integer, text
+from .storage import RecordStore, Storage, open_store
+from .validation import USER, Schema
 
-__all__ = ["make_app", "App", "Mount", "UserStore", "open_store",
-           "DEFAULT_STORAGE", "DEFAULT_MAX_BODY_SIZE"]
+__all__ = ["make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
+           "RecordStore", "Storage", "open_store", "DEFAULT_STORAGE", "DEFAULT_MAX_BODY_SIZE"]
 
 DEFAULT_STORAGE = "sqlite:///users.db"
 
 
-def make_app(storage: str | UserStore = DEFAULT_STORAGE, *,
+def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
+             collections: Iterable[Schema] | None = None,
              max_body_size: int = DEFAULT_MAX_BODY_SIZE,
              tokens: Mapping[str, str] | Tokens | None = None,
              cors_origins: Iterable[str] = (),
              max_waiting: int = DEFAULT_MAX_WAITING) -> App:
-    """A WSGI app serving ``/users`` from ``storage``: a store object, or a
-    URL (``memory://``, ``sqlite:///users.db``, ``postgresql://...``) for a store
-    the app opens, and closes with ``app.close()``. Apps share nothing.
+    """A WSGI app serving each of ``collections`` (default: ``USER`` alone)
+    at ``/<plural>``, from ``storage``: a URL (``memory://``,
+    ``sqlite:///users.db``, ``postgresql://...``) for a store the app opens
+    and closes with ``app.close()``; a store from ``open_store`` (whose
+    collections it serves, unless told which); or one collection's records
+    (a ``RecordStore``, served alone). Apps share nothing.
 
     ``tokens`` turns on bearer tokens: ``{token: "read" | "write"}`` (see
     ``usersvc.auth``); without it anyone who reaches the app may use it.
@@ -66,9 +84,13 @@ def make_app(storage: str | UserStore = DEFAULT_STORAGE, *,
     app = App(max_body_size=max_body_size, tokens=tokens, cors_origins=cors_origins,
               max_waiting=max_waiting)
     if isinstance(storage, str):
-        store: Any = open_store(storage)
+        store: Any = open_store(storage, (USER,) if collections is None else collections)
         app.on_close(store.close)
+    elif not hasattr(storage, "schemas"):      # one collection's records
+        app.add_collection(storage.schema, storage)
+        return app
     else:
         store = storage
-    app.add_collection(USER, store)
+    for schema in store.schemas if collections is None else collections:
+        app.add_collection(schema, store[schema.plural])
     return app

@@ -89,8 +89,8 @@ class Changes:
             found = self.store.changes(after=after, limit=limit)
         body = fmt.join_changes([
             fmt.render_change(self.schema, change.seq, change.id,
-                              None if change.user is None
-                              else self.representations.one(change.user, fmt))
+                              None if change.record is None
+                              else self.representations.one(change.record, fmt))
             for change in found])
         last = found[-1].seq if found else after
         return Response(200, body, [

@@ -76,7 +76,7 @@ def _none_match(req: Request, tag: str) -> bool:
 
 
 HEALTH_PATH = "/healthz"
-_HEALTH = Schema("health", "health", {})        # <health><status>ok</status></health>
+_HEALTH = Schema("health", "health_checks", {})    # <health><status>ok</status></health>
 _NO_STORE = ("Cache-Control", "no-store")
 
 

@@ -1,23 +1,27 @@
-"""What a valid record is: ``Schema`` and the field rules, ``USER`` among them.
+"""What a collection is: ``Schema``, declared once, and ``USER`` among them.
+
+A schema names a kind of record and its fields (``fields``: ``text``,
+``email``, ``integer``), and what the store must do with them: which may
+be absent (``optional``), which are unique (``unique``), and what a list
+may be filtered by, sorted by and searched in. Everything else follows
+from it: the HTTP resources, the representations, the OpenAPI document,
+the pages, and every store's tables, indexes, queries and feed.
 
 A schema checks a whole request document and collects every problem it
 finds (``Invalid``), rather than stopping at the first, so that a client can
-fix its request in one go. Rules take the value as decoded (JSON types, or
-text from XML) and return it cleaned (trimmed), or raise ``FieldError``.
+fix its request in one go.
 """
 from __future__ import annotations
 
-import operator
 import re
-import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections import namedtuple
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-Rule = Callable[[Any], Any]
+from .fields import MAX_INTEGER, Field, FieldError, email, integer, text, words
 
-
-class FieldError(ValueError):
-    """One field's value breaks a rule; ``str()`` completes "<field> ..."."""
+__all__ = ["Schema", "USER", "Invalid", "FieldError", "pointer", "text", "email", "integer",
+           "words"]
 
 
 class Invalid(Exception):
@@ -38,208 +42,172 @@ def pointer(*names: str) -> str:
     return "".join("/" + n.replace("~", "~0").replace("/", "~1") for n in names)
 
 
-# -- rules ---------------------------------------------------------------
-#
-# Each rule checks the value that most requests send first, so that a valid
-# value costs one test, and only a failing one is looked at again to say
-# which rule it breaks.
+# A name that is a table, a column, an XML element and a path segment at
+# once: lower case, no "__" (the stores' derived columns are "<field>__key").
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+#: Names a field cannot have: every record's own, the feed's, and the
+#: listing's and the store's keyword arguments.
+RESERVED = frozenset({"id", "version", "seq", "limit", "sort", "after", "cursor", "q",
+                      "reverse", "precondition"})
 
-# Lone surrogates (from JSON "\ud800" escapes) cannot be stored or sent as
-# UTF-8, and U+FFFE/U+FFFF cannot be written in XML 1.0 (§2.2).
-_UNENCODABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
-# Either of those, or a control character: Unicode category Cc is exactly
-# \x00-\x1f and \x7f-\x9f, 65 code points (test_validation checks).
-_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
-
-
-def _trimmed(value: Any) -> str:
-    if not isinstance(value, str):
-        raise FieldError("must be a string")
-    return value.strip()
-
-
-def text(max_length: int) -> Rule:
-    """A required string: trimmed, 1 to ``max_length`` code points, and no
-    control characters (Unicode category Cc) inside."""
-    def rule(value: Any) -> str:
-        trimmed = _trimmed(value)
-        if trimmed and len(trimmed) <= max_length and not _NOT_PLAIN.search(trimmed):
-            return trimmed
-        if _UNENCODABLE.search(trimmed):
-            raise FieldError("must be Unicode text (no surrogates or non-characters)")
-        if not trimmed:
-            raise FieldError("must not be empty")
-        if len(trimmed) > max_length:
-            raise FieldError(f"must be at most {max_length} characters long")
-        raise FieldError("must not contain control characters")   # what _NOT_PLAIN found
-    rule.describe = lambda in_xml=False: _text_schema(max_length, in_xml)  # type: ignore[attr-defined]
-    return rule
-
-
-# The "valid e-mail address" of the WHATWG HTML standard, §4.10.5.1.5
-# (<input type=email>): deliberately simpler than RFC 5322, and ASCII only.
-_EMAIL = re.compile(
-    r"[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+"
-    r"@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
-    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
-)
-EMAIL_MAX_LENGTH = 254
-
-
-def email(value: Any) -> str:
-    """A required e-mail address: trimmed, at most 254 characters, and valid
-    as the WHATWG HTML standard defines it for ``<input type=email>``."""
-    trimmed = _trimmed(value)
-    if len(trimmed) <= EMAIL_MAX_LENGTH and _EMAIL.fullmatch(trimmed):
-        return trimmed
-    if _UNENCODABLE.search(trimmed):
-        raise FieldError("must be Unicode text (no surrogates or non-characters)")
-    if len(trimmed) > EMAIL_MAX_LENGTH:
-        raise FieldError(f"must be at most {EMAIL_MAX_LENGTH} characters long")
-    raise FieldError("is not a valid e-mail address")
-
-
-# <input type=email> checks the same rule in a browser, before sending.
-email.input_type = "email"  # type: ignore[attr-defined]
-email.describe = lambda in_xml=False: {  # type: ignore[attr-defined]
-    "type": "string",
-    # The limit holds after trimming, which maxLength cannot say: a padded
-    # address may be longer on the wire (docs/conformance.md).
-    "maxLength": EMAIL_MAX_LENGTH,
-    "pattern": f"^{_space(in_xml)}*{_EMAIL.pattern}{_space(in_xml)}*$",
-    "description": "A valid e-mail address (WHATWG HTML, <input type=email>); "
-                   "surrounding white space is trimmed; unique, ignoring case.",
-}
-
-
-# -- the rules, described as JSON Schema (for the OpenAPI document) --------
-#
-# A request is judged after trimming, so each pattern allows white space
-# around the value (what ``str.strip`` removes) and describes the value
-# inside it exactly. XML 1.0 cannot carry most C0 controls at all (§2.2),
-# so the XML patterns leave those out even where trimming would remove them.
-
-_WHITE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
-_CONTROL = r"\x00-\x1f\x7f-\x9f"                  # Unicode category Cc
-# U+FFFE and U+FFFF (see _UNENCODABLE). Lone surrogates are refused too, but
-# no pattern can name them: JSON Schema strings are Unicode scalar values.
-_NOT_TEXT = r"\ufffe\uffff"
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
-
-
-def _escaped(chars: str) -> str:
-    """A character class's body for these characters: runs as ranges."""
-    codes, runs = sorted(map(ord, chars)), []  # type: list[int], list[list[int]]
-    for code in codes:
-        if runs and runs[-1][1] == code - 1:
-            runs[-1][1] = code
-        else:
-            runs.append([code, code])
-    return "".join(f"\\u{a:04x}" + (f"-\\u{b:04x}" if b > a else "") for a, b in runs)
-
-
-def _space(in_xml: bool) -> str:
-    white = _NOT_XML.sub("", _WHITE) if in_xml else _WHITE
-    return f"[{_escaped(white)}]"
-
-
-def _text_schema(max_length: int, in_xml: bool) -> dict[str, Any]:
-    inner = f"[^{_CONTROL}{_NOT_TEXT}]"                       # no controls inside
-    edge = f"[^{_escaped(_WHITE)}{_CONTROL}{_NOT_TEXT}]"      # and no space at the ends
-    value = edge if max_length == 1 else f"{edge}(?:{inner}{{0,{max_length - 2}}}{edge})?"
-    return {
-        "type": "string",
-        "pattern": f"^{_space(in_xml)}*{value}{_space(in_xml)}*$",
-        "description": f"1 to {max_length} characters after trimming surrounding "
-                       "white space; no control characters.",
-    }
-
-
-def describe(rule: Rule, *, in_xml: bool = False) -> dict[str, Any]:
-    """A rule's JSON Schema, as a request may send it; ``{}`` (anything)
-    for a rule that does not describe itself."""
-    describe = getattr(rule, "describe", None)
-    return describe(in_xml) if describe else {}
-
-
-# -- schemas -------------------------------------------------------------
-
-# -- search ----------------------------------------------------------------
-
-# Any one character that is not part of a word: Python's \W, and "_".
-# Combining marks are \W to Python's re but part of the letter before them
-# (an accent, a Devanagari vowel sign), so ``words`` keeps them.
-_NOT_WORD = re.compile(r"[\W_]")
-
-
-def _separator(m: re.Match[str]) -> str:
-    return m.group() if unicodedata.category(m.group())[0] == "M" else " "
-
-
-def words(text: str) -> list[str]:
-    """The case-folded words of ``text``: split at anything that is not a
-    letter, a digit or a mark (``"Ada Lovelace-Byron"`` is ``ada``,
-    ``lovelace``, ``byron``)."""
-    return _NOT_WORD.sub(_separator, text.casefold()).split()
-
-
-# -- schemas -------------------------------------------------------------
 
 class Schema:
-    """A kind of record: its names, its fields' rules, and how a list of
-    them may be filtered, sorted and searched.
+    """A kind of record: its names, its fields, and what a store does with them.
 
     ``id`` is every record's first field: assigned by the store, read-only.
-    ``fields`` maps each other field, in representation order, to its rule.
-    ``filters`` are fields a list may be filtered by (exact, ignoring case);
-    ``sorts`` fields it may be ordered by (case-folded, then by id) beside
-    ``id``; the search ``q`` matches the start of any word of a ``words``
-    field and the start of a whole ``prefixes`` field, case-folded.
+    ``fields`` maps each other field, in representation order, to its kind.
+    ``optional`` fields may be absent (every other field is required);
+    ``unique`` fields belong to one record at most (text compared
+    case-folded); ``filters`` are text fields a list may be filtered by
+    (exact, ignoring case); ``sorts`` text fields it may be ordered by
+    (case-folded, then by id) beside ``id``; the search ``q`` matches the
+    start of any word of a ``words`` field and the start of a whole
+    ``prefixes`` field, case-folded.
     """
 
-    def __init__(self, name: str, plural: str, fields: Mapping[str, Rule],
-                 *, filters: Iterable[str] = (), sorts: Iterable[str] = (),
+    def __init__(self, name: str, plural: str, fields: Mapping[str, Field], *,
+                 optional: Iterable[str] = (), unique: Iterable[str] = (),
+                 filters: Iterable[str] = (), sorts: Iterable[str] = (),
                  words: Iterable[str] = (), prefixes: Iterable[str] = ()) -> None:
+        for what, value in (("name", name), ("plural", plural)):
+            if not isinstance(value, str) or not _NAME.fullmatch(value):
+                raise ValueError(f"a schema's {what} must be lower case letters, digits "
+                                 f"and single underscores: {value!r}")
+        if name == plural:
+            raise ValueError(f"a schema's name and plural must differ: {name!r}")
         self.name = name
         self.plural = plural
         self.fields = dict(fields)
+        for field, kind in self.fields.items():
+            if not _NAME.fullmatch(field) or field in RESERVED:
+                raise ValueError(f"{plural}: {field!r} cannot name a field (lower case "
+                                 f"letters, digits and single underscores; not "
+                                 f"{', '.join(sorted(RESERVED))})")
+            if not isinstance(kind, Field):
+                raise ValueError(f"{plural}.{field}: not a field kind (text(n), email, "
+                                 f"integer(minimum, maximum)): {kind!r}")
         self.field_names = ("id", *self.fields)
-        self.filters = tuple(filters)
-        self.sorts = ("id", *sorts)
-        self.words = tuple(words)
-        self.prefixes = tuple(prefixes)
+        self.optional = self._names("optional", optional)
+        self.required = tuple(f for f in self.fields if f not in self.optional)
+        self.unique = self._names("unique", unique)
+        self.filters = self._names("filters", filters, text_only=True)
+        self.sorts = ("id", *self._names("sorts", sorts, text_only=True))
+        self.words = self._names("words", words, text_only=True)
+        self.prefixes = self._names("prefixes", prefixes, text_only=True)
+        for field in self.sorts[1:]:
+            if field in self.optional:
+                raise ValueError(f"{plural}.{field}: an optional field cannot be a sort "
+                                 "(a record without it has no place in the order)")
         self.searchable = bool(self.words or self.prefixes)
-        self._values = operator.attrgetter(*self.field_names)
+        #: Text fields kept case-folded beside their value, for the stores'
+        #: indexes: compared (unique, filters), ordered, or searched whole.
+        self.keyed = tuple(f for f in self.fields if self.fields[f].type == "text" and (
+            f in self.unique or f in self.filters or f in self.sorts or f in self.prefixes))
+        #: One stored version of a record: a named tuple of its fields by name,
+        #: ``None`` for an absent optional field.
+        self.record = namedtuple(name.title().replace("_", ""),  # type: ignore[misc]
+                                 ("id", *self.fields, "version"))
+
+    def _names(self, what: str, names: Iterable[str], text_only: bool = False) -> tuple[str, ...]:
+        names = tuple(names)
+        if isinstance(names, str) or len(set(names)) != len(names):
+            raise ValueError(f"{self.plural}: {what} must name each field once: {names!r}")
+        for field in names:
+            if field not in self.fields:
+                raise ValueError(f"{self.plural}: {what} names {field!r}, which is not a field")
+            if text_only and self.fields[field].type != "text":
+                raise ValueError(f"{self.plural}.{field}: {what} are for text fields")
+        return names
+
+    def __repr__(self) -> str:
+        return f"<Schema {self.plural}>"
+
+    def declaration(self) -> dict[str, Any]:
+        """What a store records of the schema, to compare at its next open:
+        each field's stored type and whether it may be absent, and what is
+        indexed. (Not the rules' bounds: those hold for what is sent, and a
+        store keeps whatever passed them.)"""
+        return {"name": self.name, "plural": self.plural, "order": list(self.fields),
+                "fields": {f: {"type": kind.type, "optional": f in self.optional}
+                           for f, kind in self.fields.items()},
+                "unique": sorted(self.unique), "filters": sorted(self.filters),
+                "sorts": sorted(self.sorts[1:]), "words": sorted(self.words),
+                "prefixes": sorted(self.prefixes)}
+
+    @classmethod
+    def from_declaration(cls, declaration: dict[str, Any]) -> Schema:
+        """A schema with a stored declaration's fields, indexes and names,
+        and no bounds on its values (for ``usersvc copy``, which moves
+        records that passed their own schema's rules)."""
+        kinds = {"text": text(2**31), "integer": integer(-MAX_INTEGER, MAX_INTEGER)}
+        order = declaration.get("order") or list(declaration["fields"])
+        fields = {f: kinds[declaration["fields"][f]["type"]] for f in order}
+        return cls(declaration["name"], declaration["plural"], fields,
+                   optional=[f for f, kind in declaration["fields"].items() if kind["optional"]],
+                   **{what: declaration[what] for what in ("unique", "filters", "sorts", "words",
+                                                           "prefixes")})
 
     def search_keys(self, record: Any) -> set[str]:
         """What ``q`` is matched against, as a prefix: every word of the
         ``words`` fields and each ``prefixes`` field whole, case-folded."""
-        keys = {getattr(record, f).casefold() for f in self.prefixes}
+        keys = {value.casefold() for f in self.prefixes
+                if (value := getattr(record, f)) is not None}
         for field in self.words:
-            keys.update(words(getattr(record, field)))
+            value = getattr(record, field)
+            if value is not None:
+                keys.update(words(value))
         return keys
 
     def as_dict(self, record: Any) -> dict[str, Any]:
-        """The record's representation, field by field."""
-        return dict(zip(self.field_names, self.values(record)))
+        """The record's representation, field by field; an absent optional
+        field is left out."""
+        pairs = zip(self.field_names, record)
+        if not self.optional:
+            return dict(pairs)
+        return {name: value for name, value in pairs if value is not None}
 
-    def values(self, record: Any) -> tuple[Any, ...]:
-        """The record's fields' values, in ``field_names`` order."""
-        values = self._values(record)
-        return values if len(self.field_names) > 1 else (values,)
+    def values(self, fields: dict[str, Any], old: Any = None) -> list[Any]:
+        """A write's values, in the fields' order: each one given (``None``:
+        absent), else ``old``'s (no ``old``: absent). ``TypeError`` for a
+        name that is not a field, or a required field left without a value:
+        a store's caller sends only what the schema has checked."""
+        self.check_names(fields)
+        if old is None:
+            values = [fields.get(f) for f in self.fields]
+        else:
+            values = [fields[f] if f in fields else value for f, value in zip(self.fields, old[1:])]
+        if len(values) > len(fields) and None in values:
+            for field, value in zip(self.fields, values):
+                if value is None and field not in self.optional:
+                    raise TypeError(f"a {self.name} needs a value for {field}")
+        return values
+
+    def check_names(self, fields: dict[str, Any]) -> None:
+        """``TypeError`` for a name that is not a field, or ``None`` (absent)
+        for a required field."""
+        for field, value in fields.items():
+            if field not in self.fields:
+                raise TypeError(f"{field} is not a field of a {self.name}")
+            if value is None and field not in self.optional:
+                raise TypeError(f"a {self.name} needs a value for {field}")
 
     def for_create(self, document: Any) -> dict[str, Any]:
-        """The fields of a new record: all required, no ``id``."""
+        """The fields of a new record: the required ones and any optional
+        ones given; no ``id``."""
         return self._check(document, record_id=None, partial=False)
 
     def for_replace(self, document: Any, record_id: int) -> dict[str, Any]:
-        """The fields of a full replacement: all required; ``id`` only if it
-        is the record's own."""
-        return self._check(document, record_id, partial=False)
+        """Every field of a full replacement: an optional field left out is
+        ``None`` (removed); ``id`` only if it is the record's own."""
+        fields = self._check(document, record_id, partial=False)
+        if len(fields) < len(self.fields):
+            return {f: fields.get(f) for f in self.fields}
+        return fields
 
     def for_patch(self, document: Any, record_id: int) -> dict[str, Any]:
-        """The fields a JSON Merge Patch (RFC 7396) changes: any subset; a
-        ``null`` would remove a field, and every field is required."""
+        """The fields a JSON Merge Patch (RFC 7396) changes: any subset;
+        ``null`` removes an optional field (``None``) and is refused for a
+        required one."""
         return self._check(document, record_id, partial=True)
 
     def _check(self, document: Any, record_id: int | None,
@@ -263,10 +231,12 @@ class Schema:
                     errors.append((pointer(key), problem))
             elif rule is None:
                 errors.append((pointer(key), f"is not a field of a {self.name}"))
+            elif key in self.optional:
+                cleaned[key] = None             # a merge patch's null: remove it
             else:
                 errors.append((pointer(key), "is required and cannot be removed"))
-        if not partial and len(cleaned) < len(fields):     # some field missing or invalid
-            errors += [(pointer(f), "is required") for f in fields if f not in document]
+        if not partial and len(cleaned) < len(self.required):  # a required field missing or invalid
+            errors += [(pointer(f), "is required") for f in self.required if f not in document]
         if errors:
             n = len(errors)
             raise Invalid(f"The {self.name} has {n} invalid field{'s' * (n != 1)}.",
@@ -282,5 +252,5 @@ class Schema:
 
 
 USER = Schema("user", "users", {"name": text(200), "email": email},
-              filters=("email",), sorts=("name", "email"),
+              unique=("email",), filters=("email",), sorts=("name", "email"),
               words=("name",), prefixes=("email",))

@@ -8,7 +8,7 @@ from typing import Any
 from ..listing import DEFAULT_LIMIT, MAX_CURSOR, MAX_LIMIT, MAX_Q
 from ..representation import JSON_TYPE
 from ..storage import MAX_ID
-from ..validation import Schema, describe
+from ..validation import Schema
 
 JSON_BODY = (JSON_TYPE,)
 XML_BODY = ("application/xml", "text/xml")
@@ -26,7 +26,8 @@ DESCRIPTIONS = {
     403: "A write from a page of another site, refused by the cross-origin protection.",
     404: "There is no such record (never was, or was deleted).",
     406: "None of the service's media types is acceptable (`available` lists them).",
-    409: "The e-mail address belongs to another user (compared ignoring case).",
+    409: "A unique field's value (text compared ignoring case) belongs to another record; "
+         "`errors` points at the field.",
     412: "If-Match or If-None-Match does not hold: the record has changed. Nothing was written.",
     413: "The body is larger than the limit (`max_body_size`).",
     415: "The body's Content-Type is not one the operation reads.",
@@ -176,19 +177,36 @@ def asset_paths(assets: Mapping[str, str]) -> dict[str, Any]:
 def record_schemas(schema: Schema) -> tuple[dict[str, Any], dict[str, Any]]:
     """A record as the service sends it: JSON, and XML (where ids are text)."""
     properties: dict[str, Any] = {"id": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
-    for field in schema.fields:
-        properties[field] = {"type": "string", "minLength": 1}
-    record = {"type": "object", "properties": properties, "required": list(properties),
+    for field, kind in schema.fields.items():
+        properties[field] = ({"type": "string", "minLength": 1} if kind.type == "text" else
+                             {"type": "integer", "minimum": kind.minimum, "maximum": kind.maximum})
+    record = {"type": "object", "properties": properties, "required": ["id", *schema.required],
               "additionalProperties": False, "xml": {"name": schema.name}}
     return record, record
 
 
 def request_schema(schema: Schema, required: bool, in_xml: bool) -> dict[str, Any]:
-    properties = {f: describe(rule, in_xml=in_xml) for f, rule in schema.fields.items()}
+    """A request's record: every required field (``required``: a create or
+    a replacement), or any of them (a patch, where JSON's ``null`` removes
+    an optional field)."""
+    properties = {}
+    for field, kind in schema.fields.items():
+        described = kind.describe(in_xml)
+        if field in schema.unique:
+            described = {**described, "description": (described.get("description", "") +
+                                                       " Unique" + (", ignoring case."
+                                                       if kind.type == "text" else ".")).strip()}
+        if field in schema.optional:
+            described = {**described, "description": (described.get("description", "") +
+                                                       " Optional: may be left out.").strip()}
+            if not required and not in_xml:
+                described = {"anyOf": [described, {"type": "null"}],
+                             "description": "null removes it."}
+        properties[field] = described
     body: dict[str, Any] = {"type": "object", "properties": properties,
                             "additionalProperties": False, "xml": {"name": schema.name}}
     if required:
-        body["required"] = list(properties)
+        body["required"] = list(schema.required)
     return body
 
 

@@ -112,7 +112,7 @@ def record_page(req: Request, schema: Schema, record: Any, tag: str) -> Response
     collection_url = f"{_base(req)}/{schema.plural}"
     values = schema.as_dict(record)
     first = next(iter(schema.fields), "id")
-    heading = str(values[first])
+    heading = str(values.get(first, record.id))
     fields = Html("".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>\n"
                           for k, v in values.items()))
     main = fill("record", kind=schema.name, collection_url=collection_url, plural=schema.plural,
@@ -136,12 +136,14 @@ def problem_page(req: Request, problem: Mapping[str, Any],
 
 def _inputs(schema: Schema, form: str, values: Mapping[str, Any]) -> Html:
     """An input for each field a client sends, named after it, and the
-    place for its error. The service checks every rule; the browser only
-    those an input type checks the same way (``type=email``), since
-    ``maxlength`` would count UTF-16 units, not characters."""
+    place for its error; an optional one may be left empty. The service
+    checks every rule; the browser only those an input type checks the same
+    way (``type=email``, ``type=number``), since ``maxlength`` would count
+    UTF-16 units, not characters."""
     return Html("".join(
         fill("field", id=f"{form}-{name}", name=name, value=values.get(name, ""),
-             type=getattr(rule, "input_type", "text"))
+             type=rule.input_type,
+             required=Html("" if name in schema.optional else " required"))
         for name, rule in schema.fields.items()))
 
 

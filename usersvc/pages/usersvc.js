@@ -92,7 +92,11 @@
     if (form.matches("form.record")) {
       event.preventDefault();
       const fields = {};
-      for (const input of form.querySelectorAll("input[name]")) fields[input.name] = input.value;
+      for (const input of form.querySelectorAll("input[name]")) {
+        if (input.value === "" && !input.required) continue;   // an optional field left empty: absent
+        const number = input.type === "number" ? input.valueAsNumber : NaN;
+        fields[input.name] = Number.isNaN(number) ? input.value : number;
+      }
       send(form, form.dataset.method, JSON.stringify(fields));
     } else if (form.matches("form.token")) {
       event.preventDefault();

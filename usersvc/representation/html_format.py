@@ -30,7 +30,7 @@ class HTMLFormat(Format):
         """One row: each field, the id and the first other field linking
         to the record's page."""
         link = f'<a href="{escape(schema.plural)}/{record["id"]}">'
-        cells = [escape(str(value)) for value in record.values()]
+        cells = [escape(str(record.get(name, ""))) for name in schema.field_names]
         cells[0] = link + cells[0] + "</a>"
         if len(cells) > 1:
             cells[1] = link + cells[1] + "</a>"

@@ -98,9 +98,11 @@ class JSONFormat(Format):
         return _flat(tuple(record), record.values()) or _ENCODER.encode(record).encode()
 
     def render_record(self, schema, record):
-        # The fields straight from the record: no dict in between.
-        return (_flat(schema.field_names, schema.values(record))
-                or self.render(schema, schema.as_dict(record)))
+        # The fields straight from the record, when every field is there:
+        # no dict in between.
+        if not schema.optional:
+            return _flat(schema.field_names, record[:-1]) or self.render(schema, schema.as_dict(record))
+        return self.render(schema, schema.as_dict(record))
 
     def join(self, schema, rendered):
         return b"[" + b",".join(rendered) + b"]"

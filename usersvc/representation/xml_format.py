@@ -3,7 +3,7 @@
 A record is ``<user><id>1</id><name>…</name>…</user>``, a list wraps them in
 ``<users>``, a problem is ``<problem xmlns="urn:ietf:rfc:7807">`` (RFC 9457
 Appendix B). A request body is one ``<user>`` element (no namespace) of
-text-only children. DOCTYPEs are refused outright: no DTD is read and no
+text-only children; an integer field's trimmed decimal text is its number. DOCTYPEs are refused outright: no DTD is read and no
 entity declared, so neither entity-expansion bombs nor external entities
 can act.
 """
@@ -135,7 +135,13 @@ class _Document:
         doc: dict[str, Any] = {}
         for name, chunks in self.fields.items():
             value = "".join(chunks)
-            doc[name] = int(value) if name == "id" and _XML_INT.fullmatch(value) else value
+            if name == "id" and _XML_INT.fullmatch(value):
+                doc[name] = int(value)
+            elif name in schema.fields and schema.fields[name].type == "integer" \
+                    and _XML_INT.fullmatch(value.strip()):
+                doc[name] = int(value.strip())      # an integer field: its trimmed decimal text
+            else:
+                doc[name] = value
         return doc
 
 

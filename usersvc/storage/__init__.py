@@ -1,77 +1,122 @@
-"""The storage protocol, its records and its errors, and ``open_store(url)``.
+"""The storage protocol, its errors, and ``open_store(url, collections)``.
 
-Every store keeps the same promises, and ``tests/test_store_contract.py``
-holds each implementation to them:
+One store per storage URL holds every collection of an app: a memory
+store, one SQLite file or one PostgreSQL database. ``store["users"]`` is
+one collection's records (``RecordStore``). Each store keeps the same
+promises, for any schema, and ``tests/store_contract.py`` holds every
+implementation to them:
 
 - ids are assigned by the store, increase with every create and are never
   reused, not even after a delete;
-- every change to a user gives it a new ``version`` (the ETag is made of it);
-- e-mail uniqueness and preconditions are enforced by the store itself, in
-  the same atomic step as the write, never checked first by the caller.
+- every change to a record gives it a new ``version`` (the ETag is made of it);
+- unique fields and preconditions are enforced by the store itself, in the
+  same atomic step as the write, never checked first by the caller.
+
+A SQL store's tables, indexes, queries and feed are generated from the
+schemas when it opens (``sql``), and it records each schema's declaration
+to compare at the next open (``evolution``).
 
 Errors::
 
     StoreError
      +-- NotFound          no record with that id        (HTTP 404)
-     |    +-- UserNotFound
      +-- Conflict          a unique field is taken       (HTTP 409)
-     |    +-- EmailTaken
      +-- StaleVersion      a precondition does not hold  (HTTP 412)
      +-- StoreUnavailable  busy or down; try again later (HTTP 503)
+    SchemaMismatch         a stored collection the schema cannot open as it is
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, Union
+from typing import Any, Protocol, Union
 
-from ..validation import pointer
+from ..validation import USER, Schema, pointer
 
-__all__ = [
-    "MAX_ID",
-    "ORDERS",
-    "Conflict",
-    "EmailTaken",
-    "NotFound",
-    "Precondition",
-    "SchemaTooNew",
-    "StaleVersion",
-    "StoreError",
-    "StoreUnavailable",
-    "Position",
-    "User",
-    "UserNotFound",
-    "check_fresh_ids",
-    "checked_id",
-    "position",
-    "UserStore",
-    "open_store",
-    "redact",
-]
+__all__ = ["MAX_ID", "Conflict", "NotFound", "Position", "Precondition", "RecordStore",
+           "SchemaMismatch", "SchemaTooNew", "StaleVersion", "Storage", "StoreError",
+           "StoreUnavailable", "check_fresh_ids", "checked_id", "open_store", "position",
+           "redact"]
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
 MAX_ID = 2**63 - 1
 
 
-def checked_id(user_id: int) -> int:
-    """``user_id``, if it is one a store can hold (1 to ``MAX_ID``); every
+class StoreError(Exception):
+    """Base of the errors a store raises; ``str()`` is a sentence for people,
+    ``errors`` the fields at fault, as ``(JSON Pointer, detail)`` pairs."""
+
+    @property
+    def errors(self) -> list[tuple[str, str]]:
+        return []
+
+
+class NotFound(StoreError):
+    """There is no record with that id (never was, or was deleted)."""
+
+    def __init__(self, schema: Schema, record_id: int):
+        super().__init__(f"There is no {schema.name} with id {record_id}.")
+        self.record_id = record_id
+
+
+class Conflict(StoreError):
+    """A unique field's value already belongs to another record (``field``:
+    which; empty when it cannot be told, as in a restore)."""
+
+    def __init__(self, detail: str, field: str = ""):
+        super().__init__(detail)
+        self.field = field
+
+    @classmethod
+    def taken(cls, schema: Schema, field: str, value: Any) -> Conflict:
+        noun = schema.fields[field].noun or field
+        return cls(f"The {noun} {value} belongs to another {schema.name}.", field)
+
+    @property
+    def errors(self) -> list[tuple[str, str]]:
+        return [(pointer(self.field), "is already taken")] if self.field else []
+
+
+class StaleVersion(StoreError):
+    """The record exists, but its version does not satisfy the precondition."""
+
+    def __init__(self, record_id: int):
+        super().__init__(
+            f"The precondition failed: record {record_id} has changed or does not match."
+        )
+        self.record_id = record_id
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot answer now (a lock held too long, a lost connection);
+    the same call may succeed later. Nothing was changed."""
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer usersvc than this one."""
+
+    @classmethod
+    def check(cls, found: int, known: int) -> None:
+        """Raise if a database's schema version ``found`` is above ``known``."""
+        if found > known:
+            raise cls(f"the database has schema version {found}; this usersvc "
+                      f"knows versions up to {known}")
+
+
+class SchemaMismatch(ValueError):
+    """A stored collection cannot be opened with its schema as declared (a
+    stored field the schema lacks, a new required field...): nothing was
+    changed. ``str()`` is one line naming the collection and the field."""
+
+
+def checked_id(schema: Schema, record_id: int) -> int:
+    """``record_id``, if it is one a store can hold (1 to ``MAX_ID``); every
     store asks before it looks, so that no id is out of range for one store
-    and merely absent from another: raises ``UserNotFound``."""
-    if not 0 < user_id <= MAX_ID:
-        raise UserNotFound(user_id)
-    return user_id
-
-
-class User(NamedTuple):
-    """One stored version of a user: immutable. (A named tuple rather than
-    a frozen dataclass: made on every read and write, and three times
-    cheaper to make.)"""
-
-    id: int
-    name: str
-    email: str
-    version: int
+    and merely absent from another: raises ``NotFound``."""
+    if not 0 < record_id <= MAX_ID:
+        raise NotFound(schema, record_id)
+    return record_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,164 +141,118 @@ class Precondition:
 #: Where a page starts: an id (id order), or a case-folded value and an id.
 Position = Union[int, tuple[str, int]]
 
-#: The orders every user store can list in.
-ORDERS = ("id", "name", "email")
 
-
-def position(user: User, sort: str) -> Position:
-    """Where ``user`` stands in ``sort`` order, as ``list(after=...)`` takes it."""
+def position(record: Any, sort: str) -> Position:
+    """Where ``record`` stands in ``sort`` order, as ``list(after=...)`` takes it."""
     if sort == "id":
-        return user.id
-    return (getattr(user, sort).casefold(), user.id)
+        return record.id
+    return (getattr(record, sort).casefold(), record.id)
 
 
-class StoreError(Exception):
-    """Base of the errors a store raises; ``str()`` is a sentence for people,
-    ``errors`` the fields at fault, as ``(JSON Pointer, detail)`` pairs."""
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return []
-
-
-class NotFound(StoreError):
-    """There is no record with that id (never was, or was deleted)."""
-
-
-class UserNotFound(NotFound):
-    def __init__(self, user_id: int):
-        super().__init__(f"There is no user with id {user_id}.")
-        self.user_id = user_id
-
-
-class Conflict(StoreError):
-    """A field that must be unique already belongs to another record."""
-
-    field: str = ""
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return [(pointer(self.field), "is already taken")] if self.field else []
-
-
-class EmailTaken(Conflict):
-    field = "email"
-
-    def __init__(self, email: str):
-        super().__init__(f"The e-mail address {email} belongs to another user.")
-        self.email = email
-
-
-class StaleVersion(StoreError):
-    """The record exists, but its version does not satisfy the precondition."""
-
-    def __init__(self, record_id: int):
-        super().__init__(
-            f"The precondition failed: record {record_id} has changed or does not match."
-        )
-        self.record_id = record_id
-
-
-class StoreUnavailable(StoreError):
-    """The store cannot answer now (a lock held too long, a lost connection);
-    the same call may succeed later. Nothing was changed."""
-
-
-def check_fresh_ids(users: Sequence[User], handed_out: int) -> None:
+def check_fresh_ids(records: Sequence[Any], handed_out: int) -> None:
     """``restore`` takes only ids above every id the store has handed out:
     ids are never reused (and a version, with its id, names one content
-    for good, which the SQLite store's kept users rely on)."""
-    if users and min(u.id for u in users) <= handed_out:
+    for good, which the SQLite store's kept records rely on)."""
+    if records and min(r.id for r in records) <= handed_out:
         raise Conflict(f"Ids are never reused: this store has handed out ids up to "
-                       f"{handed_out}, and user {min(u.id for u in users)} is not above that.")
+                       f"{handed_out}, and record {min(r.id for r in records)} is not above that.")
 
 
-class SchemaTooNew(RuntimeError):
-    """The database was written by a newer usersvc than this one."""
+class RecordStore(Protocol):
+    """One collection's records, as the HTTP layer needs them (``schema``:
+    what they are). Every method is safe to call from several threads at
+    once. Values arrive validated and cleaned by the schema; text keys are
+    compared case-folded (``str.casefold``). Every store here also keeps a
+    change feed (``feed.ChangeFeed``)."""
 
-    @classmethod
-    def check(cls, found: int, known: int) -> None:
-        """Raise if a database's schema version ``found`` is above ``known``."""
-        if found > known:
-            raise cls(f"the database has schema version {found}; this usersvc "
-                      f"knows versions up to {known}")
+    schema: Schema
 
-
-class UserStore(Protocol):
-    """What the HTTP layer needs from a place that keeps users.
-
-    Every method is safe to call from several threads at once. Names and
-    e-mails arrive already validated and trimmed; the store compares e-mails
-    case-insensitively (``str.casefold``). Every user store here also keeps
-    a change feed (``feed.ChangeFeed``).
-    """
-
-    def get(self, user_id: int) -> User:
-        """The user with that id; raises ``UserNotFound``."""
+    def get(self, record_id: int) -> Any:
+        """The record (``schema.record``) with that id; raises ``NotFound``."""
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
-             after: Position | None = None, email: str | None = None,
-             q: str | None = None) -> list[User]:
-        """Up to ``limit`` users in ``sort`` order, backwards if ``reverse``,
+             after: Position | None = None, q: str | None = None,
+             **filters: str) -> list[Any]:
+        """Up to ``limit`` records in ``sort`` order, backwards if ``reverse``,
         from just past ``after`` (``None``: from the first).
 
-        Orders: ``id``; ``name`` and ``email``, by the case-folded value and
-        then by id. A position is an id in id order and a ``(case-folded
-        value, id)`` pair in the others (``position(user, sort)``). Filters,
-        all of which must hold: ``email``, the user with that address
-        (case-insensitive); ``q`` (case-folded), users with a word of the
-        name, or the e-mail address, that starts with it
-        (``validation.USER.search_keys``)."""
+        Orders: ``id``, and each of ``schema.sorts``, by the case-folded
+        value and then by id. A position is an id in id order and a
+        ``(case-folded value, id)`` pair in the others (``position``).
+        Filters, all of which must hold: one per ``schema.filters`` field,
+        the records whose value equals it, case-folded; ``q``, the records
+        of which a search key (``schema.search_keys``) starts with it."""
 
-    def count(self, *, email: str | None = None, q: str | None = None) -> int:
-        """How many users the filters of ``list`` keep, on all pages."""
+    def count(self, *, q: str | None = None, **filters: str) -> int:
+        """How many records the filters of ``list`` keep, on all pages."""
 
-    def create(self, *, name: str, email: str) -> User:
-        """A new user with a fresh id and version 1; raises ``EmailTaken``."""
+    def create(self, **fields: Any) -> Any:
+        """A new record with a fresh id and version 1 (an optional field not
+        given is absent); raises ``Conflict``."""
 
-    def update(self, user_id: int, *, name: str | None = None,
-               email: str | None = None,
-               precondition: Precondition | None = None) -> User:
-        """Change the given fields (``None``: keep) and the version, atomically
-        with the precondition check; raises ``UserNotFound``, ``StaleVersion``,
-        ``EmailTaken``."""
+    def update(self, record_id: int, *, precondition: Precondition | None = None,
+               **fields: Any) -> Any:
+        """Change the given fields (``None``: remove an optional one) and the
+        version, atomically with the precondition check; raises
+        ``NotFound``, ``StaleVersion``, ``Conflict``."""
 
-    def delete(self, user_id: int, *,
-               precondition: Precondition | None = None) -> None:
-        """Remove the user, atomically with the precondition check; raises
-        ``UserNotFound``, ``StaleVersion``."""
+    def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
+        """Remove the record, atomically with the precondition check; raises
+        ``NotFound``, ``StaleVersion``."""
 
     def last_id(self) -> int:
-        """The highest id this store ever handed out, deleted or not (0: none)."""
+        """The highest id this collection ever handed out, deleted or not (0: none)."""
 
-    def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
-        """Add users as they are, ids and versions kept, in one atomic step
+    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        """Add records as they are, ids and versions kept, in one atomic step
         (for ``usersvc copy``); new ids afterwards are above ``last_id`` and
-        every id given. Raises ``Conflict`` if an e-mail is taken or an id
-        is not above every id the store ever handed out."""
+        every id given. Raises ``Conflict`` if a unique value is taken or an
+        id is not above every id the collection ever handed out."""
+
+
+class Storage(Protocol):
+    """Every collection of one storage URL: ``storage[plural]``."""
+
+    schemas: tuple[Schema, ...]
+
+    def __getitem__(self, plural: str) -> RecordStore:
+        """The collection's records; ``KeyError`` if the store does not hold it."""
+
+    def stop_waiting(self) -> None:
+        """Answer every request waiting for changes now, and every later one at once."""
 
     def close(self) -> None:
         """Release connections and files; the store is unusable afterwards."""
 
 
-def open_store(url: str, *, create: bool = True) -> UserStore:
-    """The store a URL names: ``memory://``, ``sqlite://`` (private, in memory),
-    ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or
-    ``postgresql://user@host/dbname`` (needs the ``postgres`` extra).
-    ``create=False``: a SQLite file that does not exist is an error (for a
-    store to read from), rather than a new, empty database."""
+def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
+               create: bool = True) -> Storage:
+    """The store a URL names, holding ``collections``: ``memory://``,
+    ``sqlite://`` (private, in memory), ``sqlite:///relative/path.db``,
+    ``sqlite:////absolute/path.db``, or ``postgresql://user@host/dbname``
+    (needs the ``postgres`` extra). ``create=False``: a SQLite file that
+    does not exist is an error (for a store to read from), rather than a
+    new, empty database. ``collections=None``: the collections a SQL store
+    holds, as it recorded them (``usersvc copy``). Raises ``SchemaMismatch``
+    for a stored collection its schema cannot open, ``ValueError`` for a
+    URL it cannot."""
+    schemas = None if collections is None else tuple(collections)
+    if schemas is not None:
+        plurals = [s.plural for s in schemas]
+        if not schemas or len(set(plurals)) < len(plurals):
+            raise ValueError(f"a store needs one schema per collection, each once: {plurals}")
     scheme, sep, rest = url.partition("://")
     if not sep:
         raise ValueError(f"not a storage URL: {url!r} (try memory:// or sqlite:///users.db)")
     if scheme == "memory":
         if rest:
             raise ValueError(f"memory:// takes no path: {url!r}")
-        from .memory import MemoryUserStore
-        return MemoryUserStore()
+        from .memory import MemoryStorage
+        return MemoryStorage(schemas)
     if scheme == "sqlite":
-        from .sqlite import SQLiteUserStore
+        from .sqlite import SQLiteStorage
         if rest == "":
-            return SQLiteUserStore(":memory:")
+            return SQLiteStorage(":memory:", schemas)
         if not rest.startswith("/") or rest == "/":
             raise ValueError(f"not a SQLite URL: {url!r} (try sqlite:///users.db)")
         path = rest[1:]
@@ -262,14 +261,14 @@ def open_store(url: str, *, create: bool = True) -> UserStore:
         folder = os.path.dirname(path)
         if folder and not os.path.isdir(folder):
             raise ValueError(f"the folder {folder} does not exist")
-        return SQLiteUserStore(path)
+        return SQLiteStorage(path, schemas)
     if scheme in ("postgresql", "postgres"):
         try:
-            from .postgres import PostgresUserStore
+            from .postgres import PostgresStorage
         except ImportError as e:
             raise ValueError(f"{scheme}:// needs psycopg: pip install -e '.[postgres]' "
                              f"in usersvc's folder ({e})") from None
-        return PostgresUserStore(url)
+        return PostgresStorage(url, schemas)
     raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
 
 
@@ -282,8 +281,3 @@ def redact(url: str) -> str:
         user = user.split(":", 1)[0] + ":***"
         return f"{scheme}{sep}{user}@{host}{slash}{path}"
     return url
-
-
-def email_key(email: str) -> str:
-    """The form e-mails are compared in: case-insensitive, as the contract says."""
-    return email.casefold()

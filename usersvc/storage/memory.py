@@ -1,21 +1,25 @@
-"""MemoryUserStore: users in a dict, for tests and throw-away servers.
+"""MemoryStorage: every collection in dicts, for tests and throw-away servers.
 
-Nothing survives the process. One lock makes every method atomic. Sorted
-indexes, as a database keeps them, make every page O(log N + limit) and
-every search O(log N + matches) rather than a scan:
+Nothing survives the process. Each collection (``MemoryRecords``) has one
+lock that makes every method atomic, and the indexes a database would keep,
+made from its schema, so that every page is O(log N + limit) and every
+search O(log N + matches) rather than a scan:
 
-- one per order: ids; ``(case-folded name, id)``; ``(e-mail key, id)``;
-- one for ``q``: the distinct words of the names, sorted, each with the
-  ids of the users whose name has it. The users ``q`` matches are those of
-  one range of words, and of one range of the e-mail order's index (an
-  address that starts with ``q``): ``USER.search_keys``, found by prefix.
-  (A write touches the sorted words only for a word no name had before.)
+- ids, sorted;
+- per unique field, its keys (case-folded text, or the integer) to ids;
+  per other filter field, its keys to the set of ids;
+- per sort field and per prefix field, ``(case-folded value, id)`` sorted:
+  an order to walk, and a range for ``q`` to find values that start with it;
+- for ``q`` in words fields: the distinct words, sorted, each with the ids
+  of the records that have it (a write touches the sorted words only for a
+  word no record had before).
 
-The change feed is one more sorted index: each user's latest position,
-tombstones included (``feed``); positions are handed out under the lock.
+The change feed is one more sorted index: each record's latest position,
+tombstones included; positions are handed out under the lock.
 
-``touched`` counts the records each call has looked at, so tests can show
-what a page costs without timing it.
+A write moves only the index entries whose keys changed. ``touched`` counts
+the records each call has looked at, so tests can show what a page costs
+without timing it.
 """
 from __future__ import annotations
 
@@ -27,137 +31,166 @@ from typing import Any
 
 from sortedcontainers import SortedDict, SortedList
 
-from ..validation import USER, words
-from . import (
-    Conflict,
-    EmailTaken,
-    Position,
-    Precondition,
-    StaleVersion,
-    User,
-    UserNotFound,
-    check_fresh_ids,
-    checked_id,
-    email_key,
-    position,
-)
+from ..fields import words
+from ..validation import Schema
+from . import (Conflict, NotFound, Position, Precondition, StaleVersion, check_fresh_ids,
+               checked_id, position)
 from .feed import Change, Watch
-
 
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position
 
 
-class MemoryUserStore:
-    def __init__(self) -> None:
+class MemoryStorage:
+    def __init__(self, schemas: Iterable[Schema] | None) -> None:
+        if schemas is None:
+            raise ValueError("memory:// holds nothing yet: name its collections")
+        self.schemas = tuple(schemas)
+        self.collections = {s.plural: MemoryRecords(s) for s in self.schemas}
+
+    def __getitem__(self, plural: str) -> MemoryRecords:
+        return self.collections[plural]
+
+    def stop_waiting(self) -> None:
+        for records in self.collections.values():
+            records.stop_waiting()
+
+    def close(self) -> None:
+        self.stop_waiting()
+
+
+def _key(value: Any) -> Any:
+    """How a value is compared: text case-folded, an integer as it is."""
+    return value.casefold() if type(value) is str else value
+
+
+class MemoryRecords:
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
         self._lock = threading.Lock()
-        self._users: dict[int, User] = {}
-        self._by_email: dict[str, int] = {}  # email_key -> id, for uniqueness
-        # Each order's positions (``position(user, sort)``), sorted.
-        self._orders = {"id": SortedList(), "name": SortedList(), "email": SortedList()}
-        self._words = SortedList()           # distinct name words, sorted
-        self._named: dict[str, set[int]] = {}  # word -> ids of the users with it
+        self._records: dict[int, Any] = {}
+        self._ids = SortedList()
+        self._make = schema.record._make
+        # (field, its place in a record) for each index, in the schema's order.
+        place = {f: i for i, f in enumerate(schema.record._fields)}
+        self._names = tuple(schema.fields)
+        self._unique = {f: {} for f in schema.unique}            # key -> id
+        self._filtered = {f: {} for f in schema.filters if f not in schema.unique}  # key -> ids
+        self._orders = {f: SortedList() for f in dict.fromkeys((*schema.sorts[1:], *schema.prefixes))}
+        self._word_fields = tuple((f, place[f]) for f in schema.words)
+        self._indexed = tuple((f, place[f]) for f in
+                              dict.fromkeys((*self._unique, *self._filtered, *self._orders)))
+        self._words = SortedList()           # distinct words, sorted
+        self._named: dict[str, set[int]] = {}  # word -> ids of the records with it
         self._last_id = 0
         self._seq = 0                        # the feed's last position
-        self._changes = SortedDict()         # position -> id, each user's latest change
+        self._changes = SortedDict()         # position -> id, each record's latest change
         self._seq_of: dict[int, int] = {}    # id -> its position there
         self._watch = Watch(lambda: self._seq)
         self.touched = 0
 
-    def get(self, user_id: int) -> User:
+    # -- reads ------------------------------------------------------------
+
+    def get(self, record_id: int) -> Any:
         with self._lock:
-            return self._get(user_id)
+            return self._get(record_id)
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
-             after: Position | None = None, email: str | None = None,
-             q: str | None = None) -> list[User]:
+             after: Position | None = None, q: str | None = None,
+             **filters: str) -> list[Any]:
         with self._lock:
-            if email is None and q is None:
+            if not filters and q is None:
                 ids = self._walk(sort, reverse, after)
-                page = list(map(self._users.__getitem__, itertools.islice(ids, limit)))
+                page = list(map(self._records.__getitem__, itertools.islice(ids, limit)))
             else:
-                found = sorted(self._matches(email, q),
-                               key=lambda u: position(u, sort), reverse=reverse)
+                found = sorted(self._matches(filters, q),
+                               key=lambda r: position(r, sort), reverse=reverse)
                 page = list(itertools.islice(_past(found, sort, reverse, after), limit))
             self.touched += len(page)
             return page
 
-    def count(self, *, email: str | None = None, q: str | None = None) -> int:
+    def count(self, *, q: str | None = None, **filters: str) -> int:
         with self._lock:
-            if email is None and q is None:
-                return len(self._users)
-            return sum(1 for _ in self._matches(email, q))
-
-    def create(self, *, name: str, email: str) -> User:
-        with self._lock:
-            key = email_key(email)
-            if key in self._by_email:
-                raise EmailTaken(email)
-            self._last_id += 1
-            user = User(self._last_id, name, email, 1)
-            self._add(user, key)
-        self._watch.notify()
-        return user
-
-    def update(self, user_id: int, *, name: str | None = None,
-               email: str | None = None,
-               precondition: Precondition | None = None) -> User:
-        with self._lock:
-            old = self._checked(user_id, precondition)
-            new = User(user_id, old.name if name is None else name,
-                       old.email if email is None else email, old.version + 1)
-            old_key, new_key = email_key(old.email), email_key(new.email)
-            if new_key != old_key:
-                if new_key in self._by_email:
-                    raise EmailTaken(new.email)
-                del self._by_email[old_key]
-                self._by_email[new_key] = user_id
-            self._reindex(old, new)
-            self._users[user_id] = new
-            self._record(user_id)
-        self._watch.notify()
-        return new
-
-    def delete(self, user_id: int, *,
-               precondition: Precondition | None = None) -> None:
-        with self._lock:
-            user = self._checked(user_id, precondition)
-            self._reindex(user, None)
-            del self._users[user_id]
-            del self._by_email[email_key(user.email)]
-            self._record(user_id)
-        self._watch.notify()
+            if not filters and q is None:
+                return len(self._records)
+            return sum(1 for _ in self._matches(filters, q))
 
     def last_id(self) -> int:
         with self._lock:
             return self._last_id
 
-    def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
+    # -- writes -----------------------------------------------------------
+
+    def create(self, **fields: Any) -> Any:
+        values = [fields.pop(f, None) for f in self._names]
+        if fields:
+            raise TypeError(f"not fields of a {self.schema.name}: {', '.join(fields)}")
         with self._lock:
-            check_fresh_ids(users, self._last_id)
-            keys = [email_key(u.email) for u in users]
-            ids = {u.id for u in users}
-            if (len(ids) < len(users) or len(set(keys)) < len(keys)
-                    or any(i in self._users for i in ids)
-                    or any(k in self._by_email for k in keys)):
-                raise Conflict("The store already holds one of these ids or e-mail addresses.")
-            for user, key in zip(users, keys):
-                self._add(user, key)
+            self._claim(values, 0)
+            self._last_id += 1
+            record = self._make((self._last_id, *values, 1))
+            self._add(record)
+        self._watch.notify()
+        return record
+
+    def update(self, record_id: int, *, precondition: Precondition | None = None,
+               **fields: Any) -> Any:
+        with self._lock:
+            old = self._checked(record_id, precondition)
+            values = [fields.pop(f) if f in fields else value
+                      for f, value in zip(self._names, old[1:])]
+            if fields:
+                raise TypeError(f"not fields of a {self.schema.name}: {', '.join(fields)}")
+            self._claim(values, record_id)
+            new = self._make((record_id, *values, old.version + 1))
+            self._reindex(old, new)
+            self._records[record_id] = new
+            self._record(record_id)
+        self._watch.notify()
+        return new
+
+    def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
+        with self._lock:
+            record = self._checked(record_id, precondition)
+            self._reindex(record, None)
+            del self._records[record_id]
+            self._ids.remove(record_id)
+            self._record(record_id)
+        self._watch.notify()
+
+    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        with self._lock:
+            check_fresh_ids(records, self._last_id)
+            ids = {r.id for r in records}
+            seen: dict[str, set[Any]] = {f: set(keys) for f, keys in self._unique.items()}
+            for record in records:
+                for field, keys in seen.items():
+                    key = _key(getattr(record, field))
+                    if key is not None and key in keys:
+                        raise Conflict(f"The store already holds a {self.schema.name} with "
+                                       f"this {field}: {getattr(record, field)}.", field)
+                    keys.add(key)
+            if len(ids) < len(records):
+                raise Conflict("Two of these records have the same id.")
+            for record in sorted(records, key=lambda r: r.id):
+                self._add(self._make(record))
             self._last_id = max(self._last_id, last_id, *ids)
         self._watch.notify()
+
+    # -- the change feed --------------------------------------------------
 
     def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
         with self._lock:
             seqs = itertools.islice(self._changes.irange(minimum=after, inclusive=(False, True)),
                                     limit)
-            found = [Change(seq, user_id, self._users.get(user_id))
-                     for seq in seqs for user_id in (self._changes[seq],)]
+            found = [Change(seq, record_id, self._records.get(record_id))
+                     for seq in seqs for record_id in (self._changes[seq],)]
             self.touched += len(found)
             return found
 
     def position(self) -> int:
         return self._seq
 
-    def position_and_list(self, **arguments: Any) -> tuple[int, list[User]]:
+    def position_and_list(self, **arguments: Any) -> tuple[int, list[Any]]:
         return self._seq, self.list(**arguments)
 
     def wait(self, after: int, timeout: float) -> None:
@@ -166,43 +199,71 @@ class MemoryUserStore:
     def stop_waiting(self) -> None:
         self._watch.close()
 
-    def close(self) -> None:
-        self._watch.close()
+    # -- the indexes ------------------------------------------------------
 
-    def _add(self, user: User, key: str) -> None:
-        self._users[user.id] = user
-        self._by_email[key] = user.id
-        self._reindex(None, user)
-        self._record(user.id)
+    def _claim(self, values: list[Any], record_id: int) -> None:
+        """Raise ``Conflict`` if a unique value belongs to another record."""
+        for field, keys in self._unique.items():
+            value = values[self._names.index(field)]
+            holder = keys.get(_key(value))
+            if holder is not None and holder != record_id:
+                raise Conflict.taken(self.schema, field, value)
 
-    def _record(self, user_id: int) -> None:
-        """The user's latest change is the next position."""
-        old = self._seq_of.get(user_id)
+    def _add(self, record: Any) -> None:
+        self._records[record.id] = record
+        self._ids.add(record.id)
+        self._reindex(None, record)
+        self._record(record.id)
+
+    def _record(self, record_id: int) -> None:
+        """The record's latest change is the next position."""
+        old = self._seq_of.get(record_id)
         if old is not None:
             del self._changes[old]
         self._seq += 1
-        self._changes[self._seq] = user_id
-        self._seq_of[user_id] = self._seq
+        self._changes[self._seq] = record_id
+        self._seq_of[record_id] = self._seq
 
-    def _reindex(self, old: User | None, new: User | None) -> None:
-        """Move a user's index entries from ``old`` to ``new`` (``None``:
-        not there), touching only the entries that change."""
-        for sort, index in self._orders.items():
-            before = None if old is None else position(old, sort)
-            after = None if new is None else position(new, sort)
-            if before != after:
+    def _reindex(self, old: Any, new: Any) -> None:
+        """Move a record's index entries from ``old`` to ``new`` (``None``:
+        not there), touching only the entries whose keys change."""
+        record_id = (old or new).id
+        for field, at in self._indexed:
+            before = None if old is None or old[at] is None else _key(old[at])
+            after = None if new is None or new[at] is None else _key(new[at])
+            if before == after:
+                continue
+            if field in self._unique:
+                keys = self._unique[field]
                 if before is not None:
-                    index.remove(before)
+                    del keys[before]
                 if after is not None:
-                    index.add(after)
-        if old is not None and new is not None and old.name == new.name:
-            return
-        user_id = (old or new).id       # type: ignore[union-attr]
-        gone = set() if old is None else set(words(old.name))
-        came = set() if new is None else set(words(new.name))
+                    keys[after] = record_id
+            elif field in self._filtered:
+                holders = self._filtered[field]
+                if before is not None:
+                    holders[before].discard(record_id)
+                    if not holders[before]:
+                        del holders[before]
+                if after is not None:
+                    holders.setdefault(after, set()).add(record_id)
+            index = self._orders.get(field)
+            if index is not None:
+                if before is not None:
+                    index.remove((before, record_id))
+                if after is not None:
+                    index.add((after, record_id))
+        for field, at in self._word_fields:
+            was = None if old is None else old[at]
+            now = None if new is None else new[at]
+            if was != now:
+                self._rewords(record_id, set(words(was)) if was else set(),
+                              set(words(now)) if now else set())
+
+    def _rewords(self, record_id: int, gone: set[str], came: set[str]) -> None:
         for word in gone - came:
             named = self._named[word]
-            named.discard(user_id)
+            named.discard(record_id)
             if not named:
                 del self._named[word]
                 self._words.remove(word)
@@ -210,13 +271,13 @@ class MemoryUserStore:
             if word not in self._named:
                 self._words.add(word)
                 self._named[word] = set()
-            self._named[word].add(user_id)
+            self._named[word].add(record_id)
 
     def _walk(self, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:
         """The ids in ``sort`` order from just past ``after``. (``irange``
         walks the index without SortedList's positional index, which
         slicing would build and every later change would keep up.)"""
-        index = self._orders[sort]
+        index = self._ids if sort == "id" else self._orders[sort]
         if after is None:
             walk = reversed(index) if reverse else iter(index)
         elif reverse:
@@ -225,50 +286,60 @@ class MemoryUserStore:
             walk = index.irange(minimum=after, inclusive=(False, True))
         return walk if sort == "id" else map(_SECOND, walk)
 
-    def _matches(self, email: str | None, q: str | None) -> Iterable[User]:
-        """The users the filters keep, in no order: one look-up for
-        ``email``, one range of the search index for ``q``."""
-        if email is not None:
-            user_id = self._by_email.get(email_key(email))
-            found = [] if user_id is None else [self._users[user_id]]
-            self.touched += len(found)
-            if q is None:
-                return found
-            q = q.casefold()
-            return [u for u in found if any(k.startswith(q) for k in USER.search_keys(u))]
-        assert q is not None
-        prefix = q.casefold()
-        ids: set[int] = set()
-        for word in self._words.irange(minimum=prefix):
-            if not word.startswith(prefix):
-                break
-            ids |= self._named[word]
-        for key, user_id in self._orders["email"].irange(minimum=(prefix,)):
-            if not key.startswith(prefix):
-                break
-            ids.add(user_id)
+    def _matches(self, filters: dict[str, str], q: str | None) -> Iterable[Any]:
+        """The records the filters keep, in no order: a look-up per filter,
+        one range of the words and of each prefix field's index for ``q``."""
+        ids: set[int] | None = None
+        for field, value in filters.items():
+            key = _key(value)
+            if field in self._unique:
+                holder = self._unique[field].get(key)
+                found = set() if holder is None else {holder}
+            elif field in self._filtered:
+                found = set(self._filtered[field].get(key, ()))
+            else:
+                raise TypeError(f"{self.schema.plural} cannot be filtered by {field}")
+            ids = found if ids is None else ids & found
+        if q is not None:
+            prefix = q.casefold()
+            searched: set[int] = set()
+            if ids is None or len(ids) > 1:
+                for word in self._words.irange(minimum=prefix):
+                    if not word.startswith(prefix):
+                        break
+                    searched |= self._named[word]
+                for field in self.schema.prefixes:
+                    for key, record_id in self._orders[field].irange(minimum=(prefix,)):
+                        if not key.startswith(prefix):
+                            break
+                        searched.add(record_id)
+            else:           # one record or none: look at it, not at the index
+                searched = {i for i in ids if any(
+                    k.startswith(prefix) for k in self.schema.search_keys(self._records[i]))}
+            ids = searched if ids is None else ids & searched
+        assert ids is not None
         self.touched += len(ids)
-        return [self._users[i] for i in ids]
+        return [self._records[i] for i in ids]
 
-    def _get(self, user_id: int) -> User:
+    def _get(self, record_id: int) -> Any:
         try:
-            return self._users[checked_id(user_id)]
+            return self._records[checked_id(self.schema, record_id)]
         except KeyError:
-            raise UserNotFound(user_id) from None
+            raise NotFound(self.schema, record_id) from None
 
-    def _checked(self, user_id: int, precondition: Precondition | None) -> User:
-        user = self._get(user_id)
-        if precondition is not None and not precondition.allows(user.version):
-            raise StaleVersion(user_id)
-        return user
+    def _checked(self, record_id: int, precondition: Precondition | None) -> Any:
+        record = self._get(record_id)
+        if precondition is not None and not precondition.allows(record.version):
+            raise StaleVersion(record_id)
+        return record
 
 
-def _past(users: list[User], sort: str, reverse: bool,
-          after: Position | None) -> Iterable[User]:
-    """The users (sorted by ``sort``) that come after the position ``after``."""
+def _past(records: list[Any], sort: str, reverse: bool,
+          after: Position | None) -> Iterable[Any]:
+    """The records (sorted by ``sort``) that come after the position ``after``."""
     if after is None:
-        return users
+        return records
     start: Any = after        # an id in id order, a (key, id) pair in the others
     if reverse:
-        return (u for u in users if position(u, sort) < start)
-    return (u for u in users if position(u, sort) > start)
+        return (r for r in records if position(r, sort) < start)
+    return (r for r in records if position(r, sort) > start)

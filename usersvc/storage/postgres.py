@@ -1,4 +1,5 @@
-"""PostgresUserStore: users in PostgreSQL, shared by any number of processes.
+"""PostgresStorage: every collection in one PostgreSQL database, shared by
+any number of processes.
 
 Needs the ``postgres`` extra: ``pip install -e '.[postgres]'`` in usersvc's folder (psycopg 3
 and psycopg_pool).
@@ -11,20 +12,22 @@ and psycopg_pool).
   ``WHERE`` against the newest row after waiting for a concurrent writer, so
   of two writers naming the same version exactly one matches. Only when no
   row matched does a second query tell "gone" (404) from "changed" (412).
-- E-mail uniqueness is a unique index on ``email_key``, the address
+  The statement sets only the fields given (its text depends on which).
+- Uniqueness is a unique index on each unique field's ``__key``, the value
   case-folded by Python (``str.casefold``, as the other stores do; SQL's
   ``lower()`` folds less: ß stays ß).
 - Ids come from an identity column: a sequence never hands a value out
   twice, whatever is deleted or rolled back.
-- The schema and its migrations are ``postgres_schema``'s; the change
-  feed is ``feed.SQLChanges`` over ``user_changes``, whose positions a
-  trigger hands out in commit order.
+- Tables, indexes, triggers and queries are generated from the schemas
+  (``sql``); opening brings the database's layout (``postgres_migrations``)
+  and each collection (``evolution``) up to date, holding an advisory lock
+  so that processes opening it together take turns. The change feed's
+  positions are handed out by a trigger in commit order (``feed``).
 - Lost connections, a server that is down and a pool with no free
   connection within ``timeout`` seconds are ``StoreUnavailable`` (HTTP 503);
   the pool replaces broken connections on its own.
 
-Every value reaches the server as a bound parameter; the SQL text is
-constant.
+Every value reaches the server as a bound parameter.
 
 The URL is libpq's (``postgresql://user@host:5432/dbname?sslmode=...``) plus
 one parameter of usersvc's own, taken out before libpq sees it:
@@ -33,7 +36,7 @@ each server process at least as many as it has threads.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -42,36 +45,22 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from . import (Conflict, EmailTaken, Position, Precondition, StaleVersion, StoreUnavailable,
-               User, UserNotFound, check_fresh_ids, checked_id, email_key, redact, sql)
-from .feed import SQLChanges, Watch
+from ..validation import Schema
+from . import (Conflict, NotFound, Position, Precondition, StaleVersion, StoreUnavailable,
+               check_fresh_ids, checked_id, redact)
+from .evolution import declared, evolve
+from .feed import Change, Watch
+from .postgres_migrations import migrate
 from .postgres_notify import Listener
-from .postgres_schema import migrate
+from .sql import POSTGRES, Table
 
 
 DEFAULT_POOL_SIZE = 8
 #: Seconds between a waiting request's own looks at the position.
 LISTEN_FALLBACK = 0.5
 
-COLUMNS = "id, name, email, version"
-SELECT_ONE = f"SELECT {COLUMNS} FROM users WHERE id = %s"
-EXISTS = "SELECT 1 FROM users WHERE id = %s"
-INSERT = f"""INSERT INTO users (name, email, email_key, name_key, name_words, version)
-             VALUES (%s, %s, %s, %s, %s, 1) RETURNING {COLUMNS}"""
-# coalesce: a field given as NULL keeps its value (PATCH of the other one).
-UPDATE = f"""UPDATE users SET name = coalesce(%(name)s, name),
-                              email = coalesce(%(email)s, email),
-                              email_key = coalesce(%(key)s, email_key),
-                              name_key = coalesce(%(name_key)s, name_key),
-                              name_words = coalesce(%(name_words)s, name_words),
-                              version = version + 1
-             WHERE id = %(id)s{{condition}} RETURNING {COLUMNS}"""
-DELETE = "DELETE FROM users WHERE id = %(id)s{condition}"
-RESTORE = """INSERT INTO users (id, name, email, email_key, name_key, name_words, version)
-             OVERRIDING SYSTEM VALUE VALUES (%s, %s, %s, %s, %s, %s, %s)"""
-# The identity column's sequence: the highest id handed out, deleted or not.
-LAST_ID = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM users_id_seq"
-RAISE_LAST_ID = f"SELECT setval('users_id_seq', %s) WHERE %s > ({LAST_ID})"
+#: Any constant; two processes opening the same database take turns on it.
+MIGRATION_LOCK = 0x7573657273766301
 
 
 def _condition(precondition: Precondition | None) -> str:
@@ -117,11 +106,10 @@ def split_url(url: str) -> tuple[str, int]:
     return urlunsplit(parts._replace(query=urlencode(rest))), size
 
 
-class PostgresUserStore(SQLChanges):
-    _dialect = sql.POSTGRES
-
-    def __init__(self, url: str, *, pool_size: int | None = None,
-                 timeout: float = 10.0) -> None:
+class PostgresStorage:
+    def __init__(self, url: str, schemas: Iterable[Schema] | None, *,
+                 pool_size: int | None = None, timeout: float = 10.0) -> None:
+        """``schemas``: the collections to serve (``None``: those the database holds)."""
         conninfo, size = split_url(url)
         size = pool_size or size
         # One connection first, so that what will not change by waiting (no
@@ -137,8 +125,14 @@ class PostgresUserStore(SQLChanges):
         self._pool.open()
         try:
             self._pool.wait(timeout=timeout)    # fail now, not at the first request
-            with self._pool.connection() as db:
+            with self._pool.connection() as db, db.transaction():
+                db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
                 migrate(db)
+                tables = [Table(s, POSTGRES) for s in (declared(db, POSTGRES) if schemas is None else schemas)]
+                self.schemas = tuple(t.schema for t in tables)
+                for table in tables:
+                    evolve(db, table)
+                self.collections = {t.name: PostgresRecords(self, t, db) for t in tables}
         except PoolTimeout as e:
             self._pool.close()
             raise StoreUnavailable(
@@ -149,137 +143,212 @@ class PostgresUserStore(SQLChanges):
             raise
         # Other processes' commits wake the waiters by NOTIFY; asking for the
         # position every LISTEN_FALLBACK seconds covers a lost listener.
-        self._watch = Watch(self.position, LISTEN_FALLBACK)
-        self._listener = Listener(conninfo, self._watch.notify)
+        self._listener = Listener(conninfo, self._wake)
 
-    # -- the protocol ---------------------------------------------------
-
-    def get(self, user_id: int) -> User:
-        checked_id(user_id)
-        with self._connection() as db:
-            row = db.execute(SELECT_ONE, (user_id,)).fetchone()
-        if row is None:
-            raise UserNotFound(user_id)
-        return User(*row)
-
-    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
-             after: Position | None = None, email: str | None = None,
-             q: str | None = None) -> list[User]:
-        query, params = sql.page(sql.POSTGRES, limit=limit, sort=sort, reverse=reverse,
-                                 after=after, email=email, q=q)
-        with self._connection() as db:
-            rows = db.execute(query, params).fetchall()
-        return [User(*row) for row in rows]
-
-    def position_and_list(self, **arguments: Any) -> tuple[int, list[User]]:
-        # One statement: each row of the page also carries the position, read
-        # once (an InitPlan) in the page's own snapshot. An empty page has no
-        # row to carry it: then the position first, and the page again.
-        query, params = sql.page(sql.POSTGRES, **{"limit": 100, **arguments},
-                                 columns=f"{sql.COLUMNS}, ({sql.POSTGRES.position})")
-        with self._connection() as db:
-            rows = db.execute(query, params).fetchall()
-        if not rows:
-            return self.position(), self.list(**arguments)
-        return int(rows[0][4]), [User(*row[:4]) for row in rows]
-
-    def count(self, *, email: str | None = None, q: str | None = None) -> int:
-        query, params = sql.count(sql.POSTGRES, email=email, q=q)
-        with self._connection() as db:
-            row = db.execute(query, params).fetchone()
-        assert row is not None
-        return int(row[0])
-
-    def create(self, *, name: str, email: str) -> User:
-        with self._connection() as db:
-            try:
-                row = db.execute(INSERT, (name, email, email_key(email), name.casefold(),
-                                          sql.name_words(name))).fetchone()
-            except psycopg.errors.UniqueViolation:
-                raise EmailTaken(email) from None
-        assert row is not None
-        self._watch.notify()
-        return User(*row)
-
-    def update(self, user_id: int, *, name: str | None = None,
-               email: str | None = None,
-               precondition: Precondition | None = None) -> User:
-        checked_id(user_id)
-        params = _parameters(user_id, precondition)
-        params.update(name=name, email=email, key=None if email is None else email_key(email),
-                      name_key=None if name is None else name.casefold(),
-                      name_words=None if name is None else sql.name_words(name))
-        with self._connection() as db:
-            try:
-                row = db.execute(UPDATE.format(condition=_condition(precondition)),
-                                 params).fetchone()
-            except psycopg.errors.UniqueViolation:
-                raise EmailTaken(email or "") from None
-            if row is None:
-                raise self._why_not(db, user_id)
-        self._watch.notify()
-        return User(*row)
-
-    def delete(self, user_id: int, *,
-               precondition: Precondition | None = None) -> None:
-        checked_id(user_id)
-        with self._connection() as db:
-            cursor = db.execute(DELETE.format(condition=_condition(precondition)),
-                                _parameters(user_id, precondition))
-            if cursor.rowcount == 0:
-                raise self._why_not(db, user_id)
-        self._watch.notify()
-
-    def last_id(self) -> int:
-        with self._connection() as db:
-            row = db.execute(LAST_ID).fetchone()
-        assert row is not None
-        return int(row[0])
-
-    def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
-        with self._connection() as db:
-            try:
-                with db.transaction():
-                    row = db.execute(LAST_ID).fetchone()
-                    check_fresh_ids(users, int(row[0]) if row else 0)
-                    with db.cursor() as cursor:
-                        cursor.executemany(RESTORE, [
-                            (u.id, u.name, u.email, email_key(u.email), u.name.casefold(),
-                             sql.name_words(u.name), u.version)
-                            for u in users])
-                    top = max([last_id, *(u.id for u in users)])
-                    if top > 0:
-                        db.execute(RAISE_LAST_ID, (top, top))
-            except psycopg.errors.UniqueViolation as e:
-                raise Conflict(f"The store already holds one of these users: {e.diag.message_detail}") from None
-        self._watch.notify()
-
-    def wait(self, after: int, timeout: float) -> None:
-        self._listener.start()
-        self._watch.wait(after, timeout)
-
-    def close(self) -> None:
-        self._watch.close()
-        self._listener.stop()
-        self._pool.close()
-
-    def _read(self, query: str, params: tuple[Any, ...]) -> list[Any]:
-        with self._connection() as db:
-            return db.execute(query, params).fetchall()
-
-    # -- helpers --------------------------------------------------------
+    def __getitem__(self, plural: str) -> PostgresRecords:
+        return self.collections[plural]
 
     @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
         try:
             with self._pool.connection() as db:
                 yield db
         except (psycopg.OperationalError, PoolTimeout) as e:
             raise StoreUnavailable("The database is unavailable; try again.") from e
 
-    @staticmethod
-    def _why_not(db: psycopg.Connection[Any], user_id: int) -> Exception:
+    def listen(self) -> None:
+        self._listener.start()
+
+    def _wake(self, plural: str | None) -> None:
+        for name, records in self.collections.items():
+            if plural is None or plural == name:
+                records.watch.notify()
+
+    def stop_waiting(self) -> None:
+        for records in self.collections.values():
+            records.watch.close()
+
+    def close(self) -> None:
+        self.stop_waiting()
+        self._listener.stop()
+        self._pool.close()
+
+
+class PostgresRecords:
+    """One collection of a ``PostgresStorage``."""
+
+    def __init__(self, storage: PostgresStorage, table: Table, db: psycopg.Connection[Any]) -> None:
+        self.storage, self.table, self.schema = storage, table, table.schema
+        self._make = self.schema.record._make
+        self._connection = storage.connection
+        # The identity column's sequence: the highest id handed out, deleted or not.
+        row = db.execute("SELECT pg_get_serial_sequence(%s, 'id')", (table.name,)).fetchone()
+        assert row is not None
+        self._last_id = f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {row[0]}"
+        self._raise_last_id = f"SELECT setval('{row[0]}', %s) WHERE %s > ({self._last_id})"
+        self.watch = Watch(self.position, LISTEN_FALLBACK)
+        self._updates: dict[tuple[tuple[str, ...], str], str] = {}   # UPDATE by its shape
+
+    # -- reads ------------------------------------------------------------
+
+    def get(self, record_id: int) -> Any:
+        checked_id(self.schema, record_id)
+        with self._connection() as db:
+            row = db.execute(self.table.select_one, (record_id,)).fetchone()
+        if row is None:
+            raise NotFound(self.schema, record_id)
+        return self._make(row)
+
+    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, q: str | None = None,
+             **filters: str) -> list[Any]:
+        query, params = self.table.page(limit=limit, sort=sort, reverse=reverse, after=after,
+                                        q=q, **filters)
+        with self._connection() as db:
+            return list(map(self._make, db.execute(query, params)))
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, list[Any]]:
+        # One statement: each row of the page also carries the position, read
+        # once (an InitPlan) in the page's own snapshot. An empty page has no
+        # row to carry it: then the position first, and the page again.
+        columns = ", ".join(f"u.{c}" for c in self.table.columns.split(", "))
+        query, params = self.table.page(**{"limit": 100, **arguments},
+                                        columns=f"{columns}, ({self.table.position})")
+        with self._connection() as db:
+            rows = db.execute(query, params).fetchall()
+        if not rows:
+            return self.position(), self.list(**arguments)
+        return int(rows[0][-1]), [self._make(row[:-1]) for row in rows]
+
+    def count(self, *, q: str | None = None, **filters: str) -> int:
+        query, params = self.table.count(q=q, **filters)
+        with self._connection() as db:
+            row = db.execute(query, params).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def last_id(self) -> int:
+        with self._connection() as db:
+            row = db.execute(self._last_id).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
+        with self._connection() as db:
+            rows = db.execute(self.table.changes, (after, limit)).fetchall()
+        return [Change(row[0], row[1], None if row[-1] is None else self._make(row[1:]))
+                for row in rows]
+
+    def position(self) -> int:
+        with self._connection() as db:
+            row = db.execute(self.table.position).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    # -- writes -----------------------------------------------------------
+
+    def create(self, **fields: Any) -> Any:
+        values = self.schema.values(fields)
+        with self._connection() as db:
+            try:
+                row = db.execute(self.table.insert + " RETURNING id",
+                                 self.table.row(values)).fetchone()
+            except psycopg.errors.UniqueViolation as e:
+                raise self._conflict(e, dict(zip(self.schema.fields, values))) from None
+        assert row is not None
+        self.watch.notify()
+        return self._make((row[0], *values, 1))
+
+    def update(self, record_id: int, *, precondition: Precondition | None = None,
+               **fields: Any) -> Any:
+        checked_id(self.schema, record_id)
+        self.schema.check_names(fields)
+        params = _parameters(record_id, precondition)
+        for field, value in fields.items():
+            params[field] = value
+            params.update(self._derived(field, value))
+        shape = (tuple(fields), _condition(precondition))
+        query = self._updates.get(shape) or self._updates.setdefault(shape, _update(self.table, *shape))
+        with self._connection() as db:
+            try:
+                row = db.execute(query, params).fetchone()
+            except psycopg.errors.UniqueViolation as e:
+                raise self._conflict(e, fields) from None
+            if row is None:
+                raise self._why_not(db, record_id)
+        self.watch.notify()
+        return self._make(row)
+
+    def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
+        checked_id(self.schema, record_id)
+        with self._connection() as db:
+            cursor = db.execute(f"{self.table.delete.replace('%s', '%(id)s')}"
+                                f"{_condition(precondition)}",
+                                _parameters(record_id, precondition))
+            if cursor.rowcount == 0:
+                raise self._why_not(db, record_id)
+        self.watch.notify()
+
+    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        table = self.table
+        with self._connection() as db:
+            try:
+                with db.transaction():
+                    row = db.execute(self._last_id).fetchone()
+                    check_fresh_ids(records, int(row[0]) if row else 0)
+                    with db.cursor() as cursor:
+                        cursor.executemany(table.restore, [
+                            (r.id, *table.row(r[1:-1]), r.version) for r in records])
+                    top = max([last_id, *(r.id for r in records)])
+                    if top > 0:
+                        db.execute(self._raise_last_id, (top, top))
+            except psycopg.errors.UniqueViolation as e:
+                raise Conflict("The store already holds one of these records: "
+                               f"{e.diag.message_detail}") from None
+        self.watch.notify()
+
+    # -- the change feed: waiting ---------------------------------------
+
+    def wait(self, after: int, timeout: float) -> None:
+        self.storage.listen()
+        self.watch.wait(after, timeout)
+
+    def stop_waiting(self) -> None:
+        self.watch.close()
+
+    # -- helpers --------------------------------------------------------
+
+    def _derived(self, field: str, value: Any) -> dict[str, Any]:
+        """The key and words columns a field's new value sets."""
+        derived = {}
+        if field in self.table.keys:
+            derived[f"{field}__key"] = None if value is None else value.casefold()
+        if field in self.schema.words:
+            derived[f"{field}__words"] = POSTGRES.words_value(value)
+        return derived
+
+    def _conflict(self, error: psycopg.errors.UniqueViolation, fields: dict[str, Any]) -> Exception:
+        """The unique field whose index refused the write, as a ``Conflict``."""
+        for field in self.schema.unique:
+            if error.diag.constraint_name == f"{self.table.name}_{field}_unique":
+                return Conflict.taken(self.schema, field, fields.get(field))
+        return error
+
+    def _why_not(self, db: psycopg.Connection[Any], record_id: int) -> Exception:
         """No row matched a conditional write: gone, or changed?"""
-        if db.execute(EXISTS, (user_id,)).fetchone() is None:
-            return UserNotFound(user_id)
-        return StaleVersion(user_id)
+        if db.execute(f"SELECT 1 FROM {self.table.name} WHERE id = %s",
+                      (record_id,)).fetchone() is None:
+            return NotFound(self.schema, record_id)
+        return StaleVersion(record_id)
+
+
+def _update(table: Table, fields: tuple[str, ...], condition: str) -> str:
+    """A conditional UPDATE that sets these fields (and their key and words
+    columns) and the next version, and returns the record."""
+    sets = [f"{f} = %({f})s" for f in fields]
+    sets += [f"{c} = %({c})s" for f in fields
+             for c in ([f"{f}__key"] if f in table.keys else [])
+             + ([f"{f}__words"] if f in table.schema.words else [])]
+    sets.append("version = version + 1")
+    return (f"UPDATE {table.name} SET {', '.join(sets)} WHERE id = %(id)s{condition} "
+            f"RETURNING {table.columns}")

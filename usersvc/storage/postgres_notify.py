@@ -1,9 +1,10 @@
 """Waking the requests that wait for changes when another process commits
 one: PostgreSQL's ``LISTEN``/``NOTIFY``.
 
-The trigger that records a change also calls ``pg_notify(CHANNEL)``, which
-PostgreSQL delivers when the transaction commits (once per transaction,
-however many users it changed). A ``Listener`` holds a connection of its
+The trigger that records a change also calls ``pg_notify(sql.CHANNEL)``
+with the collection's plural, which PostgreSQL delivers when the
+transaction commits (once per transaction and collection, however many
+records it changed). A ``Listener`` holds a connection of its
 own that listens on the channel, in a thread, and wakes the store's
 waiters at every notification. It starts with the first request that waits
 and stops when the store closes. If its connection is lost it logs once,
@@ -19,14 +20,16 @@ from collections.abc import Callable
 
 import psycopg
 
-log = logging.getLogger("usersvc.storage")
+from .sql import CHANNEL
 
-#: The channel a committed change is announced on.
-CHANNEL = "usersvc_user_changes"
+log = logging.getLogger("usersvc.storage")
 
 
 class Listener:
-    def __init__(self, conninfo: str, wake: Callable[[], None]) -> None:
+    """Calls ``wake(plural)`` for every change announced, and ``wake(None)``
+    (every collection) whenever it starts listening."""
+
+    def __init__(self, conninfo: str, wake: Callable[[str | None], None]) -> None:
         self._conninfo = conninfo
         self._wake = wake
         self._stopping = threading.Event()
@@ -55,10 +58,10 @@ class Listener:
                 with psycopg.connect(self._conninfo, autocommit=True) as db:
                     db.execute(f"LISTEN {CHANNEL}")
                     failed = False
-                    self._wake()        # whatever was committed before it listened
+                    self._wake(None)    # whatever was committed before it listened
                     while not self._stopping.is_set():
-                        for _ in db.notifies(timeout=0.5):
-                            self._wake()
+                        for notice in db.notifies(timeout=0.5):
+                            self._wake(notice.payload)
             except psycopg.Error as e:
                 if not failed:
                     log.warning("cannot listen for changes (waiting requests poll "

@@ -1,66 +1,51 @@
-"""The SQL the SQLite and PostgreSQL stores share: a page and a count of
-users in any order, filtered by ``email`` and ``q``.
+"""The SQL of a collection, generated from its schema for SQLite and for
+PostgreSQL, in this one place: ``Table(schema, dialect)``.
 
-Both schemas keep, beside each user's fields:
+The tables, for a schema named ``user`` with plural ``users``:
 
-- ``name_key``, the case-folded name, indexed with ``id`` after it, for the
-  name order (``email_key``, unique, serves the e-mail order);
-- ``name_words``, the case-folded words of the name (``validation.words``),
-  and a table ``user_words (word, user_id)`` keyed in that order, which the
-  database's triggers keep in step with every insert, update and delete of a
-  user: one row per word of the name, and one for the e-mail key. A ``q``
-  search is one range of its key, ``q <= word < prefix_end(q)``.
+- ``users``: ``id``, each field by name (its type; ``NOT NULL`` unless
+  optional), ``version``, and, kept by the store beside each value, what
+  SQL cannot compute as Python does: ``<field>__key``, the case-folded value
+  of a text field that is unique, filtered, sorted or searched whole; and
+  ``<field>__words``, the case-folded words of a ``words`` field
+  (``fields.words``);
+- ``user_words (word, user_id)``: every search key of every record (its
+  words, and its ``prefixes`` fields' keys), kept by triggers, so that a
+  ``q`` search is one range of its key, ``q <= word < prefix_end(q)``;
+- ``user_changes``: each record at the position ``seq`` of its latest
+  change, with its fields (none: deleted), kept by triggers in every
+  write's transaction (``feed``).
 
-Every key column compares in code point order (SQLite's ``BINARY``,
-PostgreSQL's ``COLLATE "C"``), as Python's ``str`` does, so every store
-gives the same order. A page in any order is a walk of one index from the
-position of the last page (keyset paging): O(log N + limit). A search
-starts from the words that match and sorts only those: O(log N + matches).
+Indexes: a unique one on the key (or the integer) of each unique field; one
+on ``(<field>__key, id, version)`` for each sort and each filter that is not
+unique, so a page's ids and versions come from the index alone. Every key
+compares in code point order (SQLite's ``BINARY``, PostgreSQL's ``COLLATE
+"C"``), as Python's ``str`` does, so every store gives the same order. A page
+in any order is a walk of one index from the last page's position (keyset
+paging): O(log N + limit); a search starts from the words that match and
+sorts only those: O(log N + matches).
 
-The text of each query depends only on its shape (which order, which
-filters, whether it has a position); every value is a bound parameter.
+The indexes, triggers and functions are ``objects``: each a name and the
+statement that makes it, which a store records and compares at its next
+open (``evolution``). Records are read by name: every query selects
+``id, <fields>, version``, the order of ``schema.record``. Every value is a
+bound parameter; the text of a query depends only on its shape.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import lru_cache
-from typing import Any, NamedTuple, Union
+import json
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
-from ..validation import words
-from . import Position, email_key
-
-COLUMNS = "u.id, u.name, u.email, u.version"
-KEYS = "u.id, u.version"        # what names a user's version: enough to find it kept
+from ..fields import words
+from ..validation import Schema
+from . import Position
 
 
-class Dialect(NamedTuple):
-    mark: str       # the driver's placeholder
-    join: str       # how the matching words join their users
-    position: str   # the change feed's last position (``feed``)
-
-
-# SQLite's planner takes a CROSS JOIN's tables in the order written: the
-# matching words first, then their users by id. PostgreSQL's needs no telling.
-SQLITE = Dialect("?", "CROSS JOIN", "SELECT coalesce(max(seq), 0) FROM user_changes")
-POSTGRES = Dialect("%s", "JOIN", "SELECT coalesce(max(seq), 0) FROM user_changes")
-
-# The columns each order walks. ``email_key`` is unique, so it orders the
-# users alone (the id after it could never decide).
-ORDER_COLUMNS = {"id": ("u.id",), "name": ("u.name_key", "u.id"), "email": ("u.email_key",)}
-
-
-#: One step of a migration: a statement, or a function of the connection
-#: for what SQL cannot compute (Python's ``str.casefold``).
-Step = Union[str, Callable[[Any], None]]
-
-
-def apply(db: Any, steps: Sequence[Step]) -> None:
-    """Run one migration's steps on a connection (sqlite3's or psycopg's)."""
-    for step in steps:
-        if isinstance(step, str):
-            db.execute(step)
-        else:
-            step(db)
+class Object(NamedTuple):
+    kind: str       # "index", "function" or "trigger"
+    table: str      # the table it is on (for dropping a trigger)
+    sql: str
 
 
 def prefix_end(prefix: str) -> str | None:
@@ -76,77 +61,330 @@ def prefix_end(prefix: str) -> str | None:
     return stripped[:-1] + chr(following)
 
 
-def name_words(name: str) -> list[str]:
-    """The case-folded words of a name, each once, for ``name_words``."""
-    return sorted(set(words(name)))
+class Dialect:
+    """What differs between the two databases, as fragments of SQL."""
+
+    name: str
+    mark: str               # the driver's placeholder
+    join: str               # how the matching words join their records
+    types: dict[str, str]   # a field's type -> the column's
+    key_type: str
+    words_type: str
+    id_column: str
+
+    def words_value(self, value: str | None) -> Any:
+        """A ``<field>__words`` value: the distinct case-folded words."""
+        return None if value is None else sorted(set(words(value)))
 
 
-def page(dialect: Dialect, *, limit: int, sort: str = "id", reverse: bool = False,
-         after: Position | None = None, email: str | None = None,
-         q: str | None = None, columns: str = COLUMNS) -> tuple[str, list[Any]]:
-    """The query for ``UserStore.list`` with these arguments, and its
-    parameters; ``columns=KEYS`` asks only for each user's id and version."""
-    params = _filter_params(email, q)
-    if after is not None:
-        if sort == "id":
-            params.append(after)
+class SQLiteDialect(Dialect):
+    name = "sqlite"
+    mark = "?"
+    # SQLite's planner takes a CROSS JOIN's tables in the order written: the
+    # matching words first, then their records by id.
+    join = "CROSS JOIN"
+    types = {"text": "TEXT", "integer": "INTEGER"}
+    key_type = "TEXT"
+    words_type = "TEXT"             # a JSON array
+    id_column = "id INTEGER PRIMARY KEY AUTOINCREMENT"   # never an id again
+
+    def words_value(self, value: str | None) -> Any:
+        found = super().words_value(value)
+        return None if found is None else json.dumps(found, ensure_ascii=False)
+
+
+class PostgresDialect(Dialect):
+    name = "postgres"
+    mark = "%s"
+    join = "JOIN"
+    types = {"text": "text", "integer": "bigint"}
+    key_type = 'text COLLATE "C"'
+    words_type = "text[]"
+    id_column = "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+
+
+SQLITE, POSTGRES = SQLiteDialect(), PostgresDialect()
+
+
+class Table:
+    """Everything SQL about one collection, for one dialect, made once."""
+
+    def __init__(self, schema: Schema, dialect: Dialect) -> None:
+        self.schema, self.dialect = schema, dialect
+        s, d, m = schema, dialect, dialect.mark
+        self.name = t = s.plural
+        self.words_table = f"{s.name}_words"
+        self.owner = f"{s.name}_id"                 # the words table's record id
+        self.changes_table = c = f"{s.name}_changes"
+        self.keys = s.keyed                          # fields with a __key column
+        self.derived = ([f"{f}__key" for f in self.keys] + [f"{f}__words" for f in s.words])
+        fields = list(s.fields)
+        self.columns = ", ".join(["id", *fields, "version"])      # schema.record's order
+        written = [*fields, *self.derived]
+        self.select_one = f"SELECT {self.columns} FROM {t} WHERE id = {m}"
+        self.select_some = f"SELECT {self.columns} FROM {t} WHERE id IN "
+        self.insert = (f"INSERT INTO {t} ({', '.join(written)}, version) "
+                       f"VALUES ({', '.join(m for _ in written)}, 1)")
+        self.restore = (f"INSERT INTO {t} (id, {', '.join(written)}, version)"
+                        f"{' OVERRIDING SYSTEM VALUE' if d is POSTGRES else ''} "
+                        f"VALUES ({', '.join(m for _ in range(len(written) + 2))})")
+        self.update = (f"UPDATE {t} SET {', '.join(f'{w} = {m}' for w in written)}, "
+                       f"version = {m} WHERE id = {m}")
+        self.delete = f"DELETE FROM {t} WHERE id = {m}"
+        self.changes = (f"SELECT seq, {self.columns} FROM {c} WHERE seq > {m} "
+                        f"ORDER BY seq LIMIT {m}")
+        self.position = f"SELECT coalesce(max(seq), 0) FROM {c}"
+        self._pages: dict[tuple[Any, ...], str] = {}
+
+    # -- values -----------------------------------------------------------
+
+    def row(self, values: Sequence[Any]) -> list[Any]:
+        """The columns a write sets, from the fields' values in the
+        schema's order: the values, their keys, their words."""
+        fields = self.schema.fields
+        by_name = dict(zip(fields, values))
+        derived = [None if by_name[f] is None else by_name[f].casefold() for f in self.keys]
+        derived += [self.dialect.words_value(by_name[f]) for f in self.schema.words]
+        return [*values, *derived]
+
+    # -- the schema -------------------------------------------------------
+
+    def column(self, field: str) -> str:
+        kind = self.dialect.types[self.schema.fields[field].type]
+        return f"{field} {kind}" + ("" if field in self.schema.optional else " NOT NULL")
+
+    def key_column(self, field: str) -> str:
+        return f"{field}__key {self.dialect.key_type}"
+
+    def words_column(self, field: str) -> str:
+        return f"{field}__words {self.dialect.words_type}"
+
+    def create_tables(self) -> list[str]:
+        """The statements that make the collection's three tables, empty."""
+        s, d, t, c = self.schema, self.dialect, self.name, self.changes_table
+        columns = [d.id_column, *map(self.column, s.fields), f"version {d.types['integer']} NOT NULL",
+                   *map(self.key_column, self.keys), *map(self.words_column, s.words)]
+        kept = [f"{f} {d.types[k.type]}" for f, k in s.fields.items()]
+        if d is SQLITE:
+            words = (f"CREATE TABLE {self.words_table} (word TEXT NOT NULL, {self.owner} "
+                     f"INTEGER NOT NULL, PRIMARY KEY (word, {self.owner})) WITHOUT ROWID")
+            changes = [f"CREATE TABLE {c} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER "
+                       f"NOT NULL UNIQUE, {', '.join([*kept, 'version INTEGER'])})"]
         else:
-            assert isinstance(after, tuple)
-            params.extend(after[:len(ORDER_COLUMNS[sort])])
-    params.append(limit)
-    end = q is not None and prefix_end(q.casefold()) is not None
-    return _page_sql(dialect, columns, sort, reverse, after is not None, email is not None,
-                     q is not None, end), params
+            words = (f'CREATE TABLE {self.words_table} (word text COLLATE "C" NOT NULL, '
+                     f"{self.owner} bigint NOT NULL, PRIMARY KEY (word, {self.owner}))")
+            changes = [f"CREATE TABLE {c} (id bigint PRIMARY KEY, seq bigint NOT NULL UNIQUE, "
+                       f"{', '.join([*kept, 'version bigint'])})", f"CREATE SEQUENCE {c}_seq"]
+        return [f"CREATE TABLE {t} ({', '.join(columns)})", words, *changes]
 
+    def objects(self) -> dict[str, Object]:
+        """The indexes, triggers and functions the declaration asks for, by name."""
+        s, t = self.schema, self.name
+        found: dict[str, Object] = {}
+        for field in s.unique:
+            column = f"{field}__key" if field in self.keys else field
+            found[f"{t}_{field}_unique"] = Object(
+                "index", t, f"CREATE UNIQUE INDEX {t}_{field}_unique ON {t} ({column})")
+        for field in dict.fromkeys((*s.sorts[1:], *s.filters)):
+            if field not in s.unique:
+                found[f"{t}_{field}_order"] = Object(
+                    "index", t, f"CREATE INDEX {t}_{field}_order ON {t} ({field}__key, id, version)")
+        triggers = _sqlite_triggers if self.dialect is SQLITE else _postgres_triggers
+        found.update(triggers(self))
+        return found
 
-def count(dialect: Dialect, *, email: str | None = None, q: str | None = None) -> tuple[str, list[Any]]:
-    """The query for ``UserStore.count`` with these filters, and its parameters."""
-    end = q is not None and prefix_end(q.casefold()) is not None
-    source, where = _filtered(dialect, email is not None, q is not None, end)
-    return f"SELECT count(*) FROM {source}{_where(where)}", _filter_params(email, q)
+    def fill_words(self) -> str:
+        """The statement that fills the (emptied) words table from every record."""
+        t, w, owner = self.name, self.words_table, self.owner
+        if self.dialect is SQLITE:
+            parts = [f"SELECT j.value, u.id FROM {t} AS u, json_each(u.{col}) AS j" if kind == "words"
+                     else f"SELECT u.{col}, u.id FROM {t} AS u WHERE u.{col} IS NOT NULL"
+                     for kind, col in _search_keys(self)]
+            return f"INSERT OR IGNORE INTO {w} (word, {owner}) {' UNION '.join(parts)}"
+        keys = " || ".join(f"coalesce(u.{col}, '{{}}')" if kind == "words" else f"ARRAY[u.{col}]"
+                           for kind, col in _search_keys(self))
+        return (f"INSERT INTO {w} (word, {owner}) SELECT DISTINCT k, u.id FROM {t} AS u, "
+                f"unnest({keys}) AS k WHERE k IS NOT NULL")
 
+    # -- pages and counts --------------------------------------------------
 
-def _filter_params(email: str | None, q: str | None) -> list[Any]:
-    params: list[Any] = []
-    if q is not None:
-        prefix = q.casefold()
-        end = prefix_end(prefix)
-        params += [prefix] if end is None else [prefix, end]
-    if email is not None:
-        params.append(email_key(email))
-    return params
+    def page(self, *, limit: int, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, q: str | None = None, columns: str | None = None,
+             **filters: str) -> tuple[str, list[Any]]:
+        """The query for ``RecordStore.list`` with these arguments, and its
+        parameters; ``columns="u.id, u.version"`` asks only for each
+        record's id and version."""
+        params = self._filter_params(filters, q)
+        if after is not None:
+            if sort == "id":
+                params.append(after)
+            else:
+                assert isinstance(after, tuple)
+                params.extend(after[:len(self._order(sort))])
+        params.append(limit)
+        shape = (columns, sort, reverse, after is not None, tuple(filters), q is not None,
+                 q is not None and prefix_end(q.casefold()) is not None)
+        query = self._pages.get(shape)
+        if query is None:
+            query = self._pages[shape] = self._page_sql(*shape)
+        return query, params
 
+    def count(self, *, q: str | None = None, **filters: str) -> tuple[str, list[Any]]:
+        """The query for ``RecordStore.count`` with these filters, and its parameters."""
+        end = q is not None and prefix_end(q.casefold()) is not None
+        source, where = self._filtered(tuple(filters), q is not None, end)
+        return f"SELECT count(*) FROM {source}{_where(where)}", self._filter_params(filters, q)
 
-@lru_cache(maxsize=None)
-def _page_sql(dialect: Dialect, columns: str, sort: str, reverse: bool, has_after: bool,
-              has_email: bool, has_q: bool, has_end: bool) -> str:
-    mark = dialect.mark
-    source, where = _filtered(dialect, has_email, has_q, has_end)
-    keys = ORDER_COLUMNS[sort]
-    if has_after:
-        op = "<" if reverse else ">"
-        if len(keys) == 1:
-            where.append(f"{keys[0]} {op} {mark}")
-        else:                       # a row value: (name_key, id) > (?, ?)
-            where.append(f"({', '.join(keys)}) {op} ({', '.join(mark for _ in keys)})")
-    direction = " DESC" if reverse else ""
-    order = ", ".join(key + direction for key in keys)
-    return f"SELECT {columns} FROM {source}{_where(where)} ORDER BY {order} LIMIT {mark}"
+    def _order(self, sort: str) -> tuple[str, ...]:
+        """The columns an order walks. A unique key orders the records alone
+        (the id after it could never decide)."""
+        if sort == "id":
+            return ("u.id",)
+        return (f"u.{sort}__key",) if sort in self.schema.unique else (f"u.{sort}__key", "u.id")
 
+    def _filter_params(self, filters: dict[str, str], q: str | None) -> list[Any]:
+        params: list[Any] = []
+        if q is not None:
+            prefix = q.casefold()
+            end = prefix_end(prefix)
+            params += [prefix] if end is None else [prefix, end]
+        params += [value.casefold() for value in filters.values()]
+        return params
 
-def _filtered(dialect: Dialect, has_email: bool, has_q: bool,
-              has_end: bool) -> tuple[str, list[str]]:
-    """The rows a query starts from, and its filters' conditions."""
-    mark = dialect.mark
-    source, where = "users AS u", []
-    if has_q:
-        words = f"word >= {mark}" + (f" AND word < {mark}" if has_end else "")
-        source = (f"(SELECT DISTINCT user_id FROM user_words WHERE {words}) AS m "
-                  f"{dialect.join} users AS u ON u.id = m.user_id")
-    if has_email:
-        where.append(f"u.email_key = {mark}")
-    return source, where
+    def _page_sql(self, columns: str | None, sort: str, reverse: bool, has_after: bool,
+                  filters: tuple[str, ...], has_q: bool, has_end: bool) -> str:
+        mark = self.dialect.mark
+        source, where = self._filtered(filters, has_q, has_end)
+        keys = self._order(sort)
+        if has_after:
+            op = "<" if reverse else ">"
+            if len(keys) == 1:
+                where.append(f"{keys[0]} {op} {mark}")
+            else:                       # a row value: (name__key, id) > (?, ?)
+                where.append(f"({', '.join(keys)}) {op} ({', '.join(mark for _ in keys)})")
+        direction = " DESC" if reverse else ""
+        order = ", ".join(key + direction for key in keys)
+        selected = columns or ", ".join(f"u.{c}" for c in self.columns.split(", "))
+        return f"SELECT {selected} FROM {source}{_where(where)} ORDER BY {order} LIMIT {mark}"
+
+    def _filtered(self, filters: tuple[str, ...], has_q: bool,
+                  has_end: bool) -> tuple[str, list[str]]:
+        """The rows a query starts from, and its filters' conditions."""
+        mark = self.dialect.mark
+        source, where = f"{self.name} AS u", []
+        if has_q:
+            found = f"word >= {mark}" + (f" AND word < {mark}" if has_end else "")
+            source = (f"(SELECT DISTINCT {self.owner} FROM {self.words_table} WHERE {found}) "
+                      f"AS m {self.dialect.join} {self.name} AS u ON u.id = m.{self.owner}")
+        for field in filters:
+            if field not in self.schema.filters:
+                raise TypeError(f"{self.name} cannot be filtered by {field}")
+            where.append(f"u.{field}__key = {mark}")
+        return source, where
 
 
 def _where(conditions: list[str]) -> str:
     return " WHERE " + " AND ".join(conditions) if conditions else ""
+
+
+def _search_keys(table: Table) -> list[tuple[str, str]]:
+    """Each search key column of a row, as ``(kind, column)``: a words
+    field's ``__words`` (many keys), a prefix field's ``__key`` (one)."""
+    s = table.schema
+    return [("words", f"{f}__words") for f in s.words] + [("key", f"{f}__key") for f in s.prefixes]
+
+
+def _sqlite_triggers(table: Table) -> dict[str, Object]:
+    t, w, c, owner = table.name, table.words_table, table.changes_table, table.owner
+    found: dict[str, Object] = {}
+    keys = _search_keys(table)
+    if keys:
+        def of(row: str) -> str:     # a row's search keys, as one SELECT of "value"
+            return " UNION ".join(
+                f"SELECT value FROM json_each({row}.{col})" if kind == "words"
+                else f"SELECT {row}.{col} AS value WHERE {row}.{col} IS NOT NULL"
+                for kind, col in keys)
+        add = (f"INSERT OR IGNORE INTO {w} (word, {owner}) SELECT value, NEW.id "
+               f"FROM ({of('NEW')});")
+        drop = f"DELETE FROM {w} WHERE {owner} = OLD.id AND word IN ({of('OLD')});"
+        cols = [col for _, col in keys]
+        changed = " OR ".join(f"OLD.{col} IS NOT NEW.{col}" for col in cols)
+        for name, sql in (
+                ("insert", f"AFTER INSERT ON {t} BEGIN {add} END"),
+                ("delete", f"AFTER DELETE ON {t} BEGIN {drop} END"),
+                ("update", f"AFTER UPDATE OF {', '.join(cols)} ON {t} WHEN {changed} "
+                           f"BEGIN {drop} {add} END")):
+            found[f"{w}_{name}"] = Object("trigger", t, f"CREATE TRIGGER {w}_{name} {sql}")
+    # The feed: REPLACE moves a record's row to a new AUTOINCREMENT position,
+    # above every one ever used. Only a write that sets the version is a
+    # change (a store's every write does; filling a new key column does not).
+    fields = list(table.schema.fields)
+    kept = ", ".join(["id", *fields, "version"])
+    for name, when, values in (
+            ("insert", "INSERT", ", ".join(f"NEW.{f}" for f in ["id", *fields, "version"])),
+            ("update", "UPDATE OF version", ", ".join(f"NEW.{f}" for f in ["id", *fields, "version"])),
+            ("delete", "DELETE", ", ".join(["OLD.id", *("NULL" for _ in fields), "NULL"]))):
+        found[f"{c}_{name}"] = Object("trigger", t, (
+            f"CREATE TRIGGER {c}_{name} AFTER {when} ON {t} BEGIN "
+            f"INSERT OR REPLACE INTO {c} ({kept}) VALUES ({values}); END"))
+    return found
+
+
+#: The channel a committed change is announced on (``postgres_notify``);
+#: the payload is the collection's plural.
+CHANNEL = "usersvc_changes"
+
+
+def _postgres_triggers(table: Table) -> dict[str, Object]:
+    t, w, c, owner = table.name, table.words_table, table.changes_table, table.owner
+    found: dict[str, Object] = {}
+    keys = _search_keys(table)
+    if keys:
+        def of(row: str) -> str:     # a row's search keys, as one text[]
+            return " || ".join(f"coalesce({row}.{col}, '{{}}')" if kind == "words"
+                               else f"ARRAY[{row}.{col}]" for kind, col in keys)
+        found[f"{w}_sync"] = Object("function", t, f"""CREATE OR REPLACE FUNCTION {w}_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        DELETE FROM {w} WHERE {owner} = OLD.id AND word = ANY({of('OLD')});
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO {w} (word, {owner})
+        SELECT DISTINCT k, NEW.id FROM unnest({of('NEW')}) AS k WHERE k IS NOT NULL
+            ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$""")
+        cols = [col for _, col in keys]
+        changed = " OR ".join(f"OLD.{col} IS DISTINCT FROM NEW.{col}" for col in cols)
+        found[f"{w}_insert_delete"] = Object("trigger", t, (
+            f"CREATE TRIGGER {w}_insert_delete AFTER INSERT OR DELETE ON {t} "
+            f"FOR EACH ROW EXECUTE FUNCTION {w}_sync()"))
+        found[f"{w}_update"] = Object("trigger", t, (
+            f"CREATE TRIGGER {w}_update AFTER UPDATE OF {', '.join(cols)} ON {t} FOR EACH ROW "
+            f"WHEN ({changed}) EXECUTE FUNCTION {w}_sync()"))
+    # The transaction first takes a lock it holds until it ends (re-entrant:
+    # a restore of many records takes it once), so a writer that comes later
+    # waits here for the one before to commit: positions are handed out in
+    # commit order (``feed``). The key is the table's own oid, so stores in
+    # other schemas do not share it.
+    fields = list(table.schema.fields)
+    kept = ", ".join(fields)
+    found[f"{c}_record"] = Object("function", t, f"""CREATE OR REPLACE FUNCTION {c}_record() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock('{c}'::regclass::oid::bigint);
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO {c} (id, seq) VALUES (OLD.id, nextval('{c}_seq'))
+            ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, {', '.join(f'{f} = NULL' for f in [*fields, 'version'])};
+    ELSE
+        INSERT INTO {c} (id, seq, {kept}, version)
+        VALUES (NEW.id, nextval('{c}_seq'), {', '.join(f'NEW.{f}' for f in fields)}, NEW.version)
+            ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, {', '.join(f'{f} = EXCLUDED.{f}' for f in [*fields, 'version'])};
+    END IF;
+    PERFORM pg_notify('{CHANNEL}', '{t}');     -- delivered at the commit (postgres_notify)
+    RETURN NULL;
+END $$""")
+    found[f"{c}_trigger"] = Object("trigger", t, (
+        f"CREATE TRIGGER {c}_trigger AFTER INSERT OR UPDATE OF version OR DELETE ON {t} "
+        f"FOR EACH ROW EXECUTE FUNCTION {c}_record()"))
+    return found

@@ -1,7 +1,8 @@
-"""SQLiteUserStore: users in one SQLite file, shared by threads and processes.
+"""SQLiteStorage: every collection in one SQLite file, shared by threads and
+processes.
 
 - Each thread has its own connection; a private in-memory database
-  (``sqlite://``) has one connection, used under a lock.
+  (``sqlite://``) has one connection, used under a lock (``Connections``).
 - Writes run in ``BEGIN IMMEDIATE`` transactions: the write lock is taken
   before the first read, so a precondition check and the write it guards are
   one atomic step, across threads and across processes.
@@ -9,279 +10,263 @@
   queue instead of failing), ``synchronous=FULL`` (a commit is on disk when
   ``create`` returns, so a 201 survives a crash or a power cut).
 - ``id INTEGER PRIMARY KEY AUTOINCREMENT``: never an id again, even after
-  the highest one is deleted. Schema and migrations: ``sqlite_schema``.
+  the highest one is deleted. Tables, indexes, triggers and queries are
+  generated from the schemas (``sql``); opening brings the file's layout
+  (``sqlite_migrations``) and then each collection (``evolution``) up to
+  date, under one write lock, so processes opening a file together do it once.
 - A lock held by another writer past the busy timeout is ``StoreUnavailable``
   (HTTP 503): nothing was written, and the client may try again.
 - Group commit: creates, updates and deletes on a file are made by one
   writer thread, in groups that share one sync to disk (``sqlite_writer``).
-- A page reads ids and versions first, and builds only the users it has
+- A page reads ids and versions first, and builds only the records it has
   not built at that version before (``list``): a version, with its id,
   names one content for good (ids are never reused, not even by
-  ``restore``). The change feed is ``feed.SQLChanges``.
+  ``restore``). Each connection answers a read again while no connection
+  in any process has committed since (``Connections.answered``).
 """
 from __future__ import annotations
 
 import builtins
 import logging
 import sqlite3
-import threading
-import weakref
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, TypeVar, cast
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-from . import (Conflict, EmailTaken, Position, Precondition, StaleVersion, StoreUnavailable,
-               User, UserNotFound, check_fresh_ids, checked_id, email_key, sql)
-from .feed import POLL_INTERVAL, SQLChanges, Watch
-from .sqlite_schema import name_columns, prepare
-from .sqlite_writer import Connection, ThreadConnection, Writer, busy
+from ..validation import Schema
+from . import (Conflict, NotFound, Position, Precondition, StaleVersion, check_fresh_ids,
+               checked_id)
+from .evolution import declared, evolve
+from .feed import Change, Watch
+from .sql import SQLITE, Table
+from .sqlite_migrations import migrate, retrying
+from .sqlite_writer import Connection, Connections, Writer
 
 T = TypeVar("T")
 log = logging.getLogger("usersvc.storage")
 
-#: How many users a store keeps built for its pages (then it starts again).
+#: How many records a collection keeps built for its pages (then it starts again).
 KEPT = 100_000
-#: How many answers each connection keeps while nothing is committed.
-ANSWERS = 1_000
-COLUMNS = "id, name, email, version"
-SELECT_ONE = f"SELECT {COLUMNS} FROM users WHERE id = ?"
-SELECT_SOME = f"SELECT {COLUMNS} FROM users WHERE id IN "
-INSERT = """INSERT INTO users (name, email, email_key, name_key, name_words, version)
-            VALUES (?, ?, ?, ?, ?, 1)"""
-UPDATE = """UPDATE users SET name = ?, email = ?, email_key = ?, name_key = ?,
-                             name_words = ?, version = ? WHERE id = ?"""
-DELETE = "DELETE FROM users WHERE id = ?"
-RESTORE = """INSERT INTO users (id, name, email, email_key, name_key, name_words, version)
-             VALUES (?, ?, ?, ?, ?, ?, ?)"""
-# AUTOINCREMENT's high-water mark: the largest id ever handed out.
-LAST_ID = "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'users'"
-RAISE_LAST_ID = "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'users'"
-LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, email=None, q=None)
+#: How often a waiting request asks a file for its position: other
+#: processes may have committed, and SQLite cannot tell them.
+POLL_INTERVAL = 0.2
+LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
 
 
-class SQLiteUserStore(SQLChanges):
-    _dialect = sql.SQLITE
-
-    def __init__(self, path: str, *, busy_timeout: float = 10.0) -> None:
+class SQLiteStorage:
+    def __init__(self, path: str, schemas: Iterable[Schema] | None, *,
+                 busy_timeout: float = 10.0) -> None:
+        """``schemas``: the collections to serve (``None``: those the file holds)."""
         self.path = path
-        self._busy_timeout = busy_timeout
-        self._lock = threading.Lock()
-        self._local = threading.local()
-        self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
-        # A private in-memory database is one connection, used in turn.
-        self._one = self._connect() if path == ":memory:" else None
-        # Users built for pages, by id, for a page to take again (at most KEPT).
-        self._kept: dict[int, User] = {}
-        self._prepare()
+        self.connections = Connections(path, busy_timeout)
+        tables: list[Table] = []
+        try:
+            retrying(lambda: self._open(schemas, tables), busy_timeout)
+        except BaseException:
+            self.connections.close()
+            raise
         # A file's writes share one connection and commit in groups.
-        self._writer = Writer(self._connect()) if self._one is None else None
-        # Other processes' commits are seen by polling; a private database has none.
-        self._watch = Watch(self.position, POLL_INTERVAL if self._one is None else None)
+        self.writer = Writer(self.connections.connect()) if self.connections.one is None else None
+        self.schemas = tuple(t.schema for t in tables)
+        self.collections = {t.name: SQLiteRecords(self, t) for t in tables}
 
-    def _prepare(self) -> None:
-        """WAL mode (for a file) and the current schema (``prepare``)."""
-        prepare(self._session, wal=self._one is None, busy_timeout=self._busy_timeout)
+    def _open(self, schemas: Iterable[Schema] | None, tables: list[Table]) -> None:
+        """WAL mode (for a file), the layout, and every collection."""
+        if self.connections.one is None:
+            with self.connections.session() as db:
+                db.execute("PRAGMA journal_mode = WAL")
+        with self.connections.transaction() as db:
+            migrate(db)
+            tables[:] = [Table(s, SQLITE) for s in (declared(db, SQLITE) if schemas is None else schemas)]
+            for table in tables:
+                evolve(db, table)
 
-    # -- the protocol ---------------------------------------------------
+    def __getitem__(self, plural: str) -> SQLiteRecords:
+        return self.collections[plural]
 
-    def get(self, user_id: int) -> User:
-        return self._answered(user_id, lambda db: self._get(db, user_id))
-
-    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
-             after: Position | None = None, email: str | None = None,
-             q: str | None = None) -> list[User]:
-        arguments: dict[str, Any] = dict(limit=limit, sort=sort, reverse=reverse, after=after,
-                                         email=email, q=q)
-        return self._answered(tuple(arguments.items()), lambda db: self._page(db, arguments))
-
-    def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[User]]:
-        # Both on one connection, after one look at data_version (3 µs).
-        full = {**LIST_DEFAULTS, **arguments}
-        return self._answered(("position", *full.items()), lambda db: (
-            int(db.execute(sql.SQLITE.position).fetchone()[0]), self._page(db, full)))
-
-    def _page(self, db: Connection, arguments: dict[str, Any]) -> builtins.list[User]:
-        """A page, read ids and versions first: a version names a user's
-        fields, so a user already built at that version is taken as it is,
-        and only the others are read (cheaper than reading and building all)."""
-        kept = self._kept
-        keys = db.execute(*sql.page(sql.SQLITE, columns=sql.KEYS, **arguments)).fetchall()
-        found = {user_id: user for user_id, version in keys
-                 if (user := kept.get(user_id)) is not None and user.version == version}
-        wanted = [user_id for user_id, _ in keys if user_id not in found]
-        if wanted:
-            found.update((row[0], User(*row)) for row in db.execute(
-                f"{SELECT_SOME}({', '.join('?' * len(wanted))})", wanted))
-            if any(user_id not in found or found[user_id].version != version
-                   for user_id, version in keys):
-                # Written between the two reads: read the page whole.
-                return [User(*row) for row in db.execute(*sql.page(sql.SQLITE, **arguments))]
-            if len(kept) + len(wanted) > KEPT:
-                kept.clear()
-            kept.update((user_id, found[user_id]) for user_id in wanted)
-        return [found[user_id] for user_id, _ in keys]
-
-    def count(self, *, email: str | None = None, q: str | None = None) -> int:
-        query, params = sql.count(sql.SQLITE, email=email, q=q)
-        with self._session() as db:
-            return int(db.execute(query, params).fetchone()[0])
-
-    def create(self, *, name: str, email: str) -> User:
-        row = (name, email, email_key(email), *name_columns(name))
-
-        def insert(db: sqlite3.Connection) -> User:
-            try:
-                cursor = db.execute(INSERT, row)
-            except sqlite3.IntegrityError:
-                raise EmailTaken(email) from None
-            return User(cast(int, cursor.lastrowid), name, email, 1)
-        return self._write(insert)
-
-    def update(self, user_id: int, *, name: str | None = None,
-               email: str | None = None,
-               precondition: Precondition | None = None) -> User:
-        def replace(db: sqlite3.Connection) -> User:
-            old = self._checked(db, user_id, precondition)
-            new = User(user_id, old.name if name is None else name,
-                       old.email if email is None else email, old.version + 1)
-            try:
-                db.execute(UPDATE, (new.name, new.email, email_key(new.email),
-                                    *name_columns(new.name), new.version, user_id))
-            except sqlite3.IntegrityError:
-                raise EmailTaken(new.email) from None
-            return new
-        return self._write(replace)
-
-    def delete(self, user_id: int, *,
-               precondition: Precondition | None = None) -> None:
-        def remove(db: sqlite3.Connection) -> None:
-            self._checked(db, user_id, precondition)
-            db.execute(DELETE, (user_id,))
-        self._write(remove)
-
-    def last_id(self) -> int:
-        with self._session() as db:
-            return int(db.execute(LAST_ID).fetchone()[0])
-
-    def restore(self, users: Sequence[User], *, last_id: int = 0) -> None:
-        with self._transaction() as db:
-            check_fresh_ids(users, int(db.execute(LAST_ID).fetchone()[0]))
-            try:
-                db.executemany(RESTORE, [(u.id, u.name, u.email, email_key(u.email),
-                                          *name_columns(u.name), u.version) for u in users])
-            except sqlite3.IntegrityError as e:
-                raise Conflict(f"The store already holds one of these users ({e}).") from None
-            if last_id > 0:     # the row exists once a user was inserted; make one if not
-                db.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'users', 0"
-                           " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'users')")
-                db.execute(RAISE_LAST_ID, (last_id,))
-        self._watch.notify()
-
-    def close(self) -> None:
-        self._watch.close()
-        if self._writer is not None:
-            self._writer.stop()         # the writes already handed over are done first
-            if self._writer.commits:
-                log.info("SQLite writer for %s: %s", self.path, self._writer.summary())
-        with self._lock:
-            connections = list(self._connections)
-            self._connections.clear()
-        for db in connections:
-            with db.in_use:
-                db.close()
-
-    # -- connections and transactions -----------------------------------
-
-    def _connect(self) -> Connection:
-        db = sqlite3.connect(self.path, timeout=self._busy_timeout,
-                             isolation_level=None, check_same_thread=False,
-                             factory=Connection)
-        db.execute("PRAGMA synchronous = FULL")
-        with self._lock:
-            self._connections.add(db)
-        return db
-
-    @contextmanager
-    def _session(self) -> Iterator[Connection]:
-        """This thread's connection, or the in-memory database's one, held."""
-        db = self._one
-        if db is None:
-            owner = getattr(self._local, "owner", None)
-            if owner is None:
-                owner = self._local.owner = ThreadConnection(self._connect())
-            db = owner.db
-        with db.in_use:
-            try:
-                yield db
-            except sqlite3.OperationalError as e:
-                if busy(e):    # another writer held the lock past the timeout
-                    raise StoreUnavailable("The database is busy; try again.") from e
-                raise
-
-    def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    def write(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``op`` in a write transaction and return what it returns,
         once that is committed."""
-        if self._writer is not None:
-            done = self._writer.submit(op)
-        else:
-            with self._transaction() as db:
-                done = op(db)
-        self._watch.notify()
-        return done
+        if self.writer is not None:
+            return self.writer.submit(op)
+        with self.connections.transaction() as db:
+            return op(db)
 
-    def _read(self, query: str, params: tuple[Any, ...]) -> list[Any]:
-        return self._answered((query, params), lambda db: db.execute(query, params).fetchall())
+    def stop_waiting(self) -> None:
+        for records in self.collections.values():
+            records.stop_waiting()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[Connection]:
-        """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
-        with self._session() as db:
-            db.execute("BEGIN IMMEDIATE")
+    def close(self) -> None:
+        self.stop_waiting()
+        if self.writer is not None:
+            self.writer.stop()         # the writes already handed over are done first
+            if self.writer.commits:
+                log.info("SQLite writer for %s: %s", self.path, self.writer.summary())
+        self.connections.close()
+
+
+class SQLiteRecords:
+    """One collection of a ``SQLiteStorage``."""
+
+    def __init__(self, storage: SQLiteStorage, table: Table) -> None:
+        self.storage, self.table, self.schema = storage, table, table.schema
+        self._connections = storage.connections
+        self._make = self.schema.record._make
+        # Records built for pages, by id, for a page to take again (at most KEPT).
+        self._kept: dict[int, Any] = {}
+        # Other processes' commits are seen by polling; a private database has none.
+        self._watch = Watch(self.position, POLL_INTERVAL if storage.writer is not None else None)
+
+    # -- reads ------------------------------------------------------------
+
+    def get(self, record_id: int) -> Any:
+        return self._connections.answered((self.table.name, record_id),
+                                          lambda db: self._get(db, record_id))
+
+    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, q: str | None = None,
+             **filters: str) -> builtins.list[Any]:
+        arguments: dict[str, Any] = dict(limit=limit, sort=sort, reverse=reverse, after=after,
+                                         q=q, **filters)
+        return self._connections.answered((self.table.name, *arguments.items()),
+                                          lambda db: self._page(db, arguments))
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
+        # Both on one connection, after one look at data_version (3 µs).
+        full = {**LIST_DEFAULTS, **arguments}
+        return self._connections.answered(("position", self.table.name, *full.items()), lambda db: (
+            int(db.execute(self.table.position).fetchone()[0]), self._page(db, full)))
+
+    def _page(self, db: Connection, arguments: dict[str, Any]) -> builtins.list[Any]:
+        """A page, read ids and versions first: a version names a record's
+        fields, so a record already built at that version is taken as it is,
+        and only the others are read (cheaper than reading and building all)."""
+        kept = self._kept
+        keys = db.execute(*self.table.page(columns="u.id, u.version", **arguments)).fetchall()
+        found = {record_id: record for record_id, version in keys
+                 if (record := kept.get(record_id)) is not None and record.version == version}
+        wanted = [record_id for record_id, _ in keys if record_id not in found]
+        if wanted:
+            found.update((row[0], self._make(row)) for row in db.execute(
+                f"{self.table.select_some}({', '.join('?' * len(wanted))})", wanted))
+            if any(record_id not in found or found[record_id].version != version
+                   for record_id, version in keys):
+                # Written between the two reads: read the page whole.
+                return list(map(self._make, db.execute(*self.table.page(**arguments))))
+            if len(kept) + len(wanted) > KEPT:
+                kept.clear()
+            kept.update((record_id, found[record_id]) for record_id in wanted)
+        return [found[record_id] for record_id, _ in keys]
+
+    def count(self, *, q: str | None = None, **filters: str) -> int:
+        query, params = self.table.count(q=q, **filters)
+        with self._connections.session() as db:
+            return int(db.execute(query, params).fetchone()[0])
+
+    def last_id(self) -> int:
+        with self._connections.session() as db:
+            return self._last_id(db)
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
+        rows = self._connections.answered(
+            (self.table.changes, after, limit),
+            lambda db: db.execute(self.table.changes, (after, limit)).fetchall())
+        return [Change(row[0], row[1], None if row[-1] is None else self._make(row[1:]))
+                for row in rows]
+
+    def position(self) -> int:
+        return int(self._connections.answered(
+            self.table.position, lambda db: db.execute(self.table.position).fetchone()[0]))
+
+    # -- writes -----------------------------------------------------------
+
+    def create(self, **fields: Any) -> Any:
+        values = self.schema.values(fields)
+        row = self.table.row(values)
+
+        def insert(db: sqlite3.Connection) -> Any:
             try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-            db.answers.clear()          # its own commit does not change its data_version
+                cursor = db.execute(self.table.insert, row)
+            except sqlite3.IntegrityError as e:
+                raise self._conflict(e, values) from None
+            return self._make((cursor.lastrowid, *values, 1))
+        return self._write(insert)
 
-    def _answered(self, question: Any, read: Callable[[Connection], T]) -> T:
-        """``read(db)`` on this thread's connection, or what it answered
-        last time, if nothing has been committed since (``_answers``)."""
-        with self._session() as db:
-            answers = self._answers(db)
-            answer = answers.get(question)
-            if answer is None:
-                answer = answers[question] = read(db)
-                if len(answers) > ANSWERS:
-                    answers.clear()
-            return answer
+    def update(self, record_id: int, *, precondition: Precondition | None = None,
+               **fields: Any) -> Any:
+        def replace(db: sqlite3.Connection) -> Any:
+            old = self._checked(db, record_id, precondition)
+            values = self.schema.values(fields, old)
+            try:
+                db.execute(self.table.update,
+                           (*self.table.row(values), old.version + 1, record_id))
+            except sqlite3.IntegrityError as e:
+                raise self._conflict(e, values) from None
+            return self._make((record_id, *values, old.version + 1))
+        return self._write(replace)
 
-    def _answers(self, db: Connection) -> dict[Any, Any]:
-        """What this connection has read and may answer again: valid while
-        ``PRAGMA data_version`` is unchanged, which it is until another
-        connection, in any process, commits. (A private in-memory database
-        has one connection, whose own commits it does not count: it keeps
-        nothing.)"""
-        if self._one is not None:
-            return {}
-        version = db.execute("PRAGMA data_version").fetchone()[0]
-        if version != db.data_version:
-            db.answers.clear()
-            db.data_version = version
-        return db.answers
+    def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
+        def remove(db: sqlite3.Connection) -> None:
+            self._checked(db, record_id, precondition)
+            db.execute(self.table.delete, (record_id,))
+        self._write(remove)
+
+    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        table = self.table
+        with self._connections.transaction() as db:
+            check_fresh_ids(records, self._last_id(db))
+            try:
+                db.executemany(table.restore, [
+                    (r.id, *table.row(r[1:-1]), r.version) for r in records])
+            except sqlite3.IntegrityError as e:
+                raise Conflict(f"The store already holds one of these records ({e}).") from None
+            if last_id > 0:     # the row exists once a record was inserted; make one if not
+                db.execute("INSERT INTO sqlite_sequence (name, seq) SELECT ?, 0 WHERE NOT "
+                           "EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)",
+                           (table.name, table.name))
+                db.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?",
+                           (last_id, table.name))
+        self._watch.notify()
+
+    # -- the change feed: waiting ---------------------------------------
+
+    def wait(self, after: int, timeout: float) -> None:
+        self._watch.wait(after, timeout)
+
+    def stop_waiting(self) -> None:
+        self._watch.close()
 
     # -- helpers --------------------------------------------------------
 
-    def _get(self, db: sqlite3.Connection, user_id: int) -> User:
-        row = db.execute(SELECT_ONE, (checked_id(user_id),)).fetchone()
-        if row is None:
-            raise UserNotFound(user_id)
-        return User(*row)
+    def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        done = self.storage.write(op)
+        self._watch.notify()
+        return done
 
-    def _checked(self, db: sqlite3.Connection, user_id: int,
-                 precondition: Precondition | None) -> User:
-        user = self._get(db, user_id)
-        if precondition is not None and not precondition.allows(user.version):
-            raise StaleVersion(user_id)
-        return user
+    def _last_id(self, db: sqlite3.Connection) -> int:
+        # AUTOINCREMENT's high-water mark: the largest id ever handed out.
+        row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = ?",
+                         (self.table.name,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _get(self, db: sqlite3.Connection, record_id: int) -> Any:
+        row = db.execute(self.table.select_one, (checked_id(self.schema, record_id),)).fetchone()
+        if row is None:
+            raise NotFound(self.schema, record_id)
+        return self._make(row)
+
+    def _checked(self, db: sqlite3.Connection, record_id: int,
+                 precondition: Precondition | None) -> Any:
+        record = self._get(db, record_id)
+        if precondition is not None and not precondition.allows(record.version):
+            raise StaleVersion(record_id)
+        return record
+
+    def _conflict(self, error: sqlite3.IntegrityError, values: Sequence[Any]) -> Exception:
+        """The unique field an IntegrityError names ("UNIQUE constraint
+        failed: users.email__key"), as a ``Conflict``."""
+        for field, value in zip(self.schema.fields, values):
+            if field in self.schema.unique:
+                column = f"{field}__key" if field in self.table.keys else field
+                if str(error).endswith(f"{self.table.name}.{column}"):
+                    return Conflict.taken(self.schema, field, value)
+        return error

@@ -1,5 +1,10 @@
-"""SQLite's connections and writer: every write to a file, made by one
-thread, in groups.
+"""SQLite's connections and writer: a connection per thread, reads
+answered again while nothing is committed, and every write to a file made
+by one thread, in groups.
+
+``Connections`` holds a file's connections (one per thread; a private
+in-memory database has one, used in turn) and what each has answered,
+for every collection in the file.
 
 Group commit: creates, updates and deletes on a file are made by one
 writer thread with a connection of its own (``Writer``). It takes every
@@ -21,8 +26,10 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from . import StoreUnavailable
@@ -64,6 +71,95 @@ def busy(error: sqlite3.OperationalError) -> bool:
     if code is not None:
         return code & 0xFF in (5, 6)                    # BUSY, LOCKED
     return "locked" in str(error) or "busy" in str(error)
+
+
+#: How many answers each connection keeps while nothing is committed.
+ANSWERS = 1_000
+
+
+class Connections:
+    """A file's connections: each thread's own, opened when it first asks
+    and closed when it ends; or, for a private in-memory database, one."""
+
+    def __init__(self, path: str, busy_timeout: float) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._all: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self.one = self.connect() if path == ":memory:" else None
+
+    def connect(self) -> Connection:
+        db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
+                             check_same_thread=False, factory=Connection)
+        db.execute("PRAGMA synchronous = FULL")
+        with self._lock:
+            self._all.add(db)
+        return db
+
+    @contextmanager
+    def session(self) -> Iterator[Connection]:
+        """This thread's connection, or the in-memory database's one, held."""
+        db = self.one
+        if db is None:
+            owner = getattr(self._local, "owner", None)
+            if owner is None:
+                owner = self._local.owner = ThreadConnection(self.connect())
+            db = owner.db
+        with db.in_use:
+            try:
+                yield db
+            except sqlite3.OperationalError as e:
+                if busy(e):    # another writer held the lock past the timeout
+                    raise StoreUnavailable("The database is busy; try again.") from e
+                raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
+        with self.session() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            db.answers.clear()          # its own commit does not change its data_version
+
+    def answered(self, question: Any, read: Callable[[Connection], T]) -> T:
+        """``read(db)`` on this thread's connection, or what it answered
+        last time, if nothing has been committed since (``answers``)."""
+        with self.session() as db:
+            answers = self.answers(db)
+            answer = answers.get(question)
+            if answer is None:
+                answer = answers[question] = read(db)
+                if len(answers) > ANSWERS:
+                    answers.clear()
+            return answer
+
+    def answers(self, db: Connection) -> dict[Any, Any]:
+        """What this connection has read and may answer again: valid while
+        ``PRAGMA data_version`` is unchanged, which it is until another
+        connection, in any process, commits. (A private in-memory database
+        has one connection, whose own commits it does not count: it keeps
+        nothing.)"""
+        if self.one is not None:
+            return {}
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version != db.data_version:
+            db.answers.clear()
+            db.data_version = version
+        return db.answers
+
+    def close(self) -> None:
+        with self._lock:
+            connections = list(self._all)
+            self._all.clear()
+        for db in connections:
+            with db.in_use:
+                db.close()
 
 
 class Writer:

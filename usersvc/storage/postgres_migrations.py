@@ -1,21 +1,42 @@
-"""The PostgreSQL store's schema: each version's statements, and ``migrate``.
+"""The PostgreSQL store's history: each release's layout change, and ``migrate``.
 
-``MIGRATIONS[n]`` takes the schema from version n to n + 1; the version
-lives in the table ``usersvc_schema``. Migrating holds a transaction-level
-advisory lock, so processes that start together on a new database migrate
-it once; all the steps a database lacks run in one transaction with the
-version update. Version 2 holds what listing and search need (``sql``);
-version 3 the change feed (``feed``).
+``MIGRATIONS[n]`` takes the layout from version n to n + 1; the version
+lives in the table ``usersvc_schema``. These are history: each is the text
+of what it did, importing nothing of today's code, so that it never
+changes when today's schemas do. A new database skips them all: it starts
+at ``FRESH``, and its collections are made from their schemas
+(``evolution``). Versions 1 to 3 are release 0.1.0's (the users table,
+sorting and searching, the change feed); version 4 declares collections:
+``usersvc_collections`` records each one's declaration, the key columns
+become ``<field>__key`` (nullable), and the old triggers, functions and
+indexes go, to be made again from the declaration.
+
+The caller holds a transaction and the advisory lock that makes processes
+opening one database together take turns; all the steps a database lacks
+run in that transaction with the version update.
 """
 from __future__ import annotations
 
+import json
+import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 
-from . import SchemaTooNew, sql
-from .postgres_notify import CHANNEL
+from . import SchemaTooNew
+from .evolution import Step, apply
+
+# -- release 0.1.0's own word splitting, frozen ---------------------------
+
+_NOT_WORD = re.compile(r"[\W_]")
+
+
+def _words(text: str) -> list[str]:
+    def separator(m: re.Match[str]) -> str:
+        return m.group() if unicodedata.category(m.group())[0] == "M" else " "
+    return sorted(set(_NOT_WORD.sub(separator, text.casefold()).split()))
 
 
 def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
@@ -23,8 +44,7 @@ def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
     rows = db.execute("SELECT id, name FROM users").fetchall()
     with db.cursor() as cursor:
         cursor.executemany("UPDATE users SET name_key = %s, name_words = %s WHERE id = %s",
-                           [(name.casefold(), sql.name_words(name), user_id)
-                            for user_id, name in rows])
+                           [(name.casefold(), _words(name), user_id) for user_id, name in rows])
 
 
 # Keeps user_words in step with a user's name words and e-mail key (``sql``).
@@ -48,11 +68,10 @@ END $$"""
 # once), so a writer that comes later waits here for the one before to
 # commit: positions are handed out in commit order (``feed``). The lock's
 # key is the table's own oid, so stores in other schemas do not share it.
-COMMIT_ORDER = "PERFORM pg_advisory_xact_lock('user_changes'::regclass::oid::bigint);"
-CHANGES_TRIGGER = f"""
+_CHANGES_TRIGGER = """
 CREATE FUNCTION user_changes_record() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    {COMMIT_ORDER}
+    PERFORM pg_advisory_xact_lock('user_changes'::regclass::oid::bigint);
     IF TG_OP = 'DELETE' THEN
         INSERT INTO user_changes (id, seq) VALUES (OLD.id, nextval('user_changes_seq'))
             ON CONFLICT (id) DO UPDATE
@@ -63,13 +82,27 @@ BEGIN
             ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, name = EXCLUDED.name,
                                            email = EXCLUDED.email, version = EXCLUDED.version;
     END IF;
-    PERFORM pg_notify('{CHANNEL}', '');     -- delivered at the commit (postgres_notify)
+    PERFORM pg_notify('usersvc_user_changes', '');
     RETURN NULL;
 END $$"""
 
+#: Release 0.1.0's users, as ``evolution`` records a declaration.
+_USERS_0_1_0 = json.dumps({
+    "name": "user", "plural": "users", "order": ["name", "email"],
+    "fields": {"name": {"type": "text", "optional": False},
+               "email": {"type": "text", "optional": False}},
+    "unique": ["email"], "filters": ["email"], "sorts": ["email", "name"],
+    "words": ["name"], "prefixes": ["email"]}, sort_keys=True)
+
+_COLLECTIONS = """CREATE TABLE usersvc_collections (
+                      plural      text PRIMARY KEY,
+                      declaration text NOT NULL,   -- Schema.declaration(), JSON
+                      objects     text NOT NULL    -- {name: [kind, table, statement]}
+                  )"""
+
 #: Each entry upgrades the schema by one version: statements, and the
 #: functions that fill what SQL cannot compute (Python's ``str.casefold``).
-MIGRATIONS: list[Sequence[sql.Step]] = [
+MIGRATIONS: list[Sequence[Step]] = [
     # 0 -> 1: the users table.
     [
         """CREATE TABLE users (
@@ -119,32 +152,52 @@ MIGRATIONS: list[Sequence[sql.Step]] = [
         "INSERT INTO user_changes (id, seq, name, email, version)"
         " SELECT id, nextval('user_changes_seq'), name, email, version FROM"
         " (SELECT id, name, email, version FROM users ORDER BY id) AS by_id",
-        CHANGES_TRIGGER,
+        _CHANGES_TRIGGER,
         """CREATE TRIGGER user_changes_record AFTER INSERT OR UPDATE OR DELETE ON users
            FOR EACH ROW EXECUTE FUNCTION user_changes_record()""",
     ],
+    # 3 -> 4: collections declared once.
+    [
+        "DROP TRIGGER user_changes_record ON users",
+        "DROP TRIGGER user_words_insert_delete ON users",
+        "DROP TRIGGER user_words_update ON users",
+        "DROP FUNCTION user_changes_record()",
+        "DROP FUNCTION user_words_sync()",
+        "DROP INDEX users_email_key",
+        "DROP INDEX users_name",
+        "ALTER TABLE users RENAME COLUMN email_key TO email__key",
+        "ALTER TABLE users RENAME COLUMN name_key TO name__key",
+        "ALTER TABLE users RENAME COLUMN name_words TO name__words",
+        """ALTER TABLE users ALTER COLUMN email__key DROP NOT NULL,
+                          ALTER COLUMN name__key DROP NOT NULL,
+                          ALTER COLUMN name__key DROP DEFAULT,
+                          ALTER COLUMN name__words DROP NOT NULL,
+                          ALTER COLUMN name__words DROP DEFAULT""",
+        _COLLECTIONS,
+        f"INSERT INTO usersvc_collections (plural, declaration, objects)"
+        f" VALUES ('users', '{_USERS_0_1_0}', '{{}}')",
+    ],
 ]
 
-#: Any constant; two processes migrating the same database take turns on it.
-MIGRATION_LOCK = 0x7573657273766301
+#: What a new database gets instead: only the table of collections.
+FRESH: Sequence[Step] = [_COLLECTIONS]
 
 
-def migrate(db: psycopg.Connection[Any],
-            migrations: Sequence[Sequence[sql.Step]] = MIGRATIONS) -> int:
-    """Bring the schema up to ``len(migrations)``; returns the version found.
-
-    All the steps a database lacks run in one transaction with the version
-    update: all of them, or none.
-    """
-    with db.transaction():
-        db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        db.execute("CREATE TABLE IF NOT EXISTS usersvc_schema (version integer NOT NULL)")
-        row = db.execute("SELECT version FROM usersvc_schema").fetchone()
-        if row is None:
-            db.execute("INSERT INTO usersvc_schema (version) VALUES (0)")
-        found = row[0] if row else 0
-        SchemaTooNew.check(found, len(migrations))
+def migrate(db: psycopg.Connection[Any], migrations: Sequence[Sequence[Step]] = MIGRATIONS,
+            fresh: Sequence[Step] = FRESH) -> int:
+    """Bring the layout up to ``len(migrations)``, inside the caller's
+    transaction; returns the version found (0: a new database, given ``fresh``)."""
+    db.execute("CREATE TABLE IF NOT EXISTS usersvc_schema (version integer NOT NULL)")
+    row = db.execute("SELECT version FROM usersvc_schema").fetchone()
+    if row is None:
+        db.execute("INSERT INTO usersvc_schema (version) VALUES (0)")
+    found = row[0] if row else 0
+    SchemaTooNew.check(found, len(migrations))
+    if found == 0 and fresh:
+        apply(db, fresh)
+    else:
         for version in range(found, len(migrations)):
-            sql.apply(db, migrations[version])
+            apply(db, migrations[version])
+    if found != len(migrations):
         db.execute("UPDATE usersvc_schema SET version = %s", (len(migrations),))
     return found

@@ -1,0 +1,229 @@
+"""The kinds of field a schema declares: ``text(n)``, ``email`` and
+``integer(minimum, maximum)``.
+
+A field is called with the value a request sent, as decoded (JSON types,
+or, from XML, text, and an int for an integer field's decimal text), and
+returns it cleaned (trimmed) or raises ``FieldError``. It also says what it
+is elsewhere: ``type`` (how a store keeps it: ``"text"`` or
+``"integer"``), ``describe`` (its JSON Schema, for the OpenAPI document),
+``input_type`` (the HTML input that checks the same rule) and ``noun``
+(what a sentence calls a value of it).
+
+Each rule checks the value that most requests send first, so that a valid
+value costs one test, and only a failing one is looked at again to say
+which rule it breaks.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+#: The largest integer any store keeps: SQLite's (and PostgreSQL's bigint).
+MAX_INTEGER = 2**63 - 1
+
+
+class FieldError(ValueError):
+    """One field's value breaks a rule; ``str()`` completes "<field> ..."."""
+
+
+# Lone surrogates (from JSON "\ud800" escapes) cannot be stored or sent as
+# UTF-8, and U+FFFE/U+FFFF cannot be written in XML 1.0 (§2.2).
+_UNENCODABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
+# Either of those, or a control character: Unicode category Cc is exactly
+# \x00-\x1f and \x7f-\x9f, 65 code points (test_validation checks).
+_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _trimmed(value: Any) -> str:
+    if not isinstance(value, str):
+        raise FieldError("must be a string")
+    return value.strip()
+
+
+class Field:
+    type = "text"
+    input_type = "text"
+    noun = ""           # "" : the field's own name
+
+    def __call__(self, value: Any) -> Any:
+        raise NotImplementedError
+
+    def describe(self, in_xml: bool = False) -> dict[str, Any]:
+        """The JSON Schema of a value a request may send."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__.lower()}"
+
+
+class Text(Field):
+    """A string: trimmed, 1 to ``max_length`` code points, and no control
+    characters (Unicode category Cc) inside."""
+
+    def __init__(self, max_length: int) -> None:
+        if not 1 <= max_length:
+            raise ValueError("text(n) needs n of at least 1")
+        self.max_length = max_length
+
+    def __call__(self, value: Any) -> str:
+        trimmed = _trimmed(value)
+        if trimmed and len(trimmed) <= self.max_length and not _NOT_PLAIN.search(trimmed):
+            return trimmed
+        if _UNENCODABLE.search(trimmed):
+            raise FieldError("must be Unicode text (no surrogates or non-characters)")
+        if not trimmed:
+            raise FieldError("must not be empty")
+        if len(trimmed) > self.max_length:
+            raise FieldError(f"must be at most {self.max_length} characters long")
+        raise FieldError("must not contain control characters")   # what _NOT_PLAIN found
+
+    def describe(self, in_xml: bool = False) -> dict[str, Any]:
+        return _text_schema(self.max_length, in_xml)
+
+    def __repr__(self) -> str:
+        return f"text({self.max_length})"
+
+
+# The "valid e-mail address" of the WHATWG HTML standard, §4.10.5.1.5
+# (<input type=email>): deliberately simpler than RFC 5322, and ASCII only.
+_EMAIL = re.compile(
+    r"[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+"
+    r"@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
+    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
+)
+EMAIL_MAX_LENGTH = 254
+
+
+class Email(Field):
+    """An e-mail address: trimmed, at most 254 characters, and valid as the
+    WHATWG HTML standard defines it for ``<input type=email>``."""
+
+    input_type = "email"      # the browser checks the same rule before sending
+    noun = "e-mail address"
+
+    def __call__(self, value: Any) -> str:
+        trimmed = _trimmed(value)
+        if len(trimmed) <= EMAIL_MAX_LENGTH and _EMAIL.fullmatch(trimmed):
+            return trimmed
+        if _UNENCODABLE.search(trimmed):
+            raise FieldError("must be Unicode text (no surrogates or non-characters)")
+        if len(trimmed) > EMAIL_MAX_LENGTH:
+            raise FieldError(f"must be at most {EMAIL_MAX_LENGTH} characters long")
+        raise FieldError("is not a valid e-mail address")
+
+    def describe(self, in_xml: bool = False) -> dict[str, Any]:
+        return {
+            "type": "string",
+            # The limit holds after trimming, which maxLength cannot say: a
+            # padded address may be longer on the wire (docs/conformance.md).
+            "maxLength": EMAIL_MAX_LENGTH,
+            "pattern": f"^{_space(in_xml)}*{_EMAIL.pattern}{_space(in_xml)}*$",
+            "description": "A valid e-mail address (WHATWG HTML, <input type=email>); "
+                           "surrounding white space is trimmed.",
+        }
+
+
+class Integer(Field):
+    """A whole number from ``minimum`` to ``maximum``: a JSON integer (not a
+    boolean, a float or a string), or in XML the element's decimal text."""
+
+    type = "integer"
+    input_type = "number"
+
+    def __init__(self, minimum: int, maximum: int) -> None:
+        if not -MAX_INTEGER <= minimum <= maximum <= MAX_INTEGER:
+            raise ValueError(f"integer(minimum, maximum) needs -2**63 < minimum <= "
+                             f"maximum < 2**63, not {minimum}, {maximum}")
+        self.minimum = minimum
+        self.maximum = maximum
+
+    def __call__(self, value: Any) -> int:
+        if type(value) is int and self.minimum <= value <= self.maximum:
+            return value
+        if type(value) is not int:
+            raise FieldError("must be a whole number")
+        raise FieldError(f"must be from {self.minimum} to {self.maximum}")
+
+    def describe(self, in_xml: bool = False) -> dict[str, Any]:
+        return {"type": "integer", "minimum": self.minimum, "maximum": self.maximum}
+
+    def __repr__(self) -> str:
+        return f"integer({self.minimum}, {self.maximum})"
+
+
+def text(max_length: int) -> Text:
+    """A required string: trimmed, 1 to ``max_length`` code points, and no
+    control characters (Unicode category Cc) inside."""
+    return Text(max_length)
+
+
+def integer(minimum: int, maximum: int) -> Integer:
+    """A whole number from ``minimum`` to ``maximum``."""
+    return Integer(minimum, maximum)
+
+
+#: An e-mail address (a field kind with no parameters: ``{"email": email}``).
+email = Email()
+
+
+# -- the rules, described as JSON Schema (for the OpenAPI document) --------
+#
+# A request is judged after trimming, so each pattern allows white space
+# around the value (what ``str.strip`` removes) and describes the value
+# inside it exactly. XML 1.0 cannot carry most C0 controls at all (§2.2),
+# so the XML patterns leave those out even where trimming would remove them.
+
+_WHITE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+_CONTROL = r"\x00-\x1f\x7f-\x9f"                  # Unicode category Cc
+# U+FFFE and U+FFFF (see _UNENCODABLE). Lone surrogates are refused too, but
+# no pattern can name them: JSON Schema strings are Unicode scalar values.
+_NOT_TEXT = r"\ufffe\uffff"
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def _escaped(chars: str) -> str:
+    """A character class's body for these characters: runs as ranges."""
+    codes, runs = sorted(map(ord, chars)), []  # type: list[int], list[list[int]]
+    for code in codes:
+        if runs and runs[-1][1] == code - 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    return "".join(f"\\u{a:04x}" + (f"-\\u{b:04x}" if b > a else "") for a, b in runs)
+
+
+def _space(in_xml: bool) -> str:
+    white = _NOT_XML.sub("", _WHITE) if in_xml else _WHITE
+    return f"[{_escaped(white)}]"
+
+
+def _text_schema(max_length: int, in_xml: bool) -> dict[str, Any]:
+    inner = f"[^{_CONTROL}{_NOT_TEXT}]"                       # no controls inside
+    edge = f"[^{_escaped(_WHITE)}{_CONTROL}{_NOT_TEXT}]"      # and no space at the ends
+    value = edge if max_length == 1 else f"{edge}(?:{inner}{{0,{max_length - 2}}}{edge})?"
+    return {
+        "type": "string",
+        "pattern": f"^{_space(in_xml)}*{value}{_space(in_xml)}*$",
+        "description": f"1 to {max_length} characters after trimming surrounding "
+                       "white space; no control characters.",
+    }
+
+
+# -- search ----------------------------------------------------------------
+
+# Any one character that is not part of a word: Python's \W, and "_".
+# Combining marks are \W to Python's re but part of the letter before them
+# (an accent, a Devanagari vowel sign), so ``words`` keeps them.
+_NOT_WORD = re.compile(r"[\W_]")
+
+
+def _separator(m: re.Match[str]) -> str:
+    return m.group() if unicodedata.category(m.group())[0] == "M" else " "
+
+
+def words(value: str) -> list[str]:
+    """The case-folded words of ``value``: split at anything that is not a
+    letter, a digit or a mark (``"Ada Lovelace-Byron"`` is ``ada``,
+    ``lovelace``, ``byron``)."""
+    return _NOT_WORD.sub(_separator, value.casefold()).split()

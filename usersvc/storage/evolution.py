@@ -1,0 +1,210 @@
+"""A SQL store's collections brought up to their schemas at open, or refused.
+
+Each store records, in ``usersvc_collections``, every collection's
+declaration (``Schema.declaration``) and the indexes, triggers and
+functions it made for it (``sql.Table.objects``), by name and statement.
+At open, under the lock that makes every process open one at a time (the
+caller's transaction), ``evolve`` compares the recorded declaration with
+the schema's, as Django's migration autodetector and Alembic's compare do:
+
+- a new collection: its tables are made;
+- an added optional field: a column (in the table and in its feed);
+- a filter, a sort, a search or a uniqueness added to a field: its key or
+  words column, filled from every record, its index, its search keys;
+  a uniqueness that the stored records break is refused, naming a value;
+- what is no longer declared: its index, and the column it needed;
+- then every object whose statement is not the one recorded is dropped and
+  made again (never left to a rebuild to keep, as sqlite-utils users learnt);
+  a PostgreSQL function is replaced where it stands.
+
+Versions are never touched, so every ETag stays valid, and no feed entry is
+made (the feed's trigger fires only when a write sets the version). What
+cannot be done safely is refused with ``SchemaMismatch``, one line naming
+the collection and the field, before anything is changed: a stored field
+the schema lacks, a changed type, a new required field, a field made
+required or made optional (anything else is an explicit migration).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Union
+
+from ..validation import Schema
+from . import SchemaMismatch
+from .sql import POSTGRES, SQLITE, Dialect, Table
+
+#: One step of a migration: a statement, or a function of the connection
+#: for what SQL cannot compute (Python's ``str.casefold``).
+Step = Union[str, Callable[[Any], None]]
+
+
+def apply(db: Any, steps: Sequence[Step]) -> None:
+    """Run one migration's steps on a connection (sqlite3's or psycopg's)."""
+    for step in steps:
+        if isinstance(step, str):
+            db.execute(step)
+        else:
+            step(db)
+
+
+#: Made by the layout migration of every SQL store (``*_migrations``).
+COLLECTIONS = "usersvc_collections"
+
+
+def declared(db: Any, dialect: Dialect) -> list[Schema]:
+    """The collections a store holds, as their recorded declarations say."""
+    if not _exists(db, COLLECTIONS, dialect):
+        return []
+    rows = db.execute(f"SELECT declaration FROM {COLLECTIONS} ORDER BY plural").fetchall()
+    return [Schema.from_declaration(json.loads(row[0])) for row in rows]
+
+
+def evolve(db: Any, table: Table) -> None:
+    """Bring ``table``'s collection up to its schema on the connection
+    ``db``, inside the caller's transaction; raise ``SchemaMismatch``."""
+    mark, plural = table.dialect.mark, table.name
+    row = db.execute(f"SELECT declaration, objects FROM {COLLECTIONS} WHERE plural = {mark}",
+                     (plural,)).fetchone()
+    want = table.schema.declaration()
+    if row is None:
+        if _exists(db, table.name, table.dialect):
+            raise SchemaMismatch(f"{plural}: the database has a table {plural} that usersvc "
+                                 "did not make; store the collection elsewhere")
+        for statement in table.create_tables():
+            db.execute(statement)
+        stored, objects = want, {}
+    else:
+        stored, objects = json.loads(row[0]), json.loads(row[1])
+    _check(stored, want, plural)
+    wanted = table.objects()
+    for name, (kind, on, sql) in sorted(objects.items(), key=_drop_order):
+        # A function is replaced where it stands (its trigger depends on it).
+        if name not in wanted or (wanted[name].sql != sql and kind != "function"):
+            db.execute(_drop(table, kind, name, on))
+            del objects[name]
+    _change_columns(db, table, stored, want)
+    if _search_keys(stored) != _search_keys(want):
+        db.execute(f"DELETE FROM {table.words_table}")
+        if table.schema.searchable:
+            db.execute(table.fill_words())
+    for field in want["unique"]:
+        if row is not None and field not in stored["unique"]:
+            _check_unique(db, table, field)
+    for name, made in sorted(wanted.items(), key=lambda item: _create_order(item[1].kind)):
+        if name not in objects or objects[name][2] != made.sql:
+            db.execute(made.sql)
+            objects[name] = list(made)
+    record = (json.dumps(want, sort_keys=True), json.dumps(objects, sort_keys=True), plural)
+    if row is None:
+        db.execute(f"INSERT INTO {COLLECTIONS} (declaration, objects, plural) "
+                   f"VALUES ({mark}, {mark}, {mark})", record)
+    elif (json.loads(record[0]), json.loads(record[1])) != (stored, json.loads(row[1])):
+        db.execute(f"UPDATE {COLLECTIONS} SET declaration = {mark}, objects = {mark} "
+                   f"WHERE plural = {mark}", record)
+
+
+def _check(stored: dict[str, Any], want: dict[str, Any], plural: str) -> None:
+    """Refuse what cannot be done in place, naming the field."""
+    if stored["name"] != want["name"]:
+        raise SchemaMismatch(f"{plural}: stored as records named {stored['name']!r}, "
+                             f"declared as {want['name']!r}")
+    old, new = stored["fields"], want["fields"]
+    for field in old:
+        if field not in new:
+            raise SchemaMismatch(f"{plural}.{field}: a stored field the schema lacks "
+                                 "(dropping or renaming it is an explicit migration)")
+    for field, kind in new.items():
+        was = old.get(field)
+        if was is None and not kind["optional"]:
+            raise SchemaMismatch(f"{plural}.{field}: a new required field (the records "
+                                 "stored before have no value: declare it optional)")
+        if was is not None and was["type"] != kind["type"]:
+            raise SchemaMismatch(f"{plural}.{field}: stored as {was['type']}, declared as "
+                                 f"{kind['type']} (a change of type is an explicit migration)")
+        if was is not None and was["optional"] and not kind["optional"]:
+            raise SchemaMismatch(f"{plural}.{field}: made required (the records stored "
+                                 "before may have no value)")
+        if was is not None and not was["optional"] and kind["optional"]:
+            raise SchemaMismatch(f"{plural}.{field}: made optional (its column must be "
+                                 "made again: an explicit migration)")
+
+
+def _keyed(declaration: dict[str, Any]) -> set[str]:
+    """The fields that have a ``__key`` column (``Schema.keyed``)."""
+    return {f for f, kind in declaration["fields"].items() if kind["type"] == "text" and (
+        f in declaration["unique"] or f in declaration["filters"]
+        or f in declaration["sorts"] or f in declaration["prefixes"])}
+
+
+def _search_keys(declaration: dict[str, Any]) -> tuple[list[str], list[str]]:
+    return declaration["words"], declaration["prefixes"]
+
+
+def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[str, Any]) -> None:
+    """Columns for added fields, key and words columns added (and filled)
+    or dropped as the declaration now needs them."""
+    t, c = table.name, table.changes_table
+    for field in want["fields"]:
+        if field not in stored["fields"]:
+            db.execute(f"ALTER TABLE {t} ADD COLUMN {table.column(field)}")
+            kind = table.dialect.types[table.schema.fields[field].type]
+            db.execute(f"ALTER TABLE {c} ADD COLUMN {field} {kind}")
+    old_keys, new_keys = _keyed(stored), _keyed(want)
+    old_words, new_words = set(stored["words"]), set(want["words"])
+    for field in sorted(old_keys - new_keys):
+        db.execute(f"ALTER TABLE {t} DROP COLUMN {field}__key")
+    for field in sorted(old_words - new_words):
+        db.execute(f"ALTER TABLE {t} DROP COLUMN {field}__words")
+    for field in sorted(new_keys - old_keys):
+        db.execute(f"ALTER TABLE {t} ADD COLUMN {table.key_column(field)}")
+        _fill(db, table, f"{field}__key", field, str.casefold)
+    for field in sorted(new_words - old_words):
+        db.execute(f"ALTER TABLE {t} ADD COLUMN {table.words_column(field)}")
+        _fill(db, table, f"{field}__words", field, table.dialect.words_value)
+
+
+def _fill(db: Any, table: Table, column: str, field: str, derive: Any) -> None:
+    """Give every record's new ``column`` its value, made from ``field``."""
+    mark = table.dialect.mark
+    rows = db.execute(f"SELECT id, {field} FROM {table.name} WHERE {field} IS NOT NULL").fetchall()
+    if rows:
+        cursor = db.cursor()
+        cursor.executemany(f"UPDATE {table.name} SET {column} = {mark} WHERE id = {mark}",
+                           [(derive(value), record_id) for record_id, value in rows])
+
+
+def _check_unique(db: Any, table: Table, field: str) -> None:
+    """Refuse a uniqueness that two stored records break."""
+    column = f"{field}__key" if field in table.keys else field
+    row = db.execute(f"SELECT min({field}) FROM {table.name} WHERE {column} IS NOT NULL "
+                     f"GROUP BY {column} HAVING count(*) > 1 LIMIT 1").fetchone()
+    if row is not None:
+        raise SchemaMismatch(f"{table.name}.{field}: declared unique, but more than one "
+                             f"stored {table.schema.name} has {row[0]!r}")
+
+
+def _exists(db: Any, name: str, dialect: Dialect) -> bool:
+    mark = dialect.mark
+    if dialect is SQLITE:
+        query = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = {mark}"
+    else:
+        query = f"SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = {mark}"
+    return db.execute(query, (name,)).fetchone() is not None
+
+
+def _drop(table: Table, kind: str, name: str, on: str) -> str:
+    if kind == "trigger" and table.dialect is POSTGRES:
+        return f"DROP TRIGGER {name} ON {on}"
+    return f"DROP {kind.upper()} {name}" + ("()" if kind == "function" else "")
+
+
+def _drop_order(item: tuple[str, list[str]]) -> int:
+    return {"trigger": 0, "function": 1, "index": 2}[item[1][0]]
+
+
+def _create_order(kind: str) -> int:
+    return {"function": 0, "index": 1, "trigger": 2}[kind]
+
+
+__all__ = ["COLLECTIONS", "Step", "apply", "declared", "evolve"]

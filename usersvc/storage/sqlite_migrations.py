@@ -1,0 +1,185 @@
+"""The SQLite store's history: each release's layout change, and ``migrate``.
+
+``MIGRATIONS[n]`` takes a database from layout version n to n + 1; the
+version lives in ``PRAGMA user_version``. These are history: each is the
+text of what it did when it was written, and imports nothing of today's
+code (its own copy of the word splitting included), so that it never
+changes when today's schemas do. A new file skips them all: it starts at
+``FRESH``, and its collections are made from their schemas (``evolution``).
+
+- 1: the users table (release 0.1.0, as the rest up to 3);
+- 2: sorting by name and searching (``name_key``, ``name_words``, ``user_words``);
+- 3: the change feed (``user_changes``, kept by triggers);
+- 4: collections declared once: ``usersvc_collections`` records each
+  collection's declaration, and ``users`` is made again with the columns
+  that its declaration makes (key columns ``<field>__key``, nullable), its
+  ids, versions, high-water mark and feed positions kept; its indexes and
+  triggers are then made from the declaration (``evolution``).
+
+Every step a database lacks runs in one transaction with the version bumps:
+all of them, or none.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+import unicodedata
+from collections.abc import Callable, Sequence
+
+from . import SchemaTooNew, StoreUnavailable
+from .evolution import Step, apply
+
+# -- release 0.1.0's own word splitting, frozen ---------------------------
+
+_NOT_WORD = re.compile(r"[\W_]")
+
+
+def _words(text: str) -> list[str]:
+    def separator(m: re.Match[str]) -> str:
+        return m.group() if unicodedata.category(m.group())[0] == "M" else " "
+    return sorted(set(_NOT_WORD.sub(separator, text.casefold()).split()))
+
+
+def _fill_name_columns(db: sqlite3.Connection) -> None:
+    """Give every existing user its ``name_key`` and ``name_words``."""
+    rows = db.execute("SELECT id, name FROM users").fetchall()
+    db.executemany("UPDATE users SET name_key = ?, name_words = ? WHERE id = ?",
+                   [(name.casefold(), json.dumps(_words(name), ensure_ascii=False), user_id)
+                    for user_id, name in rows])
+
+
+_WORDS_OF = {   # a row's search keys: its name's words and its e-mail key
+    row: f"SELECT value FROM json_each({row}.name_words) UNION SELECT {row}.email_key"
+    for row in ("NEW", "OLD")}
+_ADD_WORDS = f"INSERT OR IGNORE INTO user_words (word, user_id) SELECT value, NEW.id FROM ({_WORDS_OF['NEW']});"
+_DROP_WORDS = f"DELETE FROM user_words WHERE user_id = OLD.id AND word IN ({_WORDS_OF['OLD']});"
+
+
+def _remake_users(db: sqlite3.Connection) -> None:
+    """Version 4's ``users``: made again, SQLite's way (a new table, the rows
+    copied, the old one dropped, the new one renamed), keeping every id,
+    version and the AUTOINCREMENT high-water mark (which the drop forgets)."""
+    row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'users'").fetchone()
+    db.execute("""CREATE TABLE users_4 (id INTEGER PRIMARY KEY AUTOINCREMENT,
+                      name TEXT NOT NULL, email TEXT NOT NULL, version INTEGER NOT NULL,
+                      name__key TEXT, email__key TEXT, name__words TEXT)""")
+    db.execute("INSERT INTO users_4 (id, name, email, version, name__key, email__key, name__words)"
+               " SELECT id, name, email, version, name_key, email_key, name_words FROM users")
+    db.execute("DROP TABLE users")      # and its index and triggers
+    db.execute("ALTER TABLE users_4 RENAME TO users")
+    db.execute("DELETE FROM sqlite_sequence WHERE name = 'users'")
+    if row is not None:
+        db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('users', ?)", (row[0],))
+
+
+#: Release 0.1.0's users, as ``evolution`` records a declaration.
+_USERS_0_1_0 = json.dumps({
+    "name": "user", "plural": "users", "order": ["name", "email"],
+    "fields": {"name": {"type": "text", "optional": False},
+               "email": {"type": "text", "optional": False}},
+    "unique": ["email"], "filters": ["email"], "sorts": ["email", "name"],
+    "words": ["name"], "prefixes": ["email"]}, sort_keys=True)
+
+_COLLECTIONS = """CREATE TABLE usersvc_collections (
+                      plural      TEXT PRIMARY KEY,
+                      declaration TEXT NOT NULL,   -- Schema.declaration(), JSON
+                      objects     TEXT NOT NULL    -- {name: [kind, table, statement]}
+                  )"""
+
+#: Each entry upgrades the layout by one version.
+MIGRATIONS: list[Sequence[Step]] = [
+    # 0 -> 1: the users table.
+    [
+        """CREATE TABLE users (
+               id        INTEGER PRIMARY KEY AUTOINCREMENT,
+               name      TEXT    NOT NULL,
+               email     TEXT    NOT NULL,
+               email_key TEXT    NOT NULL UNIQUE,  -- the case-folded e-mail
+               version   INTEGER NOT NULL
+           )""",
+    ],
+    # 1 -> 2: sorting by name and searching.
+    [
+        "ALTER TABLE users ADD COLUMN name_key TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE users ADD COLUMN name_words TEXT NOT NULL DEFAULT '[]'",
+        _fill_name_columns,
+        "CREATE INDEX users_name ON users (name_key, id, version)",
+        """CREATE TABLE user_words (
+               word    TEXT    NOT NULL,
+               user_id INTEGER NOT NULL,
+               PRIMARY KEY (word, user_id)
+           ) WITHOUT ROWID""",
+        "INSERT OR IGNORE INTO user_words (word, user_id)"
+        " SELECT w.value, u.id FROM users AS u, json_each(u.name_words) AS w"
+        " UNION ALL SELECT email_key, id FROM users",
+        f"CREATE TRIGGER user_words_insert AFTER INSERT ON users BEGIN {_ADD_WORDS} END",
+        f"CREATE TRIGGER user_words_delete AFTER DELETE ON users BEGIN {_DROP_WORDS} END",
+        "CREATE TRIGGER user_words_update AFTER UPDATE OF name_words, email_key ON users"
+        " WHEN OLD.name_words IS NOT NEW.name_words OR OLD.email_key IS NOT NEW.email_key"
+        f" BEGIN {_DROP_WORDS} {_ADD_WORDS} END",
+    ],
+    # 2 -> 3: the change feed; the users there get positions in id order.
+    [
+        """CREATE TABLE user_changes (
+               seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+               id      INTEGER NOT NULL UNIQUE,
+               name    TEXT,
+               email   TEXT,
+               version INTEGER
+           )""",
+        "INSERT INTO user_changes (id, name, email, version)"
+        " SELECT id, name, email, version FROM users ORDER BY id",
+        *(f"CREATE TRIGGER user_changes_{op.lower()} AFTER {op} ON users BEGIN"
+          f" INSERT OR REPLACE INTO user_changes (id, name, email, version) VALUES ({row}); END"
+          for op, row in (("INSERT", "NEW.id, NEW.name, NEW.email, NEW.version"),
+                          ("UPDATE", "NEW.id, NEW.name, NEW.email, NEW.version"),
+                          ("DELETE", "OLD.id, NULL, NULL, NULL"))),
+    ],
+    # 3 -> 4: collections declared once.
+    [
+        _COLLECTIONS,
+        _remake_users,
+        f"INSERT INTO usersvc_collections (plural, declaration, objects)"
+        f" VALUES ('users', '{_USERS_0_1_0}', '{{}}')",
+    ],
+]
+
+#: What a new file gets instead: only the table of collections.
+FRESH: Sequence[Step] = [_COLLECTIONS]
+
+
+def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[Step]] = MIGRATIONS,
+            fresh: Sequence[Step] = FRESH) -> int:
+    """Bring the layout up to ``len(migrations)``, inside the caller's
+    transaction; returns the version found (0: a new file, given ``fresh``)."""
+    found = db.execute("PRAGMA user_version").fetchone()[0]
+    SchemaTooNew.check(found, len(migrations))
+    if found == 0 and fresh:
+        apply(db, fresh)
+    else:
+        for version in range(found, len(migrations)):
+            apply(db, migrations[version])
+    if found != len(migrations):
+        db.execute(f"PRAGMA user_version = {len(migrations)}")
+    return found
+
+
+def retrying(open_: Callable[[], None], busy_timeout: float) -> None:
+    """Run ``open_`` until it does not find the file busy, or the busy
+    timeout passes. Processes opening a new file together can find it
+    locked without SQLite calling the busy handler (``StoreUnavailable``)."""
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.001
+    while True:
+        try:
+            return open_()
+        except StoreUnavailable:
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+
+__all__ = ["FRESH", "MIGRATIONS", "migrate", "retrying"]
