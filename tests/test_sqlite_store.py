@@ -60,7 +60,7 @@ def test_the_file_is_in_wal_mode(store, path):
 
 
 def test_connections_wait_for_locks_and_sync_every_commit(store):
-    with store._connections.session() as db:
+    with store.storage.connections.session() as db:
         assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
         assert db.execute("PRAGMA synchronous").fetchone()[0] == 2   # FULL
 
@@ -487,7 +487,7 @@ def test_a_page_reuses_built_users_only_at_the_version_the_file_has(path):
                 return super().get(key, default)
 
         a._kept = WriteInBetween()          # nothing kept: every user is read again
-        with a._connections.session() as db:
+        with a.storage.connections.session() as db:
             db.answers.clear()              # and the last answer forgotten
         page = a.list()
         assert [u.name for u in page] == ["Raced", "Changed", "Raced too"]

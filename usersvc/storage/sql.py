@@ -64,6 +64,10 @@ def prefix_end(prefix: str) -> str | None:
 class Dialect:
     """What differs between the two databases, as fragments of SQL."""
 
+    def any_of(self, column: str, values: frozenset[int]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``values``: the condition and its parameters."""
+        return f"{column} IN ({', '.join(self.mark for _ in values)})", sorted(values)
+
     name: str
     mark: str               # the driver's placeholder
     join: str               # how the matching words join their records
@@ -102,6 +106,9 @@ class PostgresDialect(Dialect):
     words_type = "text[]"
     id_column = "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
 
+    def any_of(self, column: str, values: frozenset[int]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY({self.mark})", [sorted(values)]     # one array: one shape
+
 
 SQLITE, POSTGRES = SQLiteDialect(), PostgresDialect()
 
@@ -124,28 +131,90 @@ class Table:
         self.select_one = f"SELECT {self.columns} FROM {t} WHERE id = {m}"
         self.select_some = f"SELECT {self.columns} FROM {t} WHERE id IN "
         self.insert = (f"INSERT INTO {t} ({', '.join(written)}, version) "
-                       f"VALUES ({', '.join(m for _ in written)}, 1)")
+                       f"VALUES ({', '.join(m for _ in written)}, 1) RETURNING id")
         self.restore = (f"INSERT INTO {t} (id, {', '.join(written)}, version)"
                         f"{' OVERRIDING SYSTEM VALUE' if d is POSTGRES else ''} "
                         f"VALUES ({', '.join(m for _ in range(len(written) + 2))})")
-        self.update = (f"UPDATE {t} SET {', '.join(f'{w} = {m}' for w in written)}, "
-                       f"version = {m} WHERE id = {m}")
-        self.delete = f"DELETE FROM {t} WHERE id = {m}"
+        self.exists = f"SELECT 1 FROM {t} WHERE id = {m}"
         self.changes = (f"SELECT seq, {self.columns} FROM {c} WHERE seq > {m} "
                         f"ORDER BY seq LIMIT {m}")
         self.position = f"SELECT coalesce(max(seq), 0) FROM {c}"
+        if d is SQLITE:     # AUTOINCREMENT's high-water mark: the largest id ever handed out
+            self.last_id = f"SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = '{t}'"
+        else:               # the identity column's sequence
+            self.last_id = ("SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("
+                            f"'{t}', 'id')::regclass), 0)")
         self._pages: dict[tuple[Any, ...], str] = {}
+        self._writes: dict[tuple[Any, ...], str] = {}
 
     # -- values -----------------------------------------------------------
 
     def row(self, values: Sequence[Any]) -> list[Any]:
         """The columns a write sets, from the fields' values in the
         schema's order: the values, their keys, their words."""
-        fields = self.schema.fields
-        by_name = dict(zip(fields, values))
-        derived = [None if by_name[f] is None else by_name[f].casefold() for f in self.keys]
-        derived += [self.dialect.words_value(by_name[f]) for f in self.schema.words]
-        return [*values, *derived]
+        return list(self.row_of(dict(zip(self.schema.fields, values))).values())
+
+    def row_of(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The columns that these fields' values set, by name: the values,
+        then the keys and words of those that have them."""
+        row = dict(fields)
+        for field in self.keys:
+            if field in fields:
+                row[f"{field}__key"] = None if fields[field] is None else fields[field].casefold()
+        for field in self.schema.words:
+            if field in fields:
+                row[f"{field}__words"] = self.dialect.words_value(fields[field])
+        return row
+
+    def update(self, fields: dict[str, Any], record_id: int,
+               precondition: Any) -> tuple[str, list[Any]]:
+        """A conditional UPDATE that sets these fields (and their key and
+        words columns) and the next version, and returns the record; no row
+        when the record is gone or the precondition fails."""
+        derived = self.row_of(fields)
+        where, params = self._condition(precondition)
+        shape = ("update", tuple(derived), where)
+        query = self._writes.get(shape)
+        if query is None:
+            sets = "".join(f"{column} = {self.dialect.mark}, " for column in derived)
+            query = self._writes[shape] = (
+                f"UPDATE {self.name} SET {sets}version = version + 1 WHERE id = "
+                f"{self.dialect.mark}{where} RETURNING {self.columns}")
+        return query, [*derived.values(), record_id, *params]
+
+    def delete(self, record_id: int, precondition: Any) -> tuple[str, list[Any]]:
+        """A conditional DELETE; no row deleted when the record is gone or the
+        precondition fails."""
+        where, params = self._condition(precondition)
+        return f"DELETE FROM {self.name} WHERE id = {self.dialect.mark}{where}", [record_id, *params]
+
+    def _condition(self, precondition: Any) -> tuple[str, list[Any]]:
+        """The WHERE clause that ``Precondition.allows`` is, over ``version``."""
+        if precondition is None:
+            return "", []
+        where, params = "", []
+        if precondition.match is not None:
+            if not precondition.match:
+                return " AND false", []
+            clause, params = self.dialect.any_of("version", precondition.match)
+            where = f" AND {clause}"
+        if precondition.none_match is None:
+            return " AND false", []
+        if precondition.none_match:
+            clause, more = self.dialect.any_of("version", precondition.none_match)
+            where, params = f"{where} AND NOT {clause}", params + more
+        return where, params
+
+    def raise_last_id(self, db: Any, last_id: int) -> None:
+        """Make ``last_id`` the high-water mark, if it is above it."""
+        if self.dialect is SQLITE:   # the row exists once a record was inserted; make one if not
+            db.execute(f"INSERT INTO sqlite_sequence (name, seq) SELECT '{self.name}', 0 WHERE "
+                       f"NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '{self.name}')")
+            db.execute(f"UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = '{self.name}'",
+                       (last_id,))
+        else:
+            db.execute(f"SELECT setval(pg_get_serial_sequence('{self.name}', 'id'), %s) "
+                       f"WHERE %s > ({self.last_id})", (last_id, last_id))
 
     # -- the schema -------------------------------------------------------
 

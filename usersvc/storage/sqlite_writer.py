@@ -48,7 +48,7 @@ class Connection(sqlite3.Connection):
         super().__init__(*args, **kwargs)
         self.in_use = threading.Lock()
         # Reads this connection answered, kept while PRAGMA data_version
-        # says no other connection has committed since (SQLiteUserStore).
+        # says no other connection has committed since (Connections.answers).
         self.answers: dict[Any, Any] = {}
         self.data_version = -1
 
@@ -129,8 +129,11 @@ class Connections:
 
     def answered(self, question: Any, read: Callable[[Connection], T]) -> T:
         """``read(db)`` on this thread's connection, or what it answered
-        last time, if nothing has been committed since (``answers``)."""
+        last time, if nothing has been committed since (``answers``;
+        ``question=None``: a read not to keep)."""
         with self.session() as db:
+            if question is None:
+                return read(db)
             answers = self.answers(db)
             answer = answers.get(question)
             if answer is None:
