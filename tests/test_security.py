@@ -281,7 +281,8 @@ def _log_threads():
 @pytest.mark.parametrize("path, query, expected", [
     ("/users/\n200 OK", "", "/users/%0A200%20OK"),
     ("/users", "email=a%40b&EMAIL=c", "/users?email=***&EMAIL=***"),
-    ("/users", "x=1\r\ny", "/users?x=1%0D%0Ay"),
+    ("/users", "limit=1\r\ny", "/users?limit=1%0D%0Ay"),
+    ("/books", "q=Dune&sort=-title&isbn=0441&cursor=eyJ&wait=3", "/books?q=***&sort=-title&isbn=***&cursor=***&wait=3"),
     ("/\xff", "", "/%FF"),
 ])
 def test_log_lines_cannot_be_forged_or_broken(path, query, expected):

@@ -20,8 +20,8 @@ Map of the package (docs/architecture.md follows a request through it):
   a store;
 - ``representation``: bytes on the wire (negotiation, request bodies, JSON,
   XML, kept encodings and ETags);
-- ``validation``: ``Schema``, a collection declared once (``USER`` among
-  them); ``fields``: the kinds of field (``text``, ``email``, ``integer``);
+- ``validation``: ``Schema``, a collection declared once, and ``USER``
+  with its e-mail kind; ``fields``: the kinds of field (``text``, ``integer``);
 - ``problems``: RFC 9457 problems and the one table from domain error to status;
 - ``listing``: what a page of a collection asks for (sort, filters, ``q``,
   the cursor) and the link to the next;
@@ -49,9 +49,9 @@ from typing import Any
 
 from .app import DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING, App, Mount
 from .auth import Tokens
-from .fields import email, integer, text
+from .fields import integer, text
 from .storage import RecordStore, Storage, open_store
-from .validation import USER, Schema
+from .validation import USER, Schema, email
 
 __all__ = ["make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
            "RecordStore", "Storage", "open_store", "DEFAULT_STORAGE", "DEFAULT_MAX_BODY_SIZE"]

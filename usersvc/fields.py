@@ -1,5 +1,5 @@
-"""The kinds of field a schema declares: ``text(n)``, ``email`` and
-``integer(minimum, maximum)``.
+"""The kinds of field a schema declares: ``text(n)`` and ``integer(minimum,
+maximum)`` (and the users' e-mail address, in ``validation``).
 
 A field is called with the value a request sent, as decoded (JSON types,
 or, from XML, text, and an int for an integer field's decimal text), and
@@ -29,13 +29,14 @@ class FieldError(ValueError):
 
 # Lone surrogates (from JSON "\ud800" escapes) cannot be stored or sent as
 # UTF-8, and U+FFFE/U+FFFF cannot be written in XML 1.0 (§2.2).
-_UNENCODABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
+UNENCODABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
 # Either of those, or a control character: Unicode category Cc is exactly
 # \x00-\x1f and \x7f-\x9f, 65 code points (test_validation checks).
 _NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 
-def _trimmed(value: Any) -> str:
+def as_text(value: Any) -> str:
+    """A string's value, trimmed; ``FieldError`` for anything else."""
     if not isinstance(value, str):
         raise FieldError("must be a string")
     return value.strip()
@@ -67,10 +68,10 @@ class Text(Field):
         self.max_length = max_length
 
     def __call__(self, value: Any) -> str:
-        trimmed = _trimmed(value)
+        trimmed = as_text(value)
         if trimmed and len(trimmed) <= self.max_length and not _NOT_PLAIN.search(trimmed):
             return trimmed
-        if _UNENCODABLE.search(trimmed):
+        if UNENCODABLE.search(trimmed):
             raise FieldError("must be Unicode text (no surrogates or non-characters)")
         if not trimmed:
             raise FieldError("must not be empty")
@@ -83,45 +84,6 @@ class Text(Field):
 
     def __repr__(self) -> str:
         return f"text({self.max_length})"
-
-
-# The "valid e-mail address" of the WHATWG HTML standard, §4.10.5.1.5
-# (<input type=email>): deliberately simpler than RFC 5322, and ASCII only.
-_EMAIL = re.compile(
-    r"[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+"
-    r"@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
-    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
-)
-EMAIL_MAX_LENGTH = 254
-
-
-class Email(Field):
-    """An e-mail address: trimmed, at most 254 characters, and valid as the
-    WHATWG HTML standard defines it for ``<input type=email>``."""
-
-    input_type = "email"      # the browser checks the same rule before sending
-    noun = "e-mail address"
-
-    def __call__(self, value: Any) -> str:
-        trimmed = _trimmed(value)
-        if len(trimmed) <= EMAIL_MAX_LENGTH and _EMAIL.fullmatch(trimmed):
-            return trimmed
-        if _UNENCODABLE.search(trimmed):
-            raise FieldError("must be Unicode text (no surrogates or non-characters)")
-        if len(trimmed) > EMAIL_MAX_LENGTH:
-            raise FieldError(f"must be at most {EMAIL_MAX_LENGTH} characters long")
-        raise FieldError("is not a valid e-mail address")
-
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return {
-            "type": "string",
-            # The limit holds after trimming, which maxLength cannot say: a
-            # padded address may be longer on the wire (docs/conformance.md).
-            "maxLength": EMAIL_MAX_LENGTH,
-            "pattern": f"^{_space(in_xml)}*{_EMAIL.pattern}{_space(in_xml)}*$",
-            "description": "A valid e-mail address (WHATWG HTML, <input type=email>); "
-                           "surrounding white space is trimmed.",
-        }
 
 
 class Integer(Field):
@@ -163,10 +125,6 @@ def integer(minimum: int, maximum: int) -> Integer:
     return Integer(minimum, maximum)
 
 
-#: An e-mail address (a field kind with no parameters: ``{"email": email}``).
-email = Email()
-
-
 # -- the rules, described as JSON Schema (for the OpenAPI document) --------
 #
 # A request is judged after trimming, so each pattern allows white space
@@ -176,7 +134,7 @@ email = Email()
 
 _WHITE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
 _CONTROL = r"\x00-\x1f\x7f-\x9f"                  # Unicode category Cc
-# U+FFFE and U+FFFF (see _UNENCODABLE). Lone surrogates are refused too, but
+# U+FFFE and U+FFFF (see UNENCODABLE). Lone surrogates are refused too, but
 # no pattern can name them: JSON Schema strings are Unicode scalar values.
 _NOT_TEXT = r"\ufffe\uffff"
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
@@ -193,7 +151,7 @@ def _escaped(chars: str) -> str:
     return "".join(f"\\u{a:04x}" + (f"-\\u{b:04x}" if b > a else "") for a, b in runs)
 
 
-def _space(in_xml: bool) -> str:
+def white_space(in_xml: bool) -> str:
     white = _NOT_XML.sub("", _WHITE) if in_xml else _WHITE
     return f"[{_escaped(white)}]"
 
@@ -204,7 +162,7 @@ def _text_schema(max_length: int, in_xml: bool) -> dict[str, Any]:
     value = edge if max_length == 1 else f"{edge}(?:{inner}{{0,{max_length - 2}}}{edge})?"
     return {
         "type": "string",
-        "pattern": f"^{_space(in_xml)}*{value}{_space(in_xml)}*$",
+        "pattern": f"^{white_space(in_xml)}*{value}{white_space(in_xml)}*$",
         "description": f"1 to {max_length} characters after trimming surrounding "
                        "white space; no control characters.",
     }

@@ -10,13 +10,14 @@
   has been sent (or, given a stream, as ``serve.py`` does, to that stream,
   lines gathered for up to 0.1 s and written together)::
 
-      GET /users?email=*** 200 56 0.8ms 3f2a9c0d1e5b4a7f8e6d2c1b0a9f8e7d
+      GET /users?q=***&limit=5 200 56 0.8ms 3f2a9c0d1e5b4a7f8e6d2c1b0a9f8e7d
 
   method, path and query, status, body bytes, duration, request id. The
   path is percent-escaped (no line breaks or control characters reach the
-  log), the values of ``email`` and ``access_token`` are replaced by
-  ``***``, and no header is logged, so neither a token nor an e-mail
-  address is ever written.
+  log), every query value but those of ``KEPT`` (which say only how a page
+  is cut) is replaced by ``***``, and no header is logged, so no token and
+  nothing a record holds (a filter's value, a search, a cursor) is ever
+  written.
 """
 from __future__ import annotations
 
@@ -35,7 +36,9 @@ from .request import Request
 access_log = logging.getLogger("usersvc.access")
 
 _SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-_SECRET_PARAMETERS = re.compile(r"(?:^|(?<=&))(email|access_token)=[^&]*", re.IGNORECASE)
+#: Query parameters whose values reach the log: they hold no one's data.
+KEPT = frozenset({"limit", "after", "sort", "wait"})
+_PARAMETER = re.compile(r"(?:^|(?<=&))([^=&]*)=([^&]*)")
 _SAFE = "/!$&'()*+,;=:@-._~%"      # RFC 3986 path and query characters, kept as they are
 
 
@@ -63,7 +66,8 @@ def loggable_target(req: Request) -> str:
     query = req.query_string
     if not query:
         return path
-    query = _SECRET_PARAMETERS.sub(lambda m: f"{m.group(1)}=***", query)
+    query = _PARAMETER.sub(lambda m: m.group() if m.group(1) in KEPT else f"{m.group(1)}=***",
+                           query)
     return f"{path}?{quote(query.encode('latin-1'), safe=_SAFE + '?')}"
 
 

@@ -138,7 +138,7 @@ def _inputs(schema: Schema, form: str, values: Mapping[str, Any]) -> Html:
     """An input for each field a client sends, named after it, and the
     place for its error; an optional one may be left empty. The service
     checks every rule; the browser only those an input type checks the same
-    way (``type=email``, ``type=number``), since ``maxlength`` would count
+    way (the field kind's ``input_type``), since ``maxlength`` would count
     UTF-16 units, not characters."""
     return Html("".join(
         fill("field", id=f"{form}-{name}", name=name, value=values.get(name, ""),
@@ -148,7 +148,7 @@ def _inputs(schema: Schema, form: str, values: Mapping[str, Any]) -> Html:
 
 
 def _search_hint(schema: Schema) -> str:
-    """What ``q`` matches: "how a word of the name or the email starts"."""
+    """What ``q`` matches: "how a word of the title or the isbn starts"."""
     fields = [f"a word of the {f}" for f in schema.words] + [f"the {f}" for f in schema.prefixes]
     return f"how {' or '.join(fields)} starts"
 

@@ -8,7 +8,7 @@ belongs to (``SQLiteStorage``, ``PostgresStorage``) gives the connections:
   (SQLite: by its writer thread, in a group);
 - ``transaction()``: a connection in a transaction, for a restore;
 - ``violated(error)``: what a unique violation names (SQLite: the column,
-  ``users.email__key``; PostgreSQL: the index, ``users_email_unique``);
+  ``books.isbn__key``; PostgreSQL: the index, ``books_isbn_unique``);
 - ``listen()``: before a request waits for changes from other processes.
 
 Every write is one statement, whose text depends only on its shape: an
