@@ -149,6 +149,37 @@ def check_release_0_1_0(store):
     assert [(c.seq, c.id) for c in store.changes(after=11)] == [(12, created.id)]
 
 
+def load_release_dump(url):
+    """Load ``RELEASE_0_1_0``'s PostgreSQL dump into the schema ``url`` names."""
+    import psycopg
+
+    from usersvc.storage.postgres import split_url
+    with open(RELEASE_0_1_0.with_suffix(".sql"), encoding="utf-8") as dump:
+        text = dump.read().replace("usersvc_release_0_1_0.", "")
+    with psycopg.connect(split_url(url)[0], autocommit=True) as db:
+        for statement in _statements(text):
+            db.execute(statement)
+
+
+def _statements(dump):
+    """A plain pg_dump's statements: no psql commands, no schema of its own
+    (the test's search path takes them), split at each ";" that ends a line
+    outside a $$ body."""
+    statements, current, in_body = [], [], False
+    for line in dump.splitlines():
+        if line.startswith(("\\", "--")) or "CREATE SCHEMA" in line or not line.strip():
+            continue
+        if "set_config('search_path'" in line:
+            continue
+        current.append(line)
+        in_body ^= line.count("$$") % 2 == 1
+        if not in_body and line.rstrip().endswith(";"):
+            statements.append("\n".join(current))
+            current = []
+    return statements
+
+
+
 _LINK = re.compile(r'<([^>]*)>\s*;\s*rel="([^"]*)"')
 
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from conftest import POSTGRES_REQUIRED, POSTGRES_URL
-from helpers import (RELEASE_0_1_0, Served, call, check_release_0_1_0, page_shapes, race)
+from helpers import Served, call, check_release_0_1_0, load_release_dump, page_shapes, race
 
 from usersvc import USER
 from usersvc.storage import SchemaTooNew, StoreUnavailable, open_store
@@ -227,35 +227,13 @@ def test_a_page_of_the_feed_is_one_walk_of_the_positions(url, analyzed, after):
 def test_a_database_made_by_release_0_1_0_opens_with_everything_kept(url, sql):
     """tests/data/release-0.1.0.sql: the dump of a database made by
     usersvc 0.1.0 (the last release before declared collections)."""
-    with open(RELEASE_0_1_0.with_suffix(".sql"), encoding="utf-8") as dump:
-        text = dump.read().replace("usersvc_release_0_1_0.", "")
-    with psycopg.connect(split_url(url)[0], autocommit=True) as db:
-        for statement in _statements(text):
-            db.execute(statement)
+    load_release_dump(url)
     storage = open_store(url)
     try:
         assert sql("SELECT version FROM usersvc_schema") == [(len(MIGRATIONS),)]
         check_release_0_1_0(storage["users"])
     finally:
         storage.close()
-
-
-def _statements(dump):
-    """A plain pg_dump's statements: no psql commands, no schema of its own
-    (the test's search path takes them), split at each ";" that ends a line
-    outside a $$ body."""
-    statements, current, in_body = [], [], False
-    for line in dump.splitlines():
-        if line.startswith(("\\", "--")) or "CREATE SCHEMA" in line or not line.strip():
-            continue
-        if "set_config('search_path'" in line:
-            continue
-        current.append(line)
-        in_body ^= line.count("$$") % 2 == 1
-        if not in_body and line.rstrip().endswith(";"):
-            statements.append("\n".join(current))
-            current = []
-    return statements
 
 
 # -- the change feed: positions in commit order ------------------------------

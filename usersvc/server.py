@@ -14,12 +14,12 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import waitress
 
-from . import DEFAULT_MAX_BODY_SIZE, DEFAULT_STORAGE, Mount, make_app
+from . import DEFAULT_MAX_BODY_SIZE, DEFAULT_STORAGE, USER, Mount, Schema, make_app
 from .auth import load_tokens
 from .cross_origin import parse_origins
 from .ops import AccessLog
@@ -100,7 +100,9 @@ def _did_you_mean(parser: argparse.ArgumentParser, given: str) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def main(argv: Sequence[str] | None = None, commands: bool = False) -> int:
+def main(argv: Sequence[str] | None = None, commands: bool = False,
+         collections: Iterable[Schema] = (USER,)) -> int:
+    """Serve ``collections`` (``examples/library.py`` serves users and books)."""
     args = parse_args(argv, commands)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # waitress warns "Task queue depth is N" for every request that waits
@@ -120,7 +122,8 @@ def main(argv: Sequence[str] | None = None, commands: bool = False) -> int:
         print(f"usersvc: cannot use --cors-origin: {e}", file=sys.stderr)
         return 2
     try:
-        app = make_app(args.storage, max_body_size=args.max_body_size, tokens=tokens,
+        app = make_app(args.storage, collections=collections,
+                       max_body_size=args.max_body_size, tokens=tokens,
                        cors_origins=args.cors_origin, max_waiting=args.threads // 2)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         print(f"usersvc: cannot open storage {redact(args.storage)}: {e}", file=sys.stderr)

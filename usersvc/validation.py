@@ -63,13 +63,15 @@ class Schema:
     (exact, ignoring case); ``sorts`` text fields it may be ordered by
     (case-folded, then by id) beside ``id``; the search ``q`` matches the
     start of any word of a ``words`` field and the start of a whole
-    ``prefixes`` field, case-folded.
+    ``prefixes`` field, case-folded. ``renamed`` maps a field to the name it
+    was stored under: an explicit migration, done once when a store opens.
     """
 
     def __init__(self, name: str, plural: str, fields: Mapping[str, Field], *,
                  optional: Iterable[str] = (), unique: Iterable[str] = (),
                  filters: Iterable[str] = (), sorts: Iterable[str] = (),
-                 words: Iterable[str] = (), prefixes: Iterable[str] = ()) -> None:
+                 words: Iterable[str] = (), prefixes: Iterable[str] = (),
+                 renamed: Mapping[str, str] | None = None) -> None:
         for what, value in (("name", name), ("plural", plural)):
             if not isinstance(value, str) or not _NAME.fullmatch(value):
                 raise ValueError(f"a schema's {what} must be lower case letters, digits "
@@ -100,6 +102,11 @@ class Schema:
                 raise ValueError(f"{plural}.{field}: an optional field cannot be a sort "
                                  "(a record without it has no place in the order)")
         self.searchable = bool(self.words or self.prefixes)
+        self.renamed = dict(renamed or {})
+        for field, old in self.renamed.items():
+            if field not in self.fields or old in self.fields or not _NAME.fullmatch(old):
+                raise ValueError(f"{plural}: renamed maps a field to the name it had, "
+                                 f"which is no longer a field: {field!r}: {old!r}")
         #: Text fields kept case-folded beside their value, for the stores'
         #: indexes: compared (unique, filters), ordered, or searched whole.
         self.keyed = tuple(f for f in self.fields if self.fields[f].type == "text" and (

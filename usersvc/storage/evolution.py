@@ -73,9 +73,10 @@ def evolve(db: Any, table: Table) -> None:
                                  "did not make; store the collection elsewhere")
         for statement in table.create_tables():
             db.execute(statement)
-        stored, objects = want, {}
+        stored, objects, renamed = want, {}, False
     else:
         stored, objects = json.loads(row[0]), json.loads(row[1])
+        renamed = _rename(db, table, stored)
     _check(stored, want, plural)
     wanted = table.objects()
     for name, (kind, on, sql) in sorted(objects.items(), key=_drop_order):
@@ -95,6 +96,8 @@ def evolve(db: Any, table: Table) -> None:
         if name not in objects or objects[name][2] != made.sql:
             db.execute(made.sql)
             objects[name] = list(made)
+    if renamed:     # every record's representation changed: so must its ETags (and the feed says so)
+        db.execute(f"UPDATE {table.name} SET version = version + 1")
     record = (json.dumps(want, sort_keys=True), json.dumps(objects, sort_keys=True), plural)
     if row is None:
         db.execute(f"INSERT INTO {COLLECTIONS} (declaration, objects, plural) "
@@ -102,6 +105,31 @@ def evolve(db: Any, table: Table) -> None:
     elif (json.loads(record[0]), json.loads(record[1])) != (stored, json.loads(row[1])):
         db.execute(f"UPDATE {COLLECTIONS} SET declaration = {mark}, objects = {mark} "
                    f"WHERE plural = {mark}", record)
+
+
+def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
+    """The explicit migration ``Schema.renamed``: each stored field renamed
+    where the declaration still has its old name, with its columns (its
+    indexes and triggers are made again from the declaration, and then every
+    record gets a new version, in ``evolve``); whether there was one."""
+    renames = {old: new for new, old in table.schema.renamed.items()
+               if old in stored["fields"] and new not in stored["fields"]}
+    if not renames:
+        return False
+    t, c = table.name, table.changes_table
+    suffixes = {"__key": _keyed(stored), "__words": set(stored["words"])}
+    for old, new in renames.items():
+        for name in (t, c):
+            db.execute(f"ALTER TABLE {name} RENAME COLUMN {old} TO {new}")
+        for suffix, fields in suffixes.items():
+            if old in fields:
+                db.execute(f"ALTER TABLE {t} RENAME COLUMN {old}{suffix} TO {new}{suffix}")
+    rename = lambda names: sorted(renames.get(n, n) for n in names)    # noqa: E731
+    stored["fields"] = {renames.get(f, f): kind for f, kind in stored["fields"].items()}
+    stored["order"] = [renames.get(f, f) for f in stored.get("order", stored["fields"])]
+    for what in ("unique", "filters", "sorts", "words", "prefixes"):
+        stored[what] = rename(stored[what])
+    return True
 
 
 def _check(stored: dict[str, Any], want: dict[str, Any], plural: str) -> None:
@@ -177,11 +205,12 @@ def _fill(db: Any, table: Table, column: str, field: str, derive: Any) -> None:
 def _check_unique(db: Any, table: Table, field: str) -> None:
     """Refuse a uniqueness that two stored records break."""
     column = f"{field}__key" if field in table.keys else field
-    row = db.execute(f"SELECT min({field}) FROM {table.name} WHERE {column} IS NOT NULL "
+    row = db.execute(f"SELECT {column} FROM {table.name} WHERE {column} IS NOT NULL "
                      f"GROUP BY {column} HAVING count(*) > 1 LIMIT 1").fetchone()
     if row is not None:
+        compared = " (compared case-folded)" if field in table.keys else ""
         raise SchemaMismatch(f"{table.name}.{field}: declared unique, but more than one "
-                             f"stored {table.schema.name} has {row[0]!r}")
+                             f"stored {table.schema.name} has {row[0]!r}{compared}")
 
 
 def _exists(db: Any, name: str, dialect: Dialect) -> bool:
