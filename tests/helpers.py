@@ -53,16 +53,17 @@ def race(n, action):
 
 
 class Served:
-    """serve.py in a child process, with the URL it printed; its stderr (the
-    logs) goes to a file, read by ``log()``."""
+    """serve.py (or another ``script`` that serves as it does) in a child
+    process, with the URL it printed; its stderr (the logs) goes to a file,
+    read by ``log()``."""
 
     count = itertools.count()
 
-    def __init__(self, *args, cwd, port=0):
+    def __init__(self, *args, cwd, port=0, script=ROOT / "serve.py"):
         self.log_path = Path(cwd) / f"serve-{next(self.count)}.log"
         self._log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "serve.py"), "--port", str(port), *args],
+            [sys.executable, str(script), "--port", str(port), *args],
             cwd=cwd, stdout=subprocess.PIPE, stderr=self._log, text=True)
         self.line = self.process.stdout.readline()
         match = re.match(r"usersvc serving http://127\.0\.0\.1:(\d+)(/\S*) with storage (\S+)$", self.line)

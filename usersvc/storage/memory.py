@@ -253,12 +253,16 @@ class MemoryRecords:
                     index.remove((before, record_id))
                 if after is not None:
                     index.add((after, record_id))
-        for field, at in self._word_fields:
-            was = None if old is None else old[at]
-            now = None if new is None else new[at]
-            if was != now:
-                self._rewords(record_id, set(words(was)) if was else set(),
-                              set(words(now)) if now else set())
+        if any(old is None or new is None or old[at] != new[at] for _, at in self._word_fields):
+            self._rewords(record_id, self._words_of(old), self._words_of(new))
+
+    def _words_of(self, record: Any) -> set[str]:
+        """A record's words, from all its ``words`` fields together."""
+        found: set[str] = set()
+        for _, at in (() if record is None else self._word_fields):
+            if record[at] is not None:
+                found.update(words(record[at]))
+        return found
 
     def _rewords(self, record_id: int, gone: set[str], came: set[str]) -> None:
         for word in gone - came:

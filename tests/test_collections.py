@@ -1,0 +1,117 @@
+"""docs/api.md, "Collections declared once": a second collection, declared
+as the README declares it (``books.BOOKS``), over HTTP on every store:
+optional and integer fields in JSON, XML, pages and OpenAPI, uniqueness,
+listing, the feed; and ``examples/library.py`` run as a person runs it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from books import BOOKS
+from conftest import Client, problem
+from helpers import ROOT, Served, call
+
+from usersvc import USER, make_app
+
+DUNE = {"title": "Dune", "isbn": "0441013597", "year": 1965}
+
+
+@pytest.fixture
+def library(store_url):
+    app = make_app(store_url, collections=(USER, BOOKS))
+    yield Client(app)
+    app.close()
+
+
+def test_an_optional_field_is_left_out_until_given(library):
+    created = library.post("/books", json_body={"title": "Emma", "isbn": "x-1"})
+    assert created.status_code == 201 and created.json == {"id": 1, "title": "Emma", "isbn": "x-1"}
+    xml = library.get("/books/1", headers={"Accept": "application/xml"})
+    assert xml.body == b"<book><id>1</id><title>Emma</title><isbn>x-1</isbn></book>"
+    assert library.patch("/books/1", json_body={"year": 1815}).json["year"] == 1815
+
+
+def test_a_put_without_an_optional_field_and_a_patch_with_null_remove_it(library):
+    library.post("/books", json_body=DUNE)
+    assert library.patch("/books/1", json_body={"year": None}).json == \
+        {"id": 1, "title": "Dune", "isbn": "0441013597"}
+    assert library.patch("/books/1", json_body={"year": 1965}).json["year"] == 1965
+    replaced = library.put("/books/1", json_body={"title": "Dune", "isbn": "0441013597"})
+    assert "year" not in replaced.json and replaced.headers["ETag"] == '"1-4"'
+    body = problem(library.patch("/books/1", json_body={"title": None}), 422)
+    assert body["errors"] == [{"pointer": "/title", "detail": "is required and cannot be removed"}]
+
+
+@pytest.mark.parametrize("year, detail", [
+    (True, "must be a whole number"), (1965.0, "must be a whole number"),
+    ("1965", "must be a whole number"), (None, "must be a whole number"),
+    (-1, "must be from 0 to 9999"), (10_000, "must be from 0 to 9999"),
+])
+def test_an_integer_field_takes_json_integers_within_its_bounds(library, year, detail):
+    body = problem(library.post("/books", json_body={**DUNE, "year": year}), 422)
+    assert body["errors"] == [{"pointer": "/year", "detail": detail}]
+    assert library.get("/books").json == []
+
+
+@pytest.mark.parametrize("text, status, year", [
+    (" 1965\n", 201, 1965), ("0", 201, 0), ("19x5", 422, None), ("", 422, None), ("1e3", 422, None),
+])
+def test_an_integer_field_in_xml_is_its_trimmed_decimal_text(library, text, status, year):
+    body = f"<book><title>Dune</title><isbn>1</isbn><year>{text}</year></book>"
+    response = library.post("/books", body=body, content_type="application/xml",
+                            headers={"Accept": "application/json"})
+    assert response.status_code == status, response.text
+    if year is not None:
+        assert response.json["year"] == year
+
+
+def test_a_unique_field_is_a_409_pointing_at_it(library):
+    library.post("/books", json_body=DUNE)
+    body = problem(library.post("/books", json_body={**DUNE, "isbn": "0441013597".upper()}), 409)
+    assert body["errors"] == [{"pointer": "/isbn", "detail": "is already taken"}]
+    assert body["detail"] == "The isbn 0441013597 belongs to another book."
+
+
+def test_books_are_listed_by_what_their_schema_declares(library):
+    for title, isbn in [("Emma", "c-3"), ("dune", "a-1"), ("Dune Messiah", "b-2")]:
+        library.post("/books", json_body={"title": title, "isbn": isbn})
+    assert [b["title"] for b in library.get("/books?sort=-title").json] == ["Emma", "Dune Messiah", "dune"]
+    assert [b["isbn"] for b in library.get("/books?q=dun").json] == ["a-1", "b-2"]
+    assert [b["isbn"] for b in library.get("/books?isbn=B-2").json] == ["b-2"]
+    body = problem(library.get("/books?year=1965"), 400)
+    assert body["detail"].endswith("/books takes: limit, sort, after, cursor, isbn, q.")
+    feed = library.get("/books/changes").json
+    assert [(c["seq"], c["book"]["isbn"]) for c in feed] == [(1, "c-3"), (2, "a-1"), (3, "b-2")]
+
+
+def test_the_openapi_document_describes_books_from_their_schema(library):
+    schemas = library.get("/openapi.json").json["components"]["schemas"]
+    assert schemas["Book"]["required"] == ["id", "title", "isbn"]
+    assert schemas["Book"]["properties"]["year"] == {"type": "integer", "minimum": 0, "maximum": 9999}
+    assert schemas["BookCreate"]["required"] == ["title", "isbn"]
+    assert schemas["BookPatch"]["properties"]["year"]["anyOf"][1] == {"type": "null"}
+
+
+def test_a_books_page_asks_for_the_required_fields_and_a_number_for_the_year(library):
+    page = library.get("/books", headers={"Accept": "text/html"}).text
+    assert '<input id="new-year" name="year" type="number" value=""\n aria-describedby' in page
+    assert '<input id="new-title" name="title" type="text" value="" required' in page
+    library.post("/books", json_body={"title": "Emma", "isbn": "x-1"})
+    page = library.get("/books", headers={"Accept": "text/html"}).text
+    assert '<td><a href="books/1">1</a></td><td><a href="books/1">Emma</a></td><td>x-1</td><td></td>' in page
+    root = library.get("/", headers={"Accept": "text/html"}).text
+    assert 'href="/users"' in root and 'href="/books"' in root
+
+
+def test_examples_library_serves_users_and_books(store_url, tmp_path):
+    served = Served("--storage", store_url, cwd=tmp_path, script=ROOT / "examples" / "library.py")
+    try:
+        status, headers, body = call(served.address, "POST", "/books", DUNE)
+        assert status == 201 and json.loads(body) == {"id": 1, **DUNE}
+        assert call(served.address, "POST", "/users", {"name": "Ada", "email": "a@example.org"})[0] == 201
+        status, _, body = call(served.address, "GET", "/books?q=DUNE")
+        assert status == 200 and [b["isbn"] for b in json.loads(body)] == ["0441013597"]
+        status, _, body = call(served.address, "GET", "/books/changes")
+        assert [c["id"] for c in json.loads(body)] == [1]
+    finally:
+        assert served.stop() == 0
