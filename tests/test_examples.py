@@ -11,7 +11,9 @@ line are not run but understood:
 
 - ``$ python serve.py ARGS``: (re)start the server with those arguments;
   before the first one, the server is ``python serve.py`` (SQLite,
-  ``users.db``, empty);
+  ``users.db``, empty); ``$ python SCRIPT ARGS`` (re)starts it with another
+  script that serves as serve.py does (``examples/library.py``, or one the
+  page has the reader write);
 - ``$ cat FILE`` shows a file the reader is to write: the test writes it;
 - ``...`` in an answer stands for any lines.
 
@@ -90,9 +92,9 @@ class Session:
         self.folder = folder
         self.server: Served | None = None
 
-    def serve(self, *args: str) -> None:
+    def serve(self, *args: str, script: Path = ROOT / "serve.py") -> None:
         self.stop()
-        self.server = Served(*args, cwd=self.folder)
+        self.server = Served(*args, cwd=self.folder, script=script)
         (self.folder / ".curlrc").write_text(
             f"connect-to = 127.0.0.1:8080:127.0.0.1:{self.server.address[1]}\n")
 
@@ -104,8 +106,10 @@ class Session:
     def run(self, command: str, expected: list[str]) -> list[str] | None:
         """Run (or understand) one step; the lines it printed, or ``None``
         for a step with nothing to compare."""
-        if command.startswith("python serve.py"):
-            self.serve(*command.split()[2:])
+        if command.startswith("python ") and command.split()[1].endswith(".py"):
+            script = command.split()[1]
+            self.serve(*command.split()[2:], script=(self.folder / script) if (
+                self.folder / script).exists() else ROOT / script)
             return None
         if command.startswith("cat ") and "|" not in command:
             (self.folder / command.split()[1]).write_text("\n".join(expected) + "\n")
