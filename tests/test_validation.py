@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from usersvc.fields import _NOT_WORD, _separator, words
 from usersvc.validation import USER, Invalid, pointer
 
 OK = {"name": "Ada Lovelace", "email": "ada@example.org"}
@@ -135,3 +138,17 @@ def test_the_control_character_class_is_exactly_unicode_category_cc():
     from usersvc.fields import _NOT_PLAIN as _CC
     cc = {chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cc"}
     assert {chr(c) for c in range(0x100) if _CC.fullmatch(chr(c))} == cc
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
+def test_the_ascii_words_fast_path_splits_as_the_expression_does(value):
+    # fields.words reads ASCII text by a table: the same words as the
+    # expression that every other text goes through.
+    assert words(value) == _NOT_WORD.sub(_separator, value.casefold()).split()
+
+
+def test_words_keep_marks_and_split_at_everything_else():
+    assert words("Ada Lovelace-Byron") == ["ada", "lovelace", "byron"]
+    assert words("snake_case x2") == ["snake", "case", "x2"]
+    assert words("Zoë Dvořák") == ["zoë", "dvořák"]
+    assert words("e\u0301clair") == ["e\u0301clair"]        # a combining accent stays

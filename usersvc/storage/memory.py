@@ -29,7 +29,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sortedcontainers import SortedDict, SortedList
+from sortedcontainers import SortedList
 
 from ..fields import words
 from ..validation import Schema
@@ -70,20 +70,24 @@ class MemoryRecords:
         self._records: dict[int, Any] = {}
         self._ids = SortedList()
         self._make = schema.record._make
-        # (field, its place in a record) for each index, in the schema's order.
-        place = {f: i for i, f in enumerate(schema.record._fields)}
         self._names = tuple(schema.fields)
         self._unique = {f: {} for f in schema.unique}            # key -> id
         self._filtered = {f: {} for f in schema.filters if f not in schema.unique}  # key -> ids
         self._orders = {f: SortedList() for f in dict.fromkeys((*schema.sorts[1:], *schema.prefixes))}
-        self._word_fields = tuple((f, place[f]) for f in schema.words)
-        self._indexed = tuple((f, place[f]) for f in
-                              dict.fromkeys((*self._unique, *self._filtered, *self._orders)))
+        # PERF: each write walks these, made once from the schema: (a
+        # field's place in a record, and its index of each kind, or None).
+        place = {f: i for i, f in enumerate(schema.record._fields)}
+        self._claims = tuple((f, place[f], keys) for f, keys in self._unique.items())
+        self._indexed = tuple((place[f], self._unique.get(f), self._filtered.get(f),
+                               self._orders.get(f))
+                              for f in dict.fromkeys((*self._unique, *self._filtered, *self._orders)))
+        self._word_places = tuple(place[f] for f in schema.words)
         self._words = SortedList()           # distinct words, sorted
         self._named: dict[str, set[int]] = {}  # word -> ids of the records with it
         self._last_id = 0
         self._seq = 0                        # the feed's last position
-        self._changes = SortedDict()         # position -> id, each record's latest change
+        self._seqs = SortedList()            # each record's latest position, sorted,
+        self._id_at: dict[int, int] = {}     # and the record it belongs to;
         self._seq_of: dict[int, int] = {}    # id -> its position there
         self._watch = Watch(lambda: self._seq)
         self.touched = 0
@@ -121,13 +125,14 @@ class MemoryRecords:
     # -- writes -----------------------------------------------------------
 
     def create(self, **fields: Any) -> Any:
-        values = [fields.pop(f, None) for f in self._names]
+        record = [None, *map(fields.pop, self._names, itertools.repeat(None)), 1]
         if fields:
             raise TypeError(f"not fields of a {self.schema.name}: {', '.join(fields)}")
         with self._lock:
-            self._claim(values, 0)
+            self._claim(record, 0)
             self._last_id += 1
-            record = self._make((self._last_id, *values, 1))
+            record[0] = self._last_id
+            record = self._make(record)
             self._add(record)
         self._watch.notify()
         return record
@@ -136,12 +141,11 @@ class MemoryRecords:
                **fields: Any) -> Any:
         with self._lock:
             old = self._checked(record_id, precondition)
-            values = [fields.pop(f) if f in fields else value
-                      for f, value in zip(self._names, old[1:])]
+            new = [record_id, *map(fields.pop, self._names, old[1:-1]), old.version + 1]
             if fields:
                 raise TypeError(f"not fields of a {self.schema.name}: {', '.join(fields)}")
-            self._claim(values, record_id)
-            new = self._make((record_id, *values, old.version + 1))
+            self._claim(new, record_id)
+            new = self._make(new)
             self._reindex(old, new)
             self._records[record_id] = new
             self._record(record_id)
@@ -180,10 +184,10 @@ class MemoryRecords:
 
     def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
         with self._lock:
-            seqs = itertools.islice(self._changes.irange(minimum=after, inclusive=(False, True)),
+            seqs = itertools.islice(self._seqs.irange(minimum=after, inclusive=(False, True)),
                                     limit)
             found = [Change(seq, record_id, self._records.get(record_id))
-                     for seq in seqs for record_id in (self._changes[seq],)]
+                     for seq in seqs for record_id in (self._id_at[seq],)]
             self.touched += len(found)
             return found
 
@@ -201,13 +205,12 @@ class MemoryRecords:
 
     # -- the indexes ------------------------------------------------------
 
-    def _claim(self, values: list[Any], record_id: int) -> None:
+    def _claim(self, record: list[Any], record_id: int) -> None:
         """Raise ``Conflict`` if a unique value belongs to another record."""
-        for field, keys in self._unique.items():
-            value = values[self._names.index(field)]
-            holder = keys.get(_key(value))
+        for field, at, keys in self._claims:
+            holder = keys.get(_key(record[at]))
             if holder is not None and holder != record_id:
-                raise Conflict.taken(self.schema, field, value)
+                raise Conflict.taken(self.schema, field, record[at])
 
     def _add(self, record: Any) -> None:
         self._records[record.id] = record
@@ -219,47 +222,51 @@ class MemoryRecords:
         """The record's latest change is the next position."""
         old = self._seq_of.get(record_id)
         if old is not None:
-            del self._changes[old]
-        self._seq += 1
-        self._changes[self._seq] = record_id
-        self._seq_of[record_id] = self._seq
+            self._seqs.remove(old)
+            del self._id_at[old]
+        seq = self._seq = self._seq + 1
+        self._seqs.add(seq)
+        self._id_at[seq] = record_id
+        self._seq_of[record_id] = seq
 
     def _reindex(self, old: Any, new: Any) -> None:
         """Move a record's index entries from ``old`` to ``new`` (``None``:
         not there), touching only the entries whose keys change."""
         record_id = (old or new).id
-        for field, at in self._indexed:
-            before = None if old is None or old[at] is None else _key(old[at])
-            after = None if new is None or new[at] is None else _key(new[at])
+        for at, unique, filtered, order in self._indexed:
+            before = None if old is None else old[at]
+            after = None if new is None else new[at]
             if before == after:
                 continue
-            if field in self._unique:
-                keys = self._unique[field]
+            before, after = _key(before), _key(after)
+            if before == after:         # (a change of case only)
+                continue
+            if unique is not None:
                 if before is not None:
-                    del keys[before]
+                    del unique[before]
                 if after is not None:
-                    keys[after] = record_id
-            elif field in self._filtered:
-                holders = self._filtered[field]
+                    unique[after] = record_id
+            elif filtered is not None:
                 if before is not None:
-                    holders[before].discard(record_id)
-                    if not holders[before]:
-                        del holders[before]
+                    filtered[before].discard(record_id)
+                    if not filtered[before]:
+                        del filtered[before]
                 if after is not None:
-                    holders.setdefault(after, set()).add(record_id)
-            index = self._orders.get(field)
-            if index is not None:
+                    filtered.setdefault(after, set()).add(record_id)
+            if order is not None:
                 if before is not None:
-                    index.remove((before, record_id))
+                    order.remove((before, record_id))
                 if after is not None:
-                    index.add((after, record_id))
-        if any(old is None or new is None or old[at] != new[at] for _, at in self._word_fields):
-            self._rewords(record_id, self._words_of(old), self._words_of(new))
+                    order.add((after, record_id))
+        for at in self._word_places:
+            if old is None or new is None or old[at] != new[at]:
+                self._rewords(record_id, self._words_of(old), self._words_of(new))
+                break
 
     def _words_of(self, record: Any) -> set[str]:
         """A record's words, from all its ``words`` fields together."""
         found: set[str] = set()
-        for _, at in (() if record is None else self._word_fields):
+        for at in (() if record is None else self._word_places):
             if record[at] is not None:
                 found.update(words(record[at]))
         return found
