@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from conftest import POSTGRES_URL, unavailable
@@ -65,9 +66,28 @@ def test_a_storage_url_it_cannot_open_is_one_line(tmp_path, url, says):
     assert list(tmp_path.iterdir()) == []       # nothing made on the way
 
 
+def another_database(url: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path="/usersvc_no_such_database"))
+
+
+def another_role(url: str) -> str:
+    """The URL with its user (and password, if any) replaced by a role that
+    does not exist: ``postgresql://postgres@host/test`` too."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc="no_such_role@" + parts.netloc.rpartition("@")[2]))
+
+
+def test_the_urls_are_built_whatever_the_url_carries():
+    assert another_role("postgresql://postgres:pw@127.0.0.1:5432/test?x=1") == \
+        "postgresql://no_such_role@127.0.0.1:5432/test?x=1"
+    assert another_role("postgresql://127.0.0.1/test") == "postgresql://no_such_role@127.0.0.1/test"
+    assert another_database("postgresql://postgres@127.0.0.1/test?x=1") == \
+        "postgresql://postgres@127.0.0.1/usersvc_no_such_database?x=1"
+
+
 @pytest.mark.parametrize("change, says", [
-    (lambda url: url.rsplit("/", 1)[0] + "/usersvc_no_such_database", "does not exist"),
-    (lambda url: url.replace("://", "://no_such_role@", 1), "does not exist"),
+    (another_database, "does not exist"),
+    (another_role, "does not exist"),
 ])
 def test_a_permanent_postgresql_error_fails_at_once_in_one_line(tmp_path, change, says):
     """No database, or a role that does not exist: failing at once, not
