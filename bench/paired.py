@@ -32,12 +32,11 @@ def users_store(url):
     return store, (store["users"] if hasattr(store, "schemas") else store)
 
 def user(*fields):
-    try:
-        from usersvc import USER
-        return USER.record(*fields)
-    except ImportError:
-        from usersvc.storage import User
-        return User(*fields)
+    import usersvc
+    if hasattr(getattr(usersvc, "USER", None), "record"):
+        return usersvc.USER.record(*fields)
+    from usersvc.storage import User        # before collections were declared once
+    return User(*fields)
 
 def environ(method, target, body=b"", **headers):
     path, _, query = target.partition("?")

@@ -56,3 +56,13 @@ def test_routes_tell_literal_segments_from_parameters():
     assert router.match("/users") == (a, {})
     assert router.match("/users/7") == (b, {"id": 7})
     assert router.match("/users/7/x") is None and router.match("/user/7") is None
+
+
+def test_each_collections_records_are_found_by_their_own_first_segment():
+    router = Router()
+    routes = {plural: router.add(f"/{plural}/{{id:int}}", plural) for plural in ("users", "books")}
+    assert router.match("/books/3") == (routes["books"], {"id": 3})
+    assert router.match("/users/3") == (routes["users"], {"id": 3})
+    assert router.match("/films/3") is None and router.match("/3") is None and router.match("") is None
+    with pytest.raises(ValueError, match="starts with a literal"):
+        router.add("/{id:int}", "anything")

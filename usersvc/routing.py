@@ -77,20 +77,26 @@ class Route:
 
 class Router:
     """Routes without parameters are found by their path, as a dict finds a
-    key; routes with parameters by their number of segments, then one by
-    one in the order they were added (as Bottle keeps static and dynamic
-    routes apart)."""
+    key (as Bottle keeps static and dynamic routes apart); routes with
+    parameters by their number of segments and their first segment
+    (``/books/{id}`` is not tried for ``/users/1``: the tenth collection's
+    records cost what the first's do), then one by one in the order they
+    were added."""
 
     def __init__(self) -> None:
         self.routes: list[Route] = []
         self._static: dict[str, Route] = {}
-        self._by_length: dict[int, list[Route]] = {}    # templated routes by number of segments
+        # Templated routes by (number of segments, first segment).
+        self._templated: dict[tuple[int, str], list[Route]] = {}
 
     def add(self, template: str, resource: Any) -> Route:
         route = Route(template, resource)
         self.routes.append(route)
         if any(is_parameter for _, is_parameter in route.segments):
-            self._by_length.setdefault(len(route.segments), []).append(route)
+            first, is_parameter = route.segments[1]
+            if is_parameter:
+                raise ValueError(f"a template starts with a literal segment: {template}")
+            self._templated.setdefault((len(route.segments), first), []).append(route)
         else:
             self._static.setdefault(template, route)
         return route
@@ -101,7 +107,9 @@ class Router:
         if route is not None:
             return route, {}
         parts = path.split("/")
-        for route in self._by_length.get(len(parts), ()):
+        if len(parts) < 3:
+            return None
+        for route in self._templated.get((len(parts), parts[1]), ()):
             params = route.match(parts)
             if params is not None:
                 return route, params
