@@ -123,6 +123,9 @@ def test_an_unreachable_server_fails_at_open_without_the_password():
 @pytest.mark.parametrize("url, conninfo, size", [
     ("postgresql://h/db", "postgresql://h/db", 8),
     ("postgresql://h/db?pool_size=3&sslmode=disable", "postgresql://h/db?sslmode=disable", 3),
+    # libpq reads %20 as a space and "+" as itself: the options stay two.
+    ("postgresql://h/db?options=-ca%3D1%20-cb%3D2&pool_size=2",
+     "postgresql://h/db?options=-ca%3D1%20-cb%3D2", 2),
 ])
 def test_pool_size_is_taken_out_of_the_url(url, conninfo, size):
     assert split_url(url) == (conninfo, size)

@@ -81,8 +81,10 @@ _NO_STORE = ("Cache-Control", "no-store")
 
 
 class HealthCheck:
-    """``/healthz``: 200 when every store answers a read, 503 when one does
-    not. Open without a token, for load balancers; never cached."""
+    """``/healthz``: 200 when every store answers a read and its writes are
+    not failing, 503 when one does not or they are (from a write that found
+    the disk full until one that works). Open without a token, for load
+    balancers and monitors; never cached."""
 
     def __init__(self, stores: list[Any]) -> None:
         self.stores = stores
@@ -95,6 +97,10 @@ class HealthCheck:
                 log.warning("health check: the store does not answer: %s", type(e).__name__)
                 raise Problem(503, "The store does not answer.",
                               headers=[("Retry-After", "1"), _NO_STORE]) from None
+            failing = getattr(store, "writes_failing", None)
+            if failing is not None:
+                raise Problem(503, f"The store's writes are failing: {failing}. Reads work.",
+                              headers=[("Retry-After", "10"), _NO_STORE])
         return respond(200, fmt.render(_HEALTH, {"status": "ok"}), fmt, _NO_STORE)
 
 

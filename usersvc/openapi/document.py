@@ -67,15 +67,17 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
     paths[HEALTH_PATH] = {
         "get": {
             "operationId": "getHealth", "summary": "Whether the service can reach its store.",
-            "description": "For load balancers: 200 when every store answers a read, 503 when "
-                           "one does not. Needs no token; never cached.",
+            "description": "For load balancers and monitors: 200 when every store answers a "
+                           "read, 503 when one does not or while its writes are failing (a "
+                           "full disk). Needs no token; never cached.",
             "security": [],
             "responses": {"200": {"description": "Every store answers.",
                                   "headers": {"Vary": VARY, "Cache-Control": NO_STORE},
                                   "content": {JSON_TYPE: {"schema": {"$ref": "#/components/schemas/Health"}},
                                               "application/xml": {"schema": {"$ref": "#/components/schemas/Health"}}}},
                           "406": {"$ref": "#/components/responses/Problem406"},
-                          "503": problem(503, **{"Retry-After": header("Seconds to wait: 1."),
+                          "503": problem(503, **{"Retry-After": header(
+                              "Seconds to wait: 1 (no answer), 10 (writes failing)."),
                                                   "Cache-Control": NO_STORE})}},
         "head": {**_head("headHealth", {"200": {"Vary": VARY}}, (), (406, 503)), "security": []},
         "options": {**_options("optionsHealth", "GET, HEAD, OPTIONS"), "security": []},

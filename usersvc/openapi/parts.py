@@ -33,7 +33,8 @@ DESCRIPTIONS = {
     415: "The body's Content-Type is not one the operation reads.",
     422: "The document is well-formed but not a valid record; `errors` lists every "
          "field at fault, with a JSON Pointer.",
-    503: "The store is busy or unreachable; nothing was written. Try again after Retry-After.",
+    503: "The store is busy or unreachable, or cannot write (a full disk, a read-only "
+         "database); nothing was written. Try again after Retry-After.",
 }
 
 
@@ -126,7 +127,8 @@ def operation_responses(*statuses: int, **ok: dict[str, Any]) -> dict[str, Any]:
     for status in statuses:
         extra: dict[str, Any] = {}
         if status == 503:
-            extra["Retry-After"] = header("Seconds to wait: 1.", {"type": "string"})
+            extra["Retry-After"] = header("Seconds to wait: 1 (busy), 10 (a full disk...).",
+                                          {"type": "string"})
         responses[str(status)] = {"$ref": f"#/components/responses/Problem{status}"} \
             if not extra else problem(status, **extra)
     return responses

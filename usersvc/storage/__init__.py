@@ -23,20 +23,25 @@ Errors::
      +-- Conflict          a unique field is taken       (HTTP 409)
      +-- StaleVersion      a precondition does not hold  (HTTP 412)
      +-- StoreUnavailable  busy or down; try again later (HTTP 503)
+          +-- WritesFailing  a full disk, an I/O error, a read-only database (HTTP 503)
     SchemaMismatch         a stored collection the schema cannot open as it is
 """
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Union
 
 from ..validation import USER, Schema, pointer
 
+_log = logging.getLogger("usersvc.storage")
+
 __all__ = ["MAX_ID", "Conflict", "NotFound", "Position", "Precondition", "RecordStore",
            "SchemaMismatch", "SchemaTooNew", "StaleVersion", "Storage", "StoreError",
-           "StoreUnavailable", "check_fresh_ids", "checked_id", "open_store", "position",
+           "StoreUnavailable", "WriteHealth", "WritesFailing", "check_fresh_ids", "checked_id", "open_store", "position",
            "redact"]
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
@@ -91,6 +96,45 @@ class StaleVersion(StoreError):
 class StoreUnavailable(StoreError):
     """The store cannot answer now (a lock held too long, a lost connection);
     the same call may succeed later. Nothing was changed."""
+
+
+class WritesFailing(StoreUnavailable):
+    """The store cannot write, for a cause outside it that lasts until it is
+    put right (a full disk, an I/O error, a database made read-only). Reads
+    still work; nothing was changed; writes work again by themselves once
+    the cause is gone."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"The store cannot write now: {reason}. Nothing was changed; "
+                         "try again later.")
+        self.reason = reason
+
+
+class WriteHealth:
+    """Whether a store's writes are failing (``WritesFailing``), for
+    ``/healthz``; the log says so once when an episode starts, at ERROR,
+    with its cause in one line, and once when a write works again."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name                    # the file or database, for the log
+        self.failing: str | None = None     # the reason, while it lasts
+        self._lock = threading.Lock()
+
+    def failed(self, reason: str, cause: str) -> WritesFailing:
+        """The error to raise for a write that failed for ``cause``."""
+        with self._lock:
+            if self.failing is None:
+                _log.error("writes are failing: %s: %s", cause, self.name)
+            self.failing = reason
+        return WritesFailing(reason)
+
+    def worked(self) -> None:
+        """A write was committed."""
+        if self.failing is not None:        # one attribute read a write while all is well
+            with self._lock:
+                if self.failing is not None:
+                    _log.warning("writes work again: %s", self.name)
+                    self.failing = None
 
 
 class SchemaTooNew(RuntimeError):

@@ -24,7 +24,9 @@ and psycopg_pool).
   positions are handed out by a trigger in commit order (``feed``).
 - Lost connections, a server that is down and a pool with no free
   connection within ``timeout`` seconds are ``StoreUnavailable`` (HTTP 503);
-  the pool replaces broken connections on its own.
+  the pool replaces broken connections on its own. A full disk, an I/O
+  error or a read-only database (a standby) is ``WritesFailing`` (503),
+  said in the log once (``WriteHealth``) until a write works again.
 
 Every value reaches the server as a bound parameter.
 
@@ -38,14 +40,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..validation import Schema
-from . import StoreUnavailable, redact
+from . import StoreUnavailable, WriteHealth, redact
 from .evolution import declared, evolve
 from .postgres_migrations import migrate
 from .postgres_notify import Listener
@@ -58,6 +60,12 @@ T = TypeVar("T")
 DEFAULT_POOL_SIZE = 8
 #: Seconds between a waiting request's own looks at the position.
 LISTEN_FALLBACK = 0.5
+
+#: Errors for a cause outside the store that lasts until it is put right,
+#: and what to tell a client: ``WritesFailing`` (HTTP 503).
+FAILING = {psycopg.errors.DiskFull: "the disk is full",
+           psycopg.errors.IoError: "the disk failed (an I/O error)",
+           psycopg.errors.ReadOnlySqlTransaction: "the database is read-only"}
 
 #: Any constant; two processes opening the same database take turns on it.
 MIGRATION_LOCK = 0x7573657273766301
@@ -74,7 +82,8 @@ def split_url(url: str) -> tuple[str, int]:
         if len(sizes) > 1 or not sizes[0].isdigit() or int(sizes[0]) < 1:
             raise ValueError(f"pool_size must be one whole number of at least 1, in {url!r}")
         size = int(sizes[0])
-    return urlunsplit(parts._replace(query=urlencode(rest))), size
+    # libpq decodes %20, not "+", as a space (options=-c a=1 -c b=2).
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), size
 
 
 class PostgresStorage:
@@ -85,6 +94,7 @@ class PostgresStorage:
         """``schemas``: the collections to serve (``None``: those the database holds)."""
         conninfo, size = split_url(url)
         size = pool_size or size
+        self.health = WriteHealth(redact(url))
         # One connection first, so that what will not change by waiting (no
         # such database, bad credentials, nothing listening) fails now, in
         # one line, rather than after the pool's timeout and its retries.
@@ -123,12 +133,19 @@ class PostgresStorage:
         return self.collections[plural]
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def connection(self, writing: bool = False) -> Iterator[psycopg.Connection[Any]]:
         try:
             with self._pool.connection() as db:
                 yield db
+        except tuple(FAILING) as e:     # a standby, a full disk: said once, until a write works
+            reason = next(r for kind, r in FAILING.items() if isinstance(e, kind))
+            if not writing:
+                raise StoreUnavailable(f"The database cannot be read now: {reason}.") from e
+            raise self.health.failed(reason, " ".join(str(e).split())) from e
         except (psycopg.OperationalError, PoolTimeout) as e:
             raise StoreUnavailable("The database is unavailable; try again.") from e
+        if writing:
+            self.health.worked()
 
     def read(self, question: Any, read: Callable[[psycopg.Connection[Any]], T]) -> T:
         with self.connection() as db:
@@ -136,12 +153,12 @@ class PostgresStorage:
 
     def write(self, op: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``op``'s one statement, committed on its own (autocommit)."""
-        with self.connection() as db:
+        with self.connection(writing=True) as db:
             return op(db)
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
-        with self.connection() as db, db.transaction():
+        with self.connection(writing=True) as db, db.transaction():
             yield db
 
     @staticmethod

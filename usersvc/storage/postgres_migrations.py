@@ -187,7 +187,10 @@ def migrate(db: psycopg.Connection[Any], migrations: Sequence[Sequence[Step]] = 
             fresh: Sequence[Step] = FRESH) -> int:
     """Bring the layout up to ``len(migrations)``, inside the caller's
     transaction; returns the version found (0: a new database, given ``fresh``)."""
-    db.execute("CREATE TABLE IF NOT EXISTS usersvc_schema (version integer NOT NULL)")
+    # Nothing written when nothing is to do: a read-only database (a standby)
+    # opens, to serve reads.
+    if db.execute("SELECT to_regclass('usersvc_schema')").fetchone()[0] is None:
+        db.execute("CREATE TABLE usersvc_schema (version integer NOT NULL)")
     row = db.execute("SELECT version FROM usersvc_schema").fetchone()
     if row is None:
         db.execute("INSERT INTO usersvc_schema (version) VALUES (0)")

@@ -40,6 +40,11 @@ class SQLRecords:
         #: every ``interval`` seconds, or sooner when the store is told.
         self.watch = Watch(self.position, interval)
 
+    @property
+    def writes_failing(self) -> str | None:
+        """Why the store's writes are failing now (a full disk...), or ``None``."""
+        return self.storage.health.failing
+
     # -- reads ------------------------------------------------------------
 
     def get(self, record_id: int) -> Any:

@@ -19,7 +19,10 @@ processes.
   (``sqlite_migrations``) and then each collection (``evolution``) up to
   date, under one write lock, so processes opening a file together do it once.
 - A lock held by another writer past the busy timeout is ``StoreUnavailable``
-  (HTTP 503): nothing was written, and the client may try again.
+  (HTTP 503): nothing was written, and the client may try again. A full
+  disk, an I/O error or a file made read-only is ``WritesFailing`` (503 too)
+  for every write of the group it struck, none of which is kept; the log
+  says so once (``WriteHealth``), and the next write that works ends it.
 - A page reads ids and versions first, and builds only the records it has
   not built at that version before (``SQLiteRecords._page``): a version,
   with its id, names one content for good (ids are never reused, not even
@@ -33,6 +36,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ..validation import Schema
+from . import WriteHealth
 from .evolution import declared, evolve
 from .records import SQLRecords
 from .sql import SQLITE, Table
@@ -56,7 +60,8 @@ class SQLiteStorage:
                  busy_timeout: float = 10.0) -> None:
         """``schemas``: the collections to serve (``None``: those the file holds)."""
         self.path = path
-        self.connections = Connections(path, busy_timeout)
+        self.health = WriteHealth(path)
+        self.connections = Connections(path, busy_timeout, self.health)
         tables: list[Table] = []
         try:
             retrying(lambda: self._open(schemas, tables), busy_timeout)
@@ -64,7 +69,8 @@ class SQLiteStorage:
             self.connections.close()
             raise
         # A file's writes share one connection and commit in groups.
-        self.writer = Writer(self.connections.connect()) if self.connections.one is None else None
+        self.writer = (Writer(self.connections.connect(), self.health)
+                       if self.connections.one is None else None)
         self.schemas = tuple(t.schema for t in tables)
         interval = POLL_INTERVAL if self.writer is not None else None   # a private database: none
         self.collections = {t.name: SQLiteRecords(self, t, interval) for t in tables}

@@ -32,7 +32,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from . import StoreUnavailable
+from . import StoreUnavailable, WriteHealth
 
 T = TypeVar("T")
 
@@ -65,12 +65,42 @@ class ThreadConnection:
             self.db.close()
 
 
-def busy(error: sqlite3.OperationalError) -> bool:
-    """SQLITE_BUSY or SQLITE_LOCKED: "database is locked", "... is busy"."""
+#: SQLite's primary result codes for a cause outside the store that lasts
+#: until it is put right, and what to tell a client (the message, for the
+#: Python before 3.11 whose errors carry no code).
+FAILING = {13: ("the disk is full", "database or disk is full"),
+           10: ("the disk failed (an I/O error)", "disk I/O error"),
+           8: ("the database is read-only", "readonly database"),
+           14: ("the database file cannot be opened", "unable to open database file")}
+
+
+def _code(error: sqlite3.Error) -> int | None:
     code = getattr(error, "sqlite_errorcode", None)   # Python 3.11+
     if code is not None:
-        return code & 0xFF in (5, 6)                    # BUSY, LOCKED
-    return "locked" in str(error) or "busy" in str(error)
+        return code & 0xFF
+    text = str(error)
+    if "locked" in text or "busy" in text:
+        return 5
+    return next((c for c, (_, said) in FAILING.items() if said in text), None)
+
+
+def lasting(error: BaseException) -> bool:
+    """A full disk, an I/O error, a read-only or unopenable file."""
+    return isinstance(error, sqlite3.Error) and _code(error) in FAILING
+
+
+def unavailable(error: sqlite3.Error, health: WriteHealth | None) -> StoreUnavailable | None:
+    """What a SQLite error means to a client, if it is not a fault of
+    usersvc's: busy (try again), or a lasting cause (``WritesFailing``, said
+    to ``health`` for a write; a read that fails so is simply unavailable)."""
+    code = _code(error)
+    if code in (5, 6):      # another writer held the lock past the timeout
+        return StoreUnavailable("The database is busy; try again.")
+    if code in FAILING:
+        if health is None:
+            return StoreUnavailable(f"The database cannot be read now: {FAILING[code][0]}.")
+        return health.failed(FAILING[code][0], f"{error}")
+    return None
 
 
 #: How many answers each connection keeps while nothing is committed.
@@ -81,9 +111,10 @@ class Connections:
     """A file's connections: each thread's own, opened when it first asks
     and closed when it ends; or, for a private in-memory database, one."""
 
-    def __init__(self, path: str, busy_timeout: float) -> None:
+    def __init__(self, path: str, busy_timeout: float, health: WriteHealth) -> None:
         self.path = path
         self.busy_timeout = busy_timeout
+        self.health = health
         self._lock = threading.Lock()
         self._local = threading.local()
         self._all: weakref.WeakSet[Connection] = weakref.WeakSet()
@@ -98,34 +129,38 @@ class Connections:
         return db
 
     @contextmanager
-    def session(self) -> Iterator[Connection]:
+    def session(self, writing: bool = False) -> Iterator[Connection]:
         """This thread's connection, or the in-memory database's one, held."""
-        db = self.one
-        if db is None:
-            owner = getattr(self._local, "owner", None)
-            if owner is None:
-                owner = self._local.owner = ThreadConnection(self.connect())
-            db = owner.db
-        with db.in_use:
-            try:
+        try:
+            db = self.one
+            if db is None:
+                owner = getattr(self._local, "owner", None)
+                if owner is None:
+                    owner = self._local.owner = ThreadConnection(self.connect())
+                db = owner.db
+            with db.in_use:
                 yield db
-            except sqlite3.OperationalError as e:
-                if busy(e):    # another writer held the lock past the timeout
-                    raise StoreUnavailable("The database is busy; try again.") from e
+        except sqlite3.OperationalError as e:
+            error = unavailable(e, self.health if writing else None)
+            if error is None:
                 raise
+            raise error from e
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
-        with self.session() as db:
+        with self.session(writing=True) as db:
+            if db.in_transaction:       # a ROLLBACK that failed last time (an I/O error)
+                db.execute("ROLLBACK")
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
             except BaseException:
-                db.execute("ROLLBACK")
+                _roll_back(db)
                 raise
             db.execute("COMMIT")
             db.answers.clear()          # its own commit does not change its data_version
+        self.health.worked()
 
     def answered(self, question: Any, read: Callable[[Connection], T]) -> T:
         """``read(db)`` on this thread's connection, or what it answered
@@ -178,8 +213,9 @@ class Writer:
     statement by itself and the transaction goes on (no savepoints needed;
     ``_commit`` checks that nothing changed)."""
 
-    def __init__(self, db: Connection) -> None:
+    def __init__(self, db: Connection, health: WriteHealth) -> None:
         self.db = db
+        self.health = health
         self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
         self._thread.start()
@@ -231,6 +267,8 @@ class Writer:
         started = time.perf_counter()
         try:
             with db.in_use:
+                if db.in_transaction:   # a ROLLBACK that failed last time (an I/O error)
+                    db.execute("ROLLBACK")
                 db.execute("BEGIN IMMEDIATE")
                 try:
                     for op, future in group:
@@ -240,22 +278,24 @@ class Writer:
                         except Exception as e:      # this write's own failure
                             if db.total_changes != changes:
                                 raise RuntimeError("a write failed after changing the database") from e
+                            if lasting(e) or not db.in_transaction:
+                                raise   # SQLite may have undone the group: none of it is kept
                             outcomes.append((future, None, e))
                     db.execute("COMMIT")
                     self.writes += len(group)
                     self.commits += 1
                     self.commit_seconds += time.perf_counter() - started
                 except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
+                    _roll_back(db)
                     raise
         except Exception as e:      # nothing of the group was written
             error: BaseException = e
-            if isinstance(e, sqlite3.OperationalError) and busy(e):
-                error = StoreUnavailable("The database is busy; try again.")
+            if isinstance(e, sqlite3.Error):
+                error = unavailable(e, self.health) or e
             for _, future in group:
                 future.set_exception(error)
             return
+        self.health.worked()
         for future, result, failure in outcomes:
             if failure is None:
                 future.set_result(result)
@@ -263,3 +303,11 @@ class Writer:
                 future.set_exception(failure)
 
 
+def _roll_back(db: Connection) -> None:
+    """Undo the transaction, if SQLite has not already: an I/O error may
+    fail the ROLLBACK too, and then the next transaction tries it again."""
+    if db.in_transaction:
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
