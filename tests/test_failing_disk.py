@@ -9,15 +9,17 @@ writes work again by themselves once the cause is gone.
 
 The causes are real where the machine allows: SQLite's own size limit
 (``PRAGMA max_page_count``, SQLITE_FULL) and ``query_only`` (SQLITE_READONLY)
-on the writer's connection, a tmpfs of 1 MiB that fills (as root; Linux
+on the writer's connection, a file the server may not write (its mode, or
+for root its immutable flag), a tmpfs of 1 MiB that fills (as root; Linux
 will not remount a filesystem read-only while a file on it is open for
-writing, so the read-only file is SQLite's own), and a PostgreSQL session
+writing), and a PostgreSQL session
 in read-only mode, as a standby's are; a test double of PostgreSQL's
 connection raises ``DiskFull`` and then stops.
 """
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
@@ -114,23 +116,73 @@ def test_a_full_file_fails_every_write_of_the_group_it_strikes(sqlite):
     assert listed & tried == created        # each 201 there, no 503 there
 
 
-def test_a_read_only_sqlite_file_is_a_503_and_writes_come_back(sqlite, caplog):
-    store, client = sqlite
+@contextmanager
+def read_only(path: Path):
+    """``path`` made read-only, then writable again when the block ends: by
+    its mode, or, for root (whom modes do not stop), by the immutable flag."""
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        undo = lambda: path.chmod(0o644)       # noqa: E731
+    else:
+        made = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+        if made.returncode != 0:
+            pytest.skip(f"cannot make a file read-only for root here: {made.stderr.strip()}")
+        undo = lambda: subprocess.run(["chattr", "-i", str(path)], check=True)   # noqa: E731
+    done = False
+
+    def writable() -> None:
+        nonlocal done
+        if not done:
+            undo()
+            done = True
+    try:
+        yield writable
+    finally:
+        writable()
+
+
+def test_a_read_only_sqlite_file_is_a_503_and_writes_come_back(tmp_path, caplog):
+    """The server started on a file it may not write: it serves reads, and
+    once the file is writable, writes, without a restart (SQLite keeps a
+    connection that opened a read-only file read-only: the writer opens
+    another)."""
     caplog.set_level(logging.INFO, logger=FAILING_LOG)
-    ada = client.create()
-    store.writer.db.execute("PRAGMA query_only = ON")           # SQLITE_READONLY
-    refused(post(client, 1), "the database is read-only")
-    refused(client.put(f"/users/{ada['id']}", json_body={"name": "Ada", "email": "a@example.org"}),
-            "the database is read-only")
-    refused(client.delete(f"/users/{ada['id']}"), "the database is read-only")
-    assert client.get(f"/users/{ada['id']}").json == ada        # unchanged, and read
-    assert client.get("/healthz").status_int == 503
-    store.writer.db.execute("PRAGMA query_only = OFF")
-    assert client.delete(f"/users/{ada['id']}").status_int == 204
-    assert client.get("/healthz").status_int == 200
+    path = tmp_path / "users.db"
+    store = open_store(f"sqlite:///{path}")
+    ada = Client(make_app(store)).create()
+    store.close()
+    with read_only(path) as writable:
+        store = open_store(f"sqlite:///{path}")
+        try:
+            client = Client(make_app(store))
+            assert client.get(f"/users/{ada['id']}").json == ada
+            refused(post(client, 1), "the database is read-only")
+            refused(client.put(f"/users/{ada['id']}",
+                               json_body={"name": "Ada", "email": "a@example.org"}),
+                    "the database is read-only")
+            refused(client.delete(f"/users/{ada['id']}"), "the database is read-only")
+            assert client.get(f"/users/{ada['id']}").json == ada      # unchanged, and read
+            assert client.get("/healthz").status_int == 503
+            writable()
+            assert client.delete(f"/users/{ada['id']}").status_int == 204
+            assert client.get("/healthz").status_int == 200
+            assert post(client, 2).status_int == 201
+        finally:
+            store.close()
     assert failing_lines(caplog) == [
-        f"writes are failing: attempt to write a readonly database: {store.path}",
-        f"writes work again: {store.path}"]
+        f"writes are failing: attempt to write a readonly database: {path}",
+        f"writes work again: {path}"]
+
+
+def test_a_write_that_sqlite_refuses_as_read_only_changes_nothing(sqlite):
+    """SQLITE_READONLY on the writer's connection (``query_only``): a 503,
+    nothing kept; the writer then opens a new connection, which writes."""
+    store, client = sqlite
+    store.writer.db.execute("PRAGMA query_only = ON")
+    refused(post(client, 1), "the database is read-only")
+    assert count(client) == 0
+    assert post(client, 2).status_int == 201
+    assert count(client) == 1
 
 
 # -- a real filesystem that fills, and is made read-only ------------------
@@ -198,7 +250,7 @@ def test_serve_py_logs_one_line_an_episode_and_no_traceback(tmp_path):
 
 # -- PostgreSQL -------------------------------------------------------------
 
-def read_only(url: str) -> str:
+def read_only_sessions(url: str) -> str:
     """``url`` (with its search_path option) whose sessions are read-only,
     as a standby's are."""
     return url + "%20-cdefault_transaction_read_only%3Don"
@@ -208,7 +260,7 @@ def test_a_read_only_postgresql_session_is_a_503_and_nothing_is_written(postgres
     caplog.set_level(logging.INFO, logger=FAILING_LOG)
     writable = open_store(postgres_url)
     writable["users"].create(name="Ada", email="ada@example.org")
-    standby = open_store(read_only(postgres_url))
+    standby = open_store(read_only_sessions(postgres_url))
     try:
         client = Client(make_app(standby))
         assert client.get("/users/1").status_int == 200

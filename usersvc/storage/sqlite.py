@@ -69,7 +69,7 @@ class SQLiteStorage:
             self.connections.close()
             raise
         # A file's writes share one connection and commit in groups.
-        self.writer = (Writer(self.connections.connect(), self.health)
+        self.writer = (Writer(self.connections.connect, self.health)
                        if self.connections.one is None else None)
         self.schemas = tuple(t.schema for t in tables)
         interval = POLL_INTERVAL if self.writer is not None else None   # a private database: none

@@ -89,6 +89,13 @@ def lasting(error: BaseException) -> bool:
     return isinstance(error, sqlite3.Error) and _code(error) in FAILING
 
 
+def reopen(error: BaseException) -> bool:
+    """A file that was read-only (or could not be opened) when the
+    connection opened it: SQLite keeps that connection read-only for good,
+    so the next write must open another, in case the file is writable now."""
+    return isinstance(error, sqlite3.Error) and _code(error) in (8, 14)
+
+
 def unavailable(error: sqlite3.Error, health: WriteHealth | None) -> StoreUnavailable | None:
     """What a SQLite error means to a client, if it is not a fault of
     usersvc's: busy (try again), or a lasting cause (``WritesFailing``, said
@@ -144,6 +151,8 @@ class Connections:
             error = unavailable(e, self.health if writing else None)
             if error is None:
                 raise
+            if writing and reopen(e) and self.one is None:
+                self._local.owner = None        # closed; the next write opens another
             raise error from e
 
     @contextmanager
@@ -213,8 +222,10 @@ class Writer:
     statement by itself and the transaction goes on (no savepoints needed;
     ``_commit`` checks that nothing changed)."""
 
-    def __init__(self, db: Connection, health: WriteHealth) -> None:
-        self.db = db
+    def __init__(self, connect: Callable[[], Connection], health: WriteHealth) -> None:
+        self._connect = connect
+        self.db = connect()
+        self._reopen = False        # the last group found the file read-only
         self.health = health
         self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
@@ -262,10 +273,15 @@ class Writer:
             self._commit(group)
 
     def _commit(self, group: list[tuple[Callable[..., Any], Future[Any]]]) -> None:
-        db = self.db
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
         started = time.perf_counter()
         try:
+            if self._reopen:
+                with self.db.in_use:
+                    self.db.close()
+                self.db = self._connect()
+                self._reopen = False
+            db = self.db
             with db.in_use:
                 if db.in_transaction:   # a ROLLBACK that failed last time (an I/O error)
                     db.execute("ROLLBACK")
@@ -292,6 +308,7 @@ class Writer:
             error: BaseException = e
             if isinstance(e, sqlite3.Error):
                 error = unavailable(e, self.health) or e
+                self._reopen = reopen(e)
             for _, future in group:
                 future.set_exception(error)
             return
