@@ -5,6 +5,8 @@ closest match suggested. Every case runs as a subprocess, as a user runs it.
 """
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -147,3 +149,26 @@ def test_copy_says_how_many_from_where_to_where(tmp_path):
                                      "to sqlite:///to.db; new ids start at 4")
     again = run(USERSVC, tmp_path, "copy", "sqlite:///from.db", "sqlite:///to.db")
     assert again.returncode == 1 and "already holds users" in again.stderr
+
+
+NO_PSYCOPG = """
+import sys
+sys.modules["psycopg"] = None           # as if the postgres extra were not installed
+from usersvc.storage import open_store
+try:
+    open_store("postgresql://127.0.0.1/test")
+except ValueError as e:
+    print(e)
+"""
+
+
+def test_without_psycopg_the_message_says_how_to_install_it_as_usersvc_was(tmp_path):
+    from_checkout = subprocess.run([sys.executable, "-c", NO_PSYCOPG], cwd=ROOT,
+                                   capture_output=True, text=True).stdout
+    assert f"needs psycopg: pip install -e '.[postgres]' in {ROOT} " in from_checkout
+    # A wheel puts the package alone in site-packages, no setup.cfg beside it.
+    shutil.copytree(ROOT / "usersvc", tmp_path / "site" / "usersvc")
+    from_wheel = subprocess.run([sys.executable, "-c", NO_PSYCOPG], cwd=tmp_path,
+                                env={**os.environ, "PYTHONPATH": str(tmp_path / "site")},
+                                capture_output=True, text=True).stdout
+    assert "needs psycopg: pip install 'usersvc[postgres]' " in from_wheel

@@ -100,3 +100,13 @@ def test_install_instructions_are_the_ones_that_work_from_a_clone():
         for line in doc.read_text().splitlines():
             if "pip install" in line:
                 assert "pip install -e" in line, (doc.name, line)
+
+
+def test_the_license_file_is_the_one_setup_cfg_names():
+    import configparser
+    metadata = configparser.ConfigParser()
+    metadata.read(ROOT / "setup.cfg")
+    assert metadata["metadata"]["license"] == "MIT"
+    assert metadata["metadata"]["license_files"] == "LICENSE"
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License\n") and "THE SOFTWARE IS PROVIDED \"AS IS\"" in text

@@ -18,7 +18,7 @@ from helpers import ROOT, Served, call
 from openapi_spec_validator import validate
 from webob import Request
 
-from usersvc import USER, make_app
+from usersvc import USER, Mount, make_app
 from usersvc.auth import Tokens, load_tokens
 from usersvc.ops import MAX_WAITING_LINES, AccessLog, loggable_target
 from usersvc.problems import Problem
@@ -231,6 +231,20 @@ def test_an_insane_request_id_is_replaced_by_a_new_one(app, given):
 def test_request_ids_are_new_for_each_request(app):
     ids = {logged(app, "/users")[0].headers["X-Request-ID"] for _ in range(5)}
     assert len(ids) == 5
+
+
+def test_every_answer_carries_one_request_id_with_or_without_the_log(app):
+    """Embedded, or served with --no-access-log, the app gives the id
+    itself; behind the log, the log's id, once."""
+    bare = Request.blank("/users", headers={"X-Request-ID": "mine-1"}).get_response(app)
+    assert bare.headers.getall("X-Request-ID") == ["mine-1"]
+    for path in ("/users", "/users/999", "/nowhere", "/healthz"):
+        new = Request.blank(path).get_response(app).headers.getall("X-Request-ID")
+        assert len(new) == 1 and len(new[0]) == 32
+    mounted = Request.blank("/elsewhere").get_response(Mount("/v1", app))
+    assert mounted.status_int == 404 and len(mounted.headers.getall("X-Request-ID")) == 1
+    response, lines = logged(app, "/users", headers={"X-Request-ID": "logged-1"})
+    assert response.headers.getall("X-Request-ID") == ["logged-1"] and lines[0].endswith("logged-1")
 
 
 def test_the_log_never_holds_an_email_or_a_token(app):

@@ -1,8 +1,8 @@
 """PostgresStorage: every collection in one PostgreSQL database, shared by
 any number of processes.
 
-Needs the ``postgres`` extra: ``pip install -e '.[postgres]'`` in usersvc's folder (psycopg 3
-and psycopg_pool).
+Needs the ``postgres`` extra (psycopg 3 and psycopg_pool): ``pip install
+'usersvc[postgres]'``, or ``pip install -e '.[postgres]'`` in a checkout.
 
 - A pool of connections (``psycopg_pool``), each in autocommit: every write
   is one statement, so it is its own transaction, and a 201 is committed
