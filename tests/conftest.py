@@ -142,6 +142,7 @@ class Client:
                 body: bytes | str | None = None, content_type: str | None = None,
                 headers: dict[str, str] | None = None) -> Response:
         req = Request.blank(path, method=method)
+        req.environ["wsgi.multithread"] = True      # as waitress says (Request.blank: False)
         if json_body is not None:
             body = json.dumps(json_body)
             content_type = content_type or "application/json"

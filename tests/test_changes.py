@@ -8,6 +8,7 @@ import threading
 import pytest
 from conftest import Client, problem
 from helpers import link_to
+from webob import Request
 
 from usersvc import make_app
 from usersvc.changes import FEED_RELATION
@@ -125,6 +126,18 @@ def test_with_no_waiting_allowed_a_wait_is_503_and_a_plain_read_is_not():
     client = Client(make_app("memory://", max_waiting=0))
     problem(client.get("/users/changes?wait=5"), 503)
     assert client.get("/users/changes").json == []
+
+
+def test_a_server_without_threads_answers_a_wait_at_once():
+    """gunicorn's sync workers, uWSGI without threads: wsgi.multithread is
+    false, and a wait would hold the process's one worker; it answers as
+    wait=0 would (no slot is even needed: max_waiting=0 is no 503 here)."""
+    client = Client(make_app("memory://", max_waiting=0))
+    req = Request.blank("/users/changes?after=0&wait=30")
+    req.environ["wsgi.multithread"] = False
+    answer = client.send(req)
+    assert answer.status_code == 200 and answer.json == []
+    assert link_to(answer.headers) == "http://localhost/users/changes?after=0&limit=100"
 
 
 def test_a_read_token_reads_the_feed():

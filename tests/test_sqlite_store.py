@@ -11,7 +11,7 @@ from contextlib import closing
 import pytest
 from conftest import Client, problem
 from helpers import (RELEASE_0_1_0, RELEASE_1_USERS, check_positions_after_migration, check_release_0_1_0,
-                     check_sorted_and_searched_after_migration, page_shapes)
+                     check_sorted_and_searched_after_migration, page_shapes, race)
 
 from usersvc import USER, make_app
 from usersvc.storage import (
@@ -518,3 +518,30 @@ def test_answers_kept_while_nothing_is_committed_are_dropped_by_any_commit(path)
             a.get(7)
     finally:
         a.storage.close(), b.storage.close()
+
+
+def test_a_write_waits_for_its_commit_at_most_the_writers_timeout(tmp_path):
+    """A writer held up (here by a write that blocks): the write queued
+    behind it is a 503 after the timeout and is then never made; the one
+    under way is a 503 that says it may yet be committed."""
+    from usersvc.storage import StoreUnavailable, WriteHealth
+    from usersvc.storage.sqlite_writer import Connections, Writer
+    connections = Connections(str(tmp_path / "w.db"), 1.0, WriteHealth("w.db"))
+    writer = Writer(connections.connect, WriteHealth("w.db"), timeout=0.2)
+    writer.submit(lambda db: db.execute("CREATE TABLE t (x)"))
+    held, made = threading.Event(), []
+
+    def blocking(db):
+        held.wait(10)
+        db.execute("INSERT INTO t VALUES (1)")
+
+    first = race(1, lambda _: writer.submit(blocking))      # under way, held up
+    assert isinstance(first[0], StoreUnavailable) and "may be yet" in str(first[0])
+    with pytest.raises(StoreUnavailable, match="nothing was written"):
+        writer.submit(lambda db: made.append(db.execute("INSERT INTO t VALUES (2)")))
+    held.set()
+    writer.submit(lambda db: None)                          # the queue has moved on
+    rows = writer.submit(lambda db: db.execute("SELECT x FROM t").fetchall())
+    assert rows == [(1,)] and made == []
+    writer.stop()
+    connections.close()

@@ -9,7 +9,10 @@ answer links to the next (``rel="next"``): the position of the last entry,
 or ``after`` again when there was none, so a client just keeps following
 it. With ``wait``, an empty answer is held until a change is committed, by
 any process, or the seconds pass; at most ``Waiting.most`` requests wait at
-once, so waiting never takes every worker thread (past that: 503).
+once, so waiting never takes every worker thread (past that: 503). A server
+without threads (``wsgi.multithread`` false: gunicorn's sync workers, a
+uWSGI process without threads) would give its one worker to the wait: there
+``wait`` is not waited on, and the answer comes at once, as for ``wait=0``.
 
 Every page of the collection links here too (``FEED_RELATION``), at the
 position read before the page: a client that reads every page and then
@@ -83,7 +86,7 @@ class Changes:
         limit = whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         wait = whole_number(one, "wait", 0, 0, MAX_WAIT)
         found = self.store.changes(after=after, limit=limit)
-        if not found and wait:
+        if not found and wait and req.environ.get("wsgi.multithread", True):
             with self.waiting.slot():
                 self.store.wait(after, wait)
             found = self.store.changes(after=after, limit=limit)

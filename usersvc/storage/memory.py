@@ -24,7 +24,9 @@ without timing it.
 from __future__ import annotations
 
 import itertools
+import logging
 import operator
+import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -38,6 +40,7 @@ from . import (Conflict, NotFound, Position, Precondition, StaleVersion, check_f
 from .feed import Change, Watch
 
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position
+_log = logging.getLogger("usersvc.storage")
 
 
 class MemoryStorage:
@@ -90,6 +93,7 @@ class MemoryRecords:
         self._id_at: dict[int, int] = {}     # and the record it belongs to;
         self._seq_of: dict[int, int] = {}    # id -> its position there
         self._watch = Watch(lambda: self._seq)
+        self._pid = os.getpid()
         self.touched = 0
 
     # -- reads ------------------------------------------------------------
@@ -220,6 +224,8 @@ class MemoryRecords:
 
     def _record(self, record_id: int) -> None:
         """The record's latest change is the next position."""
+        if self._pid != os.getpid():
+            self._forked()
         old = self._seq_of.get(record_id)
         if old is not None:
             self._seqs.remove(old)
@@ -228,6 +234,15 @@ class MemoryRecords:
         self._seqs.add(seq)
         self._id_at[seq] = record_id
         self._seq_of[record_id] = seq
+
+    def _forked(self) -> None:
+        """A write in a process forked from the one that made the store (a
+        server's workers after ``--preload``): each process has its own copy
+        from here on, and none sees another's writes. Said once a process."""
+        self._pid = os.getpid()
+        _log.warning("memory:// is one process's: process %d writes to its own copy of %s, "
+                     "which no other process sees (use SQLite or PostgreSQL with several "
+                     "workers)", self._pid, self.schema.plural)
 
     def _reindex(self, old: Any, new: Any) -> None:
         """Move a record's index entries from ``old`` to ``new`` (``None``:

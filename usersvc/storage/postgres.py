@@ -37,6 +37,8 @@ each server process at least as many as it has threads.
 """
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -102,9 +104,10 @@ class PostgresStorage:
             psycopg.connect(conninfo, connect_timeout=max(1, round(timeout))).close()
         except psycopg.OperationalError as e:
             raise StoreUnavailable(" ".join(str(e).split())) from None
-        self._pool = ConnectionPool(
+        self._new_pool = lambda: ConnectionPool(       # noqa: E731
             conninfo, min_size=1, max_size=size, timeout=timeout, open=False,
             kwargs={"autocommit": True}, name="usersvc")
+        self._pool = self._new_pool()
         self._pool.open()
         try:
             self._pool.wait(timeout=timeout)    # fail now, not at the first request
@@ -127,13 +130,33 @@ class PostgresStorage:
         self.collections = {t.name: PostgresRecords(self, t, LISTEN_FALLBACK) for t in tables}
         # Other processes' commits wake the waiters by NOTIFY; asking for the
         # position every LISTEN_FALLBACK seconds covers a lost listener.
+        self._conninfo = conninfo
         self._listener = Listener(conninfo, self._wake)
+        self._pid = os.getpid()
+        self._fork_lock = threading.Lock()
+
+    def _forked(self) -> None:
+        """In a process forked from the one that opened the store (a
+        server's workers after ``--preload``), the pool's connections are
+        the parent's sockets and its threads are not running: this process
+        opens its own pool and listener. The parent's are left alone (closing
+        them here would end the parent's sessions)."""
+        with self._fork_lock:               # the first requests of this process, at once
+            if self._pid == os.getpid():
+                return
+            self._inherited = (self._pool, self._listener)
+            self._pool = self._new_pool()
+            self._pool.open()
+            self._listener = Listener(self._conninfo, self._wake)
+            self._pid = os.getpid()
 
     def __getitem__(self, plural: str) -> PostgresRecords:
         return self.collections[plural]
 
     @contextmanager
     def connection(self, writing: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        if self._pid != os.getpid():
+            self._forked()
         try:
             with self._pool.connection() as db:
                 yield db
@@ -166,6 +189,8 @@ class PostgresStorage:
         return error.diag.constraint_name or ""
 
     def listen(self) -> None:
+        if self._pid != os.getpid():
+            self._forked()
         self._listener.start()
 
     def _wake(self, plural: str | None) -> None:
@@ -179,6 +204,8 @@ class PostgresStorage:
 
     def close(self) -> None:
         self.stop_waiting()
+        if self._pid != os.getpid():
+            return          # the parent's pool and listener (never used here) are the parent's to close
         self._listener.stop()
         self._pool.close()
 

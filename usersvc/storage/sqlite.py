@@ -69,7 +69,8 @@ class SQLiteStorage:
             self.connections.close()
             raise
         # A file's writes share one connection and commit in groups.
-        self.writer = (Writer(self.connections.connect, self.health)
+        # A write waits for the lock (busy_timeout) and then its group's sync.
+        self.writer = (Writer(self.connections.connect, self.health, busy_timeout + 5)
                        if self.connections.one is None else None)
         self.schemas = tuple(t.schema for t in tables)
         interval = POLL_INTERVAL if self.writer is not None else None   # a private database: none

@@ -22,6 +22,7 @@ difference beyond the noise, so the simpler one stays.
 """
 from __future__ import annotations
 
+import os
 import queue
 import sqlite3
 import threading
@@ -29,6 +30,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as WaitedTooLong
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -122,10 +124,27 @@ class Connections:
         self.path = path
         self.busy_timeout = busy_timeout
         self.health = health
+        self._fork_lock = threading.Lock()
+        self._start()
+        self.one = self.connect() if path == ":memory:" else None
+
+    def _start(self) -> None:
+        """No connection yet, in this process."""
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._local = threading.local()
         self._all: weakref.WeakSet[Connection] = weakref.WeakSet()
-        self.one = self.connect() if path == ":memory:" else None
+
+    def _forked(self) -> None:
+        """In a process forked from the one that opened them (a server's
+        workers after ``--preload``), the connections are not this
+        process's: SQLite must not use one across a fork. They are left
+        alone, never closed here (closing would release locks that are the
+        parent's), and this process opens its own."""
+        with self._fork_lock:               # the first requests of this process, at once
+            if self._pid != os.getpid():
+                self._inherited = (self._local, list(self._all))
+                self._start()
 
     def connect(self) -> Connection:
         db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
@@ -141,6 +160,8 @@ class Connections:
         try:
             db = self.one
             if db is None:
+                if self._pid != os.getpid():
+                    self._forked()
                 owner = getattr(self._local, "owner", None)
                 if owner is None:
                     owner = self._local.owner = ThreadConnection(self.connect())
@@ -201,6 +222,8 @@ class Connections:
         return db.answers
 
     def close(self) -> None:
+        if self._pid != os.getpid():
+            self._forked()      # the parent's connections are the parent's to close
         with self._lock:
             connections = list(self._all)
             self._all.clear()
@@ -222,16 +245,25 @@ class Writer:
     statement by itself and the transaction goes on (no savepoints needed;
     ``_commit`` checks that nothing changed)."""
 
-    def __init__(self, connect: Callable[[], Connection], health: WriteHealth) -> None:
+    def __init__(self, connect: Callable[[], Connection], health: WriteHealth,
+                 timeout: float) -> None:
         self._connect = connect
-        self.db = connect()
-        self._reopen = False        # the last group found the file read-only
         self.health = health
+        self.timeout = timeout      # the longest a write waits to be committed
+        self._closing = threading.Lock()    # no write queued after the stop
+        self.closed = False
+        self._start()
+
+    def _start(self) -> None:
+        """A connection, a queue and the thread, in this process: a process
+        forked from this one (a server's workers after ``--preload``) has
+        none of them running, so its first write starts its own."""
+        self._pid = os.getpid()
+        self.db = self._connect()
+        self._reopen = False        # the last group found the file read-only
         self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
         self._thread.start()
-        self._closing = threading.Lock()    # no write queued after the stop
-        self.closed = False
         # What the groups were: writes, commits, and the time from BEGIN to
         # the end of COMMIT (the sync), summed. Only the thread adds to them.
         self.writes = self.commits = 0
@@ -246,18 +278,32 @@ class Writer:
                 f"({per:.2f} writes a commit, {took:.3f} ms a commit)")
 
     def submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``op`` in the writer's transaction; its result once committed."""
+        """Run ``op`` in the writer's transaction; its result once committed,
+        or ``StoreUnavailable`` after ``timeout`` seconds."""
         future: Future[T] = Future()
         with self._closing:
             if self.closed:
                 raise StoreUnavailable("The store is closed.")
+            if self._pid != os.getpid():
+                self._inherited = self.db       # the parent's: left alone, never closed here
+                self._start()
             self._queue.put((op, future))
-        return future.result()
+        try:
+            return future.result(timeout=self.timeout)
+        except WaitedTooLong:
+            if future.cancel():     # still queued: it will never run
+                raise StoreUnavailable("The database took no write for "
+                                       f"{self.timeout:g} s; nothing was written.") from None
+            raise StoreUnavailable(f"The write was not committed within {self.timeout:g} s; "
+                                   "it may be yet: read before writing again.") from None
 
     def stop(self) -> None:
-        """Finish the writes already queued, then end the thread."""
+        """Finish the writes already queued, then end the thread (in a
+        forked process that never wrote, there is none of its own)."""
         with self._closing:
             self.closed = True
+            if self._pid != os.getpid():
+                return
             self._queue.put(None)
         self._thread.join()
 
@@ -273,6 +319,10 @@ class Writer:
             self._commit(group)
 
     def _commit(self, group: list[tuple[Callable[..., Any], Future[Any]]]) -> None:
+        # A write whose caller stopped waiting (``submit``'s timeout) is not made.
+        group = [(op, future) for op, future in group if future.set_running_or_notify_cancel()]
+        if not group:
+            return
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
         started = time.perf_counter()
         try:

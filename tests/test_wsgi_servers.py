@@ -1,0 +1,216 @@
+"""usersvc under gunicorn, as a deployment runs it (usersvc/wsgi.py, and the
+stores' fork safety): sync and gthread workers, each with and without
+``--preload`` (the store opened in the master, then forked), on SQLite and
+PostgreSQL. Each starts ``gunicorn usersvc.wsgi:app`` with two workers and
+checks creates, a race of 8 (one winner), a long-poll beside a plain read,
+and SIGTERM; and a bad setting is one line at start.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from helpers import call, race
+
+ROOT = Path(__file__).resolve().parent.parent
+GUNICORN = Path(sys.executable).with_name("gunicorn")
+SETUPS = [(worker, preload) for worker in ("sync", "gthread") for preload in (False, True)]
+
+pytestmark = pytest.mark.skipif(not GUNICORN.exists(), reason="gunicorn is not installed "
+                                "(pip install -e '.[test]')")
+
+
+class Gunicorn:
+    """``gunicorn usersvc.wsgi:app`` on a free port, its log in a file."""
+
+    def __init__(self, cwd: Path, storage: str, worker: str, preload: bool, **env: str) -> None:
+        self.log_path = cwd / f"gunicorn-{worker}-{preload}.log"
+        args = [str(GUNICORN), "--bind", "127.0.0.1:0", "--workers", "2", "--worker-class", worker,
+                "--timeout", "20", "--graceful-timeout", "10", "--log-level", "info",
+                *(["--threads", "4"] if worker == "gthread" else []),
+                *(["--preload"] if preload else []), "usersvc.wsgi:app"]
+        environ = {**os.environ, "USERSVC_STORAGE": storage, **env}
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(args, cwd=cwd, env=environ, stdout=log,
+                                            stderr=subprocess.STDOUT)
+        self.address = ("127.0.0.1", self._port())
+
+    def _port(self) -> int:
+        """The port, once a worker has booted (read from the log, bounded)."""
+        for _ in range(600):
+            text = self.log()
+            found = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", text)
+            if found and "Booting worker" in text:
+                port = int(found.group(1))
+                try:
+                    if call(("127.0.0.1", port), "GET", "/healthz")[0] == 200:
+                        return port
+                except OSError:
+                    pass
+            if self.process.poll() is not None:
+                raise AssertionError(f"gunicorn exited at start:\n{text}")
+            threading.Event().wait(0.05)
+        raise AssertionError(f"gunicorn did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=30)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def storage(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/users.db"
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.mark.parametrize("worker, preload", SETUPS,
+                         ids=[f"{w}{'-preload' if p else ''}" for w, p in SETUPS])
+def test_gunicorn_serves_writes_races_waits_and_stops(tmp_path, storage, worker, preload):
+    server = Gunicorn(tmp_path, storage, worker, preload)
+    try:
+        at = server.address
+        # Creates, in turn, over both workers: each answered, ids increasing.
+        created = [call(at, "POST", "/users", {"name": f"User {i}", "email": f"u{i}@example.org"})
+                   for i in range(12)]
+        assert [status for status, _, _ in created] == [201] * 12
+        ids = [json.loads(body)["id"] for _, _, body in created]
+        assert ids == sorted(ids) and len(set(ids)) == 12
+
+        # Eight writers with one ETag: one wins, seven are told it changed.
+        status, headers, _ = call(at, "GET", f"/users/{ids[0]}")
+        tag = headers["ETag"]
+        answers = race(8, lambda i: call(at, "PUT", f"/users/{ids[0]}",
+                                         {"name": f"Racer {i}", "email": "u0@example.org"},
+                                         {"If-Match": tag})[0])
+        assert sorted(answers) == [200] + [412] * 7
+        same = race(8, lambda i: call(at, "POST", "/users",
+                                      {"name": f"Twin {i}", "email": "twin@example.org"})[0])
+        assert sorted(same) == [201] + [409] * 7
+
+        # A long-poll beside a plain read.
+        _, _, feed = call(at, "GET", "/users/changes?limit=1000")
+        last = json.loads(feed)[-1]["seq"]
+        polled: list = []
+        poll = threading.Thread(target=lambda: polled.append(
+            call(at, "GET", f"/users/changes?after={last}&wait=20")))
+        poll.start()
+        assert call(at, "GET", f"/users/{ids[1]}")[0] == 200        # not held up by the poll
+        if worker == "gthread":     # threads: the poll waits for the change, and gets it
+            assert poll.is_alive()
+            assert call(at, "POST", "/users", {"name": "Late", "email": "late@example.org"})[0] == 201
+        poll.join(25)       # bounded: a poll that is never answered fails here
+        assert not poll.is_alive()
+        status, _, body = polled[0]
+        entries = json.loads(body)
+        if worker == "gthread":
+            assert status == 200 and [e["user"]["email"] for e in entries] == ["late@example.org"]
+        else:               # no threads: answered at once, as wait=0
+            assert status == 200 and entries == []
+    finally:
+        assert server.stop() == 0
+    log = server.log()
+    assert "Traceback" not in log and "WORKER TIMEOUT" not in log, log
+    assert "Shutting down: Master" in log
+
+
+@pytest.mark.parametrize("preload", [False, True], ids=["", "preload"])
+def test_a_bad_setting_is_one_line_and_gunicorn_stops(tmp_path, preload):
+    args = [str(GUNICORN), "--bind", "127.0.0.1:0", "--workers", "2",
+            *(["--preload"] if preload else []), "usersvc.wsgi:app"]
+    done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "USERSVC_STORAGE": "memory://",
+                               "USERSVC_MAX_BODY_SIZE": "lots"})
+    assert done.returncode != 0
+    ours = [line for line in done.stderr.splitlines() if line.startswith("usersvc:")]
+    assert ours[:1] == ["usersvc: USERSVC_MAX_BODY_SIZE must be a whole number of at least 1, "
+                        "not 'lots'"]
+    assert set(ours) == {ours[0]}          # the same line (once a worker, without --preload)
+    # None of usersvc's code in a trace (gunicorn 27 may print one of its own
+    # when two workers fail at once: HaltServer raised again while halting).
+    assert "usersvc/" not in done.stderr and ("Traceback" not in done.stderr or not preload)
+    assert "failed to load" in done.stderr.lower() or preload
+
+
+# -- the commands the docs show, run as written ------------------------------
+
+DOCS = [ROOT / "README.md", ROOT / "docs" / "deploying.md"]
+
+
+def shown_commands(server: str) -> list[str]:
+    """Every one-line ``server`` command in an indented block of the docs."""
+    pattern = re.compile(rf"^    ((?:USERSVC_\w+=\S+ )*{server} .*)$")
+    return [m.group(1) for doc in DOCS for line in doc.read_text().splitlines()
+            if (m := pattern.match(line))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("server", ["gunicorn", "uwsgi"])
+def test_each_server_command_the_docs_show_serves(tmp_path, server):
+    if shutil.which(server, path=str(GUNICORN.parent)) is None:
+        pytest.skip(f"{server} is not installed (pip install {server})")
+    commands = shown_commands(server)
+    assert commands, f"the docs show no {server} command"
+    for command in commands:
+        port = free_port()
+        assert "127.0.0.1:8080" in command
+        words = shlex.split(command.replace("127.0.0.1:8080", f"127.0.0.1:{port}"))
+        settings = dict(w.split("=", 1) for w in itertools.takewhile(lambda w: "=" in w, words))
+        argv = words[len(settings):]
+        process = subprocess.Popen([str(GUNICORN.parent / argv[0]), *argv[1:]], cwd=tmp_path,
+                                   env={**os.environ, **settings}, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(400):        # until it answers (bounded)
+                try:
+                    if call(("127.0.0.1", port), "GET", "/healthz")[0] == 200:
+                        break
+                except OSError:
+                    pass
+                threading.Event().wait(0.05)
+            else:
+                raise AssertionError(f"{command} did not start")
+            status, _, body = call(("127.0.0.1", port), "POST", "/users",
+                                   {"name": "Ada", "email": f"ada{port}@example.org"})
+            assert status == 201
+            assert call(("127.0.0.1", port), "GET", f"/users/{json.loads(body)['id']}")[0] == 200
+        finally:
+            process.send_signal(signal.SIGTERM)
+            _, errors = process.communicate(timeout=30)
+        assert process.returncode == 0, errors
+        assert "Traceback" not in errors
+    assert (tmp_path / "users.db").exists()     # USERSVC_STORAGE, in the working directory
+
+
+def test_the_mod_wsgi_script_the_docs_show_gives_the_app(tmp_path):
+    text = (ROOT / "docs" / "deploying.md").read_text()
+    script = re.search(r"```python\n(.*?from usersvc\.wsgi import app as application\n)```",
+                       text, re.S).group(1)
+    script = script.replace("/srv/usersvc/users.db", f"{tmp_path}/users.db")
+    check = script + (
+        "from webob import Request\n"
+        "print(Request.blank('/healthz').get_response(application).status_int)\n")
+    done = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("USERSVC_")})
+    assert done.stdout.strip() == "200", done.stderr
+    assert (tmp_path / "users.db").exists()
