@@ -114,6 +114,23 @@ def test_a_lost_connection_is_unavailable_once_then_replaced(url, sql):
         storage.close()
 
 
+def test_a_write_held_up_by_another_sessions_lock_is_a_503_after_the_bound(url):
+    """Another session holds the row (a transaction left open): the write
+    does not wait for ever, but a statement's bound (1.5 x the pool's
+    timeout), and then is a 503 that changed nothing."""
+    storage = PostgresStorage(url, (USER,), timeout=0.4)
+    try:
+        user = storage["users"].create(name="Ada", email="ada@example.org")
+        with psycopg.connect(split_url(url)[0]) as other:
+            other.execute("SELECT * FROM users WHERE id = %s FOR UPDATE", (user.id,))
+            with pytest.raises(StoreUnavailable):
+                storage["users"].update(user.id, name="Bea")
+        assert storage["users"].get(user.id) == user
+        assert storage["users"].update(user.id, name="Bea").name == "Bea"   # and then it works
+    finally:
+        storage.close()
+
+
 def test_an_unreachable_server_fails_at_open_without_the_password():
     with pytest.raises(StoreUnavailable, match='port 1 failed: Connection refused') as raised:
         PostgresStorage("postgresql://u:secret@127.0.0.1:1/x", (USER,), timeout=0.5)

@@ -6,6 +6,7 @@ import contextlib
 import hmac
 import io
 import json
+import os
 import logging
 import re
 import subprocess
@@ -231,6 +232,20 @@ def test_an_insane_request_id_is_replaced_by_a_new_one(app, given):
 def test_request_ids_are_new_for_each_request(app):
     ids = {logged(app, "/users")[0].headers["X-Request-ID"] for _ in range(5)}
     assert len(ids) == 5
+
+
+def test_a_forked_process_draws_request_ids_of_its_own(app):
+    """Workers forked after --preload share the app: not its ids."""
+    first = Request.blank("/users").get_response(app).headers["X-Request-ID"]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:        # the child: one id, to the parent
+        os.write(write, Request.blank("/users").get_response(app).headers["X-Request-ID"].encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 100).decode()
+    parent = Request.blank("/users").get_response(app).headers["X-Request-ID"]
+    assert child[:16] != first[:16] and parent[:16] == first[:16] and len(child) == 32
 
 
 def test_every_answer_carries_one_request_id_with_or_without_the_log(app):

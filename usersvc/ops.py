@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import re
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 from urllib.parse import quote
@@ -45,18 +47,27 @@ _SAFE = "/!$&'()*+,;=:@-._~%"      # RFC 3986 path and query characters, kept as
 class RequestIds:
     """New request ids: 16 random hex digits, then a count. Unique across
     processes and restarts as a random UUID would be, without reading the
-    kernel's random source on every request."""
+    kernel's random source on every request; a process forked from this
+    one (a server's workers after ``--preload``) draws its own digits."""
 
     def __init__(self) -> None:
-        self._prefix = uuid.uuid4().hex[:16]
-        self._count = itertools.count(1)
+        self._start()
+        _ALL.add(self)
+
+    def _start(self) -> None:
+        # PERF: a C iterator of formatted ids, 0.2 µs each (an f-string: 0.6).
+        self.new = map((uuid.uuid4().hex[:16] + "%016x").__mod__, itertools.count(1)).__next__
 
     def __call__(self, req: Request) -> str:
         """The client's ``X-Request-ID`` if it is sane, else a new one."""
-        given = req.header("X-Request-ID")
+        given = req.environ.get("HTTP_X_REQUEST_ID")
         if given and _SANE_ID.fullmatch(given):
             return given
-        return f"{self._prefix}{next(self._count):016x}"
+        return self.new()
+
+
+_ALL: weakref.WeakSet[RequestIds] = weakref.WeakSet()
+os.register_at_fork(after_in_child=lambda: [ids._start() for ids in list(_ALL)])
 
 
 def loggable_target(req: Request) -> str:

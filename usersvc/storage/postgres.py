@@ -104,14 +104,21 @@ class PostgresStorage:
             psycopg.connect(conninfo, connect_timeout=max(1, round(timeout))).close()
         except psycopg.OperationalError as e:
             raise StoreUnavailable(" ".join(str(e).split())) from None
+        def bounded(db: psycopg.Connection[Any]) -> None:
+            """No statement runs longer than half as long again as the pool's
+            wait (15 s by default: a lock another session holds, a stalled
+            disk); then it is a 503, not a request that never ends."""
+            db.execute(f"SET statement_timeout = {int(timeout * 1500)}")
+
         self._new_pool = lambda: ConnectionPool(       # noqa: E731
             conninfo, min_size=1, max_size=size, timeout=timeout, open=False,
-            kwargs={"autocommit": True}, name="usersvc")
+            kwargs={"autocommit": True}, configure=bounded, name="usersvc")
         self._pool = self._new_pool()
         self._pool.open()
         try:
             self._pool.wait(timeout=timeout)    # fail now, not at the first request
             with self._pool.connection() as db, db.transaction():
+                db.execute("SET LOCAL statement_timeout = 0")     # a migration takes what it takes
                 db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
                 migrate(db)
                 tables = [Table(s, POSTGRES) for s in (declared(db, POSTGRES) if schemas is None
