@@ -43,8 +43,7 @@ from .representation import (
     negotiate,
     problem_format,
 )
-from .ops import RequestIds
-from .request import REQUEST_ID_KEY, Request, Response
+from .request import Request, Response
 from .resources import HEALTH_PATH, Collection, HealthCheck, Item, StaticFile
 from .routing import Router
 from .validation import Schema
@@ -82,7 +81,6 @@ class App:
         self.max_body_size = max_body_size
         self.tokens = tokens
         self.cross_origin = CrossOrigin(cors_origins)
-        self.new_id = RequestIds()
         self.waiting = Waiting(max_waiting)
         self.router = Router()
         self.schemas: list[Schema] = []
@@ -128,18 +126,8 @@ class App:
         for closer in self._closers:
             closer()
 
-    def identify(self, req: Request) -> str | None:
-        """The request's id (``X-Request-ID``), given here unless the access
-        log in front gave it (and sends it back itself): the id to send, or
-        ``None``. Every answer carries one, with or without a log."""
-        if REQUEST_ID_KEY in req.environ:
-            return None
-        rid = req.request_id = self.new_id(req)
-        return rid
-
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         req = Request(environ)
-        rid = self.identify(req)
         try:
             response = self.handle(req)
         except Problem as problem:
@@ -152,8 +140,6 @@ class App:
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
         self.cross_origin.decorate(req, response)
-        if rid is not None:
-            response.headers.append(("X-Request-ID", rid))
         return response(environ, start_response)
 
     def handle(self, req: Request) -> Response:
@@ -255,9 +241,6 @@ class Mount:
         req = Request(environ)
         if req.mount(self.prefix):
             return self.app(environ, start_response)
-        rid = self.app.identify(req)
         response = self.app.problem_response(
             req, Problem(404, f"This server serves only paths under {self.prefix}/."))
-        if rid is not None:
-            response.headers.append(("X-Request-ID", rid))
         return response(environ, start_response)
