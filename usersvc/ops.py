@@ -28,7 +28,6 @@ import re
 import threading
 import time
 import uuid
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 from urllib.parse import quote
@@ -52,22 +51,20 @@ class RequestIds:
 
     def __init__(self) -> None:
         self._start()
-        _ALL.add(self)
 
     def _start(self) -> None:
+        self._pid = os.getpid()
         # PERF: a C iterator of formatted ids, 0.2 µs each (an f-string: 0.6).
-        self.new = map((uuid.uuid4().hex[:16] + "%016x").__mod__, itertools.count(1)).__next__
+        self._new = map((uuid.uuid4().hex[:16] + "%016x").__mod__, itertools.count(1)).__next__
 
     def __call__(self, req: Request) -> str:
         """The client's ``X-Request-ID`` if it is sane, else a new one."""
         given = req.environ.get("HTTP_X_REQUEST_ID")
         if given and _SANE_ID.fullmatch(given):
             return given
-        return self.new()
-
-
-_ALL: weakref.WeakSet[RequestIds] = weakref.WeakSet()
-os.register_at_fork(after_in_child=lambda: [ids._start() for ids in list(_ALL)])
+        if self._pid != os.getpid():    # forked (uWSGI forks without Python's fork hooks)
+            self._start()
+        return self._new()
 
 
 def loggable_target(req: Request) -> str:
