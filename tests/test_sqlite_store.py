@@ -2,7 +2,9 @@
 versions and migrations, query plans, and races between processes."""
 from __future__ import annotations
 
+import logging
 import multiprocessing
+import os
 import shutil
 import sqlite3
 import threading
@@ -545,3 +547,28 @@ def test_a_write_waits_for_its_commit_at_most_the_writers_timeout(tmp_path):
     assert rows == [(1,)] and made == []
     writer.stop()
     connections.close()
+
+
+def test_a_forked_process_writes_through_a_writer_of_its_own(tmp_path):
+    """As a server's worker after --preload: the store opened (and written)
+    before the fork; the child's write goes through its own writer thread,
+    and closing there logs no figures of the parent's writer."""
+    storage = open_store(f"sqlite:///{tmp_path}/f.db")
+    storage["users"].create(name="Ada", email="ada@example.org")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:        # the child: write, close, and report
+        lines = []
+        handler = logging.Handler()
+        handler.emit = lambda record: lines.append(record.getMessage())
+        logging.getLogger("usersvc.storage").addHandler(handler)
+        try:
+            made = storage["users"].create(name="Bea", email="bea@example.org")
+            storage.close()
+            os.write(write, f"{made.id} {sum('SQLite writer' in line for line in lines)}".encode())
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 100).decode() == "2 0"
+    assert [u.email for u in storage["users"].list()] == ["ada@example.org", "bea@example.org"]
+    storage.close()

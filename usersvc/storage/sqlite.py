@@ -115,8 +115,9 @@ class SQLiteStorage:
     def close(self) -> None:
         self.stop_waiting()
         if self.writer is not None:
-            self.writer.stop()         # the writes already handed over are done first
-            if self.writer.commits:
+            # The writes already handed over are done first; a forked process
+            # that never wrote has no writer of its own, nor figures to log.
+            if self.writer.stop() and self.writer.commits:
                 log.info("SQLite writer for %s: %s", self.path, self.writer.summary())
         self.connections.close()
 

@@ -297,15 +297,17 @@ class Writer:
             raise StoreUnavailable(f"The write was not committed within {self.timeout:g} s; "
                                    "it may be yet: read before writing again.") from None
 
-    def stop(self) -> None:
-        """Finish the writes already queued, then end the thread (in a
-        forked process that never wrote, there is none of its own)."""
+    def stop(self) -> bool:
+        """Finish the writes already queued, then end the thread; whether
+        there was one of this process's (a forked process that never wrote
+        has none)."""
         with self._closing:
             self.closed = True
             if self._pid != os.getpid():
-                return
+                return False
             self._queue.put(None)
         self._thread.join()
+        return True
 
     def _run(self) -> None:
         while (first := self._queue.get()) is not None:
