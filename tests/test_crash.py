@@ -5,6 +5,11 @@ the middle (no chance to flush or close anything); a new server on the same
 file must have every user that got a 201, with the values it was given,
 and the file must pass ``PRAGMA integrity_check``. Several rounds on one
 file, so a crash also lands on a database that has crashed before.
+
+Then the same with an ``Idempotency-Key`` on every create: after the kill,
+every request the clients sent (answered or not) is sent again with its
+key, and each key ends with exactly one user, the acknowledged ones with
+the answer they had.
 """
 from __future__ import annotations
 
@@ -103,3 +108,79 @@ def test_every_acknowledged_create_survives_sigkill(tmp_path):
             assert found.get(user_id) == (name, email), user_id
     finally:
         assert served.stop() == 0
+
+
+# -- retried with their Idempotency-Keys ------------------------------------
+
+def stream_keyed_creates(address, thread_no, sent, acked, stop):
+    """POST with a key each until the server dies; every request is in
+    ``sent`` before it goes, every 201 in ``acked``."""
+    conn = http.client.HTTPConnection(*address, timeout=10)
+    n = 0
+    try:
+        while not stop.is_set():
+            n += 1
+            key = f"t{thread_no}-{n}"
+            body = json.dumps({"name": f"K{thread_no} #{n}", "email": f"k{thread_no}-{n}@example.org"})
+            sent[key] = body
+            try:
+                conn.request("POST", "/users", body=body, headers={
+                    "Content-Type": "application/json", "Idempotency-Key": key})
+                response = conn.getresponse()
+                answer = response.read()
+            except (OSError, http.client.HTTPException):
+                return
+            acked[key] = (response.status, response.getheader("ETag"), answer)
+    finally:
+        conn.close()
+
+
+def test_every_create_retried_with_its_key_after_sigkill_makes_one_user(tmp_path):
+    served = Served("--storage", "sqlite:///users.db", "--threads", "4", "--no-access-log",
+                    cwd=tmp_path)
+    sent: dict = {}
+    acked: dict = {}
+    stop = threading.Event()
+    threads = [threading.Thread(target=stream_keyed_creates, args=(served.address, t, sent, acked, stop))
+               for t in range(THREADS)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 10
+    while len(acked) < 150 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert served.stop(signal.SIGKILL) == -signal.SIGKILL      # mid-stream
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    assert len(acked) >= 150 and all(status == 201 for status, _, _ in acked.values())
+
+    served = Served("--storage", "sqlite:///users.db", "--no-access-log", cwd=tmp_path)
+    try:
+        conn = http.client.HTTPConnection(*served.address, timeout=10)
+        for key, body in sent.items():      # every request the clients sent, again with its key
+            conn.request("POST", "/users", body=body, headers={
+                "Content-Type": "application/json", "Idempotency-Key": key})
+            response = conn.getresponse()
+            answer = response.read()
+            assert response.status == 201, (key, answer)
+            if key in acked:                # acknowledged: the same answer, byte for byte
+                assert (201, response.getheader("ETag"), answer) == acked[key], key
+        users = []
+        after = 0
+        while page := json.loads(_get(conn, f"/users?after={after}&limit=1000")):
+            users += page
+            after = page[-1]["id"]
+        conn.close()
+    finally:
+        assert served.stop() == 0
+    # Exactly one user per key, each as it was sent (and at its first version).
+    assert sorted(u["email"] for u in users) == sorted(json.loads(b)["email"] for b in sent.values())
+    by_email = {u["email"]: u for u in users}
+    for key, (_, etag, answer) in acked.items():
+        user = json.loads(answer)
+        assert by_email[user["email"]] == user and etag == f'"{user["id"]}-1"'
+
+
+def _get(conn, path):
+    conn.request("GET", path)
+    return conn.getresponse().read()

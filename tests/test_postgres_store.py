@@ -333,7 +333,8 @@ def test_a_follower_never_passes_a_change_that_commits_later(url, sql):
         assert follow_past_a_held_writer(storage["users"], url, sql, naive=True) == ["Later"]   # Held: missed
     finally:
         storage.close()
-    sql("DROP TABLE users, user_changes, user_words, usersvc_schema, usersvc_collections CASCADE;"
+    sql("DROP TABLE users, user_changes, user_words, usersvc_schema, usersvc_collections,"
+        " usersvc_keys CASCADE;"
         " DROP FUNCTION user_changes_record, user_words_sync; DROP SEQUENCE user_changes_seq")
     storage = open_store(url)
     try:

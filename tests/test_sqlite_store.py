@@ -68,7 +68,7 @@ def test_connections_wait_for_locks_and_sync_every_commit(store):
 
 
 def test_a_new_file_gets_the_current_schema_version(store, path):
-    assert pragma(path, "user_version") == len(MIGRATIONS) == 4
+    assert pragma(path, "user_version") == len(MIGRATIONS) == 5
 
 
 def test_urls_name_files_relative_and_absolute(tmp_path, monkeypatch):
@@ -115,7 +115,8 @@ def test_a_new_file_skips_the_history_and_holds_only_its_collections(path):
     open_users(path).storage.close()
     with closing(sqlite3.connect(path)) as db:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"usersvc_collections", "users", "user_words", "user_changes", "sqlite_sequence"}
+    assert tables == {"usersvc_collections", "usersvc_keys", "users", "user_words", "user_changes",
+                      "sqlite_sequence"}
 
 
 def test_migrations_run_from_every_earlier_version(tmp_path):

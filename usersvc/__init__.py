@@ -26,6 +26,8 @@ Map of the package (docs/architecture.md follows a request through it):
 - ``listing``: what a page of a collection asks for (sort, filters, ``q``,
   the cursor) and the link to the next;
 - ``changes``: ``/<plural>/changes``, the change feed over HTTP;
+- ``idempotency``: ``Idempotency-Key`` on POST and PATCH, a write a client
+  may retry;
 - ``pages``: the HTML pages for people, their templates, style and script;
 - ``storage``: the store protocol and its errors, ``open_store``;
   ``memory``; ``records``, one collection of either SQL store; ``sqlite``
@@ -33,7 +35,8 @@ Map of the package (docs/architecture.md follows a request through it):
   (``postgres_notify``: waking waiters by NOTIFY);
   ``sql``, every table, index, trigger and query, generated from a schema
   for both; ``evolution``, a stored collection brought up to its schema at
-  open; ``feed``, the change feed's parts; ``sqlite_migrations`` and
+  open; ``feed``, the change feed's parts; ``keys``, idempotency keys
+  kept with their writes; ``sqlite_migrations`` and
   ``postgres_migrations``, each release's layout changes, as history;
 - ``openapi``: ``GET /`` and ``GET /openapi.json`` (``document``, made of ``parts``);
 - ``cross_origin``: writes from other sites' pages refused, and CORS;
@@ -50,6 +53,7 @@ from typing import Any
 from .app import DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING, App, Mount
 from .auth import Tokens
 from .fields import integer, text
+from .idempotency import DEFAULT_TTL
 from .storage import RecordStore, Storage, open_store
 from .validation import USER, Schema, email
 
@@ -64,7 +68,8 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
              max_body_size: int = DEFAULT_MAX_BODY_SIZE,
              tokens: Mapping[str, str] | Tokens | None = None,
              cors_origins: Iterable[str] = (),
-             max_waiting: int = DEFAULT_MAX_WAITING) -> App:
+             max_waiting: int = DEFAULT_MAX_WAITING,
+             idempotency_ttl: float = DEFAULT_TTL) -> App:
     """A WSGI app serving each of ``collections`` (default: ``USER`` alone)
     at ``/<plural>``, from ``storage``: a URL (``memory://``,
     ``sqlite:///users.db``, ``postgresql://...``) for a store the app opens
@@ -79,11 +84,13 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     Writes from pages of other origins are refused either way.
     ``max_waiting``: how many requests may wait for changes at once
     (``GET /users/changes?wait=N``); keep it at most half the server's
-    worker threads (waitress's default is 4)."""
+    worker threads (waitress's default is 4). ``idempotency_ttl``: how many
+    seconds the answer to a POST or PATCH sent with an ``Idempotency-Key``
+    is kept for its retries (default a day; see ``usersvc.idempotency``)."""
     if tokens is not None and not isinstance(tokens, Tokens):
         tokens = Tokens(tokens)
     app = App(max_body_size=max_body_size, tokens=tokens, cors_origins=cors_origins,
-              max_waiting=max_waiting)
+              max_waiting=max_waiting, idempotency_ttl=idempotency_ttl)
     if isinstance(storage, str):
         store: Any = open_store(storage, (USER,) if collections is None else collections)
         app.on_close(store.close)

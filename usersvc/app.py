@@ -32,6 +32,7 @@ from typing import Any
 from .auth import Tokens
 from .changes import Changes, Waiting
 from .cross_origin import CrossOrigin
+from .idempotency import DEFAULT_TTL, Idempotency
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
 from .pages import ASSETS, problem_page
@@ -75,11 +76,15 @@ class App:
 
     def __init__(self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE,
                  tokens: Tokens | None = None, cors_origins: Iterable[str] = (),
-                 max_waiting: int = DEFAULT_MAX_WAITING) -> None:
+                 max_waiting: int = DEFAULT_MAX_WAITING,
+                 idempotency_ttl: float = DEFAULT_TTL) -> None:
         if max_body_size < 1:
             raise ValueError("max_body_size must be at least 1 byte")
         self.max_body_size = max_body_size
         self.tokens = tokens
+        self.keys = Idempotency(
+            idempotency_ttl, (lambda req: "") if tokens is None else tokens.owner,
+            lambda req, error: self.problem_response(req, Problem.from_error(error)))
         self.cross_origin = CrossOrigin(cors_origins)
         self.waiting = Waiting(max_waiting)
         self.router = Router()
@@ -89,7 +94,8 @@ class App:
         self._closers: list[Callable[[], None]] = []
         self.router.add("/", ServiceRoot(self.schemas))
         self.router.add(OPENAPI_PATH, OpenAPIDocument(self.schemas, secured=tokens is not None,
-                                                         feeds=self.feeds))
+                                                         feeds=self.feeds,
+                                                         idempotency_ttl=idempotency_ttl))
         self.router.add(HEALTH_PATH, HealthCheck(self.stores))
         for path, asset in ASSETS.items():
             self.router.add(path, StaticFile(asset))
@@ -104,8 +110,9 @@ class App:
         self.schemas.append(schema)
         self.stores.append(store)
         representations = Representations(schema)
-        self.router.add(f"/{schema.plural}", Collection(schema, store, representations))
-        self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store, representations))
+        self.router.add(f"/{schema.plural}", Collection(schema, store, representations, self.keys))
+        self.router.add(f"/{schema.plural}/{{id:int}}",
+                        Item(schema, store, representations, self.keys))
         if hasattr(store, "changes"):
             self.feeds.append(schema.plural)
             self.router.add(f"/{schema.plural}/changes",

@@ -68,6 +68,12 @@ class Tokens:
             raise _challenge(403, "This token may read, not write.",
                              error="insufficient_scope", scope="write")
 
+    def owner(self, req: Request) -> str:
+        """Whose a checked request is, for what is kept of it (its
+        idempotency keys): the digest of its token, never the token."""
+        match = _CREDENTIALS.fullmatch(req.authorization.strip())
+        return _digest(match.group(1) if match else "").hex()
+
     def _scope_of(self, token: str) -> str | None:
         digest = _digest(token)
         found = None

@@ -34,7 +34,7 @@ log = logging.getLogger("usersvc")
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _ORIGIN = re.compile(r"https?://[^/\s]+")
 EXPOSED = "ETag, Location, Link, Retry-After, X-Total-Count, Preference-Applied, X-Request-ID"
-ALLOWED_HEADERS = "Content-Type, If-Match, If-None-Match, Authorization, Prefer"
+ALLOWED_HEADERS = "Content-Type, If-Match, If-None-Match, Authorization, Prefer, Idempotency-Key"
 MAX_AGE = "7200"
 
 

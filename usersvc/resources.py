@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .changes import FEED_RELATION, feed_url
+from .idempotency import HEADER, Idempotency, replayed
 from .listing import Listing
 from .pages import Asset, collection_page, record_page
 from .problems import Problem
@@ -126,11 +127,13 @@ class Collection:
 
     offers = PAGES
 
-    def __init__(self, schema: Schema, store: Any, representations: Representations) -> None:
+    def __init__(self, schema: Schema, store: Any, representations: Representations,
+                 keys: Idempotency | None = None) -> None:
         self.schema = schema
         self.store = store
         self.representations = representations
         self.feed = hasattr(store, "changes")       # the store keeps a change feed
+        self.keys = keys if getattr(store, "keeps_keys", False) else None
 
     def on_get(self, req: Request, fmt: Format) -> Response:
         listing = Listing.read(self.schema, req.query())
@@ -166,8 +169,13 @@ class Collection:
         return response
 
     def on_post(self, req: Request, fmt: Format) -> Response:
-        document = read_document(req, self.schema)
-        record = self.store.create(**self.schema.for_create(document))
+        fields = self.schema.for_create(read_document(req, self.schema))
+        key = keyed(self, req, fmt, lambda record: self._created(req, fmt, record))
+        if key is not None:
+            return replayed(self.store.create(key=key, **fields))
+        return self._created(req, fmt, self.store.create(**fields))
+
+    def _created(self, req: Request, fmt: Format, record: Any) -> Response:
         return answer(req, 201, self, record, fmt,
                       ("Location", f"{req.base_url}/{self.schema.plural}/{record.id}"))
 
@@ -177,10 +185,12 @@ class Item:
 
     offers = PAGES
 
-    def __init__(self, schema: Schema, store: Any, representations: Representations) -> None:
+    def __init__(self, schema: Schema, store: Any, representations: Representations,
+                 keys: Idempotency | None = None) -> None:
         self.schema = schema
         self.store = store
         self.representations = representations
+        self.keys = keys if getattr(store, "keeps_keys", False) else None
 
     def on_get(self, req: Request, fmt: Format, id: int) -> Response:
         record = self.store.get(id)
@@ -194,22 +204,34 @@ class Item:
         return respond(200, self.representations.one(record, fmt), fmt, ("ETag", tag), _REVALIDATE)
 
     def on_put(self, req: Request, fmt: Format, id: int) -> Response:
-        return self._update(req, fmt, id, self.schema.for_replace)
+        fields = self.schema.for_replace(read_document(req, self.schema), id)
+        return answer(req, 200, self, self.store.update(
+            id, precondition=_precondition(req, id), **fields), fmt)
 
     def on_patch(self, req: Request, fmt: Format, id: int) -> Response:
-        return self._update(req, fmt, id, self.schema.for_patch)
+        fields = self.schema.for_patch(read_document(req, self.schema), id)
+        precondition = _precondition(req, id)
+        key = keyed(self, req, fmt, lambda record: answer(req, 200, self, record, fmt))
+        if key is not None:
+            return replayed(self.store.update(id, precondition=precondition, key=key, **fields))
+        return answer(req, 200, self, self.store.update(id, precondition=precondition, **fields),
+                      fmt)
 
     def on_delete(self, req: Request, fmt: Format, id: int) -> Response:
         self.store.delete(id, precondition=_precondition(req, id))
         return Response(204)
 
-    def _update(self, req: Request, fmt: Format, id: int,
-                check: Callable[[Any, int], dict[str, Any]]) -> Response:
-        """PUT and PATCH: parse, check (a full or a partial record), and
-        write under the request's preconditions, in one store call."""
-        fields = check(read_document(req, self.schema), id)
-        record = self.store.update(id, precondition=_precondition(req, id), **fields)
-        return answer(req, 200, self, record, fmt)
+
+def keyed(resource: Collection | Item, req: Request, fmt: Format,
+          respond: Callable[[Any], Response]) -> Any:
+    """The request's idempotency key (``None``: it sent none), whose answer
+    is ``respond(record)``."""
+    if "HTTP_IDEMPOTENCY_KEY" not in req.environ:
+        return None
+    if resource.keys is None:
+        raise Problem(400, f"This collection's store keeps no {HEADER}s: send the request "
+                           "without one.")
+    return resource.keys.key(req, fmt, respond)
 
 
 def answer(req: Request, status: int, resource: Collection | Item, record: Any,

@@ -22,6 +22,7 @@ import waitress
 from . import DEFAULT_MAX_BODY_SIZE, DEFAULT_STORAGE, USER, Mount, Schema, make_app
 from .auth import load_tokens
 from .cross_origin import parse_origins
+from .idempotency import DEFAULT_TTL
 from .ops import AccessLog
 from .storage import redact
 
@@ -74,6 +75,9 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                    help="let pages of this origin (scheme://host[:port]; '*' for any) call the "
                         "service from a browser (CORS); repeat for more (default: none)")
+    p.add_argument("--idempotency-ttl", type=int, default=DEFAULT_TTL, metavar="SECONDS",
+                   help="how long the answer to a POST or PATCH sent with an Idempotency-Key "
+                        "is kept for its retries (default: %(default)s, a day)")
     p.add_argument("--no-access-log", dest="access_log", action="store_false",
                    help="do not log a line per request")
     return p
@@ -90,6 +94,8 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
         p.error("--max-body-size must be at least 1")
     if not 0 <= args.port <= 65535:
         p.error("--port must be from 0 to 65535")
+    if args.idempotency_ttl < 1:
+        p.error("--idempotency-ttl must be at least 1 second")
     return args
 
 
@@ -124,7 +130,8 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
     try:
         app = make_app(args.storage, collections=collections,
                        max_body_size=args.max_body_size, tokens=tokens,
-                       cors_origins=args.cors_origin, max_waiting=args.threads // 2)
+                       cors_origins=args.cors_origin, max_waiting=args.threads // 2,
+                       idempotency_ttl=args.idempotency_ttl)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         print(f"usersvc: cannot open storage {redact(args.storage)}: {e}", file=sys.stderr)
         return 2

@@ -18,6 +18,8 @@ environment, as ``serve.py`` is by its options::
                              threads
 ``USERSVC_ACCESS_LOG``       ``1``: usersvc's access log too (default: none;
                              the server has its own)
+``USERSVC_IDEMPOTENCY_TTL``  seconds an ``Idempotency-Key``'s answer is
+                             kept (as ``--idempotency-ttl``; default a day)
 ===========================  ===========================================
 
 The server's own options (``--host``, threads, ``--trusted-proxy``) are its
@@ -39,13 +41,14 @@ from . import DEFAULT_STORAGE, make_app
 from .app import DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING, Mount
 from .auth import load_tokens
 from .cross_origin import parse_origins
+from .idempotency import DEFAULT_TTL
 from .ops import AccessLog
 from .storage import redact
 
 #: Every variable this module reads.
 VARIABLES = ("USERSVC_STORAGE", "USERSVC_TOKENS_FILE", "USERSVC_CORS_ORIGINS",
              "USERSVC_MAX_BODY_SIZE", "USERSVC_PREFIX", "USERSVC_MAX_WAITING",
-             "USERSVC_ACCESS_LOG")
+             "USERSVC_ACCESS_LOG", "USERSVC_IDEMPOTENCY_TTL")
 
 
 def _whole(environ: Mapping[str, str], name: str, default: int, least: int) -> int:
@@ -80,11 +83,13 @@ def from_environment(environ: Mapping[str, str]) -> Any:
         raise ValueError(f"USERSVC_ACCESS_LOG must be 0 or 1, not {access_log!r}")
     max_body_size = _whole(environ, "USERSVC_MAX_BODY_SIZE", DEFAULT_MAX_BODY_SIZE, 1)
     max_waiting = _whole(environ, "USERSVC_MAX_WAITING", DEFAULT_MAX_WAITING, 0)
+    idempotency_ttl = _whole(environ, "USERSVC_IDEMPOTENCY_TTL", DEFAULT_TTL, 1)
     prefix = environ.get("USERSVC_PREFIX", "").strip()
     storage = environ.get("USERSVC_STORAGE", "").strip() or DEFAULT_STORAGE
     try:
         app = make_app(storage, max_body_size=max_body_size, tokens=tokens,
-                       cors_origins=origins, max_waiting=max_waiting)
+                       cors_origins=origins, max_waiting=max_waiting,
+                       idempotency_ttl=idempotency_ttl)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         raise ValueError(f"cannot open storage {redact(storage)}: {e}") from None
     wsgi: Any = Mount(prefix, app) if prefix.strip("/") else app

@@ -19,6 +19,7 @@ import json
 from collections.abc import Sequence
 from xml.sax.saxutils import quoteattr
 
+from ..idempotency import DEFAULT_TTL
 from ..pages import root_page
 from ..representation import HTML, JSON, JSON_TYPE, PAGES, XML, Format, Offers
 from ..request import Request, Response
@@ -66,9 +67,10 @@ class OpenAPIDocument:
     offers = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON})
 
     def __init__(self, schemas: Sequence[Schema], *, secured: bool = False,
-                 feeds: Sequence[str] = ()) -> None:
+                 feeds: Sequence[str] = (), idempotency_ttl: float = DEFAULT_TTL) -> None:
         self.schemas = schemas
         self.secured = secured
+        self.idempotency_ttl = idempotency_ttl
         self.feeds = feeds          # the app's list, filled as collections are added
         self._cache: dict[tuple[str, int], bytes] = {}
 
@@ -77,6 +79,7 @@ class OpenAPIDocument:
         key = (base, len(self.schemas))     # per mount point and set of collections
         body = self._cache.get(key)
         if body is None:
-            document = openapi(self.schemas, base, secured=self.secured, feeds=self.feeds)
+            document = openapi(self.schemas, base, secured=self.secured, feeds=self.feeds,
+                               idempotency_ttl=self.idempotency_ttl)
             body = self._cache[key] = json.dumps(document, indent=1).encode()
         return revalidated(req, Response(200, body, [("Content-Type", JSON_TYPE)]))

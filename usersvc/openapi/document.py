@@ -5,6 +5,7 @@ from collections.abc import Collection, Sequence
 from importlib import metadata
 from typing import Any
 
+from ..idempotency import DEFAULT_TTL, MAX_LENGTH
 from ..pages import ASSETS
 from ..representation import JSON_TYPE
 from ..resources import HEALTH_PATH
@@ -24,10 +25,11 @@ except metadata.PackageNotFoundError:    # run from a source tree
 
 
 def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False,
-            feeds: Collection[str] = ()) -> dict[str, Any]:
+            feeds: Collection[str] = (), idempotency_ttl: float = DEFAULT_TTL) -> dict[str, Any]:
     """The OpenAPI 3.1 document for a service of these collections, served
     under ``base``; ``secured``: bearer tokens are on; ``feeds``: the
-    collections (by plural) with a change feed."""
+    collections (by plural) with a change feed; ``idempotency_ttl``: how
+    long an ``Idempotency-Key``'s answer is kept, in seconds."""
     cached = {"ETag": BODY_ETAG, "Vary": VARY, "Cache-Control": CACHE}
     root_headers = {**cached, "Link": header('`<.../openapi.json>; rel="service-desc"`')}
     paths: dict[str, Any] = {
@@ -86,7 +88,7 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
     components: dict[str, Any] = {"schemas": common_schemas(), "responses": {
         f"Problem{s}": problem(s) for s in DESCRIPTIONS if s != 503}}
     for schema in schemas:
-        _add_collection(schema, paths, components["schemas"])
+        _add_collection(schema, paths, components["schemas"], idempotency_ttl)
         if schema.plural in feeds:
             paths.update(feed_paths(schema, components["schemas"]))
             paths[f"/{schema.plural}"]["get"]["responses"]["200"]["headers"]["Link"] = \
@@ -149,7 +151,24 @@ def _secure(paths: dict[str, Any], components: dict[str, Any]) -> None:
     del components["responses"]["Problem403"]      # every write's 403 is the one above now
 
 
-def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, Any]) -> None:
+def idempotency_key(ttl: float) -> dict[str, Any]:
+    """The ``Idempotency-Key`` header of POST and PATCH."""
+    quoted = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\\"])' f'{{1,{MAX_LENGTH}}}"'
+    bare = r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]" f"{{1,{MAX_LENGTH}}}"
+    return {
+        "name": "Idempotency-Key", "in": "header", "required": False,
+        "schema": {"type": "string", "pattern": f"^(?:{quoted}|{bare})$"},
+        "description": "Makes the write safe to retry (draft-ietf-httpapi-idempotency-key-header): "
+                       f"1 to {MAX_LENGTH} characters, as a Structured Field string or bare. "
+                       "The answer to the first request with a key is kept with its write for "
+                       f"{ttl:g} seconds; the same request again with the key gets that answer "
+                       "again and changes nothing. The key with another request is a 422. "
+                       "Answers given before the write (400, 413, 415, 422) and 5xx are not "
+                       "kept. With bearer tokens, a key is the token's own."}
+
+
+def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, Any],
+                    idempotency_ttl: float = DEFAULT_TTL) -> None:
     name, plural = schema.name.capitalize(), schema.plural
     record, xml_record = record_schemas(schema)
     schemas[name] = record
@@ -184,6 +203,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
                           "parameters": {**by_id, "header.If-Match": "$response.header.ETag"}},
     }
     body_statuses = (400, 403, 406, 409, 413, 415, 422, 503)
+    keyed = idempotency_key(idempotency_ttl)
 
     page = {"ETag": BODY_ETAG, **list_headers(),
             "Link": header('`<...?after=N&limit=L>; rel="next"` in id order, '
@@ -208,6 +228,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             "operationId": f"create{name}", "summary": f"Create a {schema.name}.",
             "description": f"The new {schema.name}, with the id the service gave it, its URL "
                            "in `Location` and its version in `ETag`.",
+            "parameters": [keyed],
             "requestBody": {"required": True, "content": content(f"{name}Create"),
                             "description": "JSON (any application/*+json) or XML (any "
                                            "application/*+xml), as Content-Type says; a "
@@ -247,7 +268,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             "summary": f"Change some fields of a {schema.name} (JSON Merge Patch, RFC 7396).",
             "description": "The fields sent are changed, the others kept; `null` for a "
                            "required field is a 422. `If-Match` as for PUT.",
-            "parameters": [if_match, if_none_match],
+            "parameters": [if_match, if_none_match, keyed],
             "requestBody": {"required": True, "content": {
                 "application/merge-patch+json": {"schema": {"$ref": f"#/components/schemas/{name}PatchMerge"}},
                 **content(f"{name}Patch")}},

@@ -22,6 +22,7 @@ Errors::
      +-- NotFound          no record with that id        (HTTP 404)
      +-- Conflict          a unique field is taken       (HTTP 409)
      +-- StaleVersion      a precondition does not hold  (HTTP 412)
+     +-- KeyReused         an idempotency key, another request (HTTP 422; ``keys``)
      +-- StoreUnavailable  busy or down; try again later (HTTP 503)
           +-- WritesFailing  a full disk, an I/O error, a read-only database (HTTP 503)
     SchemaMismatch         a stored collection the schema cannot open as it is
@@ -230,15 +231,21 @@ class RecordStore(Protocol):
     def count(self, *, q: str | None = None, **filters: str) -> int:
         """How many records the filters of ``list`` keep, on all pages."""
 
-    def create(self, **fields: Any) -> Any:
+    def create(self, *, key: Any = None, **fields: Any) -> Any:
         """A new record with a fresh id and version 1 (an optional field not
-        given is absent); raises ``Conflict``."""
+        given is absent); raises ``Conflict``.
+
+        With ``key`` (``keys.Key``), the answer instead: ``key.answer``
+        made of the record, or of the ``Conflict``, kept with the key in the
+        write's own atomic step; or, for a key kept before, its answer, and
+        nothing written (``keys.KeyReused`` if the request differs)."""
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
-               **fields: Any) -> Any:
+               key: Any = None, **fields: Any) -> Any:
         """Change the given fields (``None``: remove an optional one) and the
         version, atomically with the precondition check; raises
-        ``NotFound``, ``StaleVersion``, ``Conflict``."""
+        ``NotFound``, ``StaleVersion``, ``Conflict``. ``key``: as for
+        ``create``, the answer (those three errors' too), kept."""
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
         """Remove the record, atomically with the precondition check; raises

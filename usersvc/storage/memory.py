@@ -17,6 +17,9 @@ search O(log N + matches) rather than a scan:
 The change feed is one more sorted index: each record's latest position,
 tombstones included; positions are handed out under the lock.
 
+Idempotency keys are the store's, one dict for every collection
+(``keys.MemoryKeys``), whose lock is held around a keyed write.
+
 A write moves only the index entries whose keys changed. ``touched`` counts
 the records each call has looked at, so tests can show what a page costs
 without timing it.
@@ -38,6 +41,7 @@ from ..validation import Schema
 from . import (Conflict, NotFound, Position, Precondition, StaleVersion, check_fresh_ids,
                checked_id, position)
 from .feed import Change, Watch
+from .keys import Key, MemoryKeys
 
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position
 _log = logging.getLogger("usersvc.storage")
@@ -48,7 +52,8 @@ class MemoryStorage:
         if schemas is None:
             raise ValueError("memory:// holds nothing yet: name its collections")
         self.schemas = tuple(schemas)
-        self.collections = {s.plural: MemoryRecords(s) for s in self.schemas}
+        self.keys = MemoryKeys()
+        self.collections = {s.plural: MemoryRecords(s, self.keys) for s in self.schemas}
 
     def __getitem__(self, plural: str) -> MemoryRecords:
         return self.collections[plural]
@@ -67,8 +72,11 @@ def _key(value: Any) -> Any:
 
 
 class MemoryRecords:
-    def __init__(self, schema: Schema) -> None:
+    keeps_keys = True
+
+    def __init__(self, schema: Schema, keys: MemoryKeys | None = None) -> None:
         self.schema = schema
+        self._keys = MemoryKeys() if keys is None else keys     # the store's, shared
         self._lock = threading.Lock()
         self._records: dict[int, Any] = {}
         self._ids = SortedList()
@@ -128,7 +136,9 @@ class MemoryRecords:
 
     # -- writes -----------------------------------------------------------
 
-    def create(self, **fields: Any) -> Any:
+    def create(self, *, key: Key | None = None, **fields: Any) -> Any:
+        if key is not None:
+            return self._keys.once(key, lambda: self.create(**fields))
         record = [None, *map(fields.pop, self._names, itertools.repeat(None)), 1]
         if fields:
             raise TypeError(f"not fields of a {self.schema.name}: {', '.join(fields)}")
@@ -142,7 +152,10 @@ class MemoryRecords:
         return record
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
-               **fields: Any) -> Any:
+               key: Key | None = None, **fields: Any) -> Any:
+        if key is not None:
+            return self._keys.once(key, lambda: self.update(
+                record_id, precondition=precondition, **fields))
         with self._lock:
             old = self._checked(record_id, precondition)
             new = [record_id, *map(fields.pop, self._names, old[1:-1]), old.version + 1]

@@ -27,6 +27,8 @@ Needs the ``postgres`` extra (psycopg 3 and psycopg_pool): ``pip install
   the pool replaces broken connections on its own. A full disk, an I/O
   error or a read-only database (a standby) is ``WritesFailing`` (503),
   said in the log once (``WriteHealth``) until a write works again.
+- A write with an idempotency key is a transaction of its own: the key's
+  advisory lock, the write in a savepoint, and its answer (``keys``).
 
 Every value reaches the server as a bound parameter.
 
@@ -51,6 +53,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..validation import Schema
 from . import StoreUnavailable, WriteHealth, redact
 from .evolution import declared, evolve
+from .keys import Answer, Key, SQLKeys
 from .postgres_migrations import migrate
 from .postgres_notify import Listener
 from .records import SQLRecords
@@ -71,6 +74,8 @@ FAILING = {psycopg.errors.DiskFull: "the disk is full",
 
 #: Any constant; two processes opening the same database take turns on it.
 MIGRATION_LOCK = 0x7573657273766301
+#: The seed of the hash that names an idempotency key's advisory lock.
+KEY_LOCK = 0x7573657273766302
 
 
 def split_url(url: str) -> tuple[str, int]:
@@ -134,6 +139,7 @@ class PostgresStorage:
             self._pool.close()
             raise
         self.schemas = tuple(t.schema for t in tables)
+        self.keys = SQLKeys("%s")
         self.collections = {t.name: PostgresRecords(self, t, LISTEN_FALLBACK) for t in tables}
         # Other processes' commits wake the waiters by NOTIFY; asking for the
         # position every LISTEN_FALLBACK seconds covers a lost listener.
@@ -190,6 +196,20 @@ class PostgresStorage:
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
         with self.connection(writing=True) as db, db.transaction():
             yield db
+
+    def write_once(self, key: Key, op: Callable[[psycopg.Connection[Any]], Any]) -> Answer:
+        """``op``'s answer, kept with ``key`` in its transaction; or the one
+        kept before. The key's advisory lock, held to the commit, makes a
+        retry that comes meanwhile wait for it; ``op`` runs in a savepoint,
+        so that a refused write (a 409) leaves the transaction going."""
+        with self.transaction() as db:
+            db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))",
+                       (f"{key.owner} {key.value}", KEY_LOCK))
+
+            def attempt() -> Any:
+                with db.transaction():
+                    return op(db)
+            return self.keys.once(db, key, attempt)
 
     @staticmethod
     def violated(error: psycopg.errors.UniqueViolation) -> str:

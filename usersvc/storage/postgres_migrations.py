@@ -9,7 +9,8 @@ at ``FRESH``, and its collections are made from their schemas
 sorting and searching, the change feed); version 4 declares collections:
 ``usersvc_collections`` records each one's declaration, the key columns
 become ``<field>__key`` (nullable), and the old triggers, functions and
-indexes go, to be made again from the declaration.
+indexes go, to be made again from the declaration. Version 5 adds
+``usersvc_keys``, where a keyed write's answer is kept (``keys``).
 
 The caller holds a transaction and the advisory lock that makes processes
 opening one database together take turns; all the steps a database lacks
@@ -100,6 +101,21 @@ _COLLECTIONS = """CREATE TABLE usersvc_collections (
                       objects     text NOT NULL    -- {name: [kind, table, statement]}
                   )"""
 
+_KEYS = [
+    """CREATE TABLE usersvc_keys (
+           owner       text             NOT NULL,   -- a token's digest, or ''
+           key         text             NOT NULL,   -- the Idempotency-Key
+           fingerprint text             NOT NULL,   -- the request's
+           expires     double precision NOT NULL,   -- Unix time
+           status      integer          NOT NULL,   -- the answer
+           headers     text             NOT NULL,
+           body        bytea            NOT NULL,
+           vary        text             NOT NULL,
+           PRIMARY KEY (owner, key)
+       )""",
+    "CREATE INDEX usersvc_keys_expires ON usersvc_keys (expires)",
+]
+
 #: Each entry upgrades the schema by one version: statements, and the
 #: functions that fill what SQL cannot compute (Python's ``str.casefold``).
 MIGRATIONS: list[Sequence[Step]] = [
@@ -177,10 +193,12 @@ MIGRATIONS: list[Sequence[Step]] = [
         f"INSERT INTO usersvc_collections (plural, declaration, objects)"
         f" VALUES ('users', '{_USERS_0_1_0}', '{{}}')",
     ],
+    # 4 -> 5: idempotency keys (``keys``), for every collection.
+    _KEYS,
 ]
 
-#: What a new database gets instead: only the table of collections.
-FRESH: Sequence[Step] = [_COLLECTIONS]
+#: What a new database gets instead: the table of collections and the keys.
+FRESH: Sequence[Step] = [_COLLECTIONS, *_KEYS]
 
 
 def migrate(db: psycopg.Connection[Any], migrations: Sequence[Sequence[Step]] = MIGRATIONS,

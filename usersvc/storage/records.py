@@ -9,7 +9,9 @@ belongs to (``SQLiteStorage``, ``PostgresStorage``) gives the connections:
 - ``transaction()``: a connection in a transaction, for a restore;
 - ``violated(error)``: what a unique violation names (SQLite: the column,
   ``books.isbn__key``; PostgreSQL: the index, ``books_isbn_unique``);
-- ``listen()``: before a request waits for changes from other processes.
+- ``listen()``: before a request waits for changes from other processes;
+- ``write_once(key, op)``: ``op(db)`` as one write, its answer kept with
+  the key in the same transaction, or the answer kept before (``keys``).
 
 Every write is one statement, whose text depends only on its shape: an
 ``INSERT ... RETURNING id``; an ``UPDATE`` or ``DELETE`` whose ``WHERE`` holds
@@ -26,6 +28,7 @@ from typing import Any, TypeVar
 
 from . import Conflict, NotFound, Position, Precondition, StaleVersion, check_fresh_ids, checked_id
 from .feed import Change, Watch
+from .keys import Key
 from .sql import Table
 
 T = TypeVar("T")
@@ -33,6 +36,8 @@ LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
 
 
 class SQLRecords:
+    keeps_keys = True
+
     def __init__(self, storage: Any, table: Table, interval: float | None) -> None:
         self.storage, self.table, self.schema = storage, table, table.schema
         self._make = self.schema.record._make
@@ -91,7 +96,7 @@ class SQLRecords:
 
     # -- writes -----------------------------------------------------------
 
-    def create(self, **fields: Any) -> Any:
+    def create(self, *, key: Key | None = None, **fields: Any) -> Any:
         values = self.schema.values(fields)
         row = self.table.row(values)
 
@@ -99,10 +104,10 @@ class SQLRecords:
             # Every row read: a RETURNING statement is not done until then.
             (record_id,), = self._unique(db, self.table.insert, row, fields).fetchall()
             return self._make((record_id, *values, 1))
-        return self._write(insert)
+        return self._write(insert, key)
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
-               **fields: Any) -> Any:
+               key: Key | None = None, **fields: Any) -> Any:
         checked_id(self.schema, record_id)
         self.schema.check_names(fields)
         query, params = self.table.update(fields, record_id, precondition)
@@ -112,7 +117,7 @@ class SQLRecords:
             if not rows:
                 raise self._why_not(db, record_id)
             return self._make(rows[0])
-        return self._write(change)
+        return self._write(change, key)
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
         checked_id(self.schema, record_id)
@@ -148,8 +153,13 @@ class SQLRecords:
 
     # -- helpers --------------------------------------------------------
 
-    def _write(self, op: Callable[[Any], T]) -> T:
-        done = self.storage.write(op)
+    def _write(self, op: Callable[[Any], T], key: Key | None = None) -> Any:
+        if key is None:
+            done = self.storage.write(op)
+        else:
+            done = self.storage.write_once(key, op)
+            if self.storage.keys.purges.due():
+                self.storage.write(self.storage.keys.purged)
         self.watch.notify()
         return done
 

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 from ..validation import Schema
 from . import WriteHealth
 from .evolution import declared, evolve
+from .keys import Answer, Key, SQLKeys
 from .records import SQLRecords
 from .sql import SQLITE, Table
 from .sqlite_migrations import migrate, retrying
@@ -77,6 +78,7 @@ class SQLiteStorage:
         self.collections = {t.name: SQLiteRecords(self, t, interval) for t in tables}
         self.read = self.connections.answered
         self.transaction = self.connections.transaction
+        self.keys = SQLKeys("?")
 
     def _open(self, schemas: Iterable[Schema] | None, tables: list[Table]) -> None:
         """WAL mode (for a file), the layout, and every collection."""
@@ -99,6 +101,11 @@ class SQLiteStorage:
             return self.writer.submit(op)
         with self.connections.transaction() as db:
             return op(db)
+
+    def write_once(self, key: Key, op: Callable[[sqlite3.Connection], Any]) -> Answer:
+        """``op``'s answer, kept with ``key`` in its transaction; or the one
+        kept before. (The writer makes one write at a time, in every process.)"""
+        return self.write(lambda db: self.keys.once(db, key, lambda: op(db)))
 
     @staticmethod
     def violated(error: sqlite3.IntegrityError) -> str:

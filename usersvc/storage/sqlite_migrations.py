@@ -14,7 +14,9 @@ changes when today's schemas do. A new file skips them all: it starts at
   collection's declaration, and ``users`` is made again with the columns
   that its declaration makes (key columns ``<field>__key``, nullable), its
   ids, versions, high-water mark and feed positions kept; its indexes and
-  triggers are then made from the declaration (``evolution``).
+  triggers are then made from the declaration (``evolution``);
+- 5: idempotency keys: ``usersvc_keys`` keeps a keyed write's answer
+  (``keys``), for every collection of the file.
 
 Every step a database lacks runs in one transaction with the version bumps:
 all of them, or none.
@@ -88,6 +90,21 @@ _COLLECTIONS = """CREATE TABLE usersvc_collections (
                       objects     TEXT NOT NULL    -- {name: [kind, table, statement]}
                   )"""
 
+_KEYS = [
+    """CREATE TABLE usersvc_keys (
+           owner       TEXT    NOT NULL,   -- a token's digest, or ''
+           key         TEXT    NOT NULL,   -- the Idempotency-Key
+           fingerprint TEXT    NOT NULL,   -- the request's
+           expires     REAL    NOT NULL,   -- Unix time
+           status      INTEGER NOT NULL,   -- the answer
+           headers     TEXT    NOT NULL,
+           body        BLOB    NOT NULL,
+           vary        TEXT    NOT NULL,
+           PRIMARY KEY (owner, key)
+       ) WITHOUT ROWID""",
+    "CREATE INDEX usersvc_keys_expires ON usersvc_keys (expires)",
+]
+
 #: Each entry upgrades the layout by one version.
 MIGRATIONS: list[Sequence[Step]] = [
     # 0 -> 1: the users table.
@@ -144,10 +161,12 @@ MIGRATIONS: list[Sequence[Step]] = [
         f"INSERT INTO usersvc_collections (plural, declaration, objects)"
         f" VALUES ('users', '{_USERS_0_1_0}', '{{}}')",
     ],
+    # 4 -> 5: idempotency keys.
+    _KEYS,
 ]
 
-#: What a new file gets instead: only the table of collections.
-FRESH: Sequence[Step] = [_COLLECTIONS]
+#: What a new file gets instead: the table of collections and the keys.
+FRESH: Sequence[Step] = [_COLLECTIONS, *_KEYS]
 
 
 def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[Step]] = MIGRATIONS,

@@ -344,10 +344,11 @@ class Writer:
                         try:
                             outcomes.append((future, op(db), None))
                         except Exception as e:      # this write's own failure
+                            if lasting(e) or not db.in_transaction:
+                                # (a full disk may strike after a trigger's change)
+                                raise   # SQLite may have undone the group: none of it is kept
                             if db.total_changes != changes:
                                 raise RuntimeError("a write failed after changing the database") from e
-                            if lasting(e) or not db.in_transaction:
-                                raise   # SQLite may have undone the group: none of it is kept
                             outcomes.append((future, None, e))
                     db.execute("COMMIT")
                     self.writes += len(group)

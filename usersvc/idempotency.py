@@ -1,0 +1,133 @@
+"""``Idempotency-Key`` on POST and PATCH: a write a client may retry.
+
+The header (draft-ietf-httpapi-idempotency-key-header-06) names one
+intended write; a client that does not learn the outcome (a timeout, a
+dropped connection) sends the same request with the same key again:
+
+    Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"
+
+Its value is a Structured Field string (RFC 8941 §3.3.3), or, as most
+clients send it, the same text bare; 1 to 255 characters; anything else
+(a list, parameters, an unterminated string) is a 400 naming the header.
+
+The first request runs as usual; the store keeps its answer with its write,
+in the same transaction (``storage.keys``), under the key and the token that
+sent it. A retry of the same request gets that answer again, byte for byte,
+and changes nothing; the same key on a different request is a 422. What is
+"the same request" is its ``fingerprint``: the method, the target, the
+body, and the headers that change what the body means or what the answer
+is (``Content-Type``, the format negotiated from ``Accept``, ``If-Match``,
+``If-None-Match``). Answers given before the store is asked (400, 413,
+415, 422) and 5xx answers are not kept: the client may correct its
+request, or wait out a 503, and send it again with the same key.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .problems import Problem
+from .representation import Format
+from .request import Request, Response
+from .storage import StoreError
+from .storage.keys import Answer, Key
+
+HEADER = "Idempotency-Key"
+ENVIRON = "HTTP_IDEMPOTENCY_KEY"
+MAX_LENGTH = 255
+#: How long a key is kept by default: a day, as the draft suggests.
+DEFAULT_TTL = 24 * 3600
+
+# RFC 8941 §3.3.3: inside an sf-string, printable ASCII; '"' and '\' escaped.
+_PRINTABLE = frozenset(chr(c) for c in range(0x20, 0x7F))
+# A bare key: visible ASCII, none of the characters that would make it a
+# string, a list or a parameter.
+_BARE = frozenset(chr(c) for c in range(0x21, 0x7F)) - set('",;\\')
+
+
+def parse(value: str) -> str:
+    """The key a header value holds; a 400 ``Problem`` for anything else."""
+    value = value.strip(" \t")
+    if value.startswith('"'):
+        key, escaped, closed = [], False, False
+        for i, char in enumerate(value[1:], 1):
+            if escaped:
+                if char not in '"\\':
+                    break
+                key.append(char)
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                closed = i == len(value) - 1
+                break
+            elif char in _PRINTABLE:
+                key.append(char)
+            else:
+                break
+        if not closed:
+            raise _malformed()
+        text = "".join(key)
+    elif value and set(value) <= _BARE:
+        text = value
+    else:
+        raise _malformed()
+    if not 1 <= len(text) <= MAX_LENGTH:
+        raise Problem(400, f"The {HEADER} must be 1 to {MAX_LENGTH} characters long.")
+    return text
+
+
+def _malformed() -> Problem:
+    return Problem(400, f'The {HEADER} header must be one string: "8e03978e-40d5-..." '
+                        "(a Structured Field string), or the same characters without quotes.")
+
+
+class Idempotency:
+    """Keys for an app's writes: how long they are kept (``ttl``, seconds),
+    whose they are (``owner``: with tokens on, a digest of the token that
+    sent the request), and how an error becomes the answer kept for it
+    (``problem``: the app's one way of making problem documents)."""
+
+    def __init__(self, ttl: float, owner: Callable[[Request], str],
+                 problem: Callable[[Request, StoreError], Response]) -> None:
+        if not ttl > 0:
+            raise ValueError("the idempotency keys' time to live must be more than 0 seconds")
+        self.ttl = ttl
+        self._owner = owner
+        self._problem = problem
+
+    def key(self, req: Request, fmt: Format | None,
+            respond: Callable[[Any], Response]) -> Key | None:
+        """The request's key (``None``: it sent none), whose answer is
+        ``respond(record)`` or the problem of the store's error."""
+        value = req.environ.get(ENVIRON)
+        if value is None:
+            return None
+        key = parse(value)
+
+        def answer(record: Any, error: StoreError | None) -> Answer:
+            response = respond(record) if error is None else self._problem(req, error)
+            return Answer(response.status, tuple(response.headers), response.body,
+                          response.vary)
+        return Key(self._owner(req), key, fingerprint(req, fmt), time.time() + self.ttl, answer)
+
+
+def fingerprint(req: Request, fmt: Format | None) -> str:
+    """What makes two requests with one key the same request."""
+    e = req.environ
+    parts = (req.method, req.script_name, req.path, req.query_string, req.content_type or "",
+             fmt.media_type if fmt is not None else "", e.get("HTTP_IF_MATCH", ""),
+             e.get("HTTP_IF_NONE_MATCH", ""))
+    digest = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape"))
+    digest.update(b"\n")
+    digest.update(req.body)
+    return digest.hexdigest()
+
+
+def replayed(answer: Answer) -> Response:
+    """The response a kept answer (or a new one) is sent as."""
+    response = Response(answer.status, answer.body, list(answer.headers))
+    response.vary = answer.vary
+    return response

@@ -1,0 +1,184 @@
+"""Idempotency keys: a write's answer kept with the write, for its retries.
+
+A client that sends ``Idempotency-Key`` with a POST or a PATCH may send the
+same request again when it did not learn the outcome; the store answers
+the retry with what it answered the first time, and writes nothing. The
+HTTP side (``usersvc.idempotency``) reads the header and makes a ``Key``;
+the store keeps, per ``(owner, key)``, the request's fingerprint and its
+``Answer``, **in the same transaction as the write**, so that a crash
+keeps both or neither:
+
+- memory: one lock for the store's keys, held around the write;
+- SQLite: the writer's transaction (one writer at a time, in every process);
+- PostgreSQL: a transaction that first takes an advisory lock on the key,
+  so a retry that comes while the first request runs waits for its commit.
+
+An answer the store gave without changing anything (``Conflict``,
+``StaleVersion``, ``NotFound``) is kept too; an unavailable store keeps
+nothing, and the client may retry. A key is kept until ``expires``, then
+purged in small batches (``PURGE_BATCH``), at most every ``PURGE_EVERY``
+seconds by each process.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import Conflict, NotFound, StaleVersion, StoreError
+
+#: The errors with which a store answers without changing anything: kept.
+KEPT_ERRORS = (Conflict, NotFound, StaleVersion)
+#: How many expired keys one purge deletes, and how often a process purges.
+PURGE_BATCH = 100
+PURGE_EVERY = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a write answered: status, headers, body and ``Vary``, replayed
+    as they are."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    vary: str
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One request's idempotency key: whose (``owner``: a token's digest,
+    or ``""``), the key itself, the request's ``fingerprint``, when it may
+    be forgotten (``expires``, Unix time), and how to make the answer from
+    what the write did: ``answer(record, None)`` or ``answer(None, error)``."""
+
+    owner: str
+    value: str
+    fingerprint: str
+    expires: float
+    answer: Callable[[Any, StoreError | None], Answer]
+
+    def outcome(self, write: Callable[[], Any]) -> Answer:
+        """The answer to ``write()``: its record's, or that of the error it
+        raised having changed nothing."""
+        try:
+            record = write()
+        except KEPT_ERRORS as error:
+            return self.answer(None, error)
+        return self.answer(record, None)
+
+    def replay(self, fingerprint: str, answer: Answer) -> Answer:
+        """The kept answer, if this is the request it was given to."""
+        if fingerprint != self.fingerprint:
+            raise KeyReused(self.value)
+        return answer
+
+
+class KeyReused(StoreError):
+    """The key was used before with a different request (HTTP 422)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__("This Idempotency-Key was used with a different request; "
+                         "a key names one request. Use a new key for a new request.")
+        self.key = key
+
+
+class Purges:
+    """When this process last purged expired keys: at most every
+    ``PURGE_EVERY`` seconds, and again at once while a purge finds a full
+    batch."""
+
+    def __init__(self) -> None:
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if now < self._next:
+                return False
+            self._next = now + PURGE_EVERY
+            return True
+
+    def more(self) -> None:
+        """The last purge found a full batch: the next may come at once."""
+        self._next = 0.0
+
+
+class MemoryKeys:
+    """The memory store's keys: a dict in the order they were kept (and
+    so, as every key lives as long, in the order they expire)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()    # held around a keyed write, store-wide
+        self._kept: dict[tuple[str, str], tuple[str, float, Answer]] = {}
+
+    def once(self, key: Key, write: Callable[[], Any]) -> Answer:
+        """``write()``'s answer, kept; or the answer kept for ``key``."""
+        with self.lock:
+            now = time.time()
+            self._purge(now)
+            found = self._kept.get((key.owner, key.value))
+            if found is not None and found[1] > now:
+                return key.replay(found[0], found[2])
+            answer = key.outcome(write)
+            self._kept.pop((key.owner, key.value), None)      # an expired one: renewed at the end
+            self._kept[(key.owner, key.value)] = (key.fingerprint, key.expires, answer)
+            return answer
+
+    def _purge(self, now: float) -> None:
+        for _ in range(PURGE_BATCH):
+            oldest = next(iter(self._kept.items()), None)
+            if oldest is None or oldest[1][1] > now:
+                return
+            del self._kept[oldest[0]]
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+class SQLKeys:
+    """The keys of a SQL store: the table ``usersvc_keys`` (made by the
+    layout's migrations), read and written inside the write's transaction."""
+
+    def __init__(self, mark: str) -> None:
+        m = mark
+        self.select = (f"SELECT fingerprint, status, headers, body, vary FROM usersvc_keys "
+                       f"WHERE owner = {m} AND key = {m} AND expires > {m}")
+        self.keep = (f"INSERT INTO usersvc_keys (owner, key, fingerprint, expires, status, "
+                     f"headers, body, vary) VALUES ({', '.join([m] * 8)}) "
+                     "ON CONFLICT (owner, key) DO UPDATE SET fingerprint = excluded.fingerprint, "
+                     "expires = excluded.expires, status = excluded.status, "
+                     "headers = excluded.headers, body = excluded.body, vary = excluded.vary")
+        self.purge = (f"DELETE FROM usersvc_keys WHERE (owner, key) IN (SELECT owner, key FROM "
+                      f"usersvc_keys WHERE expires <= {m} LIMIT {PURGE_BATCH})")
+        self.purges = Purges()
+
+    def once(self, db: Any, key: Key, write: Callable[[], Any]) -> Answer:
+        """In ``db``'s transaction: the answer kept for ``key``, or
+        ``write()``'s, kept."""
+        row = db.execute(self.select, (key.owner, key.value, time.time())).fetchone()
+        if row is not None:
+            fingerprint, status, headers, body, vary = row
+            return key.replay(fingerprint, Answer(status, _headers(headers), bytes(body), vary))
+        answer = key.outcome(write)
+        db.execute(self.keep, (key.owner, key.value, key.fingerprint, key.expires,
+                               answer.status, _encode_headers(answer.headers), answer.body,
+                               answer.vary))
+        return answer
+
+    def purged(self, db: Any) -> None:
+        """Forget up to ``PURGE_BATCH`` expired keys (a write of its own)."""
+        if db.execute(self.purge, (time.time(),)).rowcount >= PURGE_BATCH:
+            self.purges.more()
+
+
+def _encode_headers(headers: tuple[tuple[str, str], ...]) -> str:
+    # Header names and values hold no line breaks (RFC 9110 §5.5): one a line.
+    return "\n".join(f"{name}: {value}" for name, value in headers)
+
+
+def _headers(text: str) -> tuple[tuple[str, str], ...]:
+    return tuple(tuple(line.split(": ", 1)) for line in text.split("\n") if line)  # type: ignore[misc]
