@@ -5,6 +5,7 @@ machine hits all alike; medians of the rounds, in microseconds per request.
 from __future__ import annotations
 
 import gc
+import itertools
 import io
 import json
 import statistics
@@ -69,10 +70,30 @@ def _user(i: int) -> Any:
     return USER.record(i, f"User {i}", f"user{i}@example.org", 1)
 
 
-def apps(n: int = 1000) -> dict[str, Callable]:
+def apps(n: int = 1000, no_store_work: bool = False) -> dict[str, Callable]:
     peer = lambda: PeerStore(n)   # noqa: E731  (each app its own store)
-    return {"bare WSGI": bare_app(peer()), "Falcon": falcon_app(peer()),
-            "WebOb": webob_app(peer()), "usersvc": seeded_usersvc(n)[0]}
+    subjects = {"bare WSGI": bare_app(peer()), "Falcon": falcon_app(peer()),
+                "WebOb": webob_app(peer()), "usersvc": seeded_usersvc(n)[0]}
+    if no_store_work:
+        subjects["usersvc, no store work"] = without_store_work(n)
+    return subjects
+
+
+def without_store_work(n: int) -> Callable:
+    """usersvc whose store's create and update keep no index and no feed:
+    each returns a new record at once. What is left of a POST or a PUT is
+    the HTTP side's own cost (parsing, checking, encoding, headers)."""
+    app, users = seeded_usersvc(n)
+    template = users.get(1)
+    made = itertools.count(10**9)
+
+    def create(**fields: Any) -> Any:
+        return template._replace(id=next(made), **fields)
+
+    def update(record_id: int, precondition: Any = None, **fields: Any) -> Any:
+        return template._replace(id=record_id, version=next(made), **fields)
+    users.create, users.update = create, update
+    return app
 
 
 def timing(app: Callable, operation: str, count: int, offset: int) -> float:
@@ -117,9 +138,11 @@ def check(app: Callable, operation: str) -> None:
         assert len(json.loads(out)) == 100
 
 
-def run(rounds: int = 15, count: int = 2000) -> dict[str, dict[str, float]]:
-    """``{operation: {app: median µs}}``"""
-    subjects = apps()
+def run(rounds: int = 15, count: int = 2000,
+        no_store_work: bool = False) -> dict[str, dict[str, float]]:
+    """``{operation: {app: median µs}}``; ``no_store_work``: also usersvc
+    with a store that does nothing (``without_store_work``)."""
+    subjects = apps(no_store_work=no_store_work)
     for operation in OPERATIONS:
         for app in subjects.values():
             check(app, operation)
@@ -139,7 +162,12 @@ def run(rounds: int = 15, count: int = 2000) -> dict[str, dict[str, float]]:
 
 
 if __name__ == "__main__":
-    results = run(rounds=int(sys.argv[1]) if len(sys.argv) > 1 else 15)
+    # inprocess.py [ROUNDS] [--no-store-work]
+    arguments = [a for a in sys.argv[1:] if a != "--no-store-work"]
+    results = run(rounds=int(arguments[0]) if arguments else 15,
+                  no_store_work="--no-store-work" in sys.argv)
     for op, by_app in results.items():
         print(op, {k: round(v, 1) for k, v in by_app.items()},
-              "usersvc/Falcon = %.2f" % (by_app["usersvc"] / by_app["Falcon"]))
+              "usersvc/Falcon = %.2f" % (by_app["usersvc"] / by_app["Falcon"]),
+              *(["no store work/Falcon = %.2f" % (by_app["usersvc, no store work"] / by_app["Falcon"])]
+                if "usersvc, no store work" in by_app else []))

@@ -247,19 +247,31 @@ def kept(storage) -> int:
     return len(storage.keys)
 
 
-def test_expired_keys_are_purged_in_small_batches(storage, clock, monkeypatch):
+def test_expired_keys_are_purged_in_small_steps(store_url, clock, monkeypatch):
+    """Ten keys a step (the memory store's oldest; a SQL store's next in key
+    order), while they are found expired; kept keys are never purged."""
     monkeypatch.setattr(store_keys, "PURGE_EVERY", 0.0)
-    client = Client(make_app(storage, idempotency_ttl=60))
-    n = store_keys.PURGE_BATCH + 30
-    for i in range(n):
-        assert client.post("/users", json_body={"name": f"U{i}", "email": f"u{i}@example.org"},
-                           headers=keyed(f"k{i}")).status_int == 201
-    assert kept(storage) == n
-    clock.now += 61
-    client.post("/users", json_body=ADA, headers=keyed("new-1"))
-    assert kept(storage) == n + 1 - store_keys.PURGE_BATCH      # one batch at a time
-    client.post("/users", json_body=GRACE, headers=keyed("new-2"))
-    assert kept(storage) == 2
+    monkeypatch.setattr(store_keys, "PURGE_BATCH", 10)
+    monkeypatch.setattr(store_keys, "SWEEP", 10)
+    storage = open_store(store_url)
+    try:
+        client = Client(make_app(storage, idempotency_ttl=60))
+        for i in range(25):
+            assert client.post("/users", json_body={"name": f"U{i}", "email": f"u{i}@example.org"},
+                               headers=keyed(f"k{i:02}")).status_int == 201
+        assert kept(storage) == 25
+        clock.now += 61
+        for n, left in ((1, 16), (2, 7), (3, 3)):
+            assert client.post("/users", json_body={"name": f"N{n}", "email": f"n{n}@example.org"},
+                               headers=keyed(f"new-{n}")).status_int == 201
+            assert kept(storage) == left
+        for n in (1, 2, 3):         # the kept ones answer as before
+            again = client.post("/users", json_body={"name": f"N{n}", "email": f"n{n}@example.org"},
+                                headers=keyed(f"new-{n}"))
+            assert again.status_int == 201
+        assert len(users(client)) == 28
+    finally:
+        storage.close()
 
 
 def test_a_preflight_allows_the_header(storage):

@@ -24,6 +24,7 @@ request, or wait out a 503, and send it again with the same key.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,40 +41,27 @@ MAX_LENGTH = 255
 #: How long a key is kept by default: a day, as the draft suggests.
 DEFAULT_TTL = 24 * 3600
 
-# RFC 8941 §3.3.3: inside an sf-string, printable ASCII; '"' and '\' escaped.
-_PRINTABLE = frozenset(chr(c) for c in range(0x20, 0x7F))
+# RFC 8941 §3.3.3: an sf-string holds printable ASCII, '"' and '\\' escaped.
 # A bare key: visible ASCII, none of the characters that would make it a
-# string, a list or a parameter.
-_BARE = frozenset(chr(c) for c in range(0x21, 0x7F)) - set('",;\\')
+# string, a list or a parameter. (The OpenAPI document states both.)
+QUOTED = r'"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\\"])*)"'
+BARE = r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]+"
+_QUOTED, _BARE = re.compile(QUOTED), re.compile(BARE)
+_ESCAPED = re.compile(r"\\(.)")
 
 
 def parse(value: str) -> str:
     """The key a header value holds; a 400 ``Problem`` for anything else."""
     value = value.strip(" \t")
-    if value.startswith('"'):
-        key, escaped, closed = [], False, False
-        for i, char in enumerate(value[1:], 1):
-            if escaped:
-                if char not in '"\\':
-                    break
-                key.append(char)
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                closed = i == len(value) - 1
-                break
-            elif char in _PRINTABLE:
-                key.append(char)
-            else:
-                break
-        if not closed:
-            raise _malformed()
-        text = "".join(key)
-    elif value and set(value) <= _BARE:
+    if _BARE.fullmatch(value):
         text = value
     else:
-        raise _malformed()
+        quoted = _QUOTED.fullmatch(value)
+        if quoted is None:
+            raise _malformed()
+        text = quoted.group(1)
+        if "\\" in text:
+            text = _ESCAPED.sub(r"\1", text)
     if not 1 <= len(text) <= MAX_LENGTH:
         raise Problem(400, f"The {HEADER} must be 1 to {MAX_LENGTH} characters long.")
     return text
@@ -117,13 +105,10 @@ class Idempotency:
 def fingerprint(req: Request, fmt: Format | None) -> str:
     """What makes two requests with one key the same request."""
     e = req.environ
-    parts = (req.method, req.script_name, req.path, req.query_string, req.content_type or "",
-             fmt.media_type if fmt is not None else "", e.get("HTTP_IF_MATCH", ""),
-             e.get("HTTP_IF_NONE_MATCH", ""))
-    digest = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape"))
-    digest.update(b"\n")
-    digest.update(req.body)
-    return digest.hexdigest()
+    head = "\n".join((req.method, e.get("SCRIPT_NAME", ""), req.path, e.get("QUERY_STRING", ""),
+                      e.get("CONTENT_TYPE", ""), fmt.media_type if fmt is not None else "",
+                      e.get("HTTP_IF_MATCH", ""), e.get("HTTP_IF_NONE_MATCH", ""), ""))
+    return hashlib.sha256(head.encode("utf-8", "surrogateescape") + req.body).hexdigest()
 
 
 def replayed(answer: Answer) -> Response:

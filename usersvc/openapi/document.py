@@ -5,7 +5,7 @@ from collections.abc import Collection, Sequence
 from importlib import metadata
 from typing import Any
 
-from ..idempotency import DEFAULT_TTL, MAX_LENGTH
+from ..idempotency import BARE, DEFAULT_TTL, MAX_LENGTH, QUOTED
 from ..pages import ASSETS
 from ..representation import JSON_TYPE
 from ..resources import HEALTH_PATH
@@ -153,8 +153,9 @@ def _secure(paths: dict[str, Any], components: dict[str, Any]) -> None:
 
 def idempotency_key(ttl: float) -> dict[str, Any]:
     """The ``Idempotency-Key`` header of POST and PATCH."""
-    quoted = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\\"])' f'{{1,{MAX_LENGTH}}}"'
-    bare = r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]" f"{{1,{MAX_LENGTH}}}"
+    # The key's own characters, 1 to MAX_LENGTH of them, quoted or bare.
+    quoted = QUOTED.replace(")*)", f"){{1,{MAX_LENGTH}}})")
+    bare = BARE.replace("]+", f"]{{1,{MAX_LENGTH}}}")
     return {
         "name": "Idempotency-Key", "in": "header", "required": False,
         "schema": {"type": "string", "pattern": f"^(?:{quoted}|{bare})$"},

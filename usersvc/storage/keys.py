@@ -16,28 +16,32 @@ keeps both or neither:
 An answer the store gave without changing anything (``Conflict``,
 ``StaleVersion``, ``NotFound``) is kept too; an unavailable store keeps
 nothing, and the client may retry. A key is kept until ``expires``, then
-purged in small batches (``PURGE_BATCH``), at most every ``PURGE_EVERY``
-seconds by each process.
+purged in small steps, at most every ``PURGE_EVERY`` seconds per process
+while the steps find little to delete: the memory store forgets its
+oldest keys, ``PURGE_BATCH`` a step; a SQL store's table has one index,
+its key (a second one, by time, would cost each keyed write a page more),
+so each process sweeps it in key order, ``SWEEP`` keys a step.
 """
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import Conflict, NotFound, StaleVersion, StoreError
 
 #: The errors with which a store answers without changing anything: kept.
 KEPT_ERRORS = (Conflict, NotFound, StaleVersion)
-#: How many expired keys one purge deletes, and how often a process purges.
+#: How many expired keys the memory store forgets at most a step; how
+#: many keys a SQL store's sweep looks at a step; how often a process
+#: takes a step while the steps find little.
 PURGE_BATCH = 100
+SWEEP = 1000
 PURGE_EVERY = 60.0
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(NamedTuple):
     """What a write answered: status, headers, body and ``Vary``, replayed
     as they are."""
 
@@ -47,8 +51,7 @@ class Answer:
     vary: str
 
 
-@dataclass(frozen=True, slots=True)
-class Key:
+class Key(NamedTuple):
     """One request's idempotency key: whose (``owner``: a token's digest,
     or ``""``), the key itself, the request's ``fingerprint``, when it may
     be forgotten (``expires``, Unix time), and how to make the answer from
@@ -86,13 +89,14 @@ class KeyReused(StoreError):
 
 
 class Purges:
-    """When this process last purged expired keys: at most every
-    ``PURGE_EVERY`` seconds, and again at once while a purge finds a full
-    batch."""
+    """When this process may purge expired keys next: at most every
+    ``PURGE_EVERY`` seconds, and again at once while a step finds much to
+    delete (it is behind); and where a SQL store's sweep goes on from."""
 
     def __init__(self) -> None:
         self._next = 0.0
         self._lock = threading.Lock()
+        self.after: tuple[str, str] = ("", "")      # the last key looked at
 
     def due(self) -> bool:
         now = time.monotonic()
@@ -103,7 +107,7 @@ class Purges:
             return True
 
     def more(self) -> None:
-        """The last purge found a full batch: the next may come at once."""
+        """The last step found much to delete: the next may come at once."""
         self._next = 0.0
 
 
@@ -114,26 +118,33 @@ class MemoryKeys:
     def __init__(self) -> None:
         self.lock = threading.Lock()    # held around a keyed write, store-wide
         self._kept: dict[tuple[str, str], tuple[str, float, Answer]] = {}
+        self.purges = Purges()
 
     def once(self, key: Key, write: Callable[[], Any]) -> Answer:
         """``write()``'s answer, kept; or the answer kept for ``key``."""
+        where = (key.owner, key.value)
         with self.lock:
-            now = time.time()
-            self._purge(now)
-            found = self._kept.get((key.owner, key.value))
-            if found is not None and found[1] > now:
+            if self.purges.due():
+                self._purge()
+            found = self._kept.get(where)
+            if found is not None and found[1] > time.time():
                 return key.replay(found[0], found[2])
             answer = key.outcome(write)
-            self._kept.pop((key.owner, key.value), None)      # an expired one: renewed at the end
-            self._kept[(key.owner, key.value)] = (key.fingerprint, key.expires, answer)
+            self._kept.pop(where, None)         # an expired one: kept again, at the end
+            self._kept[where] = (key.fingerprint, key.expires, answer)
             return answer
 
-    def _purge(self, now: float) -> None:
-        for _ in range(PURGE_BATCH):
-            oldest = next(iter(self._kept.items()), None)
-            if oldest is None or oldest[1][1] > now:
-                return
-            del self._kept[oldest[0]]
+    def _purge(self) -> None:
+        """Forget up to ``PURGE_BATCH`` expired keys, the oldest first."""
+        now, expired = time.time(), []
+        for where, (_, expires, _) in self._kept.items():
+            if expires > now or len(expired) == PURGE_BATCH:
+                break
+            expired.append(where)
+        for where in expired:
+            del self._kept[where]
+        if len(expired) == PURGE_BATCH:
+            self.purges.more()
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -152,8 +163,14 @@ class SQLKeys:
                      "ON CONFLICT (owner, key) DO UPDATE SET fingerprint = excluded.fingerprint, "
                      "expires = excluded.expires, status = excluded.status, "
                      "headers = excluded.headers, body = excluded.body, vary = excluded.vary")
-        self.purge = (f"DELETE FROM usersvc_keys WHERE (owner, key) IN (SELECT owner, key FROM "
-                      f"usersvc_keys WHERE expires <= {m} LIMIT {PURGE_BATCH})")
+        # A sweep step: the SWEEP-th key past where the last one ended, and
+        # the expired keys up to it (or to the end, with fewer left).
+        self.sweep_to = (f"SELECT owner, key FROM usersvc_keys WHERE (owner, key) > ({m}, {m}) "
+                         f"ORDER BY owner, key LIMIT 1 OFFSET {SWEEP - 1}")
+        self.forget_to = (f"DELETE FROM usersvc_keys WHERE (owner, key) > ({m}, {m}) "
+                          f"AND (owner, key) <= ({m}, {m}) AND expires <= {m}")
+        self.forget_rest = (f"DELETE FROM usersvc_keys WHERE (owner, key) > ({m}, {m}) "
+                            f"AND expires <= {m}")
         self.purges = Purges()
 
     def once(self, db: Any, key: Key, write: Callable[[], Any]) -> Answer:
@@ -170,8 +187,18 @@ class SQLKeys:
         return answer
 
     def purged(self, db: Any) -> None:
-        """Forget up to ``PURGE_BATCH`` expired keys (a write of its own)."""
-        if db.execute(self.purge, (time.time(),)).rowcount >= PURGE_BATCH:
+        """One step of the sweep, a write of its own (one change, in its
+        last statement): the expired among the next ``SWEEP`` keys in key
+        order are deleted; after the last key, from the first again."""
+        after, now = self.purges.after, time.time()
+        to = db.execute(self.sweep_to, after).fetchone()
+        if to is None:
+            deleted = db.execute(self.forget_rest, (*after, now)).rowcount
+            self.purges.after = ("", "")
+        else:
+            deleted = db.execute(self.forget_to, (*after, *to, now)).rowcount
+            self.purges.after = (to[0], to[1])
+        if deleted * 2 >= SWEEP:
             self.purges.more()
 
 

@@ -113,7 +113,6 @@ _KEYS = [
            vary        text             NOT NULL,
            PRIMARY KEY (owner, key)
        )""",
-    "CREATE INDEX usersvc_keys_expires ON usersvc_keys (expires)",
 ]
 
 #: Each entry upgrades the schema by one version: statements, and the

@@ -23,6 +23,7 @@ Uniqueness is the unique index's, and its error names the field (409).
 from __future__ import annotations
 
 import builtins
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -32,6 +33,7 @@ from .keys import Key
 from .sql import Table
 
 T = TypeVar("T")
+log = logging.getLogger("usersvc.storage")
 LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
 
 
@@ -159,9 +161,18 @@ class SQLRecords:
         else:
             done = self.storage.write_once(key, op)
             if self.storage.keys.purges.due():
-                self.storage.write(self.storage.keys.purged)
+                self._purge_keys()
         self.watch.notify()
         return done
+
+    def _purge_keys(self) -> None:
+        """A step of the expired keys' sweep, after a keyed write: its
+        failure is not the write's (the next step tries again)."""
+        try:
+            self.storage.write(self.storage.keys.purged)
+        except Exception:
+            log.warning("could not purge expired idempotency keys (the next sweep will)",
+                        exc_info=True)
 
     def _unique(self, db: Any, query: str, params: Sequence[Any], fields: dict[str, Any]) -> Any:
         """``db.execute(query, params)``; a unique index's refusal as the

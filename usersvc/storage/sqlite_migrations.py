@@ -102,7 +102,6 @@ _KEYS = [
            vary        TEXT    NOT NULL,
            PRIMARY KEY (owner, key)
        ) WITHOUT ROWID""",
-    "CREATE INDEX usersvc_keys_expires ON usersvc_keys (expires)",
 ]
 
 #: Each entry upgrades the layout by one version.
