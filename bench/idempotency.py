@@ -1,11 +1,12 @@
 """What Idempotency-Key costs: writes without it against the tree before
 it, and writes with it against writes without it.
 
-    .venv/bin/python bench/idempotency.py [--base REV] [--rounds N] [--http]
+    .venv/bin/python bench/idempotency.py [--base REV] [--rounds N] [--http] [--postgres URL]
 
 1. Without the header, paired with an earlier tree (default: the last
    commit before keys) as ``paired.py`` pairs them: POST and PATCH
-   in-process over 1,000 users, on the memory store and a SQLite file; with
+   in-process over 1,000 users, on the memory store and a SQLite file (and
+   with ``--postgres``, a PostgreSQL database's schema of its own); with
    ``--http``, each tree's ``serve.py`` on a SQLite file under ``wrk`` (as
    ``overhttp.py`` runs it): POST in requests per second.
 2. With the header, in this tree: POST and PATCH in-process with a new key
@@ -38,12 +39,28 @@ CHILD = CHILD_HELPERS + r"""
 import json, sys, tempfile, uuid
 sys.path.insert(0, sys.argv[1])
 keyed = sys.argv[2] == "keyed"
+postgres = sys.argv[3] if len(sys.argv) > 3 else ""
 from usersvc import make_app
-COUNTS = {"memory": 3000, "SQLite file": 300}
+COUNTS = {"memory": 3000, "SQLite file": 300, **({"PostgreSQL": 300} if postgres else {})}
+
+def url(kind, tmp):
+    if kind == "memory":
+        return "memory://"
+    if kind == "SQLite file":
+        return f"sqlite:///{tmp}/u.db"
+    import psycopg
+    schema = "bench_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    made.append(schema)
+    return f"{postgres}{'&' if '?' in postgres else '?'}options=-csearch_path%3D{schema}"
+
+made = []
+
 results = {}
 for kind, count in COUNTS.items():
     with tempfile.TemporaryDirectory() as tmp:
-        store, users = users_store("memory://" if kind == "memory" else f"sqlite:///{tmp}/u.db")
+        store, users = users_store(url(kind, tmp))
         users.restore([user(i, f"User {i}", f"user{i}@example.org", 1) for i in range(1, 1001)])
         app = make_app(store)
         run = uuid.uuid4().hex[:8]
@@ -57,6 +74,11 @@ for kind, count in COUNTS.items():
                                     json.dumps(body).encode(), **headers))
             results[f"{kind}: {method}"] = timed(app, envs)
         store.close()
+if made:
+    import psycopg
+    with psycopg.connect(postgres, autocommit=True) as admin:
+        for schema in made:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
 print(json.dumps(results))
 """
 
@@ -71,9 +93,12 @@ end
 """
 
 
+POSTGRES = ""     # --postgres URL: a server to make a schema on, each run
+
+
 def in_process(tree: Path, keyed: bool = False) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(tree), "keyed" if keyed else "plain"],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-c", CHILD, str(tree), "keyed" if keyed else "plain",
+                          POSTGRES], check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
@@ -108,7 +133,11 @@ def main() -> int:
     parser.add_argument("--base", default=BEFORE_KEYS, help="the earlier revision")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--http", action="store_true", help="also over HTTP, with wrk")
+    parser.add_argument("--postgres", default="", metavar="URL",
+                        help="also in-process on PostgreSQL (a schema made on it for each run)")
     args = parser.parse_args()
+    global POSTGRES
+    POSTGRES = args.postgres
 
     def both(name: str, tree: Path, tmp: Path) -> dict[str, float]:
         figures = in_process(tree)

@@ -70,6 +70,13 @@ def test_a_malformed_key_is_a_400_naming_the_header_and_is_not_kept(client, valu
     assert client.post("/users", json_body=ADA, headers=keyed()).status_int == 201
 
 
+def test_a_malformed_key_is_refused_before_the_body_is_judged(client):
+    response = client.post("/users", json_body={}, headers=keyed("a, b"))
+    assert response.status_int == 400 and "Idempotency-Key" in response.json["detail"]
+    response = client.patch("/users/1", json_body={"name": None}, headers=keyed('"open'))
+    assert response.status_int == 400 and "Idempotency-Key" in response.json["detail"]
+
+
 # -- a retry ------------------------------------------------------------------
 
 @pytest.mark.parametrize("accept", ["application/json", "application/xml"])

@@ -169,8 +169,8 @@ class Collection:
         return response
 
     def on_post(self, req: Request, fmt: Format) -> Response:
-        fields = self.schema.for_create(read_document(req, self.schema))
         key = keyed(self, req, fmt, lambda record: self._created(req, fmt, record))
+        fields = self.schema.for_create(read_document(req, self.schema))
         if key is not None:
             return replayed(self.store.create(key=key, **fields))
         return self._created(req, fmt, self.store.create(**fields))
@@ -209,9 +209,9 @@ class Item:
             id, precondition=_precondition(req, id), **fields), fmt)
 
     def on_patch(self, req: Request, fmt: Format, id: int) -> Response:
+        key = keyed(self, req, fmt, lambda record: answer(req, 200, self, record, fmt))
         fields = self.schema.for_patch(read_document(req, self.schema), id)
         precondition = _precondition(req, id)
-        key = keyed(self, req, fmt, lambda record: answer(req, 200, self, record, fmt))
         if key is not None:
             return replayed(self.store.update(id, precondition=precondition, key=key, **fields))
         return answer(req, 200, self, self.store.update(id, precondition=precondition, **fields),

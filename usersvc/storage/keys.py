@@ -10,8 +10,9 @@ keeps both or neither:
 
 - memory: one lock for the store's keys, held around the write;
 - SQLite: the writer's transaction (one writer at a time, in every process);
-- PostgreSQL: a transaction that first takes an advisory lock on the key,
-  so a retry that comes while the first request runs waits for its commit.
+- PostgreSQL: a transaction that first takes the key's row (``claimed``),
+  so a retry that comes while the first request runs waits for its
+  commit, then fills its answer in.
 
 An answer the store gave without changing anything (``Conflict``,
 ``StaleVersion``, ``NotFound``) is kept too; an unavailable store keeps
@@ -158,6 +159,16 @@ class SQLKeys:
         m = mark
         self.select = (f"SELECT fingerprint, status, headers, body, vary FROM usersvc_keys "
                        f"WHERE owner = {m} AND key = {m} AND expires > {m}")
+        # Where a refused statement ends the transaction (PostgreSQL): the
+        # key's row taken first (a live one is left alone), then filled in.
+        self.claim = (f"INSERT INTO usersvc_keys (owner, key, fingerprint, expires, status, "
+                      f"headers, body, vary) VALUES ({m}, {m}, {m}, {m}, 0, '', {m}, '') "
+                      "ON CONFLICT (owner, key) DO UPDATE SET fingerprint = excluded.fingerprint, "
+                      f"expires = excluded.expires WHERE usersvc_keys.expires <= {m} RETURNING 1")
+        self.fill = (f"UPDATE usersvc_keys SET status = {m}, headers = {m}, body = {m}, vary = {m} "
+                     f"WHERE owner = {m} AND key = {m}")
+        self.taken = (f"SELECT fingerprint, status, headers, body, vary FROM usersvc_keys "
+                      f"WHERE owner = {m} AND key = {m}")
         self.keep = (f"INSERT INTO usersvc_keys (owner, key, fingerprint, expires, status, "
                      f"headers, body, vary) VALUES ({', '.join([m] * 8)}) "
                      "ON CONFLICT (owner, key) DO UPDATE SET fingerprint = excluded.fingerprint, "
@@ -184,6 +195,24 @@ class SQLKeys:
         db.execute(self.keep, (key.owner, key.value, key.fingerprint, key.expires,
                                answer.status, _encode_headers(answer.headers), answer.body,
                                answer.vary))
+        return answer
+
+    def claimed(self, db: Any, key: Key) -> Answer | None:
+        """In ``db``'s transaction, for a database where a refused statement
+        ends the transaction: take the key's row (a request with the key
+        that comes meanwhile waits on it until the commit), and ``None``;
+        or, if it is taken, the answer kept for it."""
+        if db.execute(self.claim, (key.owner, key.value, key.fingerprint, key.expires, b"",
+                                   time.time())).fetchone() is not None:
+            return None
+        fingerprint, status, headers, body, vary = db.execute(
+            self.taken, (key.owner, key.value)).fetchone()
+        return key.replay(fingerprint, Answer(status, _headers(headers), bytes(body), vary))
+
+    def filled(self, db: Any, key: Key, answer: Answer) -> Answer:
+        """The claimed row given its answer."""
+        db.execute(self.fill, (answer.status, _encode_headers(answer.headers), answer.body,
+                               answer.vary, key.owner, key.value))
         return answer
 
     def purged(self, db: Any) -> None:

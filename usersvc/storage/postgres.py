@@ -28,7 +28,7 @@ Needs the ``postgres`` extra (psycopg 3 and psycopg_pool): ``pip install
   error or a read-only database (a standby) is ``WritesFailing`` (503),
   said in the log once (``WriteHealth``) until a write works again.
 - A write with an idempotency key is a transaction of its own: the key's
-  advisory lock, the write in a savepoint, and its answer (``keys``).
+  row taken, the write, and its answer filled in (``keys``).
 
 Every value reaches the server as a bound parameter.
 
@@ -51,7 +51,7 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..validation import Schema
-from . import StoreUnavailable, WriteHealth, redact
+from . import Conflict, NotFound, StaleVersion, StoreUnavailable, WriteHealth, redact
 from .evolution import declared, evolve
 from .keys import Answer, Key, SQLKeys
 from .postgres_migrations import migrate
@@ -74,8 +74,6 @@ FAILING = {psycopg.errors.DiskFull: "the disk is full",
 
 #: Any constant; two processes opening the same database take turns on it.
 MIGRATION_LOCK = 0x7573657273766301
-#: The seed of the hash that names an idempotency key's advisory lock.
-KEY_LOCK = 0x7573657273766302
 
 
 def split_url(url: str) -> tuple[str, int]:
@@ -199,17 +197,25 @@ class PostgresStorage:
 
     def write_once(self, key: Key, op: Callable[[psycopg.Connection[Any]], Any]) -> Answer:
         """``op``'s answer, kept with ``key`` in its transaction; or the one
-        kept before. The key's advisory lock, held to the commit, makes a
-        retry that comes meanwhile wait for it; ``op`` runs in a savepoint,
-        so that a refused write (a 409) leaves the transaction going."""
-        with self.transaction() as db:
-            db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))",
-                       (f"{key.owner} {key.value}", KEY_LOCK))
-
-            def attempt() -> Any:
-                with db.transaction():
-                    return op(db)
-            return self.keys.once(db, key, attempt)
+        kept before. The key's row is taken first: a retry that comes
+        meanwhile waits on it until the commit. A write the unique index
+        refuses (a 409) ends that transaction, and its answer is kept in
+        one of its own."""
+        try:
+            with self.transaction() as db:
+                kept = self.keys.claimed(db, key)
+                if kept is not None:
+                    return kept
+                try:
+                    answer = key.answer(op(db), None)
+                except (NotFound, StaleVersion) as refused:     # read, not refused by SQL
+                    answer = key.answer(None, refused)
+                return self.keys.filled(db, key, answer)
+        except Conflict as refused:
+            with self.transaction() as db:
+                kept = self.keys.claimed(db, key)      # or taken since
+                return kept if kept is not None else self.keys.filled(
+                    db, key, key.answer(None, refused))
 
     @staticmethod
     def violated(error: psycopg.errors.UniqueViolation) -> str:
