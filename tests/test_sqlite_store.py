@@ -27,7 +27,7 @@ from usersvc.storage import (
 )
 from usersvc.storage import SchemaTooNew
 from usersvc.storage.sql import SQLITE, Table
-from usersvc.storage.sqlite import SQLiteStorage
+from usersvc.storage.sqlite import SQLiteStorage, retrying
 from usersvc.storage.sqlite_migrations import MIGRATIONS, migrate
 
 User = USER.record
@@ -573,3 +573,31 @@ def test_a_forked_process_writes_through_a_writer_of_its_own(tmp_path):
     assert os.read(read, 100).decode() == "2 0"
     assert [u.email for u in storage["users"].list()] == ["ada@example.org", "bea@example.org"]
     storage.close()
+
+
+# -- opening: what is waited for --------------------------------------------
+
+def test_opening_a_busy_file_is_tried_again():
+    """Processes opening a new file together may find it locked."""
+    attempts = []
+
+    def open_():
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise StoreUnavailable("busy") from sqlite3.OperationalError("database is locked")
+    retrying(open_, busy_timeout=10)
+    assert len(attempts) == 3
+
+
+def test_a_file_that_cannot_be_opened_is_said_at_once_not_waited_for(tmp_path):
+    attempts = []
+
+    def open_():
+        attempts.append(1)
+        try:
+            sqlite3.connect(tmp_path / "no-such-folder" / "users.db")
+        except sqlite3.OperationalError as e:
+            raise StoreUnavailable("cannot open") from e
+    with pytest.raises(StoreUnavailable):
+        retrying(open_, busy_timeout=10)
+    assert attempts == [1]

@@ -32,17 +32,18 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ..validation import Schema
-from . import WriteHealth
+from . import StoreUnavailable, WriteHealth
 from .evolution import declared, evolve
 from .keys import Answer, Key, SQLKeys
 from .records import SQLRecords
 from .sql import SQLITE, Table
-from .sqlite_migrations import migrate, retrying
-from .sqlite_writer import Connection, Connections, Writer
+from .sqlite_migrations import migrate
+from .sqlite_writer import Connection, Connections, Writer, busy
 
 T = TypeVar("T")
 log = logging.getLogger("usersvc.storage")
@@ -52,6 +53,24 @@ KEPT = 100_000
 #: How often a waiting request asks a file for its position: other
 #: processes may have committed, and SQLite cannot tell them.
 POLL_INTERVAL = 0.2
+
+
+def retrying(open_: Callable[[], None], busy_timeout: float) -> None:
+    """Run ``open_`` until it does not find the file busy, or the busy
+    timeout passes. Processes opening a new file together can find it
+    locked without SQLite calling the busy handler (``StoreUnavailable``)."""
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.001
+    while True:
+        try:
+            return open_()
+        except StoreUnavailable as e:
+            # Only a busy file is worth waiting for: one that cannot be
+            # opened at all (a folder it may not write, /proc) is said at once.
+            if not busy(e.__cause__) or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
 
 class SQLiteStorage:

@@ -26,11 +26,10 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import time
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from . import SchemaTooNew, StoreUnavailable
+from . import SchemaTooNew
 from .evolution import Step, apply
 
 # -- release 0.1.0's own word splitting, frozen ---------------------------
@@ -184,20 +183,4 @@ def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[Step]] = MIGRA
     return found
 
 
-def retrying(open_: Callable[[], None], busy_timeout: float) -> None:
-    """Run ``open_`` until it does not find the file busy, or the busy
-    timeout passes. Processes opening a new file together can find it
-    locked without SQLite calling the busy handler (``StoreUnavailable``)."""
-    deadline = time.monotonic() + busy_timeout
-    pause = 0.001
-    while True:
-        try:
-            return open_()
-        except StoreUnavailable:
-            if time.monotonic() + pause > deadline:
-                raise
-            time.sleep(pause)
-            pause = min(pause * 2, 0.1)
-
-
-__all__ = ["FRESH", "MIGRATIONS", "migrate", "retrying"]
+__all__ = ["FRESH", "MIGRATIONS", "migrate"]

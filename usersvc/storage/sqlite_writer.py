@@ -86,6 +86,11 @@ def _code(error: sqlite3.Error) -> int | None:
     return next((c for c, (_, said) in FAILING.items() if said in text), None)
 
 
+def busy(error: BaseException | None) -> bool:
+    """Another connection held the lock past the busy timeout."""
+    return isinstance(error, sqlite3.Error) and _code(error) in (5, 6)
+
+
 def lasting(error: BaseException) -> bool:
     """A full disk, an I/O error, a read-only or unopenable file."""
     return isinstance(error, sqlite3.Error) and _code(error) in FAILING
@@ -103,7 +108,7 @@ def unavailable(error: sqlite3.Error, health: WriteHealth | None) -> StoreUnavai
     usersvc's: busy (try again), or a lasting cause (``WritesFailing``, said
     to ``health`` for a write; a read that fails so is simply unavailable)."""
     code = _code(error)
-    if code in (5, 6):      # another writer held the lock past the timeout
+    if busy(error):         # another writer held the lock past the timeout
         return StoreUnavailable("The database is busy; try again.")
     if code in FAILING:
         if health is None:
