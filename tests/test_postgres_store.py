@@ -11,10 +11,11 @@ import getpass
 import json
 import threading
 import time
+import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from conftest import POSTGRES_REQUIRED, POSTGRES_URL
+from conftest import POSTGRES_REQUIRED, POSTGRES_URL, unavailable, with_search_path
 from helpers import Served, call, check_release_0_1_0, load_release_dump, page_shapes, race
 
 from usersvc import USER
@@ -205,22 +206,37 @@ def test_the_server_never_prints_the_password_in_its_url(url, tmp_path):
 PAGES = page_shapes(("name 05000", 5000), ("u5000@example.org", 5000), "u5@example.org", "rare")
 
 
-@pytest.fixture
-def analyzed(url, sql):
-    """20,000 users, a few of them "Rare", and fresh planner statistics."""
-    storage = open_store(url)
-    storage["users"].restore([User(i, f"Name {i:05} {'Rare' if i % 2000 == 0 else 'Common'}",
-                                   f"u{i}@example.org", 1) for i in range(1, 20_001)],
-                             last_id=20_000)
-    storage.close()
-    sql("ANALYZE users")
-    sql("ANALYZE user_words")
-    sql("ANALYZE user_changes")
-    return sql
+@pytest.fixture(scope="module")
+def analyzed():
+    """20,000 users, a few of them "Rare", and fresh planner statistics, in
+    a schema of their own that every query-plan test reads (made once: the
+    plans are read, nothing is written)."""
+    if not POSTGRES_URL:
+        unavailable("USERSVC_TEST_POSTGRES_URL is not set")
+    schema = f"usersvc_plans_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            url = with_search_path(POSTGRES_URL, schema)
+            storage = open_store(url)
+            storage["users"].restore([
+                User(i, f"Name {i:05} {'Rare' if i % 2000 == 0 else 'Common'}",
+                     f"u{i}@example.org", 1) for i in range(1, 20_001)], last_id=20_000)
+            storage.close()
+            with psycopg.connect(split_url(url)[0], autocommit=True) as db:
+                for table in ("users", "user_words", "user_changes"):
+                    db.execute(f"ANALYZE {table}")
+
+                def run(query, *params):
+                    cursor = db.execute(query, params)
+                    return cursor.fetchall() if cursor.description else None
+                yield run
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.mark.parametrize("arguments", PAGES, ids=repr)
-def test_every_page_reads_an_index_and_never_scans_the_users(url, analyzed, arguments):
+def test_every_page_reads_an_index_and_never_scans_the_users(analyzed, arguments):
     query, params = USERS.page(limit=10, **arguments)
     plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + query, *params))
     assert "Seq Scan" not in plan, plan
@@ -234,7 +250,7 @@ def test_every_page_reads_an_index_and_never_scans_the_users(url, analyzed, argu
 
 
 @pytest.mark.parametrize("after", [0, 10_000, 19_990])
-def test_a_page_of_the_feed_is_one_walk_of_the_positions(url, analyzed, after):
+def test_a_page_of_the_feed_is_one_walk_of_the_positions(analyzed, after):
     plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + USERS.changes, after, 100))
     assert "Seq Scan" not in plan and "Sort" not in plan, plan
     assert "Index Scan using user_changes_seq_key on user_changes" in plan, plan
