@@ -353,3 +353,23 @@ def test_two_servers_on_one_database_with_one_key_make_one_record(store_url, tmp
     finally:
         for served in servers:
             assert served.stop() == 0
+
+
+class WithoutKeys:
+    """A store of an embedder's own that keeps no idempotency keys."""
+
+    keeps_keys = False
+
+    def __init__(self, records) -> None:
+        self._records = records
+
+    def __getattr__(self, name):
+        return getattr(self._records, name)
+
+
+def test_a_store_that_keeps_no_keys_refuses_the_header_and_serves_without_it():
+    client = Client(make_app(WithoutKeys(open_store("memory://")["users"])))
+    refused = client.post("/users", json_body=ADA, headers=keyed())
+    assert refused.status_int == 400 and "keeps no Idempotency-Keys" in refused.json["detail"]
+    assert users(client) == []
+    assert client.post("/users", json_body=ADA).status_int == 201

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .changes import FEED_RELATION, feed_url
-from .idempotency import HEADER, Idempotency, replayed
+from .idempotency import ENVIRON, HEADER, Idempotency, replayed
 from .listing import Listing
 from .pages import Asset, collection_page, record_page
 from .problems import Problem
@@ -226,7 +226,7 @@ def keyed(resource: Collection | Item, req: Request, fmt: Format,
           respond: Callable[[Any], Response]) -> Any:
     """The request's idempotency key (``None``: it sent none), whose answer
     is ``respond(record)``."""
-    if "HTTP_IDEMPOTENCY_KEY" not in req.environ:
+    if ENVIRON not in req.environ:
         return None
     if resource.keys is None:
         raise Problem(400, f"This collection's store keeps no {HEADER}s: send the request "
