@@ -1,0 +1,109 @@
+"""Instructions per request, counted by valgrind's callgrind: the one cost
+figure this shared machine repeats run after run (its timings swing by a
+third), for in-process requests over 1,000 users.
+
+    .venv/bin/python bench/instructions.py [--base REV]
+
+Each operation runs in a child process under ``valgrind --tool=callgrind``
+twice, with ``FEW`` and with ``MANY`` requests; the difference over
+``MANY - FEW`` is what one request costs, start-up and the first requests'
+warming left out. Operations: GET of one user, POST, PUT, and POST with an
+``Idempotency-Key`` (a new key each), on the memory store and on a SQLite
+file (its writer thread counted too). With ``--base``, the same in an
+earlier tree (checked out with ``git worktree``), and the ratio. Needs
+valgrind (Debian's ``valgrind``); about a minute an operation.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paired import CHILD_HELPERS, ROOT  # noqa: E402
+
+FEW, MANY = 100, 300
+OPERATIONS = ("GET one", "POST", "PUT", "POST with a key")
+STORES = ("memory", "SQLite file")
+
+CHILD = CHILD_HELPERS + r"""
+import json, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+from usersvc import make_app
+kind, operation, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
+with tempfile.TemporaryDirectory() as tmp:
+    store, users = users_store("memory://" if kind == "memory" else f"sqlite:///{tmp}/u.db")
+    users.restore([user(i, f"User {i}", f"user{i}@example.org", 1) for i in range(1, 1001)])
+    app = make_app(store)
+    envs = []
+    for i in range(count):
+        if operation == "GET one":
+            envs.append(environ("GET", "/users/1"))
+        elif operation == "PUT":
+            envs.append(environ("PUT", "/users/2", json.dumps(
+                {"name": f"Put {i}", "email": "user2@example.org"}).encode()))
+        else:
+            headers = {"idempotency_key": f"key-{i}"} if operation == "POST with a key" else {}
+            envs.append(environ("POST", "/users", json.dumps(
+                {"name": "New", "email": f"new{i}@example.org"}).encode(), **headers))
+    timed(app, envs)
+    store.close()
+"""
+
+
+def instructions(tree: Path, kind: str, operation: str, count: int) -> int:
+    # A fixed hash seed: the same dicts and sets, so the same count each run.
+    run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                          sys.executable, "-c", CHILD, str(tree), kind, operation, str(count)],
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONHASHSEED": "0"})
+    return int(re.search(r"Collected : (\d+)", run.stderr).group(1))
+
+
+def per_request(tree: Path, kind: str, operation: str) -> float:
+    return ((instructions(tree, kind, operation, MANY) - instructions(tree, kind, operation, FEW))
+            / (MANY - FEW))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", help="an earlier revision to compare with")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"this tree": ROOT}
+        if args.base:
+            trees = {args.base: Path(tmp) / "base", **trees}
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
+                            str(trees[args.base]), args.base], check=True)
+        try:
+            print(f"| instructions a request | {' | '.join(trees)} |"
+                  + (" ratio |" if args.base else ""))
+            print("|---|" + "---:|" * (len(trees) + bool(args.base)))
+            for kind in STORES:
+                for operation in OPERATIONS:
+                    figures = []
+                    for tree in trees.values():
+                        try:
+                            figures.append(per_request(tree, kind, operation))
+                        except subprocess.CalledProcessError:   # a tree that cannot run it
+                            figures.append(float("nan"))
+                    ratio = [f"{figures[1] / figures[0]:.3f}"] if args.base else []
+                    print(f"| {kind}: {operation} | "
+                          + " | ".join([f"{f:,.0f}" for f in figures] + ratio) + " |")
+        finally:
+            if args.base:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                                str(trees[args.base])], check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
