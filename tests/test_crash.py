@@ -26,7 +26,40 @@ ROUNDS = 3
 THREADS = 6
 
 
-def stream_creates(address, round_no, thread_no, acked, stop):
+def kill_under_writers(served, stream, acked, *shared):
+    """``THREADS`` threads run ``stream(address, thread_no, *shared, acked,
+    stop)``; once 150 writes are acknowledged the server gets SIGKILL, mid-
+    stream, and the threads end (each when its connection fails)."""
+    stop = threading.Event()
+    threads = [threading.Thread(target=stream, args=(served.address, t, *shared, acked, stop))
+               for t in range(THREADS)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 10
+    while len(acked) < 150 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert served.stop(signal.SIGKILL) == -signal.SIGKILL
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads)
+    assert len(acked) >= 150
+
+
+def every_user(conn) -> list[dict]:
+    """Every user, page by page in id order."""
+    users: list[dict] = []
+    after = 0
+    while True:
+        conn.request("GET", f"/users?after={after}&limit=1000")
+        page = json.loads(conn.getresponse().read())
+        if not page:
+            return users
+        users += page
+        after = page[-1]["id"]
+
+
+def stream_creates(address, thread_no, round_no, acked, stop):
     """POST until the server dies; record each 201 as (id, name, email)."""
     conn = http.client.HTTPConnection(*address, timeout=10)
     try:
@@ -68,21 +101,8 @@ def test_every_acknowledged_create_survives_sigkill(tmp_path):
             conn.close()
 
         acked: list = []
-        stop = threading.Event()
-        threads = [threading.Thread(target=stream_creates, args=(served.address, round_no, t, acked, stop))
-                   for t in range(THREADS)]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + 10
-        while len(acked) < 150 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert served.stop(signal.SIGKILL) == -signal.SIGKILL      # mid-stream
-        stop.set()
-        for t in threads:
-            t.join(timeout=30)
-        assert not any(t.is_alive() for t in threads)
+        kill_under_writers(served, stream_creates, acked, round_no)
         assert all(a[0] != "unexpected" for a in acked), [a for a in acked if a[0] == "unexpected"][:3]
-        assert len(acked) >= 150
         ids = [a[0] for a in acked_before + acked]
         assert len(ids) == len(set(ids))                # ids are never handed out twice
 
@@ -94,15 +114,7 @@ def test_every_acknowledged_create_survives_sigkill(tmp_path):
     served = Served("--storage", "sqlite:///users.db", "--no-access-log", cwd=tmp_path)
     try:
         conn = http.client.HTTPConnection(*served.address, timeout=10)
-        found = {}
-        after = 0
-        while True:
-            conn.request("GET", f"/users?after={after}&limit=1000")
-            page = json.loads(conn.getresponse().read())
-            if not page:
-                break
-            found.update({u["id"]: (u["name"], u["email"]) for u in page})
-            after = page[-1]["id"]
+        found = {u["id"]: (u["name"], u["email"]) for u in every_user(conn)}
         conn.close()
         for user_id, name, email in acked_before:
             assert found.get(user_id) == (name, email), user_id
@@ -140,19 +152,8 @@ def test_every_create_retried_with_its_key_after_sigkill_makes_one_user(tmp_path
                     cwd=tmp_path)
     sent: dict = {}
     acked: dict = {}
-    stop = threading.Event()
-    threads = [threading.Thread(target=stream_keyed_creates, args=(served.address, t, sent, acked, stop))
-               for t in range(THREADS)]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + 10
-    while len(acked) < 150 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert served.stop(signal.SIGKILL) == -signal.SIGKILL      # mid-stream
-    stop.set()
-    for t in threads:
-        t.join(timeout=30)
-    assert len(acked) >= 150 and all(status == 201 for status, _, _ in acked.values())
+    kill_under_writers(served, stream_keyed_creates, acked, sent)
+    assert all(status == 201 for status, _, _ in acked.values())
 
     served = Served("--storage", "sqlite:///users.db", "--no-access-log", cwd=tmp_path)
     try:
@@ -165,11 +166,7 @@ def test_every_create_retried_with_its_key_after_sigkill_makes_one_user(tmp_path
             assert response.status == 201, (key, answer)
             if key in acked:                # acknowledged: the same answer, byte for byte
                 assert (201, response.getheader("ETag"), answer) == acked[key], key
-        users = []
-        after = 0
-        while page := json.loads(_get(conn, f"/users?after={after}&limit=1000")):
-            users += page
-            after = page[-1]["id"]
+        users = every_user(conn)
         conn.close()
     finally:
         assert served.stop() == 0
@@ -180,7 +177,3 @@ def test_every_create_retried_with_its_key_after_sigkill_makes_one_user(tmp_path
         user = json.loads(answer)
         assert by_email[user["email"]] == user and etag == f'"{user["id"]}-1"'
 
-
-def _get(conn, path):
-    conn.request("GET", path)
-    return conn.getresponse().read()

@@ -5,7 +5,7 @@ from collections.abc import Collection, Sequence
 from importlib import metadata
 from typing import Any
 
-from ..idempotency import BARE, DEFAULT_TTL, MAX_LENGTH, QUOTED
+from ..idempotency import DEFAULT_TTL
 from ..pages import ASSETS
 from ..representation import JSON_TYPE
 from ..resources import HEALTH_PATH
@@ -13,8 +13,9 @@ from ..storage import MAX_ID
 from ..validation import Schema
 from .feed import feed_link_header, feed_paths
 from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STORE, PAGE, PROBLEM,
-                    VARY, asset_paths, common_schemas, content, header, list_headers, list_parameters, not_modified,
-                    operation_responses, problem, record_schemas, request_schema)
+                    VARY, asset_paths, common_schemas, content, header, idempotency_key,
+                    list_headers, list_parameters, not_modified, operation_responses, problem,
+                    record_schemas, request_schema)
 
 OPENAPI_PATH = "/openapi.json"
 
@@ -149,23 +150,6 @@ def _secure(paths: dict[str, Any], components: dict[str, Any]) -> None:
             if method not in ("get", "head", "options"):
                 responses["403"] = {"$ref": "#/components/responses/Problem403Auth"}
     del components["responses"]["Problem403"]      # every write's 403 is the one above now
-
-
-def idempotency_key(ttl: float) -> dict[str, Any]:
-    """The ``Idempotency-Key`` header of POST and PATCH."""
-    # The key's own characters, 1 to MAX_LENGTH of them, quoted or bare.
-    quoted = QUOTED.replace(")*)", f"){{1,{MAX_LENGTH}}})")
-    bare = BARE.replace("]+", f"]{{1,{MAX_LENGTH}}}")
-    return {
-        "name": "Idempotency-Key", "in": "header", "required": False,
-        "schema": {"type": "string", "pattern": f"^(?:{quoted}|{bare})$"},
-        "description": "Makes the write safe to retry (draft-ietf-httpapi-idempotency-key-header): "
-                       f"1 to {MAX_LENGTH} characters, as a Structured Field string or bare. "
-                       "The answer to the first request with a key is kept with its write for "
-                       f"{ttl:g} seconds; the same request again with the key gets that answer "
-                       "again and changes nothing. The key with another request is a 422. "
-                       "Answers given before the write (400, 413, 415, 422) and 5xx are not "
-                       "kept. With bearer tokens, a key is the token's own."}
 
 
 def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, Any],

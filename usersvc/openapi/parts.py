@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..idempotency import BARE, MAX_LENGTH, QUOTED
 from ..listing import DEFAULT_LIMIT, MAX_CURSOR, MAX_LIMIT, MAX_Q
 from ..representation import JSON_TYPE
 from ..storage import MAX_ID
@@ -246,3 +247,20 @@ def common_schemas() -> dict[str, Any]:
             },
         },
     }
+
+
+def idempotency_key(ttl: float) -> dict[str, Any]:
+    """The ``Idempotency-Key`` header of POST and PATCH."""
+    # The key's own characters, 1 to MAX_LENGTH of them, quoted or bare.
+    quoted = QUOTED.replace(")*)", f"){{1,{MAX_LENGTH}}})")
+    bare = BARE.replace("]+", f"]{{1,{MAX_LENGTH}}}")
+    return {
+        "name": "Idempotency-Key", "in": "header", "required": False,
+        "schema": {"type": "string", "pattern": f"^(?:{quoted}|{bare})$"},
+        "description": "Makes the write safe to retry (draft-ietf-httpapi-idempotency-key-header): "
+                       f"1 to {MAX_LENGTH} characters, as a Structured Field string or bare. "
+                       "The answer to the first request with a key is kept with its write for "
+                       f"{ttl:g} seconds; the same request again with the key gets that answer "
+                       "again and changes nothing. The key with another request is a 422. "
+                       "Answers given before the write (400, 413, 415, 422) and 5xx are not "
+                       "kept. With bearer tokens, a key is the token's own."}
