@@ -10,8 +10,10 @@ twice, with ``FEW`` and with ``MANY`` requests; the difference over
 warming left out. Operations: GET of one user, POST, PUT, and POST with an
 ``Idempotency-Key`` (a new key each), on the memory store and on a SQLite
 file (its writer thread counted too). With ``--base``, the same in an
-earlier tree (checked out with ``git worktree``), and the ratio. Needs
-valgrind (Debian's ``valgrind``); about a minute an operation.
+earlier tree (checked out with ``git worktree``), and the ratio; with
+``--metrics``, this tree again with ``make_app(metrics=True)``, and the
+ratio to it without. ``--only OPERATION`` measures one. Needs valgrind
+(Debian's ``valgrind``); about a minute an operation.
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ kind, operation, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
 with tempfile.TemporaryDirectory() as tmp:
     store, users = users_store("memory://" if kind == "memory" else f"sqlite:///{tmp}/u.db")
     users.restore([user(i, f"User {i}", f"user{i}@example.org", 1) for i in range(1, 1001)])
-    app = make_app(store)
+    app = make_app(store, metrics=True) if sys.argv[5:] == ["metrics"] else make_app(store)
     envs = []
     for i in range(count):
         if operation == "GET one":
@@ -56,23 +58,27 @@ with tempfile.TemporaryDirectory() as tmp:
 """
 
 
-def instructions(tree: Path, kind: str, operation: str, count: int) -> int:
+def instructions(tree: Path, kind: str, operation: str, count: int, metrics: bool) -> int:
     # A fixed hash seed: the same dicts and sets, so the same count each run.
     run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                          sys.executable, "-c", CHILD, str(tree), kind, operation, str(count)],
+                          sys.executable, "-c", CHILD, str(tree), kind, operation, str(count),
+                          *(["metrics"] if metrics else [])],
                          capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "0"})
     return int(re.search(r"Collected : (\d+)", run.stderr).group(1))
 
 
-def per_request(tree: Path, kind: str, operation: str) -> float:
-    return ((instructions(tree, kind, operation, MANY) - instructions(tree, kind, operation, FEW))
-            / (MANY - FEW))
+def per_request(tree: Path, kind: str, operation: str, metrics: bool = False) -> float:
+    return ((instructions(tree, kind, operation, MANY, metrics)
+             - instructions(tree, kind, operation, FEW, metrics)) / (MANY - FEW))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", help="an earlier revision to compare with")
+    parser.add_argument("--metrics", action="store_true",
+                        help="this tree with metrics on, too")
+    parser.add_argument("--only", choices=OPERATIONS, help="this operation alone")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
@@ -83,19 +89,24 @@ def main() -> int:
             trees = {args.base: Path(tmp) / "base", **trees}
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
                             str(trees[args.base]), args.base], check=True)
+        columns = [*trees, *(["with metrics"] if args.metrics else [])]
+        ratios = (["ratio"] if args.base else []) + (["metrics ratio"] if args.metrics else [])
         try:
-            print(f"| instructions a request | {' | '.join(trees)} |"
-                  + (" ratio |" if args.base else ""))
-            print("|---|" + "---:|" * (len(trees) + bool(args.base)))
+            print(f"| instructions a request | {' | '.join(columns + ratios)} |")
+            print("|---|" + "---:|" * (len(columns) + len(ratios)))
             for kind in STORES:
-                for operation in OPERATIONS:
+                for operation in [args.only] if args.only else OPERATIONS:
                     figures = []
                     for tree in trees.values():
                         try:
                             figures.append(per_request(tree, kind, operation))
                         except subprocess.CalledProcessError:   # a tree that cannot run it
                             figures.append(float("nan"))
+                    if args.metrics:
+                        figures.append(per_request(ROOT, kind, operation, metrics=True))
                     ratio = [f"{figures[1] / figures[0]:.3f}"] if args.base else []
+                    if args.metrics:
+                        ratio.append(f"{figures[-1] / figures[-2]:.3f}")
                     print(f"| {kind}: {operation} | "
                           + " | ".join([f"{f:,.0f}" for f in figures] + ratio) + " |")
         finally:

@@ -60,7 +60,7 @@ class Server:
                                         stderr=stderr, text=True)
         if log:
             stderr.close()
-        line = self.process.stdout.readline()
+        self.line = line = self.process.stdout.readline()      # the ready line
         if ready not in line:
             raise RuntimeError(f"{command} did not start: {line!r}")
 

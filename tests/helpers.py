@@ -66,13 +66,15 @@ class Served:
             [sys.executable, str(script), "--port", str(port), *args],
             cwd=cwd, stdout=subprocess.PIPE, stderr=self._log, text=True)
         self.line = self.process.stdout.readline()
-        match = re.match(r"usersvc serving http://127\.0\.0\.1:(\d+)(/\S*) with storage (\S+)$", self.line)
+        match = re.match(r"usersvc serving http://127\.0\.0\.1:(\d+)(/\S*) with storage (\S+)(?: and metrics at http://\S+:(\d+)/metrics)?$", self.line)
         if not match:
             self.process.wait(timeout=15)
             self._close()
             raise AssertionError((self.line, self.log()))
         self.address = ("127.0.0.1", int(match.group(1)))
         self.prefix, self.storage = match.group(2), match.group(3)
+        #: Where --metrics-port serves /metrics, if it was given.
+        self.metrics_address = match.group(4) and ("127.0.0.1", int(match.group(4)))
 
     def log(self) -> str:
         return self.log_path.read_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import importlib.metadata
 import io
 import json
 import os
@@ -19,6 +20,7 @@ from helpers import ROOT, Served, call
 from openapi_spec_validator import validate
 from webob import Request
 
+import usersvc
 from usersvc import USER, Mount, make_app
 from usersvc.auth import Tokens, load_tokens
 from usersvc.ops import MAX_WAITING_LINES, AccessLog, loggable_target
@@ -106,7 +108,7 @@ def test_the_token_is_checked_before_the_body_is_read(store):
 
 
 def test_healthz_needs_no_token(secured):
-    assert secured.get("/healthz").json == {"status": "ok"}
+    assert secured.get("/healthz").json == {"status": "ok", "version": usersvc.__version__}
 
 
 def test_tokens_are_compared_with_every_known_token_in_constant_time(monkeypatch):
@@ -161,10 +163,12 @@ def test_the_openapi_document_declares_the_scheme_when_tokens_are_on(secured, cl
 
 def test_healthz_is_200_when_the_store_answers(client):
     response = client.get("/healthz")
-    assert response.json == {"status": "ok"}
+    # The release serving, from the package's metadata (what --version prints).
+    version = importlib.metadata.version("usersvc")
+    assert response.json == {"status": "ok", "version": version}
     assert response.headers["Cache-Control"] == "no-store"
     xml = client.get("/healthz", headers={"Accept": "application/xml"})
-    assert xml.body == b"<health><status>ok</status></health>"
+    assert xml.body == f"<health><status>ok</status><version>{version}</version></health>".encode()
 
 
 class DownStore:

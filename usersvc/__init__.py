@@ -41,6 +41,8 @@ Map of the package (docs/architecture.md follows a request through it):
 - ``openapi``: ``GET /`` and ``GET /openapi.json`` (``document``, made of ``parts``);
 - ``cross_origin``: writes from other sites' pages refused, and CORS;
 - ``auth``: optional bearer tokens; ``ops``: request ids and the access log;
+- ``metrics``: the app's metrics for Prometheus (the ``metrics`` extra),
+  counted without locks (``tally``); ``release``: this release's version;
 - ``server``: the standalone waitress server (``serve.py``); ``cli``: the
   ``usersvc`` command; ``transfer``: ``usersvc copy``, every collection from
   one store to another.
@@ -54,10 +56,11 @@ from .app import DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING, App, Mount
 from .auth import Tokens
 from .fields import integer, text
 from .idempotency import DEFAULT_TTL
+from .release import VERSION as __version__
 from .storage import RecordStore, Storage, open_store
 from .validation import USER, Schema, email
 
-__all__ = ["make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
+__all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
            "RecordStore", "Storage", "open_store", "DEFAULT_STORAGE", "DEFAULT_MAX_BODY_SIZE"]
 
 DEFAULT_STORAGE = "sqlite:///users.db"
@@ -69,7 +72,7 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
              tokens: Mapping[str, str] | Tokens | None = None,
              cors_origins: Iterable[str] = (),
              max_waiting: int = DEFAULT_MAX_WAITING,
-             idempotency_ttl: float = DEFAULT_TTL) -> App:
+             idempotency_ttl: float = DEFAULT_TTL, metrics: bool = False) -> App:
     """A WSGI app serving each of ``collections`` (default: ``USER`` alone)
     at ``/<plural>``, from ``storage``: a URL (``memory://``,
     ``sqlite:///users.db``, ``postgresql://...``) for a store the app opens
@@ -86,11 +89,14 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     (``GET /users/changes?wait=N``); keep it at most half the server's
     worker threads (waitress's default is 4). ``idempotency_ttl``: how many
     seconds the answer to a POST or PATCH sent with an ``Idempotency-Key``
-    is kept for its retries (default a day; see ``usersvc.idempotency``)."""
+    is kept for its retries (default a day; see ``usersvc.idempotency``).
+    ``metrics``: count requests and store operations for Prometheus, in
+    ``app.metrics.registry`` (needs the ``metrics`` extra; see
+    ``usersvc.metrics``)."""
     if tokens is not None and not isinstance(tokens, Tokens):
         tokens = Tokens(tokens)
     app = App(max_body_size=max_body_size, tokens=tokens, cors_origins=cors_origins,
-              max_waiting=max_waiting, idempotency_ttl=idempotency_ttl)
+              max_waiting=max_waiting, idempotency_ttl=idempotency_ttl, metrics=metrics)
     if isinstance(storage, str):
         store: Any = open_store(storage, (USER,) if collections is None else collections)
         app.on_close(store.close)

@@ -35,6 +35,7 @@ from .cross_origin import CrossOrigin
 from .idempotency import DEFAULT_TTL, Idempotency
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
+from .release import VERSION, install_hint
 from .pages import ASSETS, problem_page
 from .representation import (
     BODY_TYPES,
@@ -77,7 +78,7 @@ class App:
     def __init__(self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE,
                  tokens: Tokens | None = None, cors_origins: Iterable[str] = (),
                  max_waiting: int = DEFAULT_MAX_WAITING,
-                 idempotency_ttl: float = DEFAULT_TTL) -> None:
+                 idempotency_ttl: float = DEFAULT_TTL, metrics: bool = False) -> None:
         if max_body_size < 1:
             raise ValueError("max_body_size must be at least 1 byte")
         self.max_body_size = max_body_size
@@ -97,6 +98,10 @@ class App:
                                                          feeds=self.feeds,
                                                          idempotency_ttl=idempotency_ttl))
         self.router.add(HEALTH_PATH, HealthCheck(self.stores))
+        #: ``metrics.Metrics`` (its ``registry`` for a scraper), or ``None``.
+        self.metrics = None
+        if metrics:
+            self.metrics = _metrics().Metrics(VERSION, self.stores, self.waiting)
         for path, asset in ASSETS.items():
             self.router.add(path, StaticFile(asset))
         #: Paths open without a token: the health check, the pages' files.
@@ -108,7 +113,9 @@ class App:
         if self.router.match(f"/{schema.plural}") is not None:
             raise ValueError(f"/{schema.plural} is served already")
         self.schemas.append(schema)
-        self.stores.append(store)
+        self.stores.append(store)           # as it is: /healthz's reads are not counted
+        if self.metrics is not None:
+            store = self.metrics.measured(schema.plural, store)
         representations = Representations(schema)
         self.router.add(f"/{schema.plural}", Collection(schema, store, representations, self.keys))
         self.router.add(f"/{schema.plural}/{{id:int}}",
@@ -135,6 +142,9 @@ class App:
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         req = Request(environ)
+        metrics = self.metrics
+        if metrics is not None:
+            counting = metrics.begin(req)
         try:
             response = self.handle(req)
         except Problem as problem:
@@ -147,6 +157,8 @@ class App:
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
         self.cross_origin.decorate(req, response)
+        if metrics is not None:
+            metrics.end(req, response, counting)
         return response(environ, start_response)
 
     def handle(self, req: Request) -> Response:
@@ -160,6 +172,7 @@ class App:
             found = self.router.match(path)
             if found is None:
                 raise Problem(404, "There is nothing at this path.")
+            req.route = found[0].label
             return self.cross_origin.preflight(req, found[0].allow)
         self.cross_origin.check(req)            # before a byte of the body is read
         if self.tokens is not None and path not in self.open_paths:
@@ -169,6 +182,7 @@ class App:
         if found is None:
             raise Problem(404, "There is nothing at this path.")
         route, params = found
+        req.route = route.label
         if req.method == "OPTIONS":
             return self._options(route)
         responder = route.responders.get(req.method)
@@ -227,6 +241,17 @@ class App:
         return response
 
 
+def _metrics() -> Any:
+    """``usersvc.metrics``, or a one-line ``ImportError`` that says how to
+    install what it needs."""
+    try:
+        from . import metrics
+    except ImportError as e:
+        raise ImportError(f"metrics need prometheus_client: {install_hint('metrics')} "
+                          f"({e})") from None
+    return metrics
+
+
 def _raw_target(req: Request) -> str:
     """The request's path and query as received, for logs: never fails."""
     query = req.query_string
@@ -248,6 +273,11 @@ class Mount:
         req = Request(environ)
         if req.mount(self.prefix):
             return self.app(environ, start_response)
+        metrics = self.app.metrics
+        if metrics is not None:
+            counting = metrics.begin(req)
         response = self.app.problem_response(
             req, Problem(404, f"This server serves only paths under {self.prefix}/."))
+        if metrics is not None:
+            metrics.end(req, response, counting)    # with no route: http_route=""
         return response(environ, start_response)

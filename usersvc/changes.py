@@ -50,7 +50,9 @@ class Waiting:
         if most < 0:
             raise ValueError("the number of waiting requests cannot be negative")
         self.most = most
+        self.now = 0                        # requests waiting (for metrics)
         self._slots = threading.BoundedSemaphore(most) if most else None
+        self._counting = threading.Lock()
 
     @contextmanager
     def slot(self) -> Iterator[None]:
@@ -59,10 +61,16 @@ class Waiting:
             raise Problem(503, f"{self.most} requests are already waiting for changes, as many "
                                "as may wait at once; try again, or ask without wait.",
                           headers=[("Retry-After", "1")])
+        self._count(1)
         try:
             yield
         finally:
+            self._count(-1)
             self._slots.release()
+
+    def _count(self, n: int) -> None:
+        with self._counting:
+            self.now += n
 
 
 def feed_url(req: Request, schema: Schema, after: int, limit: int | None = None) -> str:

@@ -45,7 +45,7 @@ class Request:
     its body once the app has read it (``App`` bounds and reads it before
     any resource runs)."""
 
-    __slots__ = ("environ", "method", "path", "host", "accept", "body")
+    __slots__ = ("environ", "method", "path", "host", "accept", "body", "route")
 
     def __init__(self, environ: dict[str, Any]) -> None:
         self.environ = environ
@@ -58,6 +58,9 @@ class Request:
         self.host: str | None = environ.get("HTTP_HOST")
         self.accept: str = environ.get("HTTP_ACCEPT", "")
         self.body = b""
+        #: The template of the route that took the request, for metrics
+        #: (``/users/{id}``); empty while none has (and for a 404).
+        self.route = ""
 
     # -- headers --------------------------------------------------------
 

@@ -29,6 +29,7 @@ from .idempotency import ENVIRON, HEADER, Idempotency, replayed
 from .listing import Listing
 from .pages import Asset, collection_page, record_page
 from .problems import Problem
+from .release import VERSION
 from .representation import (
     HTML,
     PAGES,
@@ -77,7 +78,7 @@ def _none_match(req: Request, tag: str) -> bool:
 
 
 HEALTH_PATH = "/healthz"
-_HEALTH = Schema("health", "health_checks", {})    # <health><status>ok</status></health>
+_HEALTH = Schema("health", "health_checks", {})    # <health><status>ok</status><version>...
 _NO_STORE = ("Cache-Control", "no-store")
 
 
@@ -102,7 +103,8 @@ class HealthCheck:
             if failing is not None:
                 raise Problem(503, f"The store's writes are failing: {failing}. Reads work.",
                               headers=[("Retry-After", "10"), _NO_STORE])
-        return respond(200, fmt.render(_HEALTH, {"status": "ok"}), fmt, _NO_STORE)
+        return respond(200, fmt.render(_HEALTH, {"status": "ok", "version": VERSION}), fmt,
+                       _NO_STORE)
 
 
 class StaticFile:

@@ -41,6 +41,8 @@ def canonical_int(segment: str) -> int | None:
 class Route:
     def __init__(self, template: str, resource: Any) -> None:
         self.template = template
+        #: The template as OpenTelemetry's ``http.route`` spells it: ``/users/{id}``.
+        self.label = _PARAMETER.sub(r"{\1}", template)
         self.resource = resource
         # Each segment: a literal to compare, or the name of an int parameter.
         self.segments: list[tuple[str, bool]] = [

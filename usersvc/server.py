@@ -24,6 +24,7 @@ from .auth import load_tokens
 from .cross_origin import parse_origins
 from .idempotency import DEFAULT_TTL
 from .ops import AccessLog
+from .release import VERSION, install_hint
 from .storage import redact
 
 log = logging.getLogger("usersvc")
@@ -80,6 +81,12 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
                         "is kept for its retries (default: %(default)s, a day)")
     p.add_argument("--no-access-log", dest="access_log", action="store_false",
                    help="do not log a line per request")
+    p.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                   help="serve Prometheus metrics at http://METRICS_HOST:PORT/metrics "
+                        "(needs the metrics extra; default: no metrics)")
+    p.add_argument("--metrics-host", default="127.0.0.1", metavar="ADDR",
+                   help="the address the metrics port listens on (default: %(default)s)")
+    p.add_argument("--version", action="version", version=f"usersvc {VERSION}")
     return p
 
 
@@ -96,6 +103,8 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
         p.error("--port must be from 0 to 65535")
     if args.idempotency_ttl < 1:
         p.error("--idempotency-ttl must be at least 1 second")
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        p.error("--metrics-port must be from 0 to 65535")
     return args
 
 
@@ -127,11 +136,19 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
     except ValueError as e:
         print(f"usersvc: cannot use --cors-origin: {e}", file=sys.stderr)
         return 2
+    metrics = args.metrics_port is not None
+    if metrics:
+        try:
+            from .metrics import serve as serve_metrics
+        except ImportError:
+            print(f"usersvc: --metrics-port needs prometheus_client: {install_hint('metrics')}",
+                  file=sys.stderr)
+            return 2
     try:
         app = make_app(args.storage, collections=collections,
                        max_body_size=args.max_body_size, tokens=tokens,
                        cors_origins=args.cors_origin, max_waiting=args.threads // 2,
-                       idempotency_ttl=args.idempotency_ttl)
+                       idempotency_ttl=args.idempotency_ttl, metrics=metrics)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         print(f"usersvc: cannot open storage {redact(args.storage)}: {e}", file=sys.stderr)
         return 2
@@ -157,6 +174,18 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         print(f"usersvc: cannot listen on {args.host} port {args.port}: {_reason(e)}",
               file=sys.stderr)
         return 2
+    metrics_server = None
+    if app.metrics is not None:
+        try:
+            socket.getaddrinfo(args.metrics_host, args.metrics_port, type=socket.SOCK_STREAM)
+            metrics_server = serve_metrics(app.metrics.registry, args.metrics_host,
+                                           args.metrics_port)
+        except (OSError, ValueError) as e:
+            server.close()
+            app.close()
+            print(f"usersvc: cannot serve metrics on {args.metrics_host} port "
+                  f"{args.metrics_port}: {_reason(e)}", file=sys.stderr)
+            return 2
     if tokens is None and not _loopback(args.host):
         log.warning("listening on %s without --tokens-file: anyone who can reach this "
                     "address can read and change every user", args.host)
@@ -167,14 +196,18 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         app.stop_waiting()
         raise SystemExit(0)
     signal.signal(signal.SIGTERM, stop)
-    print(f"usersvc serving {_url(server, args.prefix)} with storage {redact(args.storage)}",
-          flush=True)
+    metrics_at = ("" if metrics_server is None
+                  else f" and metrics at {_url(metrics_server, '')}metrics")
+    print(f"usersvc serving {_url(server, args.prefix)} with storage {redact(args.storage)}"
+          f"{metrics_at}", flush=True)
     try:
         server.run()
     except KeyboardInterrupt:
         app.stop_waiting()
         server.close()
     finally:
+        if metrics_server is not None:
+            metrics_server.close()
         app.close()
         if access_log is not None:
             access_log.close()

@@ -220,8 +220,10 @@ def common_schemas() -> dict[str, Any]:
         "title": {"type": "string", "xml": {"attribute": True}},
         "type": {"type": "string", "xml": {"attribute": True}}}, "xml": {"name": "link"}}
     return {
-        "Health": {"type": "object", "required": ["status"], "xml": {"name": "health"},
-                   "properties": {"status": {"const": "ok"}}},
+        "Health": {"type": "object", "required": ["status", "version"], "xml": {"name": "health"},
+                   "properties": {"status": {"const": "ok"},
+                                  "version": {"type": "string", "description":
+                                              "The usersvc release serving."}}},
         "ServiceRoot": {"type": "object", "required": ["title", "links"], "xml": {"name": "service"},
                         "properties": {"title": {"type": "string"},
                                        "links": {"type": "array", "items": link}}},

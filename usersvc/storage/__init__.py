@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Union
 
+from ..release import install_hint
 from ..validation import USER, Schema, pointer
 
 _log = logging.getLogger("usersvc.storage")
@@ -317,19 +318,9 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
         try:
             from .postgres import PostgresStorage
         except ImportError as e:
-            raise ValueError(f"{scheme}:// needs psycopg: {_install_postgres()} ({e})") from None
+            raise ValueError(f"{scheme}:// needs psycopg: {install_hint('postgres')} ({e})") from None
         return PostgresStorage(url, schemas)
     raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
-
-
-def _install_postgres() -> str:
-    """How to add the ``postgres`` extra, as usersvc was installed: from a
-    checkout (its ``setup.cfg`` beside the package) or from a wheel."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # usersvc/
-    checkout = os.path.dirname(package)
-    if os.path.exists(os.path.join(checkout, "setup.cfg")):
-        return f"pip install -e '.[postgres]' in {checkout}"
-    return "pip install 'usersvc[postgres]'"
 
 
 def redact(url: str) -> str:

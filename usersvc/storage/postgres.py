@@ -43,7 +43,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -89,6 +89,16 @@ def split_url(url: str) -> tuple[str, int]:
         size = int(sizes[0])
     # libpq decodes %20, not "+", as a space (options=-c a=1 -c b=2).
     return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), size
+
+
+class PoolUse(NamedTuple):
+    """The connection pool now: connections it holds, lent out, at most,
+    and requests waiting for one (for metrics)."""
+
+    size: int
+    in_use: int
+    max: int
+    waiting: int
 
 
 class PostgresStorage:
@@ -230,6 +240,11 @@ class PostgresStorage:
         for name, records in self.collections.items():
             if plural is None or plural == name:
                 records.watch.notify()
+
+    def pool_use(self) -> PoolUse:
+        stats = self._pool.get_stats()
+        return PoolUse(stats["pool_size"], stats["pool_size"] - stats["pool_available"],
+                       stats["pool_max"], stats["requests_waiting"])
 
     def stop_waiting(self) -> None:
         for records in self.collections.values():

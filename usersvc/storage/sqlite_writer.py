@@ -34,9 +34,16 @@ from concurrent.futures import TimeoutError as WaitedTooLong
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from ..tally import Tally
 from . import StoreUnavailable, WriteHealth
 
 T = TypeVar("T")
+
+#: What a commit takes, BEGIN to the end of COMMIT (the sync): 0.1 ms to 10 s.
+COMMIT_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                  0.25, 0.5, 1, 2.5, 5, 10)
+#: How many writes a commit takes together.
+GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 class Connection(sqlite3.Connection):
@@ -269,18 +276,26 @@ class Writer:
         self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
         self._thread.start()
-        # What the groups were: writes, commits, and the time from BEGIN to
-        # the end of COMMIT (the sync), summed. Only the thread adds to them.
-        self.writes = self.commits = 0
-        self.commit_seconds = 0.0
+        # What the groups were, for the log and for metrics: the time from
+        # BEGIN to the end of COMMIT, and the writes, of each commit.
+        self.commit_durations = Tally(COMMIT_BUCKETS)
+        self.commit_writes = Tally(GROUP_BUCKETS)
+
+    @property
+    def commits(self) -> int:
+        totals = self.commit_writes.totals().get(())
+        return 0 if totals is None else totals.count
 
     def summary(self) -> str:
         """One line for the log: how many writes shared each commit, and
         what a commit took."""
-        per = self.writes / self.commits if self.commits else 0.0
-        took = self.commit_seconds / self.commits * 1000 if self.commits else 0.0
-        return (f"{self.writes:,} writes in {self.commits:,} commits "
-                f"({per:.2f} writes a commit, {took:.3f} ms a commit)")
+        commits = self.commits
+        if not commits:
+            return "no commits"
+        writes = int(self.commit_writes.totals()[()].sum)
+        seconds = self.commit_durations.totals()[()].sum
+        return (f"{writes:,} writes in {commits:,} commits "
+                f"({writes / commits:.2f} writes a commit, {seconds / commits * 1000:.3f} ms a commit)")
 
     def submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``op`` in the writer's transaction; its result once committed,
@@ -356,9 +371,8 @@ class Writer:
                                 raise RuntimeError("a write failed after changing the database") from e
                             outcomes.append((future, None, e))
                     db.execute("COMMIT")
-                    self.writes += len(group)
-                    self.commits += 1
-                    self.commit_seconds += time.perf_counter() - started
+                    self.commit_durations.observe((), time.perf_counter() - started)
+                    self.commit_writes.observe((), len(group))
                 except BaseException:
                     _roll_back(db)
                     raise

@@ -1,0 +1,412 @@
+"""Metrics for Prometheus: what ``/metrics`` says after known requests, read
+with ``prometheus_client``'s own parser, in-process on every store and
+from real ``serve.py`` processes (docs/deploying.md, "Metrics")."""
+from __future__ import annotations
+
+import http.client
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import Client
+from helpers import ROOT, Served, call
+
+pytest.importorskip("prometheus_client", reason="pip install -e '.[metrics]'")
+from prometheus_client import generate_latest  # noqa: E402
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+from webob import Request  # noqa: E402
+
+import usersvc  # noqa: E402
+from usersvc import Mount, make_app  # noqa: E402
+from usersvc.storage import open_store  # noqa: E402
+
+DURATION = "http_server_request_duration_seconds"
+OPERATIONS = "usersvc_store_operation_duration_seconds"
+ADA = {"name": "Ada Lovelace", "email": "ada.secret@example.org"}
+#: What a known run of requests leaves in its labels, and nothing more.
+ROUTES = {"/", "/openapi.json", "/healthz", "/users", "/users/{id}", "/users/changes", ""}
+OPERATION_NAMES = ("get", "list", "count", "create", "update", "delete", "changes")
+
+
+def samples(text: str) -> dict[tuple[str, frozenset], float]:
+    """Every sample of an exposition: {(name, labels): value}."""
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def scraped(app) -> tuple[str, dict[tuple[str, frozenset], float]]:
+    text = generate_latest(app.metrics.registry).decode()
+    return text, samples(text)
+
+
+def requests(found, method, route, status) -> float:
+    return found.get((DURATION + "_count", frozenset({
+        "http_request_method": method, "http_route": route,
+        "http_response_status_code": str(status)}.items())), 0)
+
+
+def operations(found, operation, collection="users") -> float:
+    return found.get((OPERATIONS + "_count", frozenset(
+        {"collection": collection, "operation": operation}.items())), 0)
+
+
+@pytest.fixture
+def metered(storage):
+    return make_app(storage, metrics=True)
+
+
+def test_requests_are_counted_by_method_route_and_status_and_nothing_personal(metered):
+    client = Client(metered)
+    created = client.request("POST", "/users", json_body=ADA)
+    assert created.status_int == 201
+    path = created.headers["Location"].removeprefix("http://localhost")
+    user_id = path.rsplit("/", 1)[1]
+    tag = created.headers["ETag"]
+    client.request("GET", path)
+    client.request("GET", path)
+    client.request("HEAD", path)
+    client.request("GET", path, headers={"If-None-Match": tag})                 # 304
+    client.request("PUT", path, json_body={**ADA, "name": "Ada King"},
+                   headers={"If-Match": '"stale"'})                              # 412
+    client.request("GET", "/users?q=ada.secret&email=ada.secret@example.org&limit=5")
+    client.request("GET", "/users/987654321")                                    # 404, a route
+    client.request("GET", "/ada.secret@example.org/nowhere")                     # 404, no route
+    client.request("DELETE", "/users")                                           # 405
+    client.request("BREW", "/users")                                             # an unknown method
+    client.request("OPTIONS", path)
+    client.request("GET", "/users/changes?after=0")
+    client.request("DELETE", path)
+
+    text, found = scraped(metered)
+    assert requests(found, "POST", "/users", 201) == 1
+    assert requests(found, "GET", "/users/{id}", 200) == 2
+    assert requests(found, "HEAD", "/users/{id}", 200) == 1
+    assert requests(found, "GET", "/users/{id}", 304) == 1
+    assert requests(found, "PUT", "/users/{id}", 412) == 1
+    assert requests(found, "GET", "/users", 200) == 1
+    assert requests(found, "GET", "/users/{id}", 404) == 1
+    assert requests(found, "GET", "", 404) == 1             # no route: one fixed, empty value
+    assert requests(found, "DELETE", "/users", 405) == 1
+    assert requests(found, "_OTHER", "/users", 405) == 1    # never the client's own word
+    assert requests(found, "OPTIONS", "/users/{id}", 204) == 1
+    assert requests(found, "GET", "/users/changes", 200) == 1
+    assert requests(found, "DELETE", "/users/{id}", 204) == 1
+    # Every request once, each in one bucket of its histogram, and the
+    # buckets cumulative up to +Inf, which is the count.
+    counts = {k: v for k, v in found.items() if k[0] == DURATION + "_count"}
+    assert sum(counts.values()) == 14
+    for (name, labels), count in counts.items():
+        assert found[(DURATION + "_bucket", labels | {("le", "+Inf")})] == count
+        buckets = sorted((float(dict(l)["le"]), v) for (n, l), v in found.items()
+                         if n == DURATION + "_bucket" and l - {("le", dict(l)["le"])} == labels)
+        assert [v for _, v in buckets] == sorted(v for _, v in buckets)
+        assert found[(DURATION + "_sum", labels)] > 0
+    assert {dict(l)["http_route"] for (n, l) in counts} <= ROUTES
+    # The store's operations: the POST's create, five reads of one (GET,
+    # HEAD, the conditional GET, the 404), the page, the PUT's update (its
+    # precondition is the store's to check), the feed, the DELETE.
+    assert operations(found, "create") == 1
+    assert operations(found, "get") == 5
+    assert operations(found, "update") == 1
+    assert operations(found, "list") == 1
+    assert operations(found, "changes") == 1
+    assert operations(found, "delete") == 1
+    assert found[("http_server_active_requests", frozenset(
+        {"http_request_method": "GET"}.items()))] == 0
+    # Nothing a client sent reaches a label: every value of every label is
+    # one of a fixed few, and no name, e-mail, id, query or 404's path is
+    # anywhere in the text.
+    allowed = {"http_request_method": {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS",
+                                       "_OTHER"},
+               "http_route": ROUTES,
+               "collection": {"users"}, "operation": set(OPERATION_NAMES)}
+    for (name, labels), _ in found.items():
+        for label, value in labels:
+            if label in allowed:
+                assert value in allowed[label], (name, label, value)
+            elif label == "http_response_status_code":
+                assert value.isdigit() and len(value) == 3
+    for secret in ("ada.secret", "Ada", "Lovelace", "987654321", "nowhere", "limit=5", "q=",
+                   "BREW", f"/users/{user_id}"):
+        assert secret not in text, secret
+
+
+def test_the_registry_also_holds_the_release_and_the_process(metered):
+    _, found = scraped(metered)
+    assert found[("usersvc_build_info", frozenset({"version": usersvc.__version__}.items()))] == 1
+    assert found[("process_resident_memory_bytes", frozenset())] > 0
+    assert any(name == "python_gc_collections_total" for name, _ in found)
+    assert found[("usersvc_feed_waiting_requests", frozenset())] == 0
+    assert found[("usersvc_feed_waiting_requests_limit", frozenset())] == 2
+
+
+def test_two_apps_in_one_process_keep_their_own_counts(storage):
+    one, two = make_app(storage, metrics=True), make_app(storage, metrics=True)
+    for _ in range(3):
+        Client(one).request("GET", "/users")
+    Client(two).request("GET", "/users")
+    assert requests(scraped(one)[1], "GET", "/users", 200) == 3
+    assert requests(scraped(two)[1], "GET", "/users", 200) == 1
+    assert make_app(storage).metrics is None        # off unless asked for
+
+
+def test_requests_on_many_threads_are_each_counted_once(metered):
+    threads, each = 8, 150
+    barrier = threading.Barrier(threads)
+
+    def run():
+        client = Client(metered)
+        barrier.wait()
+        for _ in range(each):
+            assert client.request("GET", "/users/1").status_int == 404
+
+    workers = [threading.Thread(target=run) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    _, found = scraped(metered)
+    assert requests(found, "GET", "/users/{id}", 404) == threads * each
+    assert operations(found, "get") == threads * each
+
+
+def test_a_request_waiting_for_changes_is_active_and_waiting(metered):
+    client = Client(metered)
+    answered = []
+    waiter = threading.Thread(target=lambda: answered.append(
+        client.request("GET", "/users/changes?after=0&wait=20")))
+    waiter.start()
+    waiting = ("usersvc_feed_waiting_requests", frozenset())
+    active = ("http_server_active_requests",
+              frozenset({"http_request_method": "GET"}.items()))
+    found = {}
+    for _ in range(2000):          # until it waits (each scrape takes a few ms)
+        _, found = scraped(metered)
+        if found.get(waiting) == 1:
+            break
+    assert found[waiting] == 1 and found[active] == 1
+    assert client.request("POST", "/users", json_body=ADA).status_int == 201    # wakes it
+    waiter.join(timeout=20)
+    assert answered and answered[0].status_int == 200
+    _, found = scraped(metered)
+    assert found[waiting] == 0 and found[active] == 0
+    assert requests(found, "GET", "/users/changes", 200) == 1
+
+
+def test_a_mounted_app_counts_the_paths_outside_its_prefix_as_unrouted(storage):
+    app = make_app(storage, metrics=True)
+    client = Client(Mount("/v1", app))
+    assert client.request("GET", "/v1/users").status_int == 200
+    assert client.request("GET", "/users").status_int == 404
+    _, found = scraped(app)
+    assert requests(found, "GET", "/users", 200) == 1       # the template, not the mount
+    assert requests(found, "GET", "", 404) == 1
+
+
+def test_sqlite_commits_are_counted_with_their_writes(tmp_path):
+    app = make_app(f"sqlite:///{tmp_path}/users.db", metrics=True)
+    try:
+        _, found = scraped(app)
+        assert found[("usersvc_sqlite_commit_duration_seconds_count", frozenset())] == 0
+        client = Client(app)
+        for i in range(5):
+            client.request("POST", "/users", json_body={"name": "N", "email": f"n{i}@x.org"})
+        client.request("POST", "/users", json_body={"name": "N", "email": "n0@x.org"})  # 409
+        _, found = scraped(app)
+        # Each request waited for its commit, so each write had one of its own.
+        assert found[("usersvc_sqlite_commit_duration_seconds_count", frozenset())] == 6
+        assert found[("usersvc_sqlite_commit_writes_sum", frozenset())] == 6
+        assert found[("usersvc_sqlite_commit_writes_bucket", frozenset({("le", "1.0")}))] == 6
+        assert found[("usersvc_sqlite_commit_duration_seconds_sum", frozenset())] > 0
+    finally:
+        app.close()
+
+
+def test_postgres_pool_use_is_reported(postgres_url):
+    storage = open_store(postgres_url)
+    try:
+        app = make_app(storage, metrics=True)
+        Client(app).request("GET", "/users")
+        _, found = scraped(app)
+        assert found[("usersvc_postgres_pool_connections", frozenset())] >= 1
+        assert found[("usersvc_postgres_pool_connections_in_use", frozenset())] == 0
+        assert found[("usersvc_postgres_pool_connections_max", frozenset())] >= 1
+        assert found[("usersvc_postgres_pool_requests_waiting", frozenset())] == 0
+        assert "usersvc_sqlite" not in generate_latest(app.metrics.registry).decode()
+    finally:
+        storage.close()
+
+
+# -- serve.py --metrics-port ----------------------------------------------------
+
+def scrape(address, accept=None) -> tuple[int, http.client.HTTPMessage, str]:
+    status, headers, body = call(address, "GET", "/metrics",
+                                 headers={"Accept": accept} if accept else None)
+    return status, headers, body.decode()
+
+
+def test_serve_py_serves_metrics_on_a_port_of_its_own(tmp_path):
+    served = Served("--storage", f"sqlite:///{tmp_path}/users.db", "--metrics-port", "0",
+                    cwd=tmp_path)
+    try:
+        assert served.metrics_address and served.metrics_address != served.address
+        assert call(served.address, "POST", "/users", ADA)[0] == 201
+        assert call(served.address, "GET", "/users/1")[0] == 200
+        status, headers, text = scrape(served.metrics_address)
+        assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        found = samples(text)
+        assert requests(found, "POST", "/users", 201) == 1
+        assert requests(found, "GET", "/users/{id}", 200) == 1
+        assert found[("usersvc_sqlite_commit_duration_seconds_count", frozenset())] == 1
+        assert found[("process_open_fds", frozenset())] > 0
+        # OpenMetrics, to a scraper that asks for it.
+        status, headers, text = scrape(served.metrics_address,
+                                       "application/openmetrics-text; version=1.0.0")
+        assert headers["Content-Type"].startswith("application/openmetrics-text")
+        assert text.endswith("# EOF\n")
+        families = {f.name: f for f in openmetrics(text)}
+        assert families[DURATION].type == "histogram"
+        # The service's own port has no /metrics, and the metrics port nothing else.
+        assert call(served.address, "GET", "/metrics")[0] == 404
+        assert call(served.metrics_address, "GET", "/users")[0] == 404
+    finally:
+        assert served.stop() == 0
+
+
+def test_two_serve_py_processes_are_each_scraped_and_add_up(tmp_path):
+    """Several processes behind one address (docs/deploying.md): each has
+    its own metrics port, the scrape config lists them all, and PromQL's
+    sum() adds them; here, the sum of the two scrapes is every request."""
+    served = [Served("--storage", f"sqlite:///{tmp_path}/users.db", "--metrics-port", "0",
+                     cwd=tmp_path) for _ in range(2)]
+    try:
+        for i in range(10):
+            assert call(served[0 if i < 7 else 1].address, "POST", "/users",
+                        {"name": "N", "email": f"n{i}@x.org"})[0] == 201
+        per_process = [requests(samples(scrape(s.metrics_address)[2]), "POST", "/users", 201)
+                       for s in served]
+        assert per_process == [7, 3]
+    finally:
+        for s in served:
+            assert s.stop() == 0
+
+
+def test_metrics_mistakes_at_start_up_are_one_line(tmp_path):
+    def start(*args, prelude=""):
+        return subprocess.run(
+            [sys.executable, "-c", prelude + "import sys; from usersvc.server import main; "
+             f"sys.exit(main({list(args)!r}))"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+    # Without prometheus_client (the metrics extra not installed).
+    missing = start("--storage", "memory://", "--port", "0", "--metrics-port", "0",
+                    prelude="import sys; sys.modules['prometheus_client'] = None; ")
+    assert missing.returncode == 2
+    assert missing.stderr == ("usersvc: --metrics-port needs prometheus_client: "
+                              f"pip install -e '.[metrics]' in {ROOT}\n")
+    # A port in use (another server's), and a host that is not this machine's.
+    other = Served("--storage", "memory://", cwd=tmp_path)
+    try:
+        port = other.address[1]
+        taken = start("--storage", "memory://", "--port", "0", "--metrics-port", str(port))
+        assert (taken.returncode, taken.stderr) == (
+            2, f"usersvc: cannot serve metrics on 127.0.0.1 port {port}: Address already in use\n")
+    finally:
+        assert other.stop() == 0
+    elsewhere = start("--storage", "memory://", "--port", "0", "--metrics-port", "0",
+                      "--metrics-host", "192.0.2.1")
+    assert elsewhere.returncode == 2
+    assert elsewhere.stderr.startswith("usersvc: cannot serve metrics on 192.0.2.1 port 0: ")
+    assert elsewhere.stderr.count("\n") == 1
+    wrong = start("--metrics-port", "70000")
+    assert wrong.returncode == 2 and "--metrics-port must be from 0 to 65535" in wrong.stderr
+
+
+def test_version_is_the_package_metadatas():
+    from importlib.metadata import version
+    expected = f"usersvc {version('usersvc')}\n"
+    for command in ([sys.executable, str(ROOT / "serve.py"), "--version"],
+                    [str(Path(sys.executable).parent / "usersvc"), "--version"]):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
+
+
+# -- docs/deploying.md, "Metrics for Prometheus" -------------------------------
+
+def deploying_metrics_section() -> str:
+    text = (ROOT / "docs" / "deploying.md").read_text()
+    return text.split("## Metrics for Prometheus", 1)[1].split("\n## ", 1)[0]
+
+
+def blocks(section: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", section, re.S)
+
+
+def test_the_documented_metrics_queries_and_alert_name_what_a_scrape_holds(tmp_path):
+    """Every metric and label the section's table, queries and alert name is
+    in a real scrape (of a SQLite app, after a write): the page cannot name
+    one that does not exist, or one that has been renamed."""
+    app = make_app(f"sqlite:///{tmp_path}/users.db", metrics=True)
+    try:
+        Client(app).request("POST", "/users", json_body=ADA)
+        found = samples(generate_latest(app.metrics.registry).decode())
+    finally:
+        app.close()
+    pool = samples(_pool_metrics_text())
+    labels_of: dict[str, set[str]] = {}
+    for name, labels in [*found, *pool]:
+        labels_of.setdefault(name, set()).update(label for label, _ in labels)
+    section = deploying_metrics_section()
+    named = set(re.findall(r"`((?:http_server|usersvc)_\w+)`", section))
+    queries = blocks(section, "promql")
+    configs = [yaml.safe_load(block) for block in blocks(section, "yaml")]
+    assert len(queries) == 3 and len(configs) == 2
+    alert = configs[1]["groups"][0]["rules"][0]
+    for query in [*queries, alert["expr"]]:
+        used = set(re.findall(r"\b((?:http_server|usersvc)_\w+)", query))
+        assert used, query
+        named |= used
+        for name in used:
+            grouped = set(re.findall(r"by \(([^)]*)\)", query))
+            matched = set(re.findall(r"(\w+)=~?\"", query))
+            for label in {l.strip() for g in grouped for l in g.split(",")} | matched:
+                if label not in ("instance",):          # Prometheus's own, added at the scrape
+                    assert label in labels_of[name], (query, name, label)
+    for name in named:
+        assert name in labels_of or name + "_count" in labels_of, name
+    assert configs[0]["scrape_configs"][0]["static_configs"][0]["targets"]
+    assert alert["alert"] and alert["for"] and alert["annotations"]["summary"]
+
+
+def _pool_metrics_text() -> str:
+    """The PostgreSQL pool's gauges, from a store double whose pool is
+    known (the real one is tested in test_postgres_pool_use_is_reported)."""
+    from usersvc.storage.postgres import PoolUse
+
+    class Storage:
+        def pool_use(self):
+            return PoolUse(size=2, in_use=1, max=8, waiting=0)
+
+    class Records:
+        storage = Storage()
+
+    from usersvc.changes import Waiting
+    from usersvc.metrics import Metrics
+    metrics = Metrics(usersvc.__version__, [Records()], Waiting(2))
+    return generate_latest(metrics.registry).decode()
+
+
+def test_the_documented_embedding_serves_the_apps_registry(storage):
+    snippet = blocks(deploying_metrics_section(), "python")[0]
+    app = make_app(storage, metrics=True)
+    Client(app).request("GET", "/users")
+    scope = {"app": app}
+    exec(snippet, scope)
+    answer = Request.blank("/metrics").get_response(scope["metrics_app"])
+    assert answer.status_int == 200
+    assert requests(samples(answer.text), "GET", "/users", 200) == 1

@@ -1,0 +1,308 @@
+"""Metrics for Prometheus: what the service does, in the names
+OpenTelemetry's HTTP semantic conventions give them (docs/deploying.md,
+"Metrics").
+
+``make_app(..., metrics=True)`` gives the app a ``Metrics``, whose
+``registry`` (a ``prometheus_client.CollectorRegistry`` of its own: two
+apps never mix their counts) holds:
+
+- ``http_server_request_duration_seconds``, a histogram by
+  ``http_request_method`` (``_OTHER`` for a method outside RFC 9110's and
+  PATCH), ``http_route`` (the path template, ``/users/{id}``; empty, as
+  Prometheus spells an absent label, for a path no route matched) and
+  ``http_response_status_code``;
+- ``http_server_active_requests``, a gauge by method;
+- ``usersvc_store_operation_duration_seconds``, a histogram by
+  ``collection`` and ``operation`` (get, list, count, create, update,
+  delete, changes);
+- the store's own: a SQLite file's commits
+  (``usersvc_sqlite_commit_duration_seconds``, whose count is the commits,
+  and ``usersvc_sqlite_commit_writes``, writes per commit), a PostgreSQL
+  pool's connections (``usersvc_postgres_pool_connections``, ``..._in_use``,
+  ``..._max``, and ``usersvc_postgres_pool_requests_waiting``);
+- ``usersvc_feed_waiting_requests`` (and its ``_limit``): requests
+  waiting for changes;
+- ``usersvc_build_info{version=...}``, and ``prometheus_client``'s
+  process, platform and garbage-collector metrics.
+
+No label holds anything a client sent but the method, and that only when
+it is a standard one: never an id, an e-mail, a query or a raw path.
+
+Requests and store operations are counted into tallies (``tally.Tally``),
+without a lock, and handed to ``prometheus_client`` when it is scraped
+(``_Collector``): the library formats and serves them (the text format,
+or OpenMetrics when the scraper asks), and a request pays about 1.5% of
+its time for being counted (docs/decisions.md, "Metrics").
+
+``serve(registry, host, port)`` serves ``GET /metrics`` on a port of its
+own (``serve.py --metrics-port``); an embedder can hand the registry to
+``prometheus_client.make_wsgi_app`` in an app of their own instead.
+
+Needs the ``metrics`` extra (``prometheus_client``).
+"""
+from __future__ import annotations
+
+import threading
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Iterator
+from time import perf_counter
+from typing import Any
+
+import waitress
+from prometheus_client import (CollectorRegistry, GCCollector, PlatformCollector,
+                               ProcessCollector, make_wsgi_app)
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, InfoMetricFamily
+
+from .request import Request, Response
+from .tally import Tally, Totals, new_counts, totals
+
+#: Request durations: OpenTelemetry's advised buckets, with five below its
+#: first (5 ms), where nearly every request of this service falls.
+REQUEST_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                   0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10)
+#: Store operations: from 10 µs (a record from memory) to 10 s (a store
+#: waiting for a lock).
+OPERATION_BUCKETS = (0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+#: The methods OpenTelemetry names as they are (RFC 9110's, and PATCH);
+#: any other is ``_OTHER``, so that no client can make a label of its own.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE",
+                     "PATCH"})
+
+#: A store's calls, and the operation each is counted as.
+OPERATIONS = {"get": "get", "list": "list", "position_and_list": "list", "count": "count",
+              "create": "create", "update": "update", "delete": "delete",
+              "changes": "changes"}
+
+_HTTP_LABELS = ["http_request_method", "http_route", "http_response_status_code"]
+
+
+class Metrics:
+    """One app's metrics: ``registry`` for a scraper, ``begin`` and
+    ``end`` for each request, ``measured`` for its stores (see the
+    module's text)."""
+
+    def __init__(self, version: str, stores: list[Any], waiting: Any) -> None:
+        self._every: list[_Thread] = []             # each thread's, once
+        self._threads = _Threads(self._every)
+        self.registry = CollectorRegistry()
+        self.registry.register(_Collector(self, version, stores, waiting))
+        for collector in (ProcessCollector, PlatformCollector, GCCollector):
+            collector(registry=self.registry)
+
+    def begin(self, req: Request) -> _Thread:
+        """A request begins: it is active until ``end``, and its time
+        starts. This thread's part of the metrics, for ``end``."""
+        mine = self._threads.mine
+        mine.method = req.method
+        mine.started = perf_counter()
+        return mine
+
+    def end(self, req: Request, response: Response, mine: _Thread) -> None:
+        """The request has its response: counted by its method, route
+        (``req.route``, once one took it) and status, with its time."""
+        elapsed = perf_counter() - mine.started
+        mine.method = None
+        method = req.method if req.method in METHODS else "_OTHER"
+        labels = (method, req.route, response.status)
+        counts = mine.requests.get(labels)
+        if counts is None:
+            counts = mine.requests[labels] = new_counts(REQUEST_BUCKETS)
+        # Nearly every request falls in the first bucket: one comparison.
+        counts[0 if elapsed <= REQUEST_BUCKETS[0] else bisect_left(REQUEST_BUCKETS, elapsed)] += 1
+        counts[-1] += elapsed
+
+    def requests(self) -> dict[Any, Totals]:
+        """Every request so far: {(method, route, status): totals}."""
+        return totals([mine.requests for mine in list(self._every)], REQUEST_BUCKETS)
+
+    def operations(self) -> dict[Any, Totals]:
+        """Every store operation so far: {(collection, operation): totals}."""
+        return totals([mine.operations for mine in list(self._every)], OPERATION_BUCKETS)
+
+    def active(self) -> dict[str, int]:
+        """Requests being served now, by method: one at most a thread."""
+        return Counter(method if method in METHODS else "_OTHER"
+                       for method in [mine.method for mine in list(self._every)]
+                       if method is not None)
+
+    def measured(self, collection: str, records: Any) -> Any:
+        """``records`` with each call of ``OPERATIONS`` timed."""
+        return _Measured(collection, records, self._threads)
+
+
+class _Thread:
+    """One thread's part of an app's metrics, written by that thread alone
+    (so, without a lock; ``tally`` says why that is safe to read): the
+    method of the request it serves now and when it began, and its counts
+    of requests and of store operations, as a ``tally.Tally`` keeps them."""
+
+    __slots__ = ("method", "started", "requests", "operations")
+
+    def __init__(self) -> None:
+        self.method: str | None = None
+        self.started = 0.0
+        self.requests: dict[tuple[str, str, int], list[float]] = {}
+        self.operations: dict[tuple[str, str], list[float]] = {}
+
+
+class _Threads(threading.local):
+    """Each thread's ``_Thread``, made at its first request and added to
+    ``every``, where the readers find it."""
+
+    def __init__(self, every: list[_Thread]) -> None:
+        self.mine = _Thread()
+        every.append(self.mine)
+
+
+class _Measured:
+    """A collection's records, each operation timed: every other attribute
+    is the records' own, and one they lack is lacking here too."""
+
+    def __init__(self, collection: str, records: Any, threads: _Threads) -> None:
+        self._collection = collection
+        self._records = records
+        self._threads = threads
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._records, name)
+        operation = OPERATIONS.get(name)
+        if operation is None:
+            return found            # (not kept: writes_failing, say, changes)
+        timed = _timed(found, (self._collection, operation), self._threads)
+        setattr(self, name, timed)  # found here from now on, without __getattr__
+        return timed
+
+
+def _timed(call: Callable[..., Any], labels: tuple[str, str],
+           threads: _Threads) -> Callable[..., Any]:
+    first = OPERATION_BUCKETS[0]
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            elapsed = perf_counter() - started
+            operations = threads.mine.operations
+            counts = operations.get(labels)
+            if counts is None:
+                counts = operations[labels] = new_counts(OPERATION_BUCKETS)
+            counts[0 if elapsed <= first else bisect_left(OPERATION_BUCKETS, elapsed)] += 1
+            counts[-1] += elapsed
+    return timed
+
+
+class _Collector:
+    """The app's figures, as ``prometheus_client`` metric families, made
+    when the registry is scraped."""
+
+    def __init__(self, metrics: Metrics, version: str, stores: list[Any],
+                 waiting: Any) -> None:
+        self.metrics = metrics
+        self.version = version
+        self.stores = stores                # the app's, as it adds collections
+        self.waiting = waiting
+
+    def collect(self) -> Iterator[Any]:
+        info = InfoMetricFamily("usersvc_build", "The usersvc release serving.")
+        info.add_metric([], {"version": self.version})
+        yield info
+        requests = self.metrics.requests()
+        yield _histogram("http_server_request_duration_seconds",
+                         "Duration of HTTP server requests.", _HTTP_LABELS,
+                         REQUEST_BUCKETS, requests,
+                         lambda method, route, status: [method, route, str(status)])
+        active = GaugeMetricFamily("http_server_active_requests",
+                                   "Number of active HTTP server requests.",
+                                   labels=["http_request_method"])
+        now = self.metrics.active()
+        for method in sorted({method for method, _, _ in requests} | set(now)):
+            active.add_metric([method], now.get(method, 0))     # 0 once a method has been seen
+        yield active
+        yield _histogram("usersvc_store_operation_duration_seconds",
+                         "Duration of the store's operations, by collection.",
+                         ["collection", "operation"], OPERATION_BUCKETS,
+                         self.metrics.operations(),
+                         lambda collection, operation: [collection, operation])
+        waiting = self.waiting
+        yield GaugeMetricFamily("usersvc_feed_waiting_requests",
+                                "Requests waiting for changes (GET .../changes?wait=N).",
+                                value=waiting.now)
+        yield GaugeMetricFamily("usersvc_feed_waiting_requests_limit",
+                                "Requests that may wait for changes at once; past it, 503.",
+                                value=waiting.most)
+        yield from self._storage()
+
+    def _storage(self) -> Iterator[Any]:
+        storages = {id(s): s for s in (getattr(r, "storage", None) for r in self.stores)
+                    if s is not None}.values()
+        writers = [s.writer for s in storages if getattr(s, "writer", None) is not None]
+        if writers:
+            durations = [w.commit_durations for w in writers]
+            yield _histogram("usersvc_sqlite_commit_duration_seconds",
+                             "Duration of the SQLite writer's transactions, BEGIN to the end "
+                             "of COMMIT; its count is the commits.",
+                             [], durations[0].bounds, _sum(durations), lambda: [])
+            writes = [w.commit_writes for w in writers]
+            yield _histogram("usersvc_sqlite_commit_writes",
+                             "Writes committed together by one SQLite commit.",
+                             [], writes[0].bounds, _sum(writes), lambda: [])
+        pools = [s.pool_use() for s in storages if hasattr(s, "pool_use")]
+        if pools:
+            for name, field, text in (
+                    ("usersvc_postgres_pool_connections", "size",
+                     "PostgreSQL connections the pool holds."),
+                    ("usersvc_postgres_pool_connections_in_use", "in_use",
+                     "PostgreSQL connections lent out now."),
+                    ("usersvc_postgres_pool_connections_max", "max",
+                     "The most PostgreSQL connections the pool may hold."),
+                    ("usersvc_postgres_pool_requests_waiting", "waiting",
+                     "Requests waiting for a PostgreSQL connection.")):
+                yield GaugeMetricFamily(name, text, value=sum(getattr(p, field) for p in pools))
+
+
+def _sum(tallies: list[Tally]) -> dict[Any, Totals]:
+    """The totals of several tallies of the same bounds (several stores' writers)."""
+    merged: dict[Any, Totals] = {}
+    for tally in tallies:
+        for labels, t in tally.totals().items():
+            m = merged.get(labels)
+            merged[labels] = t if m is None else Totals(
+                [a + b for a, b in zip(m.buckets, t.buckets)], m.sum + t.sum)
+    return merged
+
+
+def _histogram(name: str, text: str, labels: list[str], bounds: tuple[float, ...],
+               totals: dict[Any, Totals],
+               label_values: Callable[..., list[str]]) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, text, labels=labels)
+    les = [repr(b) for b in bounds] + ["+Inf"]     # 0.005, 1.0: as Prometheus's clients write them
+    if not labels and not totals:       # one series, there from the start: zeros
+        totals = {(): Totals([0] * len(les), 0.0)}
+    for key, found in sorted(totals.items(), key=lambda kv: str(kv[0])):
+        family.add_metric(label_values(*key), list(zip(les, found.buckets)), found.sum)
+    return family
+
+
+def serve(registry: CollectorRegistry, host: str, port: int) -> Any:
+    """Serve ``GET /metrics`` from ``registry`` at ``host:port``, from a
+    thread of its own, under waitress (one thread: a scrape is rare and
+    quick); any other path is a 404. The server, started: its
+    ``effective_port``, and ``close()``. Raises ``OSError`` for an address
+    it cannot listen on."""
+    exposition = make_wsgi_app(registry)
+
+    def metrics(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("PATH_INFO") == "/metrics":
+            return exposition(environ, start_response)
+        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [b"Metrics are at /metrics.\n"]
+
+    server = waitress.create_server(metrics, host=host, port=port, threads=1,
+                                    ident="usersvc-metrics", channel_timeout=30,
+                                    connection_limit=20)
+    threading.Thread(target=server.run, name="usersvc-metrics", daemon=True).start()
+    return server
