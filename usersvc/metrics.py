@@ -31,8 +31,8 @@ it is a standard one: never an id, an e-mail, a query or a raw path.
 Requests and store operations are counted into tallies (``tally.Tally``),
 without a lock, and handed to ``prometheus_client`` when it is scraped
 (``_Collector``): the library formats and serves them (the text format,
-or OpenMetrics when the scraper asks), and a request pays about 1.5% of
-its time for being counted (docs/decisions.md, "Metrics").
+or OpenMetrics when the scraper asks). What counting costs a request is
+in docs/decisions.md, "Metrics".
 
 ``serve(registry, host, port)`` serves ``GET /metrics`` on a port of its
 own (``serve.py --metrics-port``); an embedder can hand the registry to
@@ -55,7 +55,7 @@ from prometheus_client import (CollectorRegistry, GCCollector, PlatformCollector
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, InfoMetricFamily
 
 from .request import Request, Response
-from .tally import Tally, Totals, new_counts, totals
+from .tally import PerThread, Tally, Totals, fold_counts, new_counts, totals
 
 #: Request durations: OpenTelemetry's advised buckets, with five below its
 #: first (5 ms), where nearly every request of this service falls.
@@ -85,8 +85,8 @@ class Metrics:
     module's text)."""
 
     def __init__(self, version: str, stores: list[Any], waiting: Any) -> None:
-        self._every: list[_Thread] = []             # each thread's, once
-        self._threads = _Threads(self._every)
+        self._parts = PerThread(_Thread, _Thread.fold)
+        self._threads = self._parts.local               # .mine: this thread's _Thread
         self.registry = CollectorRegistry()
         self.registry.register(_Collector(self, version, stores, waiting))
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
@@ -116,17 +116,18 @@ class Metrics:
 
     def requests(self) -> dict[Any, Totals]:
         """Every request so far: {(method, route, status): totals}."""
-        return totals([mine.requests for mine in list(self._every)], REQUEST_BUCKETS)
+        return self._parts.read(lambda parts: totals([p.requests for p in parts],
+                                                     REQUEST_BUCKETS))
 
     def operations(self) -> dict[Any, Totals]:
         """Every store operation so far: {(collection, operation): totals}."""
-        return totals([mine.operations for mine in list(self._every)], OPERATION_BUCKETS)
+        return self._parts.read(lambda parts: totals([p.operations for p in parts],
+                                                     OPERATION_BUCKETS))
 
     def active(self) -> dict[str, int]:
         """Requests being served now, by method: one at most a thread."""
-        return Counter(method if method in METHODS else "_OTHER"
-                       for method in [mine.method for mine in list(self._every)]
-                       if method is not None)
+        methods = self._parts.read(lambda parts: [p.method for p in parts])
+        return Counter(m if m in METHODS else "_OTHER" for m in methods if m is not None)
 
     def measured(self, collection: str, records: Any) -> Any:
         """``records`` with each call of ``OPERATIONS`` timed."""
@@ -147,21 +148,18 @@ class _Thread:
         self.requests: dict[tuple[str, str, int], list[float]] = {}
         self.operations: dict[tuple[str, str], list[float]] = {}
 
-
-class _Threads(threading.local):
-    """Each thread's ``_Thread``, made at its first request and added to
-    ``every``, where the readers find it."""
-
-    def __init__(self, every: list[_Thread]) -> None:
-        self.mine = _Thread()
-        every.append(self.mine)
+    @staticmethod
+    def fold(into: _Thread, ended: _Thread) -> None:
+        """Add the counts of a thread that has ended to ``into``."""
+        fold_counts(into.requests, ended.requests)
+        fold_counts(into.operations, ended.operations)
 
 
 class _Measured:
     """A collection's records, each operation timed: every other attribute
     is the records' own, and one they lack is lacking here too."""
 
-    def __init__(self, collection: str, records: Any, threads: _Threads) -> None:
+    def __init__(self, collection: str, records: Any, threads: Any) -> None:
         self._collection = collection
         self._records = records
         self._threads = threads
@@ -177,7 +175,7 @@ class _Measured:
 
 
 def _timed(call: Callable[..., Any], labels: tuple[str, str],
-           threads: _Threads) -> Callable[..., Any]:
+           threads: Any) -> Callable[..., Any]:
     first = OPERATION_BUCKETS[0]
 
     def timed(*args: Any, **kwargs: Any) -> Any:

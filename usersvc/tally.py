@@ -9,8 +9,8 @@ no lock: ``prometheus_client``'s own histogram takes two per observation,
 and costs several times as much (docs/decisions.md, "Metrics"). A read
 adds the threads' counts together; one made while a thread observes may
 miss that observation's sum for a moment, as ``prometheus_client``'s may,
-but never counts one twice, and no count ever goes down (the dicts of
-threads that have ended are kept, and their counts with them).
+but never counts one twice, and no count ever goes down (the counts of
+threads that have ended are added together and kept: ``PerThread``).
 
 This module depends on nothing, so that stores count what they do whether
 or not ``prometheus_client`` is installed.
@@ -18,10 +18,15 @@ or not ``prometheus_client`` is installed.
 from __future__ import annotations
 
 import threading
+import weakref
 from bisect import bisect_left
-from collections.abc import Hashable, Sequence
+from collections import deque
+from collections.abc import Callable, Hashable, Sequence
 from itertools import accumulate
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Totals(NamedTuple):
@@ -47,15 +52,14 @@ class Tally:
         if not bounds or list(bounds) != sorted(set(bounds)):
             raise ValueError(f"bucket bounds must increase: {bounds}")
         self.bounds = tuple(float(b) for b in bounds)
-        self._every: list[dict[Hashable, list[float]]] = []     # each thread's, once
-        self._threads = _PerThread(self._every)
+        self._parts = PerThread(dict, fold_counts)
 
     def new(self) -> list[float]:
         """Counts for a label set not seen before: none in each bucket, sum 0."""
         return new_counts(self.bounds)
 
     def observe(self, labels: Hashable, value: float) -> None:
-        mine = self._threads.counts
+        mine = self._parts.local.mine
         counts = mine.get(labels)
         if counts is None:
             counts = mine[labels] = self.new()
@@ -64,7 +68,53 @@ class Tally:
 
     def totals(self) -> dict[Hashable, Totals]:
         """Every label set's observations so far, all threads together."""
-        return totals(list(self._every), self.bounds)
+        return self._parts.read(lambda parts: totals(parts, self.bounds))
+
+
+class PerThread:
+    """Each thread's part of some counts, written by that thread alone:
+    ``local.mine``, made by ``make()`` at the thread's first use of it.
+
+    ``read(reader)`` hands ``reader`` every part: one for each thread
+    still running, and one into which ``fold(into, part)`` has added the
+    parts of the threads that have ended, so that a server that starts a
+    thread for every request keeps a part for each thread it runs, not
+    one for each request it has served. Folding happens under the lock
+    the readers hold, so no read counts a part twice or misses one."""
+
+    def __init__(self, make: Callable[[], T], fold: Callable[[T, T], None]) -> None:
+        self._make, self._fold = make, fold
+        self._lock = threading.Lock()
+        self._running: list[T] = []
+        self._ended = make()
+        self._ending: deque[T] = deque()       # appended to from any thread, at any time
+        self.local = _Local(self)
+
+    def read(self, reader: Callable[[list[T]], R]) -> R:
+        with self._lock:
+            self._fold_ended()
+            return reader([self._ended, *self._running])
+
+    def _start(self) -> T:
+        mine = self._make()
+        with self._lock:
+            self._fold_ended()
+            self._running.append(mine)
+        # When the thread is gone its part is final: folded at the next
+        # read or start (deque.append is all a finalizer may safely do).
+        weakref.finalize(threading.current_thread(), self._ending.append, mine)
+        return mine
+
+    def _fold_ended(self) -> None:
+        while self._ending:
+            part = self._ending.popleft()
+            self._running.remove(part)
+            self._fold(self._ended, part)
+
+
+class _Local(threading.local):
+    def __init__(self, parts: PerThread) -> None:     # in each thread, at its first use
+        self.mine = parts._start()
 
 
 def new_counts(bounds: Sequence[float]) -> list[float]:
@@ -73,25 +123,25 @@ def new_counts(bounds: Sequence[float]) -> list[float]:
     return [0] * (len(bounds) + 1) + [0.0]
 
 
-def totals(threads: list[dict[Hashable, list[float]]],
+def fold_counts(into: dict[Hashable, list[float]], part: dict[Hashable, list[float]]) -> None:
+    """Add one thread's counts (as ``Tally`` keeps them) to ``into``."""
+    for labels, counts in part.items():
+        mine = into.get(labels)
+        if mine is None:
+            into[labels] = list(counts)
+        else:
+            for i, n in enumerate(counts):
+                mine[i] += n
+
+
+def totals(parts: list[dict[Hashable, list[float]]],
            bounds: Sequence[float]) -> dict[Hashable, Totals]:
     """Several threads' counts (as ``Tally`` keeps them), added together.
     Each is copied in one step (``list()`` of a dict or a list lets no
     other thread in), while the threads count on."""
     merged: dict[Hashable, list[float]] = {}
-    for mine in threads:
-        for labels, counts in list(mine.items()):
-            into = merged.setdefault(labels, new_counts(bounds))
-            for i, n in enumerate(list(counts)):
-                into[i] += n
+    for part in parts:
+        for labels, counts in list(part.items()):
+            fold_counts(merged, {labels: list(counts)})
     return {labels: Totals(list(accumulate(counts[:-1])), counts[-1])
             for labels, counts in merged.items()}
-
-
-class _PerThread(threading.local):
-    """A dict of counts for each thread, made at its first observation and
-    added to ``every``, where the readers find it."""
-
-    def __init__(self, every: list[dict[Hashable, list[float]]]) -> None:
-        self.counts: dict[Hashable, list[float]] = {}
-        every.append(self.counts)       # list.append: safe from any thread

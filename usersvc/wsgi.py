@@ -23,7 +23,9 @@ environment, as ``serve.py`` is by its options::
 ===========================  ===========================================
 
 The server's own options (``--host``, threads, ``--trusted-proxy``) are its
-own. A value usersvc cannot use is one line on stderr, and the process
+own. There are no metrics here: a server's workers are processes with
+counts of their own behind one port (docs/deploying.md, "Metrics for
+Prometheus", says what to run instead). A value usersvc cannot use is one line on stderr, and the process
 exits with status 4, gunicorn's "the app failed to load", so that gunicorn
 stops rather than start workers again and again. Stores open in whichever
 process imports this (with ``--preload``, gunicorn's master) and start their
