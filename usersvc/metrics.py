@@ -96,7 +96,7 @@ class Metrics:
         """A request begins: it is active until ``end``, and its time
         starts. This thread's part of the metrics, for ``end``."""
         mine = self._threads.mine
-        mine.method = req.method
+        mine.method = req.method if req.method in METHODS else "_OTHER"
         mine.started = perf_counter()
         return mine
 
@@ -104,9 +104,8 @@ class Metrics:
         """The request has its response: counted by its method, route
         (``req.route``, once one took it) and status, with its time."""
         elapsed = perf_counter() - mine.started
+        labels = (mine.method, req.route, response.status)
         mine.method = None
-        method = req.method if req.method in METHODS else "_OTHER"
-        labels = (method, req.route, response.status)
         counts = mine.requests.get(labels)
         if counts is None:
             counts = mine.requests[labels] = new_counts(REQUEST_BUCKETS)
@@ -127,7 +126,7 @@ class Metrics:
     def active(self) -> dict[str, int]:
         """Requests being served now, by method: one at most a thread."""
         methods = self._parts.read(lambda parts: [p.method for p in parts])
-        return Counter(m if m in METHODS else "_OTHER" for m in methods if m is not None)
+        return Counter(method for method in methods if method is not None)
 
     def measured(self, collection: str, records: Any) -> Any:
         """``records`` with each call of ``OPERATIONS`` timed."""
