@@ -55,7 +55,7 @@ from prometheus_client import (CollectorRegistry, GCCollector, PlatformCollector
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, InfoMetricFamily
 
 from .request import Request, Response
-from .tally import PerThread, Tally, Totals, fold_counts, new_counts, totals
+from .tally import PerThread, Totals, fold_counts, new_counts, totals
 
 #: Request durations: OpenTelemetry's advised buckets, with five below its
 #: first (5 ms), where nearly every request of this service falls.
@@ -237,16 +237,17 @@ class _Collector:
         storages = {id(s): s for s in (getattr(r, "storage", None) for r in self.stores)
                     if s is not None}.values()
         writers = [s.writer for s in storages if getattr(s, "writer", None) is not None]
-        if writers:
-            durations = [w.commit_durations for w in writers]
-            yield _histogram("usersvc_sqlite_commit_duration_seconds",
-                             "Duration of the SQLite writer's transactions, BEGIN to the end "
-                             "of COMMIT; its count is the commits.",
-                             [], durations[0].bounds, _sum(durations), lambda: [])
-            writes = [w.commit_writes for w in writers]
-            yield _histogram("usersvc_sqlite_commit_writes",
-                             "Writes committed together by one SQLite commit.",
-                             [], writes[0].bounds, _sum(writes), lambda: [])
+        for attribute, name, text in (
+                ("commit_durations", "usersvc_sqlite_commit_duration_seconds",
+                 "Duration of the SQLite writer's transactions, BEGIN to the end of COMMIT; "
+                 "its count is the commits."),
+                ("commit_writes", "usersvc_sqlite_commit_writes",
+                 "Writes committed together by one SQLite commit.")):
+            tallies = [getattr(w, attribute) for w in writers]     # (one a store)
+            if tallies:
+                yield _histogram(name, text, [], tallies[0].bounds,
+                                 totals([p for t in tallies for p in t.parts()], tallies[0].bounds),
+                                 lambda: [])
         pools = [s.pool_use() for s in storages if hasattr(s, "pool_use")]
         if pools:
             for name, field, text in (
@@ -259,17 +260,6 @@ class _Collector:
                     ("usersvc_postgres_pool_requests_waiting", "waiting",
                      "Requests waiting for a PostgreSQL connection.")):
                 yield GaugeMetricFamily(name, text, value=sum(getattr(p, field) for p in pools))
-
-
-def _sum(tallies: list[Tally]) -> dict[Any, Totals]:
-    """The totals of several tallies of the same bounds (several stores' writers)."""
-    merged: dict[Any, Totals] = {}
-    for tally in tallies:
-        for labels, t in tally.totals().items():
-            m = merged.get(labels)
-            merged[labels] = t if m is None else Totals(
-                [a + b for a, b in zip(m.buckets, t.buckets)], m.sum + t.sum)
-    return merged
 
 
 def _histogram(name: str, text: str, labels: list[str], bounds: tuple[float, ...],

@@ -46,7 +46,7 @@ class Tally:
     """Observations by label set (a tuple), in buckets of upper ``bounds``.
 
     Each thread's counts are a dict: {label set: [how many fell in each
-    bucket, the last past every bound..., their sum]} (``new``)."""
+    bucket, the last past every bound..., their sum]} (``new_counts``)."""
 
     def __init__(self, bounds: Sequence[float]) -> None:
         if not bounds or list(bounds) != sorted(set(bounds)):
@@ -54,21 +54,21 @@ class Tally:
         self.bounds = tuple(float(b) for b in bounds)
         self._parts = PerThread(dict, fold_counts)
 
-    def new(self) -> list[float]:
-        """Counts for a label set not seen before: none in each bucket, sum 0."""
-        return new_counts(self.bounds)
-
     def observe(self, labels: Hashable, value: float) -> None:
         mine = self._parts.local.mine
         counts = mine.get(labels)
         if counts is None:
-            counts = mine[labels] = self.new()
+            counts = mine[labels] = new_counts(self.bounds)
         counts[bisect_left(self.bounds, value)] += 1     # the first bound >= value: le is inclusive
         counts[-1] += value
 
+    def parts(self) -> list[dict[Hashable, list[float]]]:
+        """Each thread's counts (those of ended threads as one), for ``totals``."""
+        return self._parts.read(list)
+
     def totals(self) -> dict[Hashable, Totals]:
         """Every label set's observations so far, all threads together."""
-        return self._parts.read(lambda parts: totals(parts, self.bounds))
+        return totals(self.parts(), self.bounds)
 
 
 class PerThread:
