@@ -83,6 +83,18 @@ def test_update_changes_given_fields_and_the_version(contract):
     assert contract.store.update(record.id).version == 3     # nothing given: a new version all the same
 
 
+def test_a_required_field_left_out_or_none_is_a_type_error_and_nothing_is_written(contract):
+    record = contract.create("Kept")
+    for field in contract.store.schema.required:
+        fields = contract.fields("X")
+        del fields[field]
+        with pytest.raises(TypeError, match=field):
+            contract.store.create(**fields)
+        with pytest.raises(TypeError, match=field):
+            contract.store.update(record.id, **{field: None})
+    assert contract.store.list() == [record]
+
+
 def test_update_of_a_missing_record_raises_not_found(contract):
     with pytest.raises(NotFound):
         contract.store.update(1, **contract.fields("X"))

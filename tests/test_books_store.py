@@ -39,6 +39,15 @@ def test_an_optional_field_is_absent_until_given_and_removed_by_none(books):
     assert books.get(book.id).year is None and books.get(book.id).version == 3
 
 
+def test_a_required_field_missing_beside_an_optional_one_is_refused(books):
+    with pytest.raises(TypeError, match="isbn"):
+        books.create(title="Dune", year=1965)
+    book = books.create(title="Dune", isbn="0441013597", year=1965)
+    with pytest.raises(TypeError, match="isbn"):
+        books.update(book.id, isbn=None, year=1966)
+    assert books.list() == [book]
+
+
 def test_a_unique_field_is_unique_ignoring_case_and_names_itself(books):
     books.create(title="Dune", isbn="ISBN-X")
     with pytest.raises(Conflict) as taken:

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from usersvc import Schema, integer, text
+from usersvc.validation import Invalid
 from usersvc.storage import Precondition, StoreError, open_store
 
 NAMES = ["alpha", "beta", "gamma", "delta"]
@@ -133,6 +134,27 @@ def test_every_store_answers_as_the_memory_store_does(kind, data):
                 else:
                     same(lambda s, _: s.list(limit=limit, sort=sort, reverse=reverse, q=q, **filters))
         same(lambda s, _: [c.record for c in s.changes(limit=1000)])
+
+
+@pytest.mark.parametrize("kind", ["memory://", *STORES])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_record_without_a_required_field_is_refused_whatever_else_it_holds(kind, data):
+    schema = data.draw(schemas())
+    document = {name: data.draw(st.sampled_from(TEXTS) if kind_.type == "text" else st.integers(-5, 5))
+                for name, kind_ in schema.fields.items()}       # every field, optional ones too
+    missing = data.draw(st.lists(st.sampled_from(schema.required), min_size=1, unique=True))
+    for name in missing:
+        del document[name]
+    for check in (schema.for_create, lambda d: schema.for_replace(d, 1)):
+        with pytest.raises(Invalid) as refused:
+            check(document)
+        assert refused.value.errors == [(f"/{f}", "is required") for f in schema.required
+                                        if f in missing]
+    with store_of(kind, schema) as store:
+        with pytest.raises(TypeError):
+            store.create(**document)
+        assert store.list() == [] and store.changes() == []
 
 
 def normal(answer, ids):

@@ -92,6 +92,7 @@ class Schema:
         self.field_names = ("id", *self.fields)
         self.optional = self._names("optional", optional)
         self.required = tuple(f for f in self.fields if f not in self.optional)
+        self._required = frozenset(self.required)
         self.unique = self._names("unique", unique)
         self.filters = self._names("filters", filters, text_only=True)
         self.sorts = ("id", *self._names("sorts", sorts, text_only=True))
@@ -184,11 +185,17 @@ class Schema:
             values = [fields.get(f) for f in self.fields]
         else:
             values = [fields[f] if f in fields else value for f, value in zip(self.fields, old[1:])]
-        if len(values) > len(fields) and None in values:
-            for field, value in zip(self.fields, values):
-                if value is None and field not in self.optional:
-                    raise TypeError(f"a {self.name} needs a value for {field}")
+        if len(values) > len(fields):
+            self.check_complete(values)
         return values
+
+    def check_complete(self, values: list[Any]) -> None:
+        """``TypeError`` for a required field without a value (``values``
+        in the fields' order)."""
+        if None in values:
+            for field, value in zip(self.fields, values):
+                if value is None and field in self._required:
+                    raise TypeError(f"a {self.name} needs a value for {field}")
 
     def check_names(self, fields: dict[str, Any]) -> None:
         """``TypeError`` for a name that is not a field, or ``None`` (absent)
@@ -228,7 +235,7 @@ class Schema:
         fields = self.fields
         for key, value in document.items():
             rule = fields.get(key)
-            if rule is not None and (value is not None or not partial):
+            if rule is not None and value is not None:
                 try:
                     cleaned[key] = rule(value)
                 except FieldError as e:
@@ -240,10 +247,12 @@ class Schema:
             elif rule is None:
                 errors.append((pointer(key), f"is not a field of a {self.name}"))
             elif key in self.optional:
-                cleaned[key] = None             # a merge patch's null: remove it
-            else:
+                cleaned[key] = None             # null: no value (left out, or removed)
+            elif partial:
                 errors.append((pointer(key), "is required and cannot be removed"))
-        if not partial and len(cleaned) < len(self.required):  # a required field missing or invalid
+            else:
+                errors.append((pointer(key), "is required and cannot be null"))
+        if not partial and not self._required <= document.keys():
             errors += [(pointer(f), "is required") for f in self.required if f not in document]
         if errors:
             n = len(errors)

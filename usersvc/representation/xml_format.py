@@ -3,7 +3,8 @@
 A record is ``<user><id>1</id><name>…</name>…</user>``, a list wraps them in
 ``<users>``, a problem is ``<problem xmlns="urn:ietf:rfc:7807">`` (RFC 9457
 Appendix B). A request body is one ``<user>`` element (no namespace) of
-text-only children; an integer field's trimmed decimal text is its number. DOCTYPEs are refused outright: no DTD is read and no
+text-only children; an integer field's trimmed decimal text is its number,
+and an optional field's empty element is no value (JSON's ``null``). DOCTYPEs are refused outright: no DTD is read and no
 entity declared, so neither entity-expansion bombs nor external entities
 can act.
 """
@@ -137,6 +138,8 @@ class _Document:
             value = "".join(chunks)
             if name == "id" and _XML_INT.fullmatch(value):
                 doc[name] = int(value)
+            elif name in schema.optional and not value.strip():
+                doc[name] = None        # XML's null: an empty element is no value
             elif name in schema.fields and schema.fields[name].type == "integer" \
                     and _XML_INT.fullmatch(value.strip()):
                 doc[name] = int(value.strip())      # an integer field: its trimmed decimal text

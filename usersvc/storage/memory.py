@@ -142,6 +142,7 @@ class MemoryRecords:
         record = [None, *map(fields.pop, self._names, itertools.repeat(None)), 1]
         if fields:
             raise TypeError(f"not fields of a {self.schema.name}: {', '.join(fields)}")
+        self.schema.check_complete(record[1:-1])
         with self._lock:
             self._claim(record, 0)
             self._last_id += 1
@@ -161,6 +162,7 @@ class MemoryRecords:
             new = [record_id, *map(fields.pop, self._names, old[1:-1]), old.version + 1]
             if fields:
                 raise TypeError(f"not fields of a {self.schema.name}: {', '.join(fields)}")
+            self.schema.check_complete(new[1:-1])
             self._claim(new, record_id)
             new = self._make(new)
             self._reindex(old, new)
