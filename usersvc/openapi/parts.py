@@ -190,8 +190,9 @@ def record_schemas(schema: Schema) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def request_schema(schema: Schema, required: bool, in_xml: bool) -> dict[str, Any]:
     """A request's record: every required field (``required``: a create or
-    a replacement), or any of them (a patch, where JSON's ``null`` removes
-    an optional field)."""
+    a replacement), or any of them (a patch). JSON's ``null`` is no value
+    for an optional field: left out of a create or replacement, removed by
+    a patch."""
     properties = {}
     for field, kind in schema.fields.items():
         described = kind.describe(in_xml)
@@ -202,9 +203,10 @@ def request_schema(schema: Schema, required: bool, in_xml: bool) -> dict[str, An
         if field in schema.optional:
             described = {**described, "description": (described.get("description", "") +
                                                        " Optional: may be left out.").strip()}
-            if not required and not in_xml:
+            if not in_xml:
                 described = {"anyOf": [described, {"type": "null"}],
-                             "description": "null removes it."}
+                             "description": "Optional; null is no value (the same as leaving "
+                                            "it out; in a patch, null removes it)."}
         properties[field] = described
     body: dict[str, Any] = {"type": "object", "properties": properties,
                             "additionalProperties": False, "xml": {"name": schema.name}}
