@@ -130,6 +130,7 @@ def test_usersvc_help_lists_the_commands(tmp_path):
     assert result.returncode == 0
     assert "usersvc [serve] [options]" in result.stdout and "usersvc copy SOURCE_URL DEST_URL" in result.stdout
     assert "--storage" in result.stdout
+    assert "copy moves every collection" in " ".join(result.stdout.split())
 
 
 def test_copy_refuses_a_sqlite_source_that_does_not_exist_and_makes_nothing(tmp_path):

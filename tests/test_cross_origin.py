@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from books import BOOKS
 from conftest import Client, problem, snapshot
 
-from usersvc import make_app
+from usersvc import USER, make_app
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
 ADA = json.dumps({"name": "Ada Lovelace", "email": "ada@example.org"})
@@ -50,6 +51,17 @@ def test_a_write_from_another_site_is_403_and_changes_nothing(client, site, meth
     body = problem(send(client, method, path, Sec_Fetch_Site=site, Origin=OTHER), 403)
     assert "another site" in body["detail"]
     assert snapshot(client) == before
+
+
+def test_the_403_names_no_collection_of_its_own(store_url):
+    app = make_app(store_url, collections=(USER, BOOKS))
+    try:
+        library = Client(app)
+        body = problem(send(library, "POST", "/books", Sec_Fetch_Site="cross-site", Origin=OTHER), 403)
+        assert body["detail"] == ("A page of another site cannot make changes here "
+                                  "(cross-origin request refused).")
+    finally:
+        app.close()
 
 
 @pytest.mark.parametrize("site", ["same-origin", "none"])

@@ -352,6 +352,25 @@ def test_version_is_the_package_metadatas():
         assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
 
 
+def test_the_version_is_one_value_everywhere_and_this_release_is_not_0_1_0():
+    from importlib.metadata import version
+
+    from usersvc.openapi.document import openapi
+    this = version("usersvc")
+    assert this != "0.1.0"                      # 0.1.0 cannot open this release's databases
+    assert usersvc.__version__ == this == openapi((usersvc.USER,))["info"]["version"]
+    assert f"\n## {this}\n" in (ROOT / "CHANGELOG.md").read_text()
+
+
+def test_the_openapi_description_names_the_collections_served():
+    from books import BOOKS
+
+    from usersvc.openapi.document import openapi
+    assert openapi((usersvc.USER,))["info"]["description"].startswith("The collection users, in")
+    assert openapi((usersvc.USER, BOOKS))["info"]["description"].startswith(
+        "The collections users and books, in")
+
+
 # -- docs/deploying.md, "Metrics for Prometheus" -------------------------------
 
 def deploying_metrics_section() -> str:

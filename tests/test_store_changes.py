@@ -37,6 +37,25 @@ def test_every_change_gets_the_next_position_and_the_feed_lists_each_user_once(s
     assert feed(store, after=5) == []
 
 
+def test_restore_changes_keeps_each_record_and_tombstone_at_its_position(store):
+    from usersvc.storage.feed import Change
+    ada, bob = User(1, "Ada", "ada@example.org", 3), User(3, "Bob", "bob@example.org", 1)
+    # Ids and positions in different orders, a tombstone between them.
+    store.restore_changes([Change(4, 3, bob), Change(6, 2, None), Change(9, 1, ada)])
+    assert feed(store) == [(4, 3, "Bob"), (6, 2, None), (9, 1, "Ada")]
+    assert store.get(1) == ada and store.list() == [ada, bob] and store.position() == 9
+    with pytest.raises(NotFound):
+        store.get(2)
+    with pytest.raises(Conflict):               # a position at or below the feed's: nothing kept
+        store.restore_changes([Change(12, 7, User(7, "Cy", "cy@example.org", 1)),
+                               Change(8, 8, None)])
+    assert store.position() == 9 and store.list() == [ada, bob]
+    carl = store.create(name="Carl", email="carl@example.org")
+    assert carl.id == 4 and feed(store, after=9) == [(10, 4, "Carl")]
+    store.update(ada.id, name="Ada King")
+    assert feed(store, after=9) == [(10, 4, "Carl"), (11, 1, "Ada King")]
+
+
 def test_the_feed_pages_by_position_and_limit(store):
     users = [store.create(name=f"U{i}", email=f"u{i}@example.org") for i in range(7)]
     pages, after = [], 0

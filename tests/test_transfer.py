@@ -1,5 +1,5 @@
 """``usersvc copy SOURCE_URL DEST_URL``: every collection moves (users and
-books here), ids and versions kept, new ids continue above the source's
+books here), ids, versions and feed positions kept (tombstones too), new ids continue above the source's
 highest, a store with records is refused. Into every store, and SQLite ->
 PostgreSQL by the command line, the case that matters."""
 from __future__ import annotations
@@ -66,9 +66,24 @@ def test_copy_into_each_store_keeps_everything(source_url, library):
         assert all_users(library["books"]) == all_users(source["books"])
         assert store.list(email="late@example.org")[0].version == 2
         assert store.last_id() == source["users"].last_id() == N + 2
-        assert store.create(name="New", email="new@example.org").id == N + 3
+        assert all_changes(store) == all_changes(source["users"])       # tombstones included
+        assert all_changes(library["books"]) == all_changes(source["books"])
+        last = source["users"].position()
+        assert store.position() == last
+        new = store.create(name="New", email="new@example.org")
+        assert new.id == N + 3
+        # A client that followed the source's feed to its end follows the copy's.
+        assert [(c.seq, c.id) for c in store.changes(after=last)] == [(last + 1, N + 3)]
     finally:
         source.close()
+
+
+def all_changes(store):
+    changes, after = [], 0
+    while page := store.changes(after=after, limit=1000):
+        changes += page
+        after = page[-1].seq
+    return changes
 
 
 def test_copy_refuses_a_destination_with_records(source_url, library):
@@ -92,7 +107,8 @@ def test_the_command_copies_sqlite_to_postgres_and_shows_progress(source_url, po
     err = Terminal()
     assert main([source_url, postgres_url], stderr=err) == 0
     out = err.getvalue()
-    assert f"\r{N - N // 7 + 1:,} records copied, up to id {N + 1:,} of {N + 2:,} (100%)" in out
+    last = N - N // 7 + 4        # the restored users, Late created and changed, Gone and its tombstone
+    assert f"\r{N - N // 7 + 1:,} records copied, up to position {last:,} of {last:,} (100%)" in out
     assert f"copied 2 books from {source_url} to {postgres_url}; new ids start at 3\n" in out
     assert out.endswith(f"copied {N - N // 7 + 1:,} users from {source_url} "
                         f"to {postgres_url}; new ids start at {N + 3:,}\n")
@@ -100,6 +116,7 @@ def test_the_command_copies_sqlite_to_postgres_and_shows_progress(source_url, po
     try:
         assert all_users(dest["users"]) == all_users(source["users"])
         assert all_users(dest["books"]) == all_users(source["books"])
+        assert all_changes(dest["users"]) == all_changes(source["users"])
     finally:
         source.close()
         dest.close()

@@ -73,7 +73,7 @@ class CrossOrigin:
             return
         if site is None and (origin is None or _host(origin) == _host("http://" + (req.host or ""))):
             return
-        raise Problem(403, "A page of another site cannot change users here "
+        raise Problem(403, "A page of another site cannot make changes here "
                            "(cross-origin request refused).")
 
     def is_preflight(self, req: Request) -> bool:

@@ -53,11 +53,12 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     if commands:
         p = argparse.ArgumentParser(
             prog="usersvc", usage="usersvc [serve] [options]\n       usersvc copy SOURCE_URL DEST_URL",
-            description="Commands: serve (the default) serves the users API with the "
-                        "options below; copy moves every user from one store to another "
-                        "(usersvc copy --help).")
+            description="Commands: serve (the default) serves the users API (and any "
+                        "collections declared beside it) with the options below; copy moves "
+                        "every collection from one store to another (usersvc copy --help).")
     else:
-        p = argparse.ArgumentParser(description="Serve the users API.")
+        p = argparse.ArgumentParser(description="Serve usersvc: the users API, and any "
+                                                "collections declared beside it.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     p.add_argument("--port", type=int, default=8080, help="port to listen on; 0 picks a free one (default: %(default)s)")
     p.add_argument("--storage", default=DEFAULT_STORAGE, metavar="URL",

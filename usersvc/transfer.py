@@ -6,9 +6,13 @@
 
 The collections are those the source holds, as it recorded them (their
 declarations; ``copy_store`` takes open stores, for other collections).
-Ids and versions are kept (so links and ETags that clients hold stay true),
-and each collection's next id continues above the highest id the source
-ever handed out, deleted ones included: no id is reused across the move.
+Ids, versions and the change feed are kept (so links and ETags that
+clients hold stay true, and a client that followed the source's feed
+follows the copy's from where it was: each record and tombstone keeps its
+position), and each collection's next id and position continue above the
+highest the source ever handed out, deleted ones included: no id or
+position is reused across the move. The copy walks the source's feed,
+where every record and tombstone is once.
 The copy refuses a destination that already holds records. It reads the
 source page by page and writes each page in one transaction; stop the
 servers that write to the source first, or records written during the copy
@@ -48,15 +52,15 @@ def copy_records(source: RecordStore, dest: RecordStore, *, batch: int = BATCH,
     if dest.list(limit=1):
         raise DestinationNotEmpty(f"The destination already holds {dest.schema.plural}; "
                                   "copy only into an empty store.")
-    last_id = source.last_id()
-    copied = after = 0
-    while page := source.list(after=after, limit=batch):
-        dest.restore(page)
-        copied += len(page)
-        after = page[-1].id
+    last_id, last_seq = source.last_id(), source.position()
+    copied = seq = 0
+    while page := source.changes(after=seq, limit=batch):
+        dest.restore_changes(page)
+        copied += sum(c.record is not None for c in page)
+        seq = page[-1].seq
         if progress is not None:
-            progress(copied, after, max(last_id, after))
-    dest.restore([], last_id=max(last_id, after))
+            progress(copied, seq, max(last_seq, seq))
+    dest.restore([], last_id=last_id)
     return copied
 
 
@@ -67,7 +71,7 @@ def main(argv: Sequence[str] | None = None, *, stderr: TextIO | None = None) -> 
     p.add_argument("source", metavar="SOURCE_URL", help="e.g. sqlite:///users.db")
     p.add_argument("dest", metavar="DEST_URL", help="e.g. postgresql://127.0.0.1/users")
     p.add_argument("--batch", type=int, default=BATCH, metavar="N",
-                   help="users per transaction (default: %(default)s)")
+                   help="records per transaction (default: %(default)s)")
     args = p.parse_args(argv)
     if args.batch < 1:
         p.error("--batch must be at least 1")
@@ -104,6 +108,7 @@ def main(argv: Sequence[str] | None = None, *, stderr: TextIO | None = None) -> 
 def _progress(err: TextIO) -> Callable[[int, int, int], None]:
     def show(copied: int, at_id: int, last_id: int) -> None:
         share = at_id / last_id if last_id else 1.0
-        err.write(f"\r{copied:,} records copied, up to id {at_id:,} of {last_id:,} ({share:.0%})")
+        err.write(f"\r{copied:,} records copied, up to position {at_id:,} of {last_id:,} "
+                  f"({share:.0%})")
         err.flush()
     return show

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from importlib import metadata
 from typing import Any
 
 from ..idempotency import DEFAULT_TTL
 from ..pages import ASSETS
+from ..release import VERSION
 from ..representation import JSON_TYPE
 from ..resources import HEALTH_PATH
 from ..storage import MAX_ID
@@ -18,11 +18,6 @@ from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STOR
                     record_schemas, request_schema)
 
 OPENAPI_PATH = "/openapi.json"
-
-try:
-    VERSION = metadata.version("usersvc")
-except metadata.PackageNotFoundError:    # run from a source tree
-    VERSION = "0.0.0"
 
 
 def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False,
@@ -111,7 +106,7 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
         "openapi": "3.1.0",
         "info": {
             "title": "usersvc", "version": VERSION,
-            "description": "A collection of users, in JSON or XML by content negotiation "
+            "description": f"{_names(schemas)}, in JSON or XML by content negotiation "
                            "(Accept, with q-values), and HTML pages for people in browsers. Errors are RFC 9457 problem documents "
                            "in the negotiated format. Every GET also answers HEAD; every "
                            "path answers OPTIONS; other methods get 405 with Allow.",
@@ -303,3 +298,10 @@ def _options(operation_id: str, allow: str, *, post: bool = False, patch: bool =
             "description": "204 with `Allow`, and the body types a write reads "
                            "(`Accept-Post`, `Accept-Patch`).",
             "responses": responses}
+
+
+def _names(schemas: Sequence[Schema]) -> str:
+    """``The collection users``, ``The collections users and books``."""
+    plurals = [s.plural for s in schemas]
+    names = " and ".join(filter(None, [", ".join(plurals[:-1]), plurals[-1]]))
+    return f"The collection{'s' * (len(plurals) > 1)} {names}"

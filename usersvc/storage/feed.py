@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 
@@ -64,6 +64,13 @@ class ChangeFeed(Protocol):
     def position_and_list(self, **arguments: Any) -> tuple[int, list[Any]]:
         """``position()``, then ``list(**arguments)``: a page and where the
         feed stood before it was read (one call, for stores that save by it)."""
+
+    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
+        """``RecordStore.restore``, keeping the feed too (for ``usersvc
+        copy``): each record, or tombstone, at its ``seq``, in one atomic
+        step; later changes get positions above every one given. Raises
+        ``Conflict`` as ``restore`` does, or if a position is not above the
+        store's."""
 
     def wait(self, after: int, timeout: float) -> None:
         """Until a change past ``after`` is committed, by any process, or

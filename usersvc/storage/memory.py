@@ -181,9 +181,17 @@ class MemoryRecords:
         self._watch.notify()
 
     def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        self._restore(records, (), last_id)
+
+    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
+        self._restore([c.record for c in changes if c.record is not None], changes, last_id)
+
+    def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
         with self._lock:
-            check_fresh_ids(records, self._last_id)
-            ids = {r.id for r in records}
+            check_fresh_ids([*records, *changes], self._last_id)
+            if changes and min(c.seq for c in changes) <= self._seq:
+                raise Conflict(f"Positions are never reused: this store's feed is at {self._seq}.")
+            ids = {c.id for c in changes} or {r.id for r in records}
             seen: dict[str, set[Any]] = {f: set(keys) for f, keys in self._unique.items()}
             for record in records:
                 for field, keys in seen.items():
@@ -192,10 +200,19 @@ class MemoryRecords:
                         raise Conflict(f"The store already holds a {self.schema.name} with "
                                        f"this {field}: {getattr(record, field)}.", field)
                     keys.add(key)
-            if len(ids) < len(records):
+            if len(ids) < max(len(records), len(changes)):
                 raise Conflict("Two of these records have the same id.")
             for record in sorted(records, key=lambda r: r.id):
                 self._add(self._make(record))
+            for record in records if changes else ():     # the positions _add gave, forgotten
+                del self._id_at[self._seq_of[record.id]]
+                self._seqs.remove(self._seq_of.pop(record.id))
+            for change in changes:      # and each record or tombstone at the position given
+                self._seqs.add(change.seq)
+                self._id_at[change.seq] = change.id
+                self._seq_of[change.id] = change.seq
+            if changes:
+                self._seq = max(self._seq, *(c.seq for c in changes))
             self._last_id = max(self._last_id, last_id, *ids)
         self._watch.notify()
 

@@ -131,15 +131,31 @@ class SQLRecords:
         self._write(remove)
 
     def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        self._restore(records, (), last_id)
+
+    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
+        self._restore([c.record for c in changes if c.record is not None], changes, last_id)
+
+    def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
         table = self.table
         with self.storage.transaction() as db:
-            check_fresh_ids(records, int(db.execute(table.last_id).fetchone()[0]))
+            check_fresh_ids([*records, *changes], int(db.execute(table.last_id).fetchone()[0]))
+            position = int(db.execute(table.position).fetchone()[0])
+            if changes and min(c.seq for c in changes) <= position:
+                raise Conflict(f"Positions are never reused: this store's feed is at {position}.")
+            absent = [None] * (len(self.schema.fields) + 1)     # a tombstone's fields and version
             try:
                 db.cursor().executemany(table.restore, [
                     (r.id, *table.row(r[1:-1]), r.version) for r in records])
+                if changes:         # the triggers' positions, replaced by the ones given
+                    db.cursor().executemany(table.forget_change, [(r.id,) for r in records])
+                    db.cursor().executemany(table.restore_change, [
+                        (c.seq, c.id, *(absent if c.record is None else c.record[1:]))
+                        for c in changes])
+                    table.raise_position(db, max(c.seq for c in changes))
             except self.storage.unique_violation as e:
                 raise Conflict(f"The store already holds one of these records ({e}).") from None
-            top = max([last_id, *(r.id for r in records)])
+            top = max([last_id, *(r.id for r in records), *(c.id for c in changes)])
             if top > 0:
                 table.raise_last_id(db, top)
         self.watch.notify()

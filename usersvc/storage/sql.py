@@ -136,6 +136,9 @@ class Table:
                         f"{' OVERRIDING SYSTEM VALUE' if d is POSTGRES else ''} "
                         f"VALUES ({', '.join(m for _ in range(len(written) + 2))})")
         self.exists = f"SELECT 1 FROM {t} WHERE id = {m}"
+        self.forget_change = f"DELETE FROM {c} WHERE id = {m}"
+        self.restore_change = (f"INSERT INTO {c} (seq, id, {', '.join(fields)}, version) "
+                               f"VALUES ({', '.join(m for _ in range(len(fields) + 3))})")
         self.changes = (f"SELECT seq, {self.columns} FROM {c} WHERE seq > {m} "
                         f"ORDER BY seq LIMIT {m}")
         self.position = f"SELECT coalesce(max(seq), 0) FROM {c}"
@@ -204,6 +207,13 @@ class Table:
             clause, more = self.dialect.any_of("version", precondition.none_match)
             where, params = f"{where} AND NOT {clause}", params + more
         return where, params
+
+    def raise_position(self, db: Any, seq: int) -> None:
+        """Make ``seq`` the feed's high-water mark, if it is above it
+        (SQLite's ``AUTOINCREMENT`` follows the largest ``seq`` inserted)."""
+        if self.dialect is POSTGRES:
+            db.execute(f"SELECT setval('{self.changes_table}_seq', %s) "
+                       f"WHERE %s > (SELECT last_value FROM {self.changes_table}_seq)", (seq, seq))
 
     def raise_last_id(self, db: Any, last_id: int) -> None:
         """Make ``last_id`` the high-water mark, if it is above it."""
