@@ -248,6 +248,30 @@ def test_serve_py_logs_one_line_an_episode_and_no_traceback(tmp_path):
     assert log.count("writes work again") == 1
 
 
+def test_serve_py_started_on_a_full_disk_says_the_disk_is_full_in_one_line(tmp_path):
+    """SQLite cannot grow the shared-memory file a WAL database needs
+    beside it (SQLITE_IOERR_SHMSIZE): a full disk, not a failing one."""
+    import sys
+
+    from helpers import ROOT
+    with tiny_filesystem(tmp_path / "disk") as disk:
+        store = open_store(f"sqlite:///{disk}/users.db")
+        store["users"].create(name="Ada", email="ada@example.org")
+        store.close()
+        with open(disk / "filler", "wb", buffering=0) as filler:    # every block left
+            try:
+                while True:
+                    filler.write(b"\0" * 4096)
+            except OSError:
+                pass
+        started = subprocess.run([sys.executable, str(ROOT / "serve.py"), "--port", "0",
+                                  "--storage", f"sqlite:///{disk}/users.db"],
+                                 capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert started.returncode == 2
+    assert started.stderr == (f"usersvc: cannot open storage sqlite:///{disk}/users.db: "
+                              "The database cannot be read now: the disk is full.\n")
+
+
 # -- PostgreSQL -------------------------------------------------------------
 
 def read_only_sessions(url: str) -> str:

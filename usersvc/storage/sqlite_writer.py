@@ -83,8 +83,16 @@ FAILING = {13: ("the disk is full", "database or disk is full"),
            14: ("the database file cannot be opened", "unable to open database file")}
 
 
+#: SQLITE_IOERR_SHMSIZE: the shared-memory file beside a WAL database could
+#: not be grown, which on Linux means no room for it: a full disk, not a
+#: failing one (a store opened on a full disk meets it first).
+_SHM_FULL = 10 | (19 << 8)
+
+
 def _code(error: sqlite3.Error) -> int | None:
     code = getattr(error, "sqlite_errorcode", None)   # Python 3.11+
+    if code == _SHM_FULL:
+        return 13
     if code is not None:
         return code & 0xFF
     text = str(error)
