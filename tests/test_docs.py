@@ -110,3 +110,14 @@ def test_the_license_file_is_the_one_setup_cfg_names():
     assert metadata["metadata"]["license_files"] == "LICENSE"
     text = (ROOT / "LICENSE").read_text()
     assert text.startswith("MIT License\n") and "THE SOFTWARE IS PROVIDED \"AS IS\"" in text
+
+
+def test_the_readme_layout_names_every_module_of_the_package():
+    layout = (ROOT / "README.md").read_text().split("## Layout", 1)[1].split("\n## ", 1)[0]
+    package = ROOT / "usersvc"
+    for path in sorted(package.iterdir()):
+        if path.name.startswith(("_", ".")):
+            continue
+        if path.suffix == ".py" or (path / "__init__.py").exists():
+            named = f"usersvc/{path.name}" + ("/" if path.is_dir() else "")
+            assert named in layout or path.name in layout, f"README's layout omits {named}"
