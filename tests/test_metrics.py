@@ -214,14 +214,27 @@ def test_a_request_waiting_for_changes_is_active_and_waiting(metered):
     assert requests(found, "GET", "/users/changes", 200) == 1
 
 
-def test_a_mounted_app_counts_the_paths_outside_its_prefix_as_unrouted(storage):
+def test_a_mounted_app_labels_its_routes_with_its_root_and_other_paths_as_unrouted(storage):
     app = make_app(storage, metrics=True)
     client = Client(Mount("/v1", app))
     assert client.request("GET", "/v1/users").status_int == 200
     assert client.request("GET", "/users").status_int == 404
     _, found = scraped(app)
-    assert requests(found, "GET", "/users", 200) == 1       # the template, not the mount
+    assert requests(found, "GET", "/v1/users", 200) == 1    # the application's root, then the template
     assert requests(found, "GET", "", 404) == 1
+
+
+def test_a_refused_token_or_cross_origin_write_is_labelled_with_its_route(storage):
+    app = make_app(storage, metrics=True, tokens={"s3cret-token-of-32-characters-xx": "write"})
+    client = Client(app)
+    assert client.request("GET", "/users/7").status_int == 401
+    assert client.request("POST", "/users", json_body=ADA, headers={
+        "Sec-Fetch-Site": "cross-site", "Origin": "https://elsewhere.example"}).status_int == 403
+    assert client.request("GET", "/nothing/here").status_int == 401
+    _, found = scraped(app)
+    assert requests(found, "GET", "/users/{id}", 401) == 1
+    assert requests(found, "POST", "/users", 403) == 1
+    assert requests(found, "GET", "", 401) == 1
 
 
 def test_sqlite_commits_are_counted_with_their_writes(tmp_path):
@@ -341,6 +354,18 @@ def test_metrics_mistakes_at_start_up_are_one_line(tmp_path):
     assert elsewhere.stderr.count("\n") == 1
     wrong = start("--metrics-port", "70000")
     assert wrong.returncode == 2 and "--metrics-port must be from 0 to 65535" in wrong.stderr
+    alone = start("--storage", "memory://", "--metrics-host", "0.0.0.0")
+    assert alone.returncode == 2
+    assert alone.stderr.endswith("error: --metrics-host needs --metrics-port "
+                                 "(the port metrics are served on)\n")
+
+
+def test_metrics_open_to_every_address_are_warned_of(tmp_path):
+    served = Served("--storage", "memory://", "--metrics-port", "0", "--metrics-host", "0.0.0.0",
+                    cwd=tmp_path)
+    assert served.stop() == 0
+    assert "WARNING usersvc: serving metrics on 0.0.0.0: anyone who can reach this address " \
+           "can read them" in served.log()
 
 
 def test_version_is_the_package_metadatas():

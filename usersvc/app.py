@@ -168,21 +168,20 @@ class App:
             # URLs in Location and Link are built from it: no paths, markup or
             # spaces get in there (and it is not echoed here either).
             raise Problem(400, "The Host header is not a host name or address with an optional port.")
+        found = self.router.match(path)
+        if found is not None:
+            req.route = found[0].label          # what metrics label even a 401 or 403 with
         if self.cross_origin.is_preflight(req):  # a browser asking first: no token to check
-            found = self.router.match(path)
             if found is None:
                 raise Problem(404, "There is nothing at this path.")
-            req.route = found[0].label
             return self.cross_origin.preflight(req, found[0].allow)
         self.cross_origin.check(req)            # before a byte of the body is read
         if self.tokens is not None and path not in self.open_paths:
             self.tokens.check(req)              # ... and so are the tokens
         self._bound_body(req)
-        found = self.router.match(path)
         if found is None:
             raise Problem(404, "There is nothing at this path.")
         route, params = found
-        req.route = route.label
         if req.method == "OPTIONS":
             return self._options(route)
         responder = route.responders.get(req.method)

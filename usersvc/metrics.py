@@ -8,7 +8,8 @@ apps never mix their counts) holds:
 
 - ``http_server_request_duration_seconds``, a histogram by
   ``http_request_method`` (``_OTHER`` for a method outside RFC 9110's and
-  PATCH), ``http_route`` (the path template, ``/users/{id}``; empty, as
+  PATCH), ``http_route`` (the path template, ``/users/{id}``, after the
+  application's root: ``/v1/users/{id}`` under ``--prefix /v1``; empty, as
   Prometheus spells an absent label, for a path no route matched) and
   ``http_response_status_code``;
 - ``http_server_active_requests``, a gauge by method;
@@ -104,7 +105,8 @@ class Metrics:
         """The request has its response: counted by its method, route
         (``req.route``, once one took it) and status, with its time."""
         elapsed = perf_counter() - mine.started
-        labels = (mine.method, req.route, response.status)
+        route = req.route       # with the application's root (a --prefix), as OpenTelemetry asks
+        labels = (mine.method, route and req.script_name + route, response.status)
         mine.method = None
         counts = mine.requests.get(labels)
         if counts is None:

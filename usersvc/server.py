@@ -85,8 +85,9 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
                    help="serve Prometheus metrics at http://METRICS_HOST:PORT/metrics "
                         "(needs the metrics extra; default: no metrics)")
-    p.add_argument("--metrics-host", default="127.0.0.1", metavar="ADDR",
-                   help="the address the metrics port listens on (default: %(default)s)")
+    p.add_argument("--metrics-host", default=None, metavar="ADDR",
+                   help="the address the metrics port listens on (with --metrics-port; "
+                        "default: 127.0.0.1)")
     p.add_argument("--version", action="version", version=f"usersvc {VERSION}")
     return p
 
@@ -106,6 +107,10 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
         p.error("--idempotency-ttl must be at least 1 second")
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         p.error("--metrics-port must be from 0 to 65535")
+    if args.metrics_host is not None and args.metrics_port is None:
+        p.error("--metrics-host needs --metrics-port (the port metrics are served on)")
+    if args.metrics_host is None:
+        args.metrics_host = "127.0.0.1"
     return args
 
 
@@ -190,6 +195,10 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
     if tokens is None and not _loopback(args.host):
         log.warning("listening on %s without --tokens-file: anyone who can reach this "
                     "address can read and change every user", args.host)
+    if metrics_server is not None and not _loopback(args.metrics_host):
+        log.warning("serving metrics on %s: anyone who can reach this address can read "
+                    "them (request rates by route, store timings); they have no token",
+                    args.metrics_host)
     # waitress stops its loop and its workers on SystemExit; make SIGTERM
     # (what service managers send) do what Ctrl-C does. Requests waiting for
     # changes are answered first: waitress gives its threads 5 s to finish.

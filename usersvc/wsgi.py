@@ -94,6 +94,11 @@ def from_environment(environ: Mapping[str, str]) -> Any:
                        idempotency_ttl=idempotency_ttl)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         raise ValueError(f"cannot open storage {redact(storage)}: {e}") from None
+    if storage.startswith("memory:"):
+        logging.getLogger("usersvc").warning(
+            "memory:// keeps the records in this process (%d) alone: under a server with "
+            "several worker processes each has its own records and hands out the same ids; "
+            "use SQLite or PostgreSQL there", os.getpid())
     wsgi: Any = Mount(prefix, app) if prefix.strip("/") else app
     return AccessLog(wsgi) if access_log == "1" else wsgi
 
