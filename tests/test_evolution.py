@@ -10,6 +10,7 @@ indexes and triggers.
 """
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import shutil
 import sqlite3
@@ -95,9 +96,19 @@ def structure(url):
                 for row in rows}
 
 
-def test_an_optional_field_and_new_indexes_are_added_in_place_keeping_every_version(url):
+def changes_logged(caplog):
+    return [r.getMessage() for r in caplog.records if r.name == "usersvc.storage"
+            and r.getMessage().startswith("books: ")]
+
+
+def test_an_optional_field_and_new_indexes_are_added_in_place_keeping_every_version(url, caplog):
     before, feed = fill(url)
+    caplog.set_level(logging.INFO, logger="usersvc.storage")
     with opened(url, V2) as books:
+        assert changes_logged(caplog) == [
+            "books: year added, optional (integer)", "books: year is now unique",
+            "books: isbn is now a filter", "books: title is now a sort",
+            "books: title is now searched by its words", "books: isbn is now searched by its start"]
         after = books.list()
         assert [(b.id, b.title, b.isbn, b.version) for b in after] == \
             [(b.id, b.title, b.isbn, b.version) for b in before]       # versions: ETags hold
@@ -110,8 +121,10 @@ def test_an_optional_field_and_new_indexes_are_added_in_place_keeping_every_vers
         with pytest.raises(Exception, match="year"):     # the new uniqueness holds
             books.update(3, year=1965)
         assert books.create(title="Persuasion", isbn="x-4", year=1817).version == 1
+    caplog.clear()
     with opened(url, V2) as books:                            # opened again: nothing to do
         assert books.get(1).version == 2
+    assert changes_logged(caplog) == []
 
 
 #: V2's fields, with only V1's index: what dropping V2's filters, sort,
@@ -190,13 +203,15 @@ def test_a_field_made_required_is_refused(url):
         open_store(url, (USER, required))
 
 
-def test_a_rename_declared_once_keeps_the_values_and_gives_every_record_a_new_version(url):
+def test_a_rename_declared_once_keeps_the_values_and_gives_every_record_a_new_version(url, caplog):
     fill(url)
+    caplog.set_level(logging.INFO, logger="usersvc.storage")
     renamed = Schema("book", "books", {"heading": text(200), "isbn": text(20)},
                      unique=("isbn",), sorts=("heading",), words=("heading",), renamed={"heading": "title"})
     with opened(url, renamed) as books:
         assert [(b.heading, b.version) for b in books.list()] == \
             [("Dune", 2), ("Emma", 4), ("dune messiah", 2)]
+        assert changes_logged(caplog)[:1] == ["books: heading renamed from title (every record a new version)"]
         assert sorted(c.record.heading for c in books.changes(after=5)) == ["Dune", "Emma", "dune messiah"]
         assert [b.id for b in books.list(q="dune")] == [1, 3]
     with opened(url, renamed) as books:                      # done once

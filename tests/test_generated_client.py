@@ -91,3 +91,11 @@ def test_a_generated_client_creates_reads_pages_replaces_and_gets_problems(clien
     problem = taken.parsed
     assert isinstance(problem, models.Problem) and problem.status == 409
     assert problem.type_ == "about:blank" and [e.pointer for e in problem.errors] == ["/email"]
+
+    # The change feed is typed: each entry a change or a tombstone.
+    api("delete_user").sync_detailed(3, client=client)
+    feed = api("list_user_changes").sync_detailed(client=client)
+    assert feed.status_code == 200
+    kinds = [(type(e).__name__, e.id) for e in feed.parsed]
+    assert kinds == [("UserChanged", 1), ("UserChanged", 2), ("UserDeleted", 3)]
+    assert feed.parsed[1].user.name == "Ada King" and feed.parsed[2].deleted is True

@@ -155,7 +155,9 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
     schemas[f"{name}Xml"] = xml_record
     schemas[f"{name}List"] = {"type": "array", "items": {"$ref": f"#/components/schemas/{name}"},
                               "xml": {"name": plural, "wrapped": True}}
-    schemas[f"{name}ListXml"] = schemas[f"{name}List"]
+    schemas[f"{name}ListXml"] = {"type": "array",
+                                 "items": {"$ref": f"#/components/schemas/{name}Xml"},
+                                 "xml": {"name": plural, "wrapped": True}}
     for kind, required in (("Create", True), ("Replace", True), ("Patch", False)):
         for in_xml in (False, True):
             schemas[f"{name}{kind}{'Xml' if in_xml else ''}"] = request_schema(schema, required, in_xml)

@@ -22,16 +22,22 @@ def feed_link_header() -> dict[str, Any]:
 def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
     """The feed's path item, and its schemas added to ``schemas``."""
     name, plural = schema.name.capitalize(), schema.plural
-    entry = {"type": "object", "required": ["seq", "id"], "additionalProperties": False,
-             "properties": {
-                 "seq": {"type": "integer", "minimum": 1, "description": "The position of "
-                         f"the {schema.name}'s latest change."},
-                 "id": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
-                 schema.name: {"$ref": f"#/components/schemas/{name}"},
-                 "deleted": {"const": True, "description": f"The {schema.name} was deleted "
-                             "(a tombstone)."}},
-             "oneOf": [{"required": [schema.name]}, {"required": ["deleted"]}]}
-    schemas[f"{name}Change"] = entry
+    # Two complete object schemas, so that generated clients type an entry
+    # as one or the other (a change, a tombstone), not as a bag of optionals.
+    position = {
+        "seq": {"type": "integer", "minimum": 1, "description": "The position of "
+                f"the {schema.name}'s latest change."},
+        "id": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
+    schemas[f"{name}Changed"] = {
+        "type": "object", "required": ["seq", "id", schema.name], "additionalProperties": False,
+        "properties": {**position, schema.name: {"$ref": f"#/components/schemas/{name}"}},
+        "description": f"A {schema.name} as it is after its latest change."}
+    schemas[f"{name}Deleted"] = {
+        "type": "object", "required": ["seq", "id", "deleted"], "additionalProperties": False,
+        "properties": {**position, "deleted": {"const": True}},
+        "description": f"A {schema.name} that was deleted (a tombstone)."}
+    schemas[f"{name}Change"] = {"oneOf": [{"$ref": f"#/components/schemas/{name}Changed"},
+                                          {"$ref": f"#/components/schemas/{name}Deleted"}]}
     schemas[f"{name}ChangeList"] = {"type": "array", "items": {"$ref": f"#/components/schemas/{name}Change"}}
     schemas[f"{name}ChangeXml"] = {
         "type": "object", "xml": {"name": "change"},

@@ -27,12 +27,15 @@ required or made optional (anything else is an explicit migration).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
 
 from ..validation import Schema
 from . import SchemaMismatch
 from .sql import POSTGRES, SQLITE, Dialect, Table
+
+log = logging.getLogger("usersvc.storage")
 
 #: One step of a migration: a statement, or a function of the connection
 #: for what SQL cannot compute (Python's ``str.casefold``).
@@ -78,6 +81,7 @@ def evolve(db: Any, table: Table) -> None:
         stored, objects = json.loads(row[0]), json.loads(row[1])
         renamed = _rename(db, table, stored)
     _check(stored, want, plural)
+    changes = [] if row is None else list(_changes(stored, want))
     wanted = table.objects()
     for name, (kind, on, sql) in sorted(objects.items(), key=_drop_order):
         # A function is replaced where it stands (its trigger depends on it).
@@ -105,6 +109,25 @@ def evolve(db: Any, table: Table) -> None:
     elif (json.loads(record[0]), json.loads(record[1])) != (stored, json.loads(row[1])):
         db.execute(f"UPDATE {COLLECTIONS} SET declaration = {mark}, objects = {mark} "
                    f"WHERE plural = {mark}", record)
+    for change in changes:      # each declaration change applied, in one line (at the open)
+        log.info("%s: %s", plural, change)
+
+
+_ROLES = {"unique": "unique", "filters": "a filter", "sorts": "a sort",
+          "words": "searched by its words", "prefixes": "searched by its start"}
+
+
+def _changes(stored: dict[str, Any], want: dict[str, Any]) -> Iterator[str]:
+    """What bringing ``stored`` up to ``want`` does, one phrase a change
+    (after any rename, which ``_rename`` says)."""
+    for field in want["fields"]:
+        if field not in stored["fields"]:
+            yield f"{field} added, optional ({want['fields'][field]['type']})"
+    for role, said in _ROLES.items():
+        for field in sorted(set(want[role]) - set(stored[role])):
+            yield f"{field} is now {said}"
+        for field in sorted(set(stored[role]) - set(want[role])):
+            yield f"{field} is no longer {said}"
 
 
 def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
@@ -124,6 +147,8 @@ def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
         for suffix, fields in suffixes.items():
             if old in fields:
                 db.execute(f"ALTER TABLE {t} RENAME COLUMN {old}{suffix} TO {new}{suffix}")
+    for old, new in renames.items():
+        log.info("%s: %s renamed from %s (every record a new version)", t, new, old)
     rename = lambda names: sorted(renames.get(n, n) for n in names)    # noqa: E731
     stored["fields"] = {renames.get(f, f): kind for f, kind in stored["fields"].items()}
     stored["order"] = [renames.get(f, f) for f in stored.get("order", stored["fields"])]
