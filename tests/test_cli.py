@@ -101,8 +101,8 @@ def test_a_permanent_postgresql_error_fails_at_once_in_one_line(tmp_path, change
 
 
 @pytest.mark.parametrize("content, says", [
-    (None, "cannot use the tokens file"),
-    ("just-one-word\n", "cannot use the tokens file"),
+    (None, "--tokens-file cannot be used: "),
+    ("just-one-word\n", "--tokens-file cannot be used: tokens, line 1: expected TOKEN SCOPE"),
 ])
 def test_a_missing_or_malformed_tokens_file_is_one_line(tmp_path, content, says):
     if content is not None:

@@ -211,7 +211,7 @@ def test_a_malformed_origin_is_refused_at_start(origin, tmp_path):
     result = subprocess.run([sys.executable, str(ROOT_DIR / "serve.py"), "--storage", "memory://",
                              "--cors-origin", origin], cwd=tmp_path, capture_output=True, text=True,
                             timeout=60)
-    assert result.returncode == 2 and result.stderr.startswith("usersvc: cannot use --cors-origin")
+    assert result.returncode == 2 and result.stderr.startswith("usersvc: --cors-origin cannot be used: not an origin")
     assert len(result.stderr.splitlines()) == 1
 
 

@@ -52,18 +52,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .app import DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING, App, Mount
+from .app import App, Mount
 from .auth import Tokens
 from .fields import integer, text
-from .idempotency import DEFAULT_TTL
 from .release import VERSION as __version__
+from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
+                       DEFAULT_STORAGE, Settings)
 from .storage import RecordStore, Storage, open_store
 from .validation import USER, Schema, email
 
 __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
-           "RecordStore", "Storage", "open_store", "DEFAULT_STORAGE", "DEFAULT_MAX_BODY_SIZE"]
-
-DEFAULT_STORAGE = "sqlite:///users.db"
+           "RecordStore", "Storage", "Settings", "open_store", "DEFAULT_STORAGE",
+           "DEFAULT_MAX_BODY_SIZE"]
 
 
 def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
@@ -72,7 +72,7 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
              tokens: Mapping[str, str] | Tokens | None = None,
              cors_origins: Iterable[str] = (),
              max_waiting: int = DEFAULT_MAX_WAITING,
-             idempotency_ttl: float = DEFAULT_TTL, metrics: bool = False) -> App:
+             idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL, metrics: bool = False) -> App:
     """A WSGI app serving each of ``collections`` (default: ``USER`` alone)
     at ``/<plural>``, from ``storage``: a URL (``memory://``,
     ``sqlite:///users.db``, ``postgresql://...``) for a store the app opens
@@ -92,11 +92,20 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     is kept for its retries (default a day; see ``usersvc.idempotency``).
     ``metrics``: count requests and store operations for Prometheus, in
     ``app.metrics.registry`` (needs the ``metrics`` extra; see
-    ``usersvc.metrics``)."""
-    if tokens is not None and not isinstance(tokens, Tokens):
-        tokens = Tokens(tokens)
-    app = App(max_body_size=max_body_size, tokens=tokens, cors_origins=cors_origins,
-              max_waiting=max_waiting, idempotency_ttl=idempotency_ttl, metrics=metrics)
+    ``usersvc.metrics``). A value it cannot use is a ``ValueError``
+    (``usersvc.settings.SettingError``) that names it."""
+    settings = Settings(storage, max_body_size=max_body_size, tokens=tokens,
+                        cors_origins=cors_origins, max_waiting=max_waiting,
+                        idempotency_ttl=idempotency_ttl, metrics=metrics)
+    return build_app(settings, collections)
+
+
+def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -> App:
+    """The app ``settings`` describe, serving ``collections`` from
+    ``settings.storage`` (a server's ``prefix`` and access log are the
+    server's to add around it)."""
+    storage = settings.storage
+    app = App(settings)
     if isinstance(storage, str):
         store: Any = open_store(storage, (USER,) if collections is None else collections)
         app.on_close(store.close)

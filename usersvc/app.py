@@ -29,10 +29,9 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from .auth import Tokens
 from .changes import Changes, Waiting
 from .cross_origin import CrossOrigin
-from .idempotency import DEFAULT_TTL, Idempotency
+from .idempotency import Idempotency
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
 from .release import VERSION, install_hint
@@ -48,13 +47,10 @@ from .representation import (
 from .request import Request, Response
 from .resources import HEALTH_PATH, Collection, HealthCheck, Item, StaticFile
 from .routing import Router
+from .settings import Settings
 from .validation import Schema
 
 log = logging.getLogger("usersvc")
-
-DEFAULT_MAX_BODY_SIZE = 64 * 1024
-#: Requests that may wait for changes at once: half of waitress's 4 threads.
-DEFAULT_MAX_WAITING = 2
 
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.
 _HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
@@ -75,19 +71,16 @@ _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 class App:
     """A WSGI application serving the collections added to it."""
 
-    def __init__(self, *, max_body_size: int = DEFAULT_MAX_BODY_SIZE,
-                 tokens: Tokens | None = None, cors_origins: Iterable[str] = (),
-                 max_waiting: int = DEFAULT_MAX_WAITING,
-                 idempotency_ttl: float = DEFAULT_TTL, metrics: bool = False) -> None:
-        if max_body_size < 1:
-            raise ValueError("max_body_size must be at least 1 byte")
-        self.max_body_size = max_body_size
-        self.tokens = tokens
+    def __init__(self, settings: Settings | None = None) -> None:
+        settings = Settings() if settings is None else settings
+        self.settings = settings
+        self.max_body_size = settings.max_body_size
+        self.tokens = tokens = settings.tokens
         self.keys = Idempotency(
-            idempotency_ttl, (lambda req: "") if tokens is None else tokens.owner,
+            settings.idempotency_ttl, (lambda req: "") if tokens is None else tokens.owner,
             lambda req, error: self.problem_response(req, Problem.from_error(error)))
-        self.cross_origin = CrossOrigin(cors_origins)
-        self.waiting = Waiting(max_waiting)
+        self.cross_origin = CrossOrigin(settings.cors_origins)
+        self.waiting = Waiting(settings.max_waiting)
         self.router = Router()
         self.schemas: list[Schema] = []
         self.stores: list[Any] = []
@@ -96,11 +89,11 @@ class App:
         self.router.add("/", ServiceRoot(self.schemas))
         self.router.add(OPENAPI_PATH, OpenAPIDocument(self.schemas, secured=tokens is not None,
                                                          feeds=self.feeds,
-                                                         idempotency_ttl=idempotency_ttl))
+                                                         idempotency_ttl=settings.idempotency_ttl))
         self.router.add(HEALTH_PATH, HealthCheck(self.stores))
         #: ``metrics.Metrics`` (its ``registry`` for a scraper), or ``None``.
         self.metrics = None
-        if metrics:
+        if settings.metrics:
             self.metrics = _metrics().Metrics(VERSION, self.stores, self.waiting)
         for path, asset in ASSETS.items():
             self.router.add(path, StaticFile(asset))

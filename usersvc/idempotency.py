@@ -38,8 +38,6 @@ from .storage.keys import Answer, Key
 HEADER = "Idempotency-Key"
 ENVIRON = "HTTP_IDEMPOTENCY_KEY"
 MAX_LENGTH = 255
-#: How long a key is kept by default: a day, as the draft suggests.
-DEFAULT_TTL = 24 * 3600
 
 # RFC 8941 §3.3.3: an sf-string holds printable ASCII, '"' and '\\' escaped.
 # A bare key: visible ASCII, none of the characters that would make it a

@@ -19,12 +19,11 @@ from typing import Any
 
 import waitress
 
-from . import DEFAULT_MAX_BODY_SIZE, DEFAULT_STORAGE, USER, Mount, Schema, make_app
-from .auth import load_tokens
-from .cross_origin import parse_origins
-from .idempotency import DEFAULT_TTL
+from . import USER, Mount, Schema, build_app
 from .ops import AccessLog
 from .release import VERSION, install_hint
+from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_STORAGE,
+                       SettingError, Settings, as_option)
 from .storage import redact
 
 log = logging.getLogger("usersvc")
@@ -65,7 +64,7 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
                    help="memory://, sqlite://, sqlite:///relative.db, sqlite:////absolute.db or "
                         "postgresql://user@host/dbname (default: %(default)s)")
     p.add_argument("--threads", type=int, default=4, metavar="N", help="worker threads (default: %(default)s)")
-    p.add_argument("--max-body-size", type=int, default=DEFAULT_MAX_BODY_SIZE, metavar="BYTES",
+    p.add_argument("--max-body-size", default=str(DEFAULT_MAX_BODY_SIZE), metavar="BYTES",
                    help="largest request body accepted; larger gets 413 (default: %(default)s)")
     p.add_argument("--prefix", default="", metavar="PATH", help="serve under this path, e.g. /v1 (default: none)")
     p.add_argument("--trusted-proxy", default=None, metavar="ADDR",
@@ -77,7 +76,7 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                    help="let pages of this origin (scheme://host[:port]; '*' for any) call the "
                         "service from a browser (CORS); repeat for more (default: none)")
-    p.add_argument("--idempotency-ttl", type=int, default=DEFAULT_TTL, metavar="SECONDS",
+    p.add_argument("--idempotency-ttl", default=str(DEFAULT_IDEMPOTENCY_TTL), metavar="SECONDS",
                    help="how long the answer to a POST or PATCH sent with an Idempotency-Key "
                         "is kept for its retries (default: %(default)s, a day)")
     p.add_argument("--no-access-log", dest="access_log", action="store_false",
@@ -93,24 +92,24 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.Namespace:
+    """The server's own options, checked here, and the app's, in
+    ``args.settings`` (a ``Settings``), checked there: ``SettingError``."""
     p = parser(commands)
     args, unknown = p.parse_known_args(argv)
     if unknown:
         p.error(f"unrecognized arguments: {' '.join(unknown)}{_did_you_mean(p, unknown[0])}")
     if args.threads < 1:
         p.error("--threads must be at least 1")
-    if args.max_body_size < 1:
-        p.error("--max-body-size must be at least 1")
     if not 0 <= args.port <= 65535:
         p.error("--port must be from 0 to 65535")
-    if args.idempotency_ttl < 1:
-        p.error("--idempotency-ttl must be at least 1 second")
-    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
-        p.error("--metrics-port must be from 0 to 65535")
     if args.metrics_host is not None and args.metrics_port is None:
         p.error("--metrics-host needs --metrics-port (the port metrics are served on)")
-    if args.metrics_host is None:
-        args.metrics_host = "127.0.0.1"
+    given = {name: getattr(args, name) for name in
+             ("storage", "max_body_size", "prefix", "tokens_file", "idempotency_ttl")}
+    args.settings = Settings.from_text(
+        {k: v for k, v in given.items() if v is not None}, as_option,
+        cors_origins=args.cors_origin, max_waiting=args.threads // 2, access_log=args.access_log,
+        metrics_port=args.metrics_port, metrics_host=args.metrics_host or "127.0.0.1")
     return args
 
 
@@ -124,26 +123,18 @@ def _did_you_mean(parser: argparse.ArgumentParser, given: str) -> str:
 def main(argv: Sequence[str] | None = None, commands: bool = False,
          collections: Iterable[Schema] = (USER,)) -> int:
     """Serve ``collections`` (``examples/library.py`` serves users and books)."""
-    args = parse_args(argv, commands)
+    try:
+        args = parse_args(argv, commands)
+    except SettingError as e:
+        print(f"usersvc: {e}", file=sys.stderr)
+        return 2
+    settings: Settings = args.settings
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # waitress warns "Task queue depth is N" for every request that waits
     # for a thread: under load, a line per request that says only "busy",
     # at a cost in throughput. The access log's durations say it better.
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
-    tokens = None
-    if args.tokens_file:
-        try:
-            tokens = load_tokens(args.tokens_file)
-        except (OSError, ValueError) as e:
-            print(f"usersvc: cannot use the tokens file: {e}", file=sys.stderr)
-            return 2
-    try:
-        parse_origins(args.cors_origin)     # a bad origin is the user's mistake, said first
-    except ValueError as e:
-        print(f"usersvc: cannot use --cors-origin: {e}", file=sys.stderr)
-        return 2
-    metrics = args.metrics_port is not None
-    if metrics:
+    if settings.metrics:
         try:
             from .metrics import serve as serve_metrics
         except ImportError:
@@ -151,15 +142,12 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
                   file=sys.stderr)
             return 2
     try:
-        app = make_app(args.storage, collections=collections,
-                       max_body_size=args.max_body_size, tokens=tokens,
-                       cors_origins=args.cors_origin, max_waiting=args.threads // 2,
-                       idempotency_ttl=args.idempotency_ttl, metrics=metrics)
+        app = build_app(settings, collections)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
-        print(f"usersvc: cannot open storage {redact(args.storage)}: {e}", file=sys.stderr)
+        print(f"usersvc: cannot open storage {redact(settings.storage)}: {e}", file=sys.stderr)
         return 2
-    wsgi: Any = Mount(args.prefix, app) if args.prefix.strip("/") else app
-    access_log = AccessLog(wsgi, stream=sys.stderr) if args.access_log else None
+    wsgi: Any = Mount(settings.prefix, app) if settings.prefix else app
+    access_log = AccessLog(wsgi, stream=sys.stderr) if settings.access_log else None
     if access_log is not None:
         wsgi = access_log
     proxy: dict[str, Any] = {}
@@ -173,7 +161,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)
         server = waitress.create_server(
             wsgi, host=args.host, port=args.port, threads=args.threads,
-            max_request_body_size=max(SERVER_BODY_CAP, 4 * args.max_body_size),
+            max_request_body_size=max(SERVER_BODY_CAP, 4 * settings.max_body_size),
             ident="usersvc", **SERVER_LIMITS, **proxy)
     except (OSError, ValueError) as e:     # in use, not this machine's, no such host
         app.close()
@@ -183,22 +171,22 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
     metrics_server = None
     if app.metrics is not None:
         try:
-            socket.getaddrinfo(args.metrics_host, args.metrics_port, type=socket.SOCK_STREAM)
-            metrics_server = serve_metrics(app.metrics.registry, args.metrics_host,
-                                           args.metrics_port)
+            socket.getaddrinfo(settings.metrics_host, settings.metrics_port, type=socket.SOCK_STREAM)
+            metrics_server = serve_metrics(app.metrics.registry, settings.metrics_host,
+                                           settings.metrics_port)
         except (OSError, ValueError) as e:
             server.close()
             app.close()
-            print(f"usersvc: cannot serve metrics on {args.metrics_host} port "
-                  f"{args.metrics_port}: {_reason(e)}", file=sys.stderr)
+            print(f"usersvc: cannot serve metrics on {settings.metrics_host} port "
+                  f"{settings.metrics_port}: {_reason(e)}", file=sys.stderr)
             return 2
-    if tokens is None and not _loopback(args.host):
+    if settings.tokens is None and not _loopback(args.host):
         log.warning("listening on %s without --tokens-file: anyone who can reach this "
                     "address can read and change every user", args.host)
-    if metrics_server is not None and not _loopback(args.metrics_host):
+    if metrics_server is not None and not _loopback(settings.metrics_host):
         log.warning("serving metrics on %s: anyone who can reach this address can read "
                     "them (request rates by route, store timings); they have no token",
-                    args.metrics_host)
+                    settings.metrics_host)
     # waitress stops its loop and its workers on SystemExit; make SIGTERM
     # (what service managers send) do what Ctrl-C does. Requests waiting for
     # changes are answered first: waitress gives its threads 5 s to finish.
@@ -208,7 +196,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
     signal.signal(signal.SIGTERM, stop)
     metrics_at = ("" if metrics_server is None
                   else f" and metrics at {_url(metrics_server, '')}metrics")
-    print(f"usersvc serving {_url(server, args.prefix)} with storage {redact(args.storage)}"
+    print(f"usersvc serving {_url(server, settings.prefix)} with storage {redact(settings.storage)}"
           f"{metrics_at}", flush=True)
     try:
         server.run()

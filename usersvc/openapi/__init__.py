@@ -19,11 +19,11 @@ import json
 from collections.abc import Sequence
 from xml.sax.saxutils import quoteattr
 
-from ..idempotency import DEFAULT_TTL
 from ..pages import root_page
 from ..representation import HTML, JSON, JSON_TYPE, PAGES, XML, Format, Offers
 from ..request import Request, Response
 from ..resources import revalidated
+from ..settings import DEFAULT_IDEMPOTENCY_TTL
 from ..validation import Schema
 from .document import OPENAPI_PATH, openapi
 
@@ -67,7 +67,7 @@ class OpenAPIDocument:
     offers = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON})
 
     def __init__(self, schemas: Sequence[Schema], *, secured: bool = False,
-                 feeds: Sequence[str] = (), idempotency_ttl: float = DEFAULT_TTL) -> None:
+                 feeds: Sequence[str] = (), idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL) -> None:
         self.schemas = schemas
         self.secured = secured
         self.idempotency_ttl = idempotency_ttl

@@ -4,11 +4,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from ..idempotency import DEFAULT_TTL
 from ..pages import ASSETS
 from ..release import VERSION
 from ..representation import JSON_TYPE
 from ..resources import HEALTH_PATH
+from ..settings import DEFAULT_IDEMPOTENCY_TTL
 from ..storage import MAX_ID
 from ..validation import Schema
 from .feed import feed_link_header, feed_paths
@@ -21,7 +21,7 @@ OPENAPI_PATH = "/openapi.json"
 
 
 def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False,
-            feeds: Collection[str] = (), idempotency_ttl: float = DEFAULT_TTL) -> dict[str, Any]:
+            feeds: Collection[str] = (), idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL) -> dict[str, Any]:
     """The OpenAPI 3.1 document for a service of these collections, served
     under ``base``; ``secured``: bearer tokens are on; ``feeds``: the
     collections (by plural) with a change feed; ``idempotency_ttl``: how
@@ -148,7 +148,7 @@ def _secure(paths: dict[str, Any], components: dict[str, Any]) -> None:
 
 
 def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, Any],
-                    idempotency_ttl: float = DEFAULT_TTL) -> None:
+                    idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL) -> None:
     name, plural = schema.name.capitalize(), schema.plural
     record, xml_record = record_schemas(schema)
     schemas[name] = record

@@ -1,0 +1,188 @@
+"""What usersvc can be told, read from any of its three sources and checked
+in one place: ``Settings``.
+
+- ``make_app(...)``'s keywords: ``Settings(storage, max_body_size=...)``;
+- ``serve.py``'s options: ``Settings.from_options(args)``;
+- ``USERSVC_*`` variables (``usersvc.wsgi``): ``Settings.from_environment``.
+
+Each setting has one name, spelt by each source its own way
+(``max_body_size``, ``--max-body-size``, ``USERSVC_MAX_BODY_SIZE``), and
+one check, in ``Settings.__post_init__``. A value that cannot be used is a
+``SettingError`` whose ``said(spelling)`` names the setting as the source
+that gave it spells it: one line for the person who wrote it.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+#: The embedded default, and ``serve.py``'s: a SQLite file in the working directory.
+DEFAULT_STORAGE = "sqlite:///users.db"
+DEFAULT_MAX_BODY_SIZE = 64 * 1024
+#: Requests that may wait for changes at once: half of waitress's 4 threads.
+DEFAULT_MAX_WAITING = 2
+#: Seconds the answer to a write sent with an ``Idempotency-Key`` is kept:
+#: a day, as the draft suggests.
+DEFAULT_IDEMPOTENCY_TTL = 24 * 3600
+
+_ORIGIN = re.compile(r"https?://[^/\s]+")
+
+
+class SettingError(ValueError):
+    """A value usersvc cannot use: ``name`` (the setting), ``problem``
+    ("must be ..."), said by the source in its own spelling."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{name} {problem}")
+        self.name, self.problem = name, problem
+
+    def said(self, spell: Callable[[str], str]) -> str:
+        return f"{spell(self.name)} {self.problem}"
+
+
+def as_option(name: str) -> str:
+    """``serve.py``'s spelling: ``--max-body-size`` (``--cors-origin``, repeated)."""
+    return "--cors-origin" if name == "cors_origins" else "--" + name.replace("_", "-")
+
+
+def as_variable(name: str) -> str:
+    """The environment's spelling: ``USERSVC_MAX_BODY_SIZE``."""
+    return "USERSVC_" + name.upper()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One app's settings, checked when made. ``tokens`` is a
+    ``{token: "read" | "write"}`` mapping or ``usersvc.auth.Tokens``
+    (``None``: no tokens asked for); ``cors_origins`` the origins
+    (``scheme://host[:port]``, ``*`` for any) whose pages may call the app;
+    ``max_waiting`` the requests that may wait for changes at once;
+    ``idempotency_ttl`` seconds; ``metrics`` counts for Prometheus (the
+    ``metrics`` extra). The rest are for a server around the app:
+    ``prefix`` (a path to mount it under), ``access_log``, and
+    ``metrics_port`` / ``metrics_host`` (where a server serves the metrics)."""
+
+    storage: Any = DEFAULT_STORAGE           # a URL, or an open store
+    max_body_size: int = DEFAULT_MAX_BODY_SIZE
+    tokens: Any = None
+    cors_origins: frozenset[str] = field(default_factory=frozenset)
+    max_waiting: int = DEFAULT_MAX_WAITING
+    idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL
+    metrics: bool = False
+    prefix: str = ""
+    access_log: bool = False
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        if isinstance(self.storage, str) and not self.storage.strip():
+            raise SettingError("storage", "must name a store (memory://, sqlite:///FILE, "
+                                          "postgresql://...)")
+        for name, least in _LEAST.items():
+            value = getattr(self, name)
+            if type(value) is not int or value < least:
+                raise SettingError(name, f"must be a whole number of at least {least}, "
+                                         f"not {value!r}")
+        set_("cors_origins", _origins(self.cors_origins))
+        if self.tokens is not None:
+            from .auth import Tokens
+            if not isinstance(self.tokens, Tokens):
+                try:
+                    set_("tokens", Tokens(self.tokens))
+                except ValueError as e:
+                    raise SettingError("tokens", f"cannot be used: {e}") from None
+        set_("prefix", "/" + self.prefix.strip("/") if self.prefix.strip("/") else "")
+        if self.metrics_port is not None:
+            if type(self.metrics_port) is not int or not 0 <= self.metrics_port <= 65535:
+                raise SettingError("metrics_port", f"must be from 0 to 65535, "
+                                                   f"not {self.metrics_port!r}")
+            set_("metrics", True)
+
+    @classmethod
+    def from_text(cls, given: Mapping[str, str], spell: Callable[[str], str],
+                  **settled: Any) -> Settings:
+        """Settings from text (a variable's value, an option's), each read
+        as its field's type: ``tokens_file`` a file of tokens, ``cors_origins``
+        origins separated by spaces or commas, ``access_log`` 0 or 1.
+        ``settled``: values already read. Errors are said with ``spell``."""
+        values: dict[str, Any] = dict(settled)
+        try:
+            for name, text in given.items():
+                text = text.strip()
+                if not text:
+                    continue
+                if name == "tokens_file":
+                    values["tokens"] = _tokens_file(text)
+                elif name == "cors_origins":
+                    values[name] = text.replace(",", " ").split()
+                elif name == "access_log":
+                    if text not in ("0", "1"):
+                        raise SettingError(name, f"must be 0 or 1, not {text!r}")
+                    values[name] = text == "1"
+                elif _FIELDS[name] == "int" or _FIELDS[name] == "int | None":
+                    values[name] = _whole(name, text)
+                else:
+                    values[name] = text
+            return cls(**values)
+        except SettingError as e:
+            raise SettingError(spell(e.name), e.problem) from None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> Settings:
+        """Settings from ``USERSVC_*`` variables; any other ``USERSVC_``
+        variable (but the tests' ``USERSVC_TEST_*``) is refused by name."""
+        known = {as_variable(name): name for name in READ_FROM_TEXT}
+        unknown = sorted(k for k in environ if k.startswith("USERSVC_") and k not in known
+                         and not k.startswith("USERSVC_TEST_"))
+        if unknown:
+            raise SettingError(unknown[0], f"is not a variable of usersvc's (it reads "
+                                           f"{', '.join(known)})")
+        return cls.from_text({name: environ[variable] for variable, name in known.items()
+                              if variable in environ}, as_variable)
+
+    def but(self, **changes: Any) -> Settings:
+        """These settings with some changed (and checked again)."""
+        return replace(self, **changes)
+
+
+#: Every field's type, as the dataclass declares it (a string: annotations
+#: are postponed).
+_FIELDS = {f.name: f.type for f in fields(Settings)}
+
+#: What a server reads as text (options, variables): every field but
+#: ``tokens`` (read from ``tokens_file``) and ``metrics`` (on with a port).
+READ_FROM_TEXT = ("storage", "tokens_file", "cors_origins", "max_body_size", "prefix",
+                  "max_waiting", "access_log", "idempotency_ttl")
+
+
+#: The whole numbers among the settings, and the least each may be.
+_LEAST = {"max_body_size": 1, "max_waiting": 0, "idempotency_ttl": 1}
+
+
+def _whole(name: str, text: str) -> int:
+    if not text.isdigit():
+        raise SettingError(name, f"must be a whole number of at least {_LEAST.get(name, 0)}, "
+                                 f"not {text!r}")
+    return int(text)
+
+
+def _origins(origins: Iterable[str]) -> frozenset[str]:
+    if isinstance(origins, str):
+        origins = [origins]
+    parsed = frozenset(origin.rstrip("/") for origin in origins)
+    for origin in sorted(parsed):
+        if origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise SettingError("cors_origins", f"cannot be used: not an origin "
+                                               f"(scheme://host[:port]): {origin!r}")
+    return parsed
+
+
+def _tokens_file(path: str) -> Any:
+    from .auth import load_tokens
+    try:
+        return load_tokens(path)
+    except (OSError, ValueError) as e:
+        raise SettingError("tokens_file", f"cannot be used: {e}") from None
