@@ -7,7 +7,7 @@ third), for in-process requests over 1,000 users.
 Each operation runs in a child process under ``valgrind --tool=callgrind``
 twice, with ``FEW`` and with ``MANY`` requests; the difference over
 ``MANY - FEW`` is what one request costs, start-up and the first requests'
-warming left out. Operations: GET of one user, POST, PUT, and POST with an
+warming left out. Operations: GET of one user, a page of 20, POST, PUT, and POST with an
 ``Idempotency-Key`` (a new key each), on the memory store and on a SQLite
 file (its writer thread counted too). With ``--base``, the same in an
 earlier tree (checked out with ``git worktree``), and the ratio; with
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paired import CHILD_HELPERS, ROOT  # noqa: E402
 
 FEW, MANY = 100, 300
-OPERATIONS = ("GET one", "POST", "PUT", "POST with a key")
+OPERATIONS = ("GET one", "a page", "POST", "PUT", "POST with a key")
 STORES = ("memory", "SQLite file")
 
 CHILD = CHILD_HELPERS + r"""
@@ -46,6 +46,8 @@ with tempfile.TemporaryDirectory() as tmp:
     for i in range(count):
         if operation == "GET one":
             envs.append(environ("GET", "/users/1"))
+        elif operation == "a page":     # 20 users by id, from a different place each time
+            envs.append(environ("GET", f"/users?limit=20&after={i % 900}"))
         elif operation == "PUT":
             envs.append(environ("PUT", "/users/2", json.dumps(
                 {"name": f"Put {i}", "email": "user2@example.org"}).encode()))
