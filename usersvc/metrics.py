@@ -56,7 +56,7 @@ from prometheus_client import (CollectorRegistry, GCCollector, PlatformCollector
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, InfoMetricFamily
 
 from .request import Request, Response
-from .tally import PerThread, Totals, fold_counts, new_counts, totals
+from .tally import PerThread, Tally, Totals, fold_counts, new_counts, totals
 
 #: Request durations: OpenTelemetry's advised buckets, with five below its
 #: first (5 ms), where nearly every request of this service falls.
@@ -66,6 +66,11 @@ REQUEST_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025,
 #: waiting for a lock).
 OPERATION_BUCKETS = (0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                      0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+#: What a SQLite commit takes, BEGIN to the end of COMMIT (the sync): 0.1 ms to 10 s.
+COMMIT_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                  0.25, 0.5, 1, 2.5, 5, 10)
+#: How many writes a SQLite commit takes together.
+GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 #: The methods OpenTelemetry names as they are (RFC 9110's, and PATCH);
 #: any other is ``_OTHER``, so that no client can make a label of its own.
@@ -88,6 +93,10 @@ class Metrics:
     def __init__(self, version: str, stores: list[Any], waiting: Any) -> None:
         self._parts = PerThread(_Thread, _Thread.fold)
         self._threads = self._parts.local               # .mine: this thread's _Thread
+        #: Each SQLite commit (its seconds, its writes) of the stores that
+        #: tell them (``observe_commits``); ``None`` until one does.
+        self.commits: tuple[Tally, Tally] | None = None
+        self._observed: list[Any] = []
         self.registry = CollectorRegistry()
         self.registry.register(_Collector(self, version, stores, waiting))
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
@@ -131,7 +140,15 @@ class Metrics:
         return Counter(method for method in methods if method is not None)
 
     def measured(self, collection: str, records: Any) -> Any:
-        """``records`` with each call of ``OPERATIONS`` timed."""
+        """``records`` with each call of ``OPERATIONS`` timed (and its
+        store's commits counted, once a store, if it tells them)."""
+        storage = getattr(records, "storage", None)
+        if hasattr(storage, "observe_commits") and not any(s is storage for s in self._observed):
+            self._observed.append(storage)
+            durations, writes = self.commits or (Tally(COMMIT_BUCKETS), Tally(GROUP_BUCKETS))
+            if storage.observe_commits(lambda seconds, count: (durations.observe((), seconds),
+                                                               writes.observe((), count))):
+                self.commits = durations, writes
         return _Measured(collection, records, self._threads)
 
 
@@ -238,18 +255,11 @@ class _Collector:
     def _storage(self) -> Iterator[Any]:
         storages = {id(s): s for s in (getattr(r, "storage", None) for r in self.stores)
                     if s is not None}.values()
-        writers = [s.writer for s in storages if getattr(s, "writer", None) is not None]
-        for attribute, name, text in (
-                ("commit_durations", "usersvc_sqlite_commit_duration_seconds",
-                 "Duration of the SQLite writer's transactions, BEGIN to the end of COMMIT; "
-                 "its count is the commits."),
-                ("commit_writes", "usersvc_sqlite_commit_writes",
-                 "Writes committed together by one SQLite commit.")):
-            tallies = [getattr(w, attribute) for w in writers]     # (one a store)
-            if tallies:
-                yield _histogram(name, text, [], tallies[0].bounds,
-                                 totals([p for t in tallies for p in t.parts()], tallies[0].bounds),
-                                 lambda: [])
+        for tally, name, text in zip(self.metrics.commits or (), (
+                "usersvc_sqlite_commit_duration_seconds", "usersvc_sqlite_commit_writes"), (
+                "Duration of the SQLite writer's transactions, BEGIN to the end of COMMIT; "
+                "its count is the commits.", "Writes committed together by one SQLite commit.")):
+            yield _histogram(name, text, [], tally.bounds, tally.totals(), lambda: [])
         pools = [s.pool_use() for s in storages if hasattr(s, "pool_use")]
         if pools:
             for name, field, text in (

@@ -131,6 +131,14 @@ class SQLiteStorage:
         """"UNIQUE constraint failed: books.isbn__key": the column."""
         return str(error).rpartition(" ")[2]
 
+    def observe_commits(self, observer: Callable[[float, int], None]) -> bool:
+        """Tell ``observer`` of each commit of the file's writer: its
+        seconds, BEGIN to the end of COMMIT, and how many writes it made;
+        whether it will (a private in-memory database has no writer)."""
+        if self.writer is not None:
+            self.writer.observers.append(observer)
+        return self.writer is not None
+
     def listen(self) -> None:
         """Other processes' commits are seen by polling."""
 

@@ -34,16 +34,9 @@ from concurrent.futures import TimeoutError as WaitedTooLong
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from ..tally import Tally
 from . import StoreUnavailable, WriteHealth
 
 T = TypeVar("T")
-
-#: What a commit takes, BEGIN to the end of COMMIT (the sync): 0.1 ms to 10 s.
-COMMIT_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                  0.25, 0.5, 1, 2.5, 5, 10)
-#: How many writes a commit takes together.
-GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 class Connection(sqlite3.Connection):
@@ -284,15 +277,13 @@ class Writer:
         self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
         self._thread.start()
-        # What the groups were, for the log and for metrics: the time from
-        # BEGIN to the end of COMMIT, and the writes, of each commit.
-        self.commit_durations = Tally(COMMIT_BUCKETS)
-        self.commit_writes = Tally(GROUP_BUCKETS)
-
-    @property
-    def commits(self) -> int:
-        totals = self.commit_writes.totals().get(())
-        return 0 if totals is None else totals.count
+        # What the groups were, for the log (this process's; only the
+        # writer's thread adds to them).
+        self.commits = self.writes = 0
+        self.seconds = 0.0
+        #: Told of each commit: its seconds from BEGIN to the end of COMMIT,
+        #: and its writes (``observe_commits``: metrics, when on).
+        self.observers: list[Callable[[float, int], None]] = []
 
     def summary(self) -> str:
         """One line for the log: how many writes shared each commit, and
@@ -300,10 +291,8 @@ class Writer:
         commits = self.commits
         if not commits:
             return "no commits"
-        writes = int(self.commit_writes.totals()[()].sum)
-        seconds = self.commit_durations.totals()[()].sum
-        return (f"{writes:,} writes in {commits:,} commits "
-                f"({writes / commits:.2f} writes a commit, {seconds / commits * 1000:.3f} ms a commit)")
+        return (f"{self.writes:,} writes in {commits:,} commits ({self.writes / commits:.2f} "
+                f"writes a commit, {self.seconds / commits * 1000:.3f} ms a commit)")
 
     def submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``op`` in the writer's transaction; its result once committed,
@@ -379,8 +368,12 @@ class Writer:
                                 raise RuntimeError("a write failed after changing the database") from e
                             outcomes.append((future, None, e))
                     db.execute("COMMIT")
-                    self.commit_durations.observe((), time.perf_counter() - started)
-                    self.commit_writes.observe((), len(group))
+                    elapsed = time.perf_counter() - started
+                    self.commits += 1
+                    self.writes += len(group)
+                    self.seconds += elapsed
+                    for observe in self.observers:
+                        observe(elapsed, len(group))
                 except BaseException:
                     _roll_back(db)
                     raise
