@@ -1,4 +1,5 @@
-"""The storage protocol, its errors, and ``open_store(url, collections)``.
+"""The storage protocol and its errors (``open_store(url, collections)`` is
+``opening``'s).
 
 One store per storage URL holds every collection of an app: a memory
 store, one SQLite file or one PostgreSQL database. ``store["users"]`` is
@@ -30,21 +31,19 @@ Errors::
 from __future__ import annotations
 
 import logging
-import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Union
 
-from ..release import install_hint
-from ..validation import USER, Schema, pointer
+from ..validation import Schema, pointer
 
 _log = logging.getLogger("usersvc.storage")
 
 __all__ = ["MAX_ID", "Conflict", "NotFound", "Position", "Precondition", "RecordStore",
            "SchemaMismatch", "SchemaTooNew", "StaleVersion", "Storage", "StoreError",
-           "StoreUnavailable", "WriteHealth", "WritesFailing", "check_fresh_ids", "checked_id", "open_store", "position",
-           "redact"]
+           "StoreUnavailable", "WriteHealth", "WritesFailing", "check_fresh_ids", "checked_id",
+           "open_store", "position", "redact"]
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
 MAX_ID = 2**63 - 1
@@ -139,23 +138,6 @@ class WriteHealth:
                     self.failing = None
 
 
-class SchemaTooNew(RuntimeError):
-    """The database was written by a newer usersvc than this one."""
-
-    @classmethod
-    def check(cls, found: int, known: int) -> None:
-        """Raise if a database's schema version ``found`` is above ``known``."""
-        if found > known:
-            raise cls(f"the database has schema version {found}; this usersvc "
-                      f"knows versions up to {known}")
-
-
-class SchemaMismatch(ValueError):
-    """A stored collection cannot be opened with its schema as declared (a
-    stored field the schema lacks, a new required field...): nothing was
-    changed. ``str()`` is one line naming the collection and the field."""
-
-
 def checked_id(schema: Schema, record_id: int) -> int:
     """``record_id``, if it is one a store can hold (1 to ``MAX_ID``); every
     store asks before it looks, so that no id is out of range for one store
@@ -193,15 +175,6 @@ def position(record: Any, sort: str) -> Position:
     if sort == "id":
         return record.id
     return (getattr(record, sort).casefold(), record.id)
-
-
-def check_fresh_ids(records: Sequence[Any], handed_out: int) -> None:
-    """``restore`` takes only ids above every id the store has handed out:
-    ids are never reused (and a version, with its id, names one content
-    for good, which the SQLite store's kept records rely on)."""
-    if records and min(r.id for r in records) <= handed_out:
-        raise Conflict(f"Ids are never reused: this store has handed out ids up to "
-                       f"{handed_out}, and record {min(r.id for r in records)} is not above that.")
 
 
 class RecordStore(Protocol):
@@ -277,58 +250,6 @@ class Storage(Protocol):
         """Release connections and files; the store is unusable afterwards."""
 
 
-def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
-               create: bool = True) -> Storage:
-    """The store a URL names, holding ``collections``: ``memory://``,
-    ``sqlite://`` (private, in memory), ``sqlite:///relative/path.db``,
-    ``sqlite:////absolute/path.db``, or ``postgresql://user@host/dbname``
-    (needs the ``postgres`` extra). ``create=False``: a SQLite file that
-    does not exist is an error (for a store to read from), rather than a
-    new, empty database. ``collections=None``: the collections a SQL store
-    holds, as it recorded them (``usersvc copy``). Raises ``SchemaMismatch``
-    for a stored collection its schema cannot open, ``ValueError`` for a
-    URL it cannot."""
-    schemas = None if collections is None else tuple(collections)
-    if schemas is not None:
-        plurals = [s.plural for s in schemas]
-        if not schemas or len(set(plurals)) < len(plurals):
-            raise ValueError(f"a store needs one schema per collection, each once: {plurals}")
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        raise ValueError(f"not a storage URL: {url!r} (try memory:// or sqlite:///users.db)")
-    if scheme == "memory":
-        if rest:
-            raise ValueError(f"memory:// takes no path: {url!r}")
-        from .memory import MemoryStorage
-        return MemoryStorage(schemas)
-    if scheme == "sqlite":
-        from .sqlite import SQLiteStorage
-        if rest == "":
-            return SQLiteStorage(":memory:", schemas)
-        if not rest.startswith("/") or rest == "/":
-            raise ValueError(f"not a SQLite URL: {url!r} (try sqlite:///users.db)")
-        path = rest[1:]
-        if not create and not os.path.exists(path):
-            raise ValueError(f"there is no database file at {path}")
-        folder = os.path.dirname(path)
-        if folder and not os.path.isdir(folder):
-            raise ValueError(f"the folder {folder} does not exist")
-        return SQLiteStorage(path, schemas)
-    if scheme in ("postgresql", "postgres"):
-        try:
-            from .postgres import PostgresStorage
-        except ImportError as e:
-            raise ValueError(f"{scheme}:// needs psycopg: {install_hint('postgres')} ({e})") from None
-        return PostgresStorage(url, schemas)
-    raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
-
-
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***``, for logs and messages."""
-    scheme, sep, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    user, at, host = authority.rpartition("@")
-    if sep and at and ":" in user:
-        user = user.split(":", 1)[0] + ":***"
-        return f"{scheme}{sep}{user}@{host}{slash}{path}"
-    return url
+# Opening a store is start-up's, not a request's (``opening``).
+from .opening import (SchemaMismatch, SchemaTooNew, check_fresh_ids, open_store,  # noqa: E402
+                      redact)

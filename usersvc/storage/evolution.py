@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
 
 from ..validation import Schema
-from . import SchemaMismatch
+from .opening import SchemaMismatch
 from .sql import POSTGRES, SQLITE, Dialect, Table
 
 log = logging.getLogger("usersvc.storage")

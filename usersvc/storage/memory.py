@@ -38,10 +38,10 @@ from sortedcontainers import SortedList
 
 from ..fields import words
 from ..validation import Schema
-from . import (Conflict, NotFound, Position, Precondition, StaleVersion, check_fresh_ids,
-               checked_id, position)
+from . import Conflict, NotFound, Position, Precondition, StaleVersion, checked_id, position
 from .feed import Change, Watch
 from .keys import Key, MemoryKeys
+from .opening import check_fresh_ids
 
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position
 _log = logging.getLogger("usersvc.storage")

@@ -51,9 +51,10 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..validation import Schema
-from . import Conflict, NotFound, StaleVersion, StoreUnavailable, WriteHealth, redact
+from . import Conflict, NotFound, StaleVersion, StoreUnavailable, WriteHealth
 from .evolution import declared, evolve
 from .keys import Answer, Key, SQLKeys
+from .opening import redact
 from .postgres_migrations import migrate
 from .postgres_notify import Listener
 from .records import SQLRecords

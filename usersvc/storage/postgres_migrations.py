@@ -26,7 +26,7 @@ from typing import Any
 
 import psycopg
 
-from . import SchemaTooNew
+from .opening import SchemaTooNew
 from .evolution import Step, apply
 
 # -- release 0.1.0's own word splitting, frozen ---------------------------

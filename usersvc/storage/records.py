@@ -27,9 +27,10 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from . import Conflict, NotFound, Position, Precondition, StaleVersion, check_fresh_ids, checked_id
+from . import Conflict, NotFound, Position, Precondition, StaleVersion, checked_id
 from .feed import Change, Watch
 from .keys import Key
+from .opening import check_fresh_ids
 from .sql import Table
 
 T = TypeVar("T")

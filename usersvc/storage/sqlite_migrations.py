@@ -29,7 +29,7 @@ import sqlite3
 import unicodedata
 from collections.abc import Sequence
 
-from . import SchemaTooNew
+from .opening import SchemaTooNew
 from .evolution import Step, apply
 
 # -- release 0.1.0's own word splitting, frozen ---------------------------

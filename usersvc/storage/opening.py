@@ -1,0 +1,95 @@
+"""Opening a store: ``open_store(url, collections)``, and what only
+opening, migrating or filling one needs (a store's layout newer than this
+usersvc, a stored collection its schema cannot open, ids for ``restore``)."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..release import install_hint
+from ..validation import USER, Schema
+from . import Conflict, Storage
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer usersvc than this one."""
+
+    @classmethod
+    def check(cls, found: int, known: int) -> None:
+        """Raise if a database's schema version ``found`` is above ``known``."""
+        if found > known:
+            raise cls(f"the database has schema version {found}; this usersvc "
+                      f"knows versions up to {known}")
+
+
+class SchemaMismatch(ValueError):
+    """A stored collection cannot be opened with its schema as declared (a
+    stored field the schema lacks, a new required field...): nothing was
+    changed. ``str()`` is one line naming the collection and the field."""
+
+
+def check_fresh_ids(records: Sequence[Any], handed_out: int) -> None:
+    """``restore`` takes only ids above every id the store has handed out:
+    ids are never reused (and a version, with its id, names one content
+    for good, which the SQLite store's kept records rely on)."""
+    if records and min(r.id for r in records) <= handed_out:
+        raise Conflict(f"Ids are never reused: this store has handed out ids up to "
+                       f"{handed_out}, and record {min(r.id for r in records)} is not above that.")
+
+
+def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
+               create: bool = True) -> Storage:
+    """The store a URL names, holding ``collections``: ``memory://``,
+    ``sqlite://`` (private, in memory), ``sqlite:///relative/path.db``,
+    ``sqlite:////absolute/path.db``, or ``postgresql://user@host/dbname``
+    (needs the ``postgres`` extra). ``create=False``: a SQLite file that
+    does not exist is an error (for a store to read from), rather than a
+    new, empty database. ``collections=None``: the collections a SQL store
+    holds, as it recorded them (``usersvc copy``). Raises ``SchemaMismatch``
+    for a stored collection its schema cannot open, ``ValueError`` for a
+    URL it cannot."""
+    schemas = None if collections is None else tuple(collections)
+    if schemas is not None:
+        plurals = [s.plural for s in schemas]
+        if not schemas or len(set(plurals)) < len(plurals):
+            raise ValueError(f"a store needs one schema per collection, each once: {plurals}")
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise ValueError(f"not a storage URL: {url!r} (try memory:// or sqlite:///users.db)")
+    if scheme == "memory":
+        if rest:
+            raise ValueError(f"memory:// takes no path: {url!r}")
+        from .memory import MemoryStorage
+        return MemoryStorage(schemas)
+    if scheme == "sqlite":
+        from .sqlite import SQLiteStorage
+        if rest == "":
+            return SQLiteStorage(":memory:", schemas)
+        if not rest.startswith("/") or rest == "/":
+            raise ValueError(f"not a SQLite URL: {url!r} (try sqlite:///users.db)")
+        path = rest[1:]
+        if not create and not os.path.exists(path):
+            raise ValueError(f"there is no database file at {path}")
+        folder = os.path.dirname(path)
+        if folder and not os.path.isdir(folder):
+            raise ValueError(f"the folder {folder} does not exist")
+        return SQLiteStorage(path, schemas)
+    if scheme in ("postgresql", "postgres"):
+        try:
+            from .postgres import PostgresStorage
+        except ImportError as e:
+            raise ValueError(f"{scheme}:// needs psycopg: {install_hint('postgres')} ({e})") from None
+        return PostgresStorage(url, schemas)
+    raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***``, for logs and messages."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    user, at, host = authority.rpartition("@")
+    if sep and at and ":" in user:
+        user = user.split(":", 1)[0] + ":***"
+        return f"{scheme}{sep}{user}@{host}{slash}{path}"
+    return url
