@@ -13,9 +13,8 @@ implementation to them:
 - unique fields and preconditions are enforced by the store itself, in the
   same atomic step as the write, never checked first by the caller.
 
-A SQL store's tables, indexes, queries and feed are generated from the
-schemas when it opens (``sql``), and it records each schema's declaration
-to compare at the next open (``evolution``).
+Besides the protocols and errors, what every store shares: ``Precondition``,
+``position``, ``WriteHealth`` and ``Watch`` (requests waiting for changes).
 
 Errors::
 
@@ -32,7 +31,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Union
 
@@ -42,7 +42,7 @@ _log = logging.getLogger("usersvc.storage")
 
 __all__ = ["MAX_ID", "Conflict", "NotFound", "Position", "Precondition", "RecordStore",
            "SchemaMismatch", "SchemaTooNew", "StaleVersion", "Storage", "StoreError",
-           "StoreUnavailable", "WriteHealth", "WritesFailing", "check_fresh_ids", "checked_id",
+           "StoreUnavailable", "Watch", "WriteHealth", "WritesFailing", "check_fresh_ids", "checked_id",
            "open_store", "position", "redact"]
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
@@ -248,6 +248,51 @@ class Storage(Protocol):
 
     def close(self) -> None:
         """Release connections and files; the store is unusable afterwards."""
+
+
+class Watch:
+    """Requests waiting for the store's position to pass theirs."""
+
+    def __init__(self, position: Callable[[], int], interval: float | None = None) -> None:
+        self._position = position
+        self._interval = interval
+        self._changed = threading.Condition(threading.Lock())
+        self._notified = 0          # how many times notify was called
+        self._waiting = 0           # how many calls wait now
+        self._closed = False
+
+    def notify(self) -> None:
+        """A change was committed (here, or announced): wake the waiters.
+        (PERF: a plain lock, no wake-up when no one waits: 0.2 µs, not 0.5.)"""
+        with self._changed:
+            self._notified += 1
+            if self._waiting:
+                self._changed.notify_all()
+
+    def wait(self, after: int, timeout: float) -> None:
+        """Until the store's position is past ``after``, ``timeout`` passes,
+        or the store closes. (A notify while the position is read counts.)"""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            seen = self._notified
+        while not self._closed and self._position() <= after:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            with self._changed:
+                if self._notified == seen and not self._closed:
+                    self._waiting += 1
+                    try:
+                        self._changed.wait(left if self._interval is None
+                                           else min(left, self._interval))
+                    finally:
+                        self._waiting -= 1
+                seen = self._notified
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
 
 
 # Opening a store is start-up's, not a request's (``opening``).

@@ -26,7 +26,8 @@ therefore handed out in the order changes commit:
   it is visible. The position is the largest one committed
   (``max(seq)``, read from the index), never the sequence's last value.
 
-**Waiting.** ``Watch.wait`` returns as soon as a change past a position is
+**Waiting** (``Watch``, beside the protocol: every write notifies it).
+``Watch.wait`` returns as soon as a change past a position is
 committed: a write in this process wakes the waiters at once; a write by
 another process is seen by asking the store for its position every
 ``interval`` seconds (SQLite: ``sqlite.POLL_INTERVAL``), or, on PostgreSQL, by the NOTIFY it
@@ -35,9 +36,7 @@ listener). ``close`` wakes every waiter.
 """
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
 
@@ -78,51 +77,3 @@ class ChangeFeed(Protocol):
 
     def stop_waiting(self) -> None:
         """Wake every waiting call, and answer every later one at once."""
-
-
-class Watch:
-    """Requests waiting for the store's position to pass theirs."""
-
-    def __init__(self, position: Callable[[], int], interval: float | None = None) -> None:
-        self._position = position
-        self._interval = interval
-        self._changed = threading.Condition(threading.Lock())
-        self._notified = 0          # how many times notify was called
-        self._waiting = 0           # how many calls wait now
-        self._closed = False
-
-    def notify(self) -> None:
-        """A change was committed (by this process, or another announced
-        one): wake the waiters, who look at the position again. (PERF: a
-        plain lock, and no wake-up call when no one waits: 0.2 µs a write
-        rather than 0.5.)"""
-        with self._changed:
-            self._notified += 1
-            if self._waiting:
-                self._changed.notify_all()
-
-    def wait(self, after: int, timeout: float) -> None:
-        """Until the store's position is past ``after``, ``timeout``
-        seconds pass, or the store closes. (The position is read outside
-        the lock, so a notify that comes meanwhile is counted, not lost.)"""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            seen = self._notified
-        while not self._closed and self._position() <= after:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            with self._changed:
-                if self._notified == seen and not self._closed:
-                    self._waiting += 1
-                    try:
-                        self._changed.wait(left if self._interval is None
-                                           else min(left, self._interval))
-                    finally:
-                        self._waiting -= 1
-                seen = self._notified
-
-    def close(self) -> None:
-        with self._changed:
-            self._closed = True
-            self._changed.notify_all()

@@ -38,8 +38,9 @@ from sortedcontainers import SortedList
 
 from ..fields import words
 from ..validation import Schema
-from . import Conflict, NotFound, Position, Precondition, StaleVersion, checked_id, position
-from .feed import Change, Watch
+from . import (Conflict, NotFound, Position, Precondition, StaleVersion, Watch, checked_id,
+               position)
+from .feed import Change
 from .keys import Key, MemoryKeys
 from .opening import check_fresh_ids
 

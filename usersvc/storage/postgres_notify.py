@@ -9,7 +9,7 @@ own that listens on the channel, in a thread, and wakes the store's
 waiters at every notification. It starts with the first request that waits
 and stops when the store closes. If its connection is lost it logs once,
 tries again every second, and meanwhile the waiters still ask the store
-for its position (``feed.Watch``'s interval): no change is waited for past
+for its position (``storage.Watch``'s interval): no change is waited for past
 that.
 """
 from __future__ import annotations

@@ -27,8 +27,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from . import Conflict, NotFound, Position, Precondition, StaleVersion, checked_id
-from .feed import Change, Watch
+from . import Conflict, NotFound, Position, Precondition, StaleVersion, Watch, checked_id
+from .feed import Change
 from .keys import Key
 from .opening import check_fresh_ids
 from .sql import Table
