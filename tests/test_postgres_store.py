@@ -28,7 +28,8 @@ psycopg = pytest.importorskip("psycopg", reason="pip install -e '.[test,postgres
 
 from usersvc.storage.postgres import PostgresStorage, split_url  # noqa: E402
 from usersvc.storage.postgres_migrations import MIGRATIONS, migrate  # noqa: E402
-from usersvc.storage.sql import CHANNEL, POSTGRES, Table  # noqa: E402
+from usersvc.storage.ddl import CHANNEL, objects  # noqa: E402
+from usersvc.storage.sql import POSTGRES, Table  # noqa: E402
 
 User = USER.record
 USERS = Table(USER, POSTGRES)
@@ -275,7 +276,7 @@ def test_a_database_made_by_release_0_1_0_opens_with_everything_kept(url, sql):
 # -- the change feed: positions in commit order ------------------------------
 
 # The store's trigger without its lock: positions from the sequence alone.
-_TRIGGER = USERS.objects()["user_changes_record"].sql
+_TRIGGER = objects(USERS)["user_changes_record"].sql
 _LOCK = "PERFORM pg_advisory_xact_lock('user_changes'::regclass::oid::bigint);"
 NAIVE_POSITIONS = _TRIGGER.replace(_LOCK, "")
 assert NAIVE_POSITIONS.count("pg_advisory") == 0 and _TRIGGER.count(_LOCK) == 1

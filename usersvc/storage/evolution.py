@@ -33,6 +33,7 @@ from typing import Any, Union
 
 from ..validation import Schema
 from .opening import SchemaMismatch
+from . import ddl
 from .sql import POSTGRES, SQLITE, Dialect, Table
 
 log = logging.getLogger("usersvc.storage")
@@ -74,7 +75,7 @@ def evolve(db: Any, table: Table) -> None:
         if _exists(db, table.name, table.dialect):
             raise SchemaMismatch(f"{plural}: the database has a table {plural} that usersvc "
                                  "did not make; store the collection elsewhere")
-        for statement in table.create_tables():
+        for statement in ddl.create_tables(table):
             db.execute(statement)
         stored, objects, renamed = want, {}, False
     else:
@@ -82,7 +83,7 @@ def evolve(db: Any, table: Table) -> None:
         renamed = _rename(db, table, stored)
     _check(stored, want, plural)
     changes = [] if row is None else list(_changes(stored, want))
-    wanted = table.objects()
+    wanted = ddl.objects(table)
     for name, (kind, on, sql) in sorted(objects.items(), key=_drop_order):
         # A function is replaced where it stands (its trigger depends on it).
         if name not in wanted or (wanted[name].sql != sql and kind != "function"):
@@ -92,7 +93,7 @@ def evolve(db: Any, table: Table) -> None:
     if _search_keys(stored) != _search_keys(want):
         db.execute(f"DELETE FROM {table.words_table}")
         if table.schema.searchable:
-            db.execute(table.fill_words())
+            db.execute(ddl.fill_words(table))
     for field in want["unique"]:
         if row is not None and field not in stored["unique"]:
             _check_unique(db, table, field)
@@ -200,7 +201,7 @@ def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[st
     t, c = table.name, table.changes_table
     for field in want["fields"]:
         if field not in stored["fields"]:
-            db.execute(f"ALTER TABLE {t} ADD COLUMN {table.column(field)}")
+            db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.column(table, field)}")
             kind = table.dialect.types[table.schema.fields[field].type]
             db.execute(f"ALTER TABLE {c} ADD COLUMN {field} {kind}")
     old_keys, new_keys = _keyed(stored), _keyed(want)
@@ -210,10 +211,10 @@ def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[st
     for field in sorted(old_words - new_words):
         db.execute(f"ALTER TABLE {t} DROP COLUMN {field}__words")
     for field in sorted(new_keys - old_keys):
-        db.execute(f"ALTER TABLE {t} ADD COLUMN {table.key_column(field)}")
+        db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.key_column(table, field)}")
         _fill(db, table, f"{field}__key", field, str.casefold)
     for field in sorted(new_words - old_words):
-        db.execute(f"ALTER TABLE {t} ADD COLUMN {table.words_column(field)}")
+        db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.words_column(table, field)}")
         _fill(db, table, f"{field}__words", field, table.dialect.words_value)
 
 

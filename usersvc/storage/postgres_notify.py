@@ -1,7 +1,7 @@
 """Waking the requests that wait for changes when another process commits
 one: PostgreSQL's ``LISTEN``/``NOTIFY``.
 
-The trigger that records a change also calls ``pg_notify(sql.CHANNEL)``
+The trigger that records a change also calls ``pg_notify(ddl.CHANNEL)``
 with the collection's plural, which PostgreSQL delivers when the
 transaction commits (once per transaction and collection, however many
 records it changed). A ``Listener`` holds a connection of its
@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from .sql import CHANNEL
+from .ddl import CHANNEL
 
 log = logging.getLogger("usersvc.storage")
 

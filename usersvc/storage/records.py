@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from . import Conflict, NotFound, Position, Precondition, StaleVersion, Watch, checked_id
+from . import Conflict, NotFound, Position, Precondition, StaleVersion, Watch, checked_id, ddl
 from .feed import Change
 from .keys import Key
 from .opening import check_fresh_ids
@@ -153,12 +153,12 @@ class SQLRecords:
                     db.cursor().executemany(table.restore_change, [
                         (c.seq, c.id, *(absent if c.record is None else c.record[1:]))
                         for c in changes])
-                    table.raise_position(db, max(c.seq for c in changes))
+                    ddl.raise_position(table, db, max(c.seq for c in changes))
             except self.storage.unique_violation as e:
                 raise Conflict(f"The store already holds one of these records ({e}).") from None
             top = max([last_id, *(r.id for r in records), *(c.id for c in changes)])
             if top > 0:
-                table.raise_last_id(db, top)
+                ddl.raise_last_id(table, db, top)
         self.watch.notify()
 
     # -- the change feed: waiting ---------------------------------------
