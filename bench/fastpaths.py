@@ -30,7 +30,7 @@ from webob.acceptparse import create_accept_header  # noqa: E402
 
 from usersvc.representation.json_format import _DECODER, _ENCODER, _decode, _flat  # noqa: E402
 from usersvc.request import _PLAIN_QUERY, Request  # noqa: E402
-from usersvc.representation.negotiation import DEFAULT, best_offer  # noqa: E402
+from usersvc.representation import DEFAULT, best_offer  # noqa: E402
 from usersvc.validation import USER  # noqa: E402
 
 from usersvc.fields import _NOT_WORD, _separator, words  # noqa: E402

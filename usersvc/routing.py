@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .representation import Offers
-from .representation.negotiation import DEFAULT
+from .representation import DEFAULT
 from .storage import MAX_ID
 
 #: The methods a resource may implement, in the order ``Allow`` lists them.
