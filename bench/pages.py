@@ -55,9 +55,9 @@ if sys.argv[2] == "check":
         on, off = [], []
         for r in range(6):
             app = fresh_app()
-            real = app.cross_origin.check
+            real = list(app.checks)         # the core's cross-origin protection is the first
             for checked in ((True, False) if r % 2 == 0 else (False, True)):
-                app.cross_origin.check = real if checked else (lambda req: None)
+                app.checks[:] = real if checked else real[1:]
                 (on if checked else off).append(timed(app, posts(2000, 10000 * r + 5000 * checked, **headers)))
         results[f"POST, {label}: check on"] = statistics.median(on)
         results[f"POST, {label}: check off"] = statistics.median(off)

@@ -39,7 +39,7 @@ Map of the package (docs/architecture.md follows a request through it):
   kept with their writes; ``sqlite_migrations`` and
   ``postgres_migrations``, each release's layout changes, as history;
 - ``openapi``: ``GET /`` and ``GET /openapi.json`` (``document``, made of ``parts``);
-- ``cross_origin``: writes from other sites' pages refused, and CORS;
+- ``cors``: CORS for the origins allowed (cross-origin protection is ``app``'s);
 - ``auth``: optional bearer tokens; ``ops``: request ids and the access log;
 - ``metrics``: the app's metrics for Prometheus (the ``metrics`` extra),
   counted without locks (``tally``); ``release``: this release's version;
@@ -55,7 +55,9 @@ from typing import Any
 from .app import App, Mount
 from .auth import Tokens
 from .fields import integer, text
+from .cors import CORS
 from .release import VERSION as __version__
+from .release import install_hint
 from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
                        DEFAULT_STORAGE, Settings)
 from .storage import RecordStore, Storage, open_store
@@ -83,7 +85,7 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     ``tokens`` turns on bearer tokens: ``{token: "read" | "write"}`` (see
     ``usersvc.auth``); without it anyone who reaches the app may use it.
     ``cors_origins``: the origins (``https://app.example``; ``*``: any)
-    whose pages may call the app (CORS; see ``usersvc.cross_origin``).
+    whose pages may call the app (CORS; see ``usersvc.cors``).
     Writes from pages of other origins are refused either way.
     ``max_waiting``: how many requests may wait for changes at once
     (``GET /users/changes?wait=N``); keep it at most half the server's
@@ -106,6 +108,14 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     server's to add around it)."""
     storage = settings.storage
     app = App(settings)
+    # The features the settings ask for, in the order a request meets them
+    # (each plugs into the core where it offers: ``app``'s module text).
+    if settings.cors_origins:
+        CORS(settings.cors_origins).plug(app)
+    if settings.tokens is not None:
+        settings.tokens.plug(app)
+    if settings.metrics:
+        _metrics().Metrics(__version__, app.stores, app.waiting).plug(app)   # the last to see an answer
     if isinstance(storage, str):
         store: Any = open_store(storage, (USER,) if collections is None else collections)
         app.on_close(store.close)
@@ -117,3 +127,14 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     for schema in store.schemas if collections is None else collections:
         app.add_collection(schema, store[schema.plural])
     return app
+
+
+def _metrics() -> Any:
+    """``usersvc.metrics``, or a one-line ``ImportError`` that says how to
+    install what it needs."""
+    try:
+        from . import metrics
+    except ImportError as e:
+        raise ImportError(f"metrics need prometheus_client: {install_hint('metrics')} "
+                          f"({e})") from None
+    return metrics

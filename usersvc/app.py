@@ -2,10 +2,12 @@
 
 ``App.__call__`` is the whole life of a request:
 
-1. the Host header is checked (400), and cross-origin protection
-   (``cross_origin``): a write from a page of another site is a 403, and a
-   CORS preflight is answered at once;
-2. with tokens on, the bearer token is checked (400, 401, 403);
+1. the Host header is checked (400), and the path routed (a route and its
+   parameters, or none);
+2. the checks, in order, before a byte of the body is read: cross-origin
+   protection (always on: a write from a page of another site is a 403),
+   and whatever features plugged in (CORS answers a preflight first; tokens
+   refuse with 400, 401 or 403);
 3. the body-size guard (413, before the body is read);
 4. the router: a route and its parameters, or 404; a method the route lacks
    is 405 with ``Allow`` (so is one the service has never heard of: it is
@@ -15,8 +17,14 @@
 6. the resource's responder does the rest;
 7. any ``Problem`` or domain error becomes a problem document in the
    negotiated format. Anything else is a bug: it is logged with its trace and
-   the client gets a 500 that says nothing about the code. To an origin
-   CORS allows, every answer says so.
+   the client gets a 500 that says nothing about the code;
+8. the finishers see every answer (CORS's headers, metrics).
+
+**Where a feature plugs in** (as Falcon's middleware does): ``starters``
+see each request as it comes, ``checks`` may answer or refuse it after
+routing and before its body is read, ``finishers`` see each answer. The
+core adds only its own check; ``usersvc.build_app`` plugs in the features
+the settings ask for (``cors``, ``auth``, ``metrics``).
 
 This module and ``request`` are the only ones that know WSGI, and only
 ``request`` reads the environ.
@@ -30,11 +38,9 @@ from functools import lru_cache
 from typing import Any
 
 from .changes import Changes, Waiting
-from .cross_origin import CrossOrigin
 from .idempotency import Idempotency
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
-from .release import VERSION, install_hint
 from .pages import ASSETS, problem_page
 from .representation import (
     BODY_TYPES,
@@ -62,6 +68,7 @@ def _good_host(host: str) -> bool:
     return _HOST.fullmatch(host) is not None
 
 
+_SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 # Methods whose response carries a representation, so Accept matters.
 _NEGOTIATED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH"})
 # Methods whose request carries a body the service reads.
@@ -75,12 +82,18 @@ class App:
         settings = Settings() if settings is None else settings
         self.settings = settings
         self.max_body_size = settings.max_body_size
-        self.tokens = tokens = settings.tokens
+        tokens = settings.tokens
         self.keys = Idempotency(
             settings.idempotency_ttl, (lambda req: "") if tokens is None else tokens.owner,
             lambda req, error: self.problem_response(req, Problem.from_error(error)))
-        self.cross_origin = CrossOrigin(settings.cors_origins)
         self.waiting = Waiting(settings.max_waiting)
+        #: Where features plug in (see the module's text).
+        self.starters: list[Callable[[Request], None]] = []
+        self.checks: list[Callable[[Request, Any], Response | None]] = [self._from_another_site]
+        self.finishers: list[Callable[[Request, Response], None]] = []
+        self.store_wrappers: list[Callable[[str, Any], Any]] = []
+        #: ``metrics.Metrics``, once plugged in (its ``registry`` for a scraper).
+        self.metrics: Any = None
         self.router = Router()
         self.schemas: list[Schema] = []
         self.stores: list[Any] = []
@@ -91,10 +104,6 @@ class App:
                                                          feeds=self.feeds,
                                                          idempotency_ttl=settings.idempotency_ttl))
         self.router.add(HEALTH_PATH, HealthCheck(self.stores))
-        #: ``metrics.Metrics`` (its ``registry`` for a scraper), or ``None``.
-        self.metrics = None
-        if settings.metrics:
-            self.metrics = _metrics().Metrics(VERSION, self.stores, self.waiting)
         for path, asset in ASSETS.items():
             self.router.add(path, StaticFile(asset))
         #: Paths open without a token: the health check, the pages' files.
@@ -107,8 +116,8 @@ class App:
             raise ValueError(f"/{schema.plural} is served already")
         self.schemas.append(schema)
         self.stores.append(store)           # as it is: /healthz's reads are not counted
-        if self.metrics is not None:
-            store = self.metrics.measured(schema.plural, store)
+        for wrap in self.store_wrappers:
+            store = wrap(schema.plural, store)
         representations = Representations(schema)
         self.router.add(f"/{schema.plural}", Collection(schema, store, representations, self.keys))
         self.router.add(f"/{schema.plural}/{{id:int}}",
@@ -135,9 +144,8 @@ class App:
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         req = Request(environ)
-        metrics = self.metrics
-        if metrics is not None:
-            counting = metrics.begin(req)
+        for start in self.starters:
+            start(req)
         try:
             response = self.handle(req)
         except Problem as problem:
@@ -149,9 +157,8 @@ class App:
                           req.request_id)
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
-        self.cross_origin.decorate(req, response)
-        if metrics is not None:
-            metrics.end(req, response, counting)
+        for finish in self.finishers:
+            finish(req, response)
         return response(environ, start_response)
 
     def handle(self, req: Request) -> Response:
@@ -164,13 +171,10 @@ class App:
         found = self.router.match(path)
         if found is not None:
             req.route = found[0].label          # what metrics label even a 401 or 403 with
-        if self.cross_origin.is_preflight(req):  # a browser asking first: no token to check
-            if found is None:
-                raise Problem(404, "There is nothing at this path.")
-            return self.cross_origin.preflight(req, found[0].allow)
-        self.cross_origin.check(req)            # before a byte of the body is read
-        if self.tokens is not None and path not in self.open_paths:
-            self.tokens.check(req)              # ... and so are the tokens
+        for check in self.checks:               # before a byte of the body is read
+            answer = check(req, found)
+            if answer is not None:
+                return answer
         self._bound_body(req)
         if found is None:
             raise Problem(404, "There is nothing at this path.")
@@ -184,6 +188,40 @@ class App:
         fmt = (negotiate(req, route.offers)
                if req.method in _NEGOTIATED and route.offers is not None else None)
         return responder(req, fmt, **params)
+
+    def _from_another_site(self, req: Request, found: Any) -> None:
+        """Cross-origin protection, always on (the rule of Go 1.25's
+        ``http.CrossOriginProtection``): a page on any site can make a
+        browser send a write without asking first (a form, a ``no-cors``
+        fetch, ``sendBeacon``), so a write is refused with 403 when
+        ``Sec-Fetch-Site`` (every current browser sends it) is there and is
+        not ``same-origin`` or ``none`` (the user's own navigation); or,
+        without it, when ``Origin`` names another host and port than
+        ``Host``. An origin CORS allows passes; a request with neither header
+        (curl, another server) is no browser's, and passes."""
+        if req.method in _SAFE:
+            return None
+        site = req.fetch_site
+        if site == "same-origin" or site == "none":
+            return None
+        origin = req.origin
+        allowed = self.settings.cors_origins
+        if origin is not None and ("*" in allowed or origin in allowed):
+            return None
+        if site is None and (origin is None or _host(origin) == _host("http://" + (req.host or ""))):
+            return None
+        raise Problem(403, "A page of another site cannot make changes here "
+                           "(cross-origin request refused).")
+
+    def refuse(self, req: Request, problem: Problem) -> Response:
+        """A problem answered before the app took the request (a ``Mount``'s
+        404), seen by the starters and finishers as any answer is."""
+        for start in self.starters:
+            start(req)
+        response = self.problem_response(req, problem)
+        for finish in self.finishers:
+            finish(req, response)
+        return response
 
     def _bound_body(self, req: Request) -> None:
         """413 for a body over the limit: judged by Content-Length before
@@ -233,15 +271,14 @@ class App:
         return response
 
 
-def _metrics() -> Any:
-    """``usersvc.metrics``, or a one-line ``ImportError`` that says how to
-    install what it needs."""
-    try:
-        from . import metrics
-    except ImportError as e:
-        raise ImportError(f"metrics need prometheus_client: {install_hint('metrics')} "
-                          f"({e})") from None
-    return metrics
+def _host(origin: str) -> str:
+    """``host[:port]`` of an origin, lower case, without a default port
+    (``:80``, ``:443``), as a ``Host`` header may name it either way."""
+    host = origin.partition("://")[2].lower()
+    for default in (":80", ":443"):
+        if host.endswith(default):
+            return host[: -len(default)]
+    return host
 
 
 def _raw_target(req: Request) -> str:
@@ -265,11 +302,6 @@ class Mount:
         req = Request(environ)
         if req.mount(self.prefix):
             return self.app(environ, start_response)
-        metrics = self.app.metrics
-        if metrics is not None:
-            counting = metrics.begin(req)
-        response = self.app.problem_response(
+        response = self.app.refuse(      # with no route (for metrics: http_route="")
             req, Problem(404, f"This server serves only paths under {self.prefix}/."))
-        if metrics is not None:
-            metrics.end(req, response, counting)    # with no route: http_route=""
         return response(environ, start_response)

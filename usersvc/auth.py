@@ -25,6 +25,7 @@ import hmac
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .problems import Problem
 from .request import Request
@@ -52,6 +53,17 @@ class Tokens:
                 raise ValueError("a token must be 16 or more characters of A-Z a-z 0-9 - . _ ~ + / "
                                  "(RFC 6750 b64token)")
             self._digests.append((_digest(token), scope))
+
+    def plug(self, app: Any) -> None:
+        """Check every request but for the open paths (``app.open_paths``:
+        the health check, the pages' files), after cross-origin protection
+        and before the body is read."""
+        open_paths = app.open_paths
+
+        def check(req: Request, found: Any) -> None:
+            if req.path not in open_paths:
+                self.check(req)
+        app.checks.append(check)
 
     def check(self, req: Request) -> None:
         """Raise the 400, 401 or 403 problem this request earns, or return."""

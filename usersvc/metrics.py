@@ -102,17 +102,25 @@ class Metrics:
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
             collector(registry=self.registry)
 
-    def begin(self, req: Request) -> _Thread:
-        """A request begins: it is active until ``end``, and its time
-        starts. This thread's part of the metrics, for ``end``."""
+    def plug(self, app: Any) -> Metrics:
+        """Count each of ``app``'s requests (the last to see its answer) and
+        its stores' operations."""
+        app.metrics = self
+        app.starters.append(self.begin)
+        app.finishers.append(self.end)
+        app.store_wrappers.append(self.measured)
+        return self
+
+    def begin(self, req: Request) -> None:
+        """A request begins: it is active until ``end``, and its time starts."""
         mine = self._threads.mine
         mine.method = req.method if req.method in METHODS else "_OTHER"
         mine.started = perf_counter()
-        return mine
 
-    def end(self, req: Request, response: Response, mine: _Thread) -> None:
+    def end(self, req: Request, response: Response) -> None:
         """The request has its response: counted by its method, route
         (``req.route``, once one took it) and status, with its time."""
+        mine = self._threads.mine
         elapsed = perf_counter() - mine.started
         route = req.route       # with the application's root (a --prefix), as OpenTelemetry asks
         labels = (mine.method, route and req.script_name + route, response.status)

@@ -86,7 +86,7 @@ class Settings:
             if type(value) is not int or value < least:
                 raise SettingError(name, f"must be a whole number of at least {least}, "
                                          f"not {value!r}")
-        set_("cors_origins", _origins(self.cors_origins))
+        set_("cors_origins", parse_origins(self.cors_origins))
         if self.tokens is not None:
             from .auth import Tokens
             if not isinstance(self.tokens, Tokens):
@@ -169,7 +169,7 @@ def _whole(name: str, text: str) -> int:
     return int(text)
 
 
-def _origins(origins: Iterable[str]) -> frozenset[str]:
+def parse_origins(origins: Iterable[str]) -> frozenset[str]:
     if isinstance(origins, str):
         origins = [origins]
     parsed = frozenset(origin.rstrip("/") for origin in origins)
