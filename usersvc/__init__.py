@@ -56,8 +56,13 @@ from .app import App, Mount
 from .auth import Tokens
 from .fields import integer, text
 from .cors import CORS
+from .idempotency import Idempotency
+from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
+from .pages import ASSETS
+from .problems import Problem
 from .release import VERSION as __version__
 from .release import install_hint
+from .resources import HEALTH_PATH, HealthCheck, StaticFile
 from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
                        DEFAULT_STORAGE, Settings)
 from .storage import RecordStore, Storage, open_store
@@ -108,12 +113,24 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     server's to add around it)."""
     storage = settings.storage
     app = App(settings)
+    # The service's own paths: its root, its description, its health, the pages' files.
+    app.router.add("/", ServiceRoot(app.schemas))
+    app.router.add(OPENAPI_PATH, OpenAPIDocument(app.schemas, secured=settings.tokens is not None,
+                                                 feeds=app.feeds,
+                                                 idempotency_ttl=settings.idempotency_ttl))
+    app.router.add(HEALTH_PATH, HealthCheck(app.stores))
+    for path, asset in ASSETS.items():
+        app.router.add(path, StaticFile(asset))
+    app.open_paths.update({HEALTH_PATH, *ASSETS})
     # The features the settings ask for, in the order a request meets them
     # (each plugs into the core where it offers: ``app``'s module text).
     if settings.cors_origins:
         CORS(settings.cors_origins).plug(app)
     if settings.tokens is not None:
         settings.tokens.plug(app)
+    owner = (lambda req: "") if settings.tokens is None else settings.tokens.owner
+    Idempotency(settings.idempotency_ttl, owner,
+                lambda req, error: app.problem_response(req, Problem.from_error(error))).plug(app)
     if settings.metrics:
         _metrics().Metrics(__version__, app.stores, app.waiting).plug(app)   # the last to see an answer
     if isinstance(storage, str):

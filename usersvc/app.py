@@ -38,10 +38,8 @@ from functools import lru_cache
 from typing import Any
 
 from .changes import Changes, Waiting
-from .idempotency import Idempotency
-from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import DOMAIN_ERRORS, Problem
-from .pages import ASSETS, problem_page
+from .pages import problem_page
 from .representation import (
     BODY_TYPES,
     HTML,
@@ -51,7 +49,7 @@ from .representation import (
     problem_format,
 )
 from .request import Request, Response
-from .resources import HEALTH_PATH, Collection, HealthCheck, Item, StaticFile
+from .resources import Collection, Item
 from .routing import Router
 from .settings import Settings
 from .validation import Schema
@@ -60,7 +58,6 @@ log = logging.getLogger("usersvc")
 
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.
 _HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
-
 
 
 @lru_cache(maxsize=256)
@@ -82,16 +79,14 @@ class App:
         settings = Settings() if settings is None else settings
         self.settings = settings
         self.max_body_size = settings.max_body_size
-        tokens = settings.tokens
-        self.keys = Idempotency(
-            settings.idempotency_ttl, (lambda req: "") if tokens is None else tokens.owner,
-            lambda req, error: self.problem_response(req, Problem.from_error(error)))
         self.waiting = Waiting(settings.max_waiting)
         #: Where features plug in (see the module's text).
         self.starters: list[Callable[[Request], None]] = []
         self.checks: list[Callable[[Request, Any], Response | None]] = [self._from_another_site]
         self.finishers: list[Callable[[Request, Response], None]] = []
         self.store_wrappers: list[Callable[[str, Any], Any]] = []
+        #: Each makes a collection's write hook from its store (``resources``).
+        self.write_hooks: list[Callable[[Any], Any]] = []
         #: ``metrics.Metrics``, once plugged in (its ``registry`` for a scraper).
         self.metrics: Any = None
         self.router = Router()
@@ -99,15 +94,8 @@ class App:
         self.stores: list[Any] = []
         self.feeds: list[str] = []          # the collections with a change feed
         self._closers: list[Callable[[], None]] = []
-        self.router.add("/", ServiceRoot(self.schemas))
-        self.router.add(OPENAPI_PATH, OpenAPIDocument(self.schemas, secured=tokens is not None,
-                                                         feeds=self.feeds,
-                                                         idempotency_ttl=settings.idempotency_ttl))
-        self.router.add(HEALTH_PATH, HealthCheck(self.stores))
-        for path, asset in ASSETS.items():
-            self.router.add(path, StaticFile(asset))
-        #: Paths open without a token: the health check, the pages' files.
-        self.open_paths = frozenset({HEALTH_PATH, *ASSETS})
+        #: Paths open without a token (the health check, the pages' files).
+        self.open_paths: set[str] = set()
 
     def add_collection(self, schema: Schema, store: Any) -> None:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from
@@ -119,9 +107,11 @@ class App:
         for wrap in self.store_wrappers:
             store = wrap(schema.plural, store)
         representations = Representations(schema)
-        self.router.add(f"/{schema.plural}", Collection(schema, store, representations, self.keys))
-        self.router.add(f"/{schema.plural}/{{id:int}}",
-                        Item(schema, store, representations, self.keys))
+        write = None
+        for hook in self.write_hooks:       # (one feature has one: idempotency keys)
+            write = hook(store)
+        self.router.add(f"/{schema.plural}", Collection(schema, store, representations, write))
+        self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store, representations, write))
         if hasattr(store, "changes"):
             self.feeds.append(schema.plural)
             self.router.add(f"/{schema.plural}/changes",

@@ -33,7 +33,7 @@ from .problems import Problem
 from .representation import Format
 from .request import Request, Response
 from .storage import StoreError
-from .storage.keys import Answer, Key
+from .storage.keys import Answer, Key, KeepsKeys
 
 HEADER = "Idempotency-Key"
 ENVIRON = "HTTP_IDEMPOTENCY_KEY"
@@ -84,6 +84,14 @@ class Idempotency:
         self._owner = owner
         self._problem = problem
 
+    def plug(self, app: Any) -> None:
+        """Give each collection's POST and PATCH the write hook of its store."""
+        app.write_hooks.append(self.hook)
+
+    def hook(self, store: Any) -> KeyedWrite:
+        """The write hook (``resources``) for a collection kept in ``store``."""
+        return KeyedWrite(self, isinstance(store, KeepsKeys) and store.keeps_keys)
+
     def key(self, req: Request, fmt: Format | None,
             respond: Callable[[Any], Response]) -> Key | None:
         """The request's key (``None``: it sent none), whose answer is
@@ -98,6 +106,25 @@ class Idempotency:
             return Answer(response.status, tuple(response.headers), response.body,
                           response.vary)
         return Key(self._owner(req), key, fingerprint(req, fmt), time.time() + self.ttl, answer)
+
+
+class KeyedWrite:
+    """A collection's write hook: asked only for a request that sent the
+    header (``header``, its environ name), which it makes with its key, its
+    answer kept; or it sends the answer kept before."""
+
+    header = ENVIRON
+
+    def __init__(self, keys: Idempotency, keeps: bool) -> None:
+        self.keys = keys
+        self.keeps = keeps          # whether the store keeps keys (an embedder's may not)
+
+    def __call__(self, req: Request, fmt: Format, make: Callable[..., Any],
+                 respond: Callable[[Any], Response]) -> Response:
+        if not self.keeps:
+            raise Problem(400, f"This collection's store keeps no {HEADER}s: send the "
+                               "request without one.")
+        return replayed(make(req, key=self.keys.key(req, fmt, respond)))
 
 
 def fingerprint(req: Request, fmt: Format | None) -> str:

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
 
-from .storage import Conflict, NotFound, StaleVersion, StoreUnavailable, WritesFailing
-from .storage.keys import KeyReused
+from .storage import (Conflict, Contradiction, NotFound, StaleVersion, StoreUnavailable,
+                      WritesFailing)
 from .validation import Invalid
 
 # RFC 9110 renamed two statuses; http.HTTPStatus still has the old names.
@@ -24,7 +24,7 @@ STATUS: dict[type[Exception], tuple[int, tuple[tuple[str, str], ...]]] = {
     Conflict: (409, ()),
     StaleVersion: (412, ()),
     Invalid: (422, ()),
-    KeyReused: (422, ()),
+    Contradiction: (422, ()),
     StoreUnavailable: (503, (("Retry-After", "1"),)),     # RFC 9110 §10.2.3: seconds
     # Lasts until someone frees space or makes the file writable: ask less often.
     WritesFailing: (503, (("Retry-After", "10"),)),

@@ -16,6 +16,13 @@ Each record's encoded representation is kept (``Representations``) while
 its version is current, so a page of 100 users is 100 look-ups and a join,
 not 100 encodings: the store gives every change a new version, so a kept
 encoding can never be stale.
+
+**A write hook.** A POST or a PATCH that carries the header a feature's
+hook asks for (``write.header``, its environ name: ``Idempotency-Key``'s)
+is answered by the hook, ``write(req, fmt, make, respond)``, which calls
+``make(req, **arguments)`` for the store's write (with whatever the store
+should keep beside it) and ``respond(record)`` for its answer. Any other
+request is made as usual, and the hook is not asked.
 """
 from __future__ import annotations
 
@@ -25,7 +32,6 @@ from collections.abc import Callable
 from typing import Any
 
 from .changes import FEED_RELATION, feed_url
-from .idempotency import ENVIRON, HEADER, Idempotency, replayed
 from .listing import Listing
 from .pages import Asset, collection_page, record_page
 from .problems import Problem
@@ -42,6 +48,9 @@ from .representation import (
 from .request import Request, Response
 from .storage import Precondition
 from .validation import Schema
+
+#: ``write(req, fmt, make, respond)``, and its ``header``: "A write hook" above.
+WriteHook = Any
 
 log = logging.getLogger("usersvc")
 
@@ -130,12 +139,12 @@ class Collection:
     offers = PAGES
 
     def __init__(self, schema: Schema, store: Any, representations: Representations,
-                 keys: Idempotency | None = None) -> None:
+                 write: WriteHook | None = None) -> None:
         self.schema = schema
         self.store = store
         self.representations = representations
         self.feed = hasattr(store, "changes")       # the store keeps a change feed
-        self.keys = keys if getattr(store, "keeps_keys", False) else None
+        self.write = write
 
     def on_get(self, req: Request, fmt: Format) -> Response:
         listing = Listing.read(self.schema, req.query())
@@ -171,12 +180,14 @@ class Collection:
         return response
 
     def on_post(self, req: Request, fmt: Format) -> Response:
-        key = (keyed(self, req, fmt, lambda record: self._created(req, fmt, record))
-               if ENVIRON in req.environ else None)
-        fields = self.schema.for_create(read_document(req, self.schema))
-        if key is not None:
-            return replayed(self.store.create(key=key, **fields))
-        return self._created(req, fmt, self.store.create(**fields))
+        write = self.write
+        if write is not None and write.header in req.environ:
+            return write(req, fmt, self._create, lambda record: self._created(req, fmt, record))
+        return self._created(req, fmt, self._create(req))
+
+    def _create(self, req: Request, **beside: Any) -> Any:
+        return self.store.create(**self.schema.for_create(read_document(req, self.schema)),
+                                 **beside)
 
     def _created(self, req: Request, fmt: Format, record: Any) -> Response:
         return answer(req, 201, self, record, fmt,
@@ -189,11 +200,11 @@ class Item:
     offers = PAGES
 
     def __init__(self, schema: Schema, store: Any, representations: Representations,
-                 keys: Idempotency | None = None) -> None:
+                 write: WriteHook | None = None) -> None:
         self.schema = schema
         self.store = store
         self.representations = representations
-        self.keys = keys if getattr(store, "keeps_keys", False) else None
+        self.write = write
 
     def on_get(self, req: Request, fmt: Format, id: int) -> Response:
         record = self.store.get(id)
@@ -212,28 +223,17 @@ class Item:
             id, precondition=_precondition(req, id), **fields), fmt)
 
     def on_patch(self, req: Request, fmt: Format, id: int) -> Response:
-        key = (keyed(self, req, fmt, lambda record: answer(req, 200, self, record, fmt))
-               if ENVIRON in req.environ else None)
-        fields = self.schema.for_patch(read_document(req, self.schema), id)
-        precondition = _precondition(req, id)
-        if key is not None:
-            return replayed(self.store.update(id, precondition=precondition, key=key, **fields))
-        return answer(req, 200, self, self.store.update(id, precondition=precondition, **fields),
-                      fmt)
+        def patch(req: Request, **beside: Any) -> Any:
+            fields = self.schema.for_patch(read_document(req, self.schema), id)
+            return self.store.update(id, precondition=_precondition(req, id), **fields, **beside)
+        write = self.write
+        if write is not None and write.header in req.environ:
+            return write(req, fmt, patch, lambda record: answer(req, 200, self, record, fmt))
+        return answer(req, 200, self, patch(req), fmt)
 
     def on_delete(self, req: Request, fmt: Format, id: int) -> Response:
         self.store.delete(id, precondition=_precondition(req, id))
         return Response(204)
-
-
-def keyed(resource: Collection | Item, req: Request, fmt: Format,
-          respond: Callable[[Any], Response]) -> Any:
-    """The key of a request that sent one (the caller looks: PERF, no call
-    and no closure for a request without), whose answer is ``respond(record)``."""
-    if resource.keys is None:
-        raise Problem(400, f"This collection's store keeps no {HEADER}s: send the request "
-                           "without one.")
-    return resource.keys.key(req, fmt, respond)
 
 
 def answer(req: Request, status: int, resource: Collection | Item, record: Any,

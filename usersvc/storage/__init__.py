@@ -1,11 +1,9 @@
-"""The storage protocol and its errors (``open_store(url, collections)`` is
-``opening``'s).
+"""The storage protocol and its errors (``open_store`` is ``opening``'s).
 
-One store per storage URL holds every collection of an app: a memory
-store, one SQLite file or one PostgreSQL database. ``store["users"]`` is
-one collection's records (``RecordStore``). Each store keeps the same
-promises, for any schema, and ``tests/store_contract.py`` holds every
-implementation to them:
+One store per storage URL (memory, a SQLite file, a PostgreSQL database)
+holds every collection of an app; ``store["users"]`` is one collection's
+records (``RecordStore``). Every store keeps the same promises, for any
+schema (``tests/store_contract.py`` holds each to them):
 
 - ids are assigned by the store, increase with every create and are never
   reused, not even after a delete;
@@ -13,8 +11,8 @@ implementation to them:
 - unique fields and preconditions are enforced by the store itself, in the
   same atomic step as the write, never checked first by the caller.
 
-Besides the protocols and errors, what every store shares: ``Precondition``,
-``position``, ``WriteHealth`` and ``Watch`` (requests waiting for changes).
+Beside them, what every store shares: ``Precondition``, ``position``,
+``WriteHealth``, ``Watch`` (requests waiting for changes).
 
 Errors::
 
@@ -22,7 +20,8 @@ Errors::
      +-- NotFound          no record with that id        (HTTP 404)
      +-- Conflict          a unique field is taken       (HTTP 409)
      +-- StaleVersion      a precondition does not hold  (HTTP 412)
-     +-- KeyReused         an idempotency key, another request (HTTP 422; ``keys``)
+     +-- Contradiction     the call contradicts what the store keeps (HTTP 422)
+          +-- KeyReused    an idempotency key, another request (``keys``)
      +-- StoreUnavailable  busy or down; try again later (HTTP 503)
           +-- WritesFailing  a full disk, an I/O error, a read-only database (HTTP 503)
     SchemaMismatch         a stored collection the schema cannot open as it is
@@ -40,7 +39,7 @@ from ..validation import Schema, pointer
 
 _log = logging.getLogger("usersvc.storage")
 
-__all__ = ["MAX_ID", "Conflict", "NotFound", "Position", "Precondition", "RecordStore",
+__all__ = ["MAX_ID", "Conflict", "Contradiction", "NotFound", "Position", "Precondition", "RecordStore",
            "SchemaMismatch", "SchemaTooNew", "StaleVersion", "Storage", "StoreError",
            "StoreUnavailable", "Watch", "WriteHealth", "WritesFailing", "check_fresh_ids", "checked_id",
            "open_store", "position", "redact"]
@@ -94,9 +93,13 @@ class StaleVersion(StoreError):
         self.record_id = record_id
 
 
+class Contradiction(StoreError):
+    """The call contradicts what the store keeps (``keys.KeyReused``)."""
+
+
 class StoreUnavailable(StoreError):
-    """The store cannot answer now (a lock held too long, a lost connection);
-    the same call may succeed later. Nothing was changed."""
+    """The store cannot answer now (a lock held too long, a lost
+    connection); nothing was changed, and the call may work later."""
 
 
 class WritesFailing(StoreUnavailable):
@@ -207,12 +210,10 @@ class RecordStore(Protocol):
 
     def create(self, *, key: Any = None, **fields: Any) -> Any:
         """A new record with a fresh id and version 1 (an optional field not
-        given is absent); raises ``Conflict``.
-
-        With ``key`` (``keys.Key``), the answer instead: ``key.answer``
-        made of the record, or of the ``Conflict``, kept with the key in the
-        write's own atomic step; or, for a key kept before, its answer, and
-        nothing written (``keys.KeyReused`` if the request differs)."""
+        given is absent); raises ``Conflict``. With ``key`` (``keys.Key``),
+        the answer instead, kept with the key in the write's atomic step
+        (``keys.KeepsKeys``); for a key kept before, its answer, nothing
+        written (``keys.KeyReused`` if the request differs)."""
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
                key: Any = None, **fields: Any) -> Any:

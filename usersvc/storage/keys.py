@@ -28,9 +28,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from . import Conflict, NotFound, StaleVersion, StoreError
+from . import Conflict, Contradiction, NotFound, StaleVersion, StoreError
 
 #: The errors with which a store answers without changing anything: kept.
 KEPT_ERRORS = (Conflict, NotFound, StaleVersion)
@@ -80,7 +80,16 @@ class Key(NamedTuple):
         return answer
 
 
-class KeyReused(StoreError):
+@runtime_checkable
+class KeepsKeys(Protocol):
+    """A store's capability: its ``create`` and ``update`` take ``key``
+    (``RecordStore``'s docstrings), keeping the answer with the write.
+    Every store here has it; an embedder's own may not."""
+
+    keeps_keys: bool
+
+
+class KeyReused(Contradiction):
     """The key was used before with a different request (HTTP 422)."""
 
     def __init__(self, key: str) -> None:
