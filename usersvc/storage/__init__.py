@@ -39,10 +39,10 @@ from ..validation import Schema, pointer
 
 _log = logging.getLogger("usersvc.storage")
 
-__all__ = ["MAX_ID", "Conflict", "Contradiction", "NotFound", "Position", "Precondition", "RecordStore",
-           "SchemaMismatch", "SchemaTooNew", "StaleVersion", "Storage", "StoreError",
-           "StoreUnavailable", "Watch", "WriteHealth", "WritesFailing", "check_fresh_ids", "checked_id",
-           "open_store", "position", "redact"]
+__all__ = ["MAX_ID", "Conflict", "Contradiction", "NotFound", "Position", "Precondition",
+           "RecordStore", "SchemaMismatch", "SchemaTooNew", "StaleVersion", "Storage", "StoreError",
+           "StoreUnavailable", "Watch", "WriteHealth", "WritesFailing", "check_fresh_ids",
+           "checked_id", "open_store", "position", "redact"]
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
 MAX_ID = 2**63 - 1
@@ -104,9 +104,8 @@ class StoreUnavailable(StoreError):
 
 class WritesFailing(StoreUnavailable):
     """The store cannot write, for a cause outside it that lasts until it is
-    put right (a full disk, an I/O error, a database made read-only). Reads
-    still work; nothing was changed; writes work again by themselves once
-    the cause is gone."""
+    put right (a full disk, an I/O error, a read-only database). Reads work;
+    nothing was changed; writes work again once the cause is gone."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"The store cannot write now: {reason}. Nothing was changed; "
