@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from .changes import FEED_RELATION, feed_url
@@ -133,8 +132,9 @@ class StaticFile:
 
 
 
-class Collection:
-    """``/<plural>``: a page of records (GET), a new record (POST)."""
+class Records:
+    """What a collection's resources share: its schema, its store, its kept
+    encodings, and its write hook (``None``: none)."""
 
     offers = PAGES
 
@@ -145,6 +145,10 @@ class Collection:
         self.representations = representations
         self.feed = hasattr(store, "changes")       # the store keeps a change feed
         self.write = write
+
+
+class Collection(Records):
+    """``/<plural>``: a page of records (GET), a new record (POST)."""
 
     def on_get(self, req: Request, fmt: Format) -> Response:
         listing = Listing.read(self.schema, req.query())
@@ -194,17 +198,8 @@ class Collection:
                       ("Location", f"{req.base_url}/{self.schema.plural}/{record.id}"))
 
 
-class Item:
+class Item(Records):
     """``/<plural>/{id}``: read, replace, merge-patch or delete one record."""
-
-    offers = PAGES
-
-    def __init__(self, schema: Schema, store: Any, representations: Representations,
-                 write: WriteHook | None = None) -> None:
-        self.schema = schema
-        self.store = store
-        self.representations = representations
-        self.write = write
 
     def on_get(self, req: Request, fmt: Format, id: int) -> Response:
         record = self.store.get(id)
@@ -236,7 +231,7 @@ class Item:
         return Response(204)
 
 
-def answer(req: Request, status: int, resource: Collection | Item, record: Any,
+def answer(req: Request, status: int, resource: Records, record: Any,
            fmt: Format, *headers: tuple[str, str]) -> Response:
     """A write's answer: the record's representation (its kept encoding, or
     its page), with its ETag."""

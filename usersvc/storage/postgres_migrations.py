@@ -18,34 +18,21 @@ run in that transaction with the version update.
 """
 from __future__ import annotations
 
-import json
-import re
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 
-from .opening import SchemaTooNew
+from . import release_0_1_0
 from .evolution import Step, apply
-
-# -- release 0.1.0's own word splitting, frozen ---------------------------
-
-_NOT_WORD = re.compile(r"[\W_]")
-
-
-def _words(text: str) -> list[str]:
-    def separator(m: re.Match[str]) -> str:
-        return m.group() if unicodedata.category(m.group())[0] == "M" else " "
-    return sorted(set(_NOT_WORD.sub(separator, text.casefold()).split()))
-
+from .opening import SchemaTooNew
 
 def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""
     rows = db.execute("SELECT id, name FROM users").fetchall()
     with db.cursor() as cursor:
         cursor.executemany("UPDATE users SET name_key = %s, name_words = %s WHERE id = %s",
-                           [(name.casefold(), _words(name), user_id) for user_id, name in rows])
+                           [(name.casefold(), release_0_1_0.words(name), user_id) for user_id, name in rows])
 
 
 # Keeps user_words in step with a user's name words and e-mail key (``sql``).
@@ -86,14 +73,6 @@ BEGIN
     PERFORM pg_notify('usersvc_user_changes', '');
     RETURN NULL;
 END $$"""
-
-#: Release 0.1.0's users, as ``evolution`` records a declaration.
-_USERS_0_1_0 = json.dumps({
-    "name": "user", "plural": "users", "order": ["name", "email"],
-    "fields": {"name": {"type": "text", "optional": False},
-               "email": {"type": "text", "optional": False}},
-    "unique": ["email"], "filters": ["email"], "sorts": ["email", "name"],
-    "words": ["name"], "prefixes": ["email"]}, sort_keys=True)
 
 _COLLECTIONS = """CREATE TABLE usersvc_collections (
                       plural      text PRIMARY KEY,
@@ -190,7 +169,7 @@ MIGRATIONS: list[Sequence[Step]] = [
                           ALTER COLUMN name__words DROP DEFAULT""",
         _COLLECTIONS,
         f"INSERT INTO usersvc_collections (plural, declaration, objects)"
-        f" VALUES ('users', '{_USERS_0_1_0}', '{{}}')",
+        f" VALUES ('users', '{release_0_1_0.USERS}', '{{}}')",
     ],
     # 4 -> 5: idempotency keys (``keys``), for every collection.
     _KEYS,

@@ -24,31 +24,19 @@ all of them, or none.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
-import unicodedata
 from collections.abc import Sequence
 
-from .opening import SchemaTooNew
+from . import release_0_1_0
 from .evolution import Step, apply
-
-# -- release 0.1.0's own word splitting, frozen ---------------------------
-
-_NOT_WORD = re.compile(r"[\W_]")
-
-
-def _words(text: str) -> list[str]:
-    def separator(m: re.Match[str]) -> str:
-        return m.group() if unicodedata.category(m.group())[0] == "M" else " "
-    return sorted(set(_NOT_WORD.sub(separator, text.casefold()).split()))
-
+from .opening import SchemaTooNew
 
 def _fill_name_columns(db: sqlite3.Connection) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""
     rows = db.execute("SELECT id, name FROM users").fetchall()
     db.executemany("UPDATE users SET name_key = ?, name_words = ? WHERE id = ?",
-                   [(name.casefold(), json.dumps(_words(name), ensure_ascii=False), user_id)
-                    for user_id, name in rows])
+                   [(name.casefold(), json.dumps(release_0_1_0.words(name), ensure_ascii=False),
+                     user_id) for user_id, name in rows])
 
 
 _WORDS_OF = {   # a row's search keys: its name's words and its e-mail key
@@ -74,14 +62,6 @@ def _remake_users(db: sqlite3.Connection) -> None:
     if row is not None:
         db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('users', ?)", (row[0],))
 
-
-#: Release 0.1.0's users, as ``evolution`` records a declaration.
-_USERS_0_1_0 = json.dumps({
-    "name": "user", "plural": "users", "order": ["name", "email"],
-    "fields": {"name": {"type": "text", "optional": False},
-               "email": {"type": "text", "optional": False}},
-    "unique": ["email"], "filters": ["email"], "sorts": ["email", "name"],
-    "words": ["name"], "prefixes": ["email"]}, sort_keys=True)
 
 _COLLECTIONS = """CREATE TABLE usersvc_collections (
                       plural      TEXT PRIMARY KEY,
@@ -157,7 +137,7 @@ MIGRATIONS: list[Sequence[Step]] = [
         _COLLECTIONS,
         _remake_users,
         f"INSERT INTO usersvc_collections (plural, declaration, objects)"
-        f" VALUES ('users', '{_USERS_0_1_0}', '{{}}')",
+        f" VALUES ('users', '{release_0_1_0.USERS}', '{{}}')",
     ],
     # 4 -> 5: idempotency keys.
     _KEYS,
