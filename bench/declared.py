@@ -95,9 +95,9 @@ for round_no in range(int(sys.argv[2])):
         with tempfile.TemporaryDirectory() as tmp:
             store = open_store("memory://" if kind == "memory" else f"sqlite:///{tmp}/u.db",
                                (USER, BOOKS))
-            store["users"].restore([USER.record(i, f"User {i}", f"user{i}@example.org", 1)
+            store["users"].restore([USER.record._make((i, f"User {i}", f"user{i}@example.org", 1))
                                     for i in range(1, 1001)])
-            store["books"].restore([BOOKS.record(i, f"Book {i}", f"isbn-{i}", 1965, 1)
+            store["books"].restore([BOOKS.record._make((i, f"Book {i}", f"isbn-{i}", 1965, 1))
                                     for i in range(1, 1001)])
             app = make_app(store, collections=(USER, BOOKS))
             for operation, count in COUNTS[kind].items():

@@ -45,7 +45,7 @@ def per_call(action, number: int) -> float:
 
 
 def main() -> None:
-    user = User(1, "Ada Lovelace", "ada@example.org", 1)
+    user = User(id=1, name="Ada Lovelace", email="ada@example.org", version=1)
     rows = [
         ("JSON record: _flat", per_call(lambda: _flat(USER.field_names, user[:-1]), 100_000)),
         ("JSON record: JSONEncoder.encode", per_call(

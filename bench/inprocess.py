@@ -67,7 +67,7 @@ def seeded_usersvc(n: int, store: Any = None) -> Any:
 
 def _user(i: int) -> Any:
     from usersvc import USER
-    return USER.record(i, f"User {i}", f"user{i}@example.org", 1)
+    return USER.record(id=i, name=f"User {i}", email=f"user{i}@example.org", version=1)
 
 
 def apps(n: int = 1000, no_store_work: bool = False) -> dict[str, Callable]:

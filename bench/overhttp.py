@@ -83,7 +83,7 @@ def sqlite_usersvc(cwd: str, name: str, threads: int = 4) -> Server:
     from usersvc import USER
     from usersvc.storage import open_store
     store = open_store(f"sqlite:///{cwd}/{name}.db")
-    store["users"].restore([USER.record(i, f"User {i}", f"user{i}@example.org", 1)
+    store["users"].restore([USER.record(id=i, name=f"User {i}", email=f"user{i}@example.org", version=1)
                             for i in range(1, 1001)])
     store.close()
     return usersvc(f"sqlite:///{cwd}/{name}.db", cwd, "--no-access-log", threads=threads,

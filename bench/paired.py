@@ -34,9 +34,9 @@ def users_store(url):
 def user(*fields):
     import usersvc
     if hasattr(getattr(usersvc, "USER", None), "record"):
-        return usersvc.USER.record(*fields)
+        return usersvc.USER.record._make(fields)
     from usersvc.storage import User        # before collections were declared once
-    return User(*fields)
+    return User._make(fields)
 
 def environ(method, target, body=b"", **headers):
     path, _, query = target.partition("?")

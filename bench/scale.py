@@ -39,8 +39,8 @@ RARE = 10       # users named "... Rare", at every size
 def fill(store: Any, n: int) -> None:
     every = n // RARE
     for start in range(1, n + 1, BATCH):
-        store.restore([User(i, f"User {i}" + (" Rare" if i % every == 0 else ""),
-                            f"user{i}@example.org", 1)
+        store.restore([User(id=i, name=f"User {i}" + (" Rare" if i % every == 0 else ""),
+                            email=f"user{i}@example.org", version=1)
                        for i in range(start, min(n, start + BATCH - 1) + 1)])
 
 

@@ -36,7 +36,7 @@ COUNT = 2000
 
 def made(path: str) -> None:
     store = open_store(f"sqlite:///{path}", (USER,))
-    store["users"].restore([USER.record(i, f"User {i}", f"user{i}@example.org", 1)
+    store["users"].restore([USER.record(id=i, name=f"User {i}", email=f"user{i}@example.org", version=1)
                             for i in range(1, 1001)])
     store.close()
 
@@ -133,7 +133,7 @@ def main() -> int:
         layers = {"strings": Strings(path), "SQLAlchemy Core": Core(path)}
         operations = ["get", "insert", "update", "page"]
         for layer in layers.values():       # each answers as the other does
-            assert layer.get(2) == USER.record(3, "User 3", "user3@example.org", 1)
+            assert layer.get(2) == USER.record(id=3, name="User 3", email="user3@example.org", version=1)
             assert len(layer.page(0)) == 100
         samples = {op: {name: [] for name in layers} for op in operations}
         offset = 1

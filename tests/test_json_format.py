@@ -33,8 +33,8 @@ def test_the_json_writer_gives_json_dumps_bytes(record):
 
 
 @pytest.mark.parametrize("user", [
-    User(1, "Ada", "ada@example.org", 1),
-    User(2**63 - 1, "\u00e9\u4e2d\U0001f600 \"quoted\" \\ back\nline\t\x7f\u2028", "a@b", 7),
+    User(id=1, name="Ada", email="ada@example.org", version=1),
+    User(id=2**63 - 1, name="\u00e9\u4e2d\U0001f600 \"quoted\" \\ back\nline\t\x7f\u2028", email="a@b", version=7),
 ])
 def test_a_stored_record_renders_as_its_fields_do(user):
     # render_record reads the fields straight from the record: the same bytes.

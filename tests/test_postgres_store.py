@@ -221,8 +221,8 @@ def analyzed():
             url = with_search_path(POSTGRES_URL, schema)
             storage = open_store(url)
             storage["users"].restore([
-                User(i, f"Name {i:05} {'Rare' if i % 2000 == 0 else 'Common'}",
-                     f"u{i}@example.org", 1) for i in range(1, 20_001)], last_id=20_000)
+                User(id=i, name=f"Name {i:05} {'Rare' if i % 2000 == 0 else 'Common'}",
+                     email=f"u{i}@example.org", version=1) for i in range(1, 20_001)], last_id=20_000)
             storage.close()
             with psycopg.connect(split_url(url)[0], autocommit=True) as db:
                 for table in ("users", "user_words", "user_changes"):

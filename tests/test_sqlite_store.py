@@ -358,7 +358,7 @@ def test_the_same_precondition_raced_from_processes_wins_once(path):
     outcomes = _race_processes(_update_in_process, lambda i, b, q: (path, b, i, user.version, q))
     winners = [i for kind, i in outcomes if kind == "updated"]
     assert len(winners) == 1
-    assert store.get(user.id) == User(user.id, f"P{winners[0]}", user.email, 2)
+    assert store.get(user.id) == User(id=user.id, name=f"P{winners[0]}", email=user.email, version=2)
     store.storage.close()
 
 
@@ -433,7 +433,7 @@ def test_updates_and_deletes_that_fail_in_a_group_change_nothing_and_the_others_
     assert isinstance(results["stale delete"], StaleVersion)
     assert len(commits) <= 2
     assert store.get(ada.id) == ada and store.get(cy.id) == cy
-    assert store.get(bob.id) == User(bob.id, "Bobby", "bob@example.org", 2)
+    assert store.get(bob.id) == User(id=bob.id, name="Bobby", email="bob@example.org", version=2)
     assert [u.name for u in store.list()] == ["Ada", "Bobby", "Cy", "Di"]
 
 
@@ -514,7 +514,7 @@ def test_answers_kept_while_nothing_is_committed_are_dropped_by_any_commit(path)
         assert a.get(ada.id).name == "Ada King"
         b.update(ada.id, name="Ada B.")                         # another store on the file
         assert a.get(ada.id).name == "Ada B." and [u.name for u in a.list()] == ["Ada B."]
-        a.restore([User(7, "Restored", "r@example.org", 1)])    # on the reading connection
+        a.restore([User(id=7, name="Restored", email="r@example.org", version=1)])    # on the reading connection
         assert [u.id for u in a.list()] == [ada.id, 7]
         b.delete(7)
         with pytest.raises(NotFound):

@@ -39,7 +39,8 @@ def test_every_change_gets_the_next_position_and_the_feed_lists_each_user_once(s
 
 def test_restore_changes_keeps_each_record_and_tombstone_at_its_position(store):
     from usersvc.storage.feed import Change
-    ada, bob = User(1, "Ada", "ada@example.org", 3), User(3, "Bob", "bob@example.org", 1)
+    ada = User(id=1, name="Ada", email="ada@example.org", version=3)
+    bob = User(id=3, name="Bob", email="bob@example.org", version=1)
     # Ids and positions in different orders, a tombstone between them.
     store.restore_changes([Change(4, 3, bob), Change(6, 2, None), Change(9, 1, ada)])
     assert feed(store) == [(4, 3, "Bob"), (6, 2, None), (9, 1, "Ada")]
@@ -47,7 +48,7 @@ def test_restore_changes_keeps_each_record_and_tombstone_at_its_position(store):
     with pytest.raises(NotFound):
         store.get(2)
     with pytest.raises(Conflict):               # a position at or below the feed's: nothing kept
-        store.restore_changes([Change(12, 7, User(7, "Cy", "cy@example.org", 1)),
+        store.restore_changes([Change(12, 7, User(id=7, name="Cy", email="cy@example.org", version=1)),
                                Change(8, 8, None)])
     assert store.position() == 9 and store.list() == [ada, bob]
     carl = store.create(name="Carl", email="carl@example.org")
@@ -91,8 +92,8 @@ def test_tombstones_are_kept_and_positions_never_reused(store):
 
 
 def test_a_restore_gives_the_users_positions_in_order(store):
-    store.restore([User(5, "Five", "five@example.org", 3), User(9, "Nine", "nine@example.org", 1)],
-                  last_id=10)
+    store.restore([User(id=5, name="Five", email="five@example.org", version=3),
+                   User(id=9, name="Nine", email="nine@example.org", version=1)], last_id=10)
     assert feed(store) == [(1, 5, "Five"), (2, 9, "Nine")]
 
 
@@ -190,7 +191,7 @@ def test_listing_then_following_the_feed_misses_nothing_while_8_threads_write(st
 def test_a_page_of_the_memory_store_feed_touches_the_page_not_the_collection():
     from usersvc.storage.memory import MemoryRecords
     store = MemoryRecords(USER)
-    store.restore([User(i, f"U{i}", f"u{i}@example.org", 1) for i in range(1, 5001)])
+    store.restore([User(id=i, name=f"U{i}", email=f"u{i}@example.org", version=1) for i in range(1, 5001)])
     for i in range(1, 5001, 7):
         store.update(i, name="V")             # positions out of id order
     store.touched = 0

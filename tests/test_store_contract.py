@@ -28,7 +28,8 @@ def contract(store):
 
 
 def test_create_returns_the_user_at_version_1(store):
-    assert store.create(name="Ada", email="ada@example.org") == User(1, "Ada", "ada@example.org", 1)
+    assert store.create(name="Ada", email="ada@example.org") == \
+        User(id=1, name="Ada", email="ada@example.org", version=1)
 
 
 def test_a_missing_user_is_user_not_found(store):
@@ -114,7 +115,8 @@ def test_last_id_counts_deleted_ids(store):
 
 
 def test_restore_keeps_ids_and_versions_and_new_ids_continue_above(store):
-    users = [User(3, "Ada", "ada@example.org", 7), User(10, "Bob", "Bob@Example.org", 1)]
+    users = [User(id=3, name="Ada", email="ada@example.org", version=7),
+             User(id=10, name="Bob", email="Bob@Example.org", version=1)]
     store.restore(users)
     assert store.list() == users
     assert store.get(3).version == 7
@@ -124,7 +126,7 @@ def test_restore_keeps_ids_and_versions_and_new_ids_continue_above(store):
 
 
 def test_restore_raises_last_id_past_deleted_ids(store):
-    store.restore([User(2, "Ada", "ada@example.org", 1)], last_id=50)
+    store.restore([User(id=2, name="Ada", email="ada@example.org", version=1)], last_id=50)
     assert store.last_id() == 50
     assert store.create(name="New", email="new@example.org").id == 51
 
@@ -139,16 +141,16 @@ def test_restore_never_reuses_an_id_handed_out_before_even_if_deleted(store):
     gone = store.create(name="Ada", email="ada@example.org")
     store.delete(gone.id)
     with pytest.raises(Conflict):
-        store.restore([User(gone.id, "Other", "other@example.org", gone.version)])
+        store.restore([User(id=gone.id, name="Other", email="other@example.org", version=gone.version)])
     assert store.list() == []
 
 
 @pytest.mark.parametrize("clash", [
-    User(1, "Other", "other@example.org", 1),      # an id that is taken
-    User(9, "Other", "ADA@example.org", 1),        # an e-mail that is taken
+    User(id=1, name="Other", email="other@example.org", version=1),      # an id that is taken
+    User(id=9, name="Other", email="ADA@example.org", version=1),        # an e-mail that is taken
 ])
 def test_restore_is_all_or_nothing(store, clash):
     existing = store.create(name="Ada", email="ada@example.org")
     with pytest.raises(Conflict):
-        store.restore([User(5, "Fine", "fine@example.org", 1), clash])
+        store.restore([User(id=5, name="Fine", email="fine@example.org", version=1), clash])
     assert store.list() == [existing]

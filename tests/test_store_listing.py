@@ -152,8 +152,8 @@ def test_the_memory_store_touches_a_page_not_the_collection():
     touches, and a page or a search touches what it returns, not all."""
     from usersvc.storage.memory import MemoryRecords
     store = MemoryRecords(USER)
-    store.restore([User(i, f"Name {i:05} {'Rare' if i % 1000 == 0 else 'Common'}",
-                        f"u{i}@example.org", 1) for i in range(1, 5001)], last_id=5000)
+    store.restore([User(id=i, name=f"Name {i:05} {'Rare' if i % 1000 == 0 else 'Common'}",
+                        email=f"u{i}@example.org", version=1) for i in range(1, 5001)], last_id=5000)
     for arguments in [{}, {"sort": "name"}, {"sort": "name", "after": ("name 02500", 2500)},
                       {"sort": "email", "reverse": True, "after": ("u3000@example.org", 3000)},
                       {"sort": "id", "reverse": True, "after": 4000}]:

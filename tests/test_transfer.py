@@ -29,7 +29,7 @@ def source_url(tmp_path):
     storage["books"].create(title="Dune", isbn="0441013597", year=1965)
     storage["books"].create(title="Emma", isbn="x-2")
     source = storage["users"]
-    source.restore([User(i, f"User {i}", f"u{i}@example.org", 1 + i % 3)
+    source.restore([User(id=i, name=f"User {i}", email=f"u{i}@example.org", version=1 + i % 3)
                     for i in range(1, N + 1) if i % 7])     # gaps: ids 7, 14, ...
     extra = source.create(name="Late", email="LATE@Example.org")
     source.update(extra.id, name="Later")

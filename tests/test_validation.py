@@ -152,3 +152,13 @@ def test_words_keep_marks_and_split_at_everything_else():
     assert words("snake_case x2") == ["snake", "case", "x2"]
     assert words("Zoë Dvořák") == ["zoë", "dvořák"]
     assert words("e\u0301clair") == ["e\u0301clair"]        # a combining accent stays
+
+
+def test_a_record_is_made_by_name_only_and_an_optional_field_left_out_is_none():
+    from books import BOOKS
+    assert USER.record(id=1, name="Ada", email="a@example.org", version=2).email == "a@example.org"
+    assert BOOKS.record(id=1, title="Dune", isbn="1", version=1).year is None
+    with pytest.raises(TypeError):
+        USER.record(1, "Ada", "a@example.org", 2)       # by position: a field added would shift
+    with pytest.raises(TypeError):
+        USER.record(id=1, name="Ada", version=2)        # a required field missing

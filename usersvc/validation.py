@@ -38,6 +38,19 @@ class Invalid(Exception):
         self.errors = list(errors)
 
 
+def record_type(name: str, names: tuple[str, ...], optional: Iterable[str]) -> type:
+    """A named tuple of ``names`` made by name only (``User(id=1, name=...,
+    email=..., version=1)``; an optional field left out is ``None``), so that
+    a field added to a schema never shifts another's value. The stores make
+    theirs from rows in this order with ``_make``."""
+    base = namedtuple(name, names)      # type: ignore[misc]
+    absent = dict.fromkeys(optional)
+
+    def __new__(cls: type, **values: Any) -> Any:
+        return base.__new__(cls, **{**absent, **values})
+    return type(name, (base,), {"__slots__": (), "__new__": __new__})
+
+
 def pointer(*names: str) -> str:
     """The JSON Pointer (RFC 6901 §3) to a member: ``~`` and ``/`` escaped."""
     return "".join("/" + n.replace("~", "~0").replace("/", "~1") for n in names)
@@ -113,9 +126,9 @@ class Schema:
         self.keyed = tuple(f for f in self.fields if self.fields[f].type == "text" and (
             f in self.unique or f in self.filters or f in self.sorts or f in self.prefixes))
         #: One stored version of a record: a named tuple of its fields by name,
-        #: ``None`` for an absent optional field.
-        self.record = namedtuple(name.title().replace("_", ""),  # type: ignore[misc]
-                                 ("id", *self.fields, "version"))
+        #: ``None`` for an absent optional field (``record_type``).
+        self.record = record_type(name.title().replace("_", ""), ("id", *self.fields, "version"),
+                                  self.optional)
 
     def _names(self, what: str, names: Iterable[str], text_only: bool = False) -> tuple[str, ...]:
         names = tuple(names)
