@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from usersvc.storage import StoreUnavailable  # noqa: E402
 from usersvc.storage import sqlite as usersvc_sqlite  # noqa: E402
-from usersvc.storage.sqlite_writer import Connection as _Connection  # noqa: E402
+from usersvc.storage.sqlite import Connection as _Connection  # noqa: E402
 from usersvc.storage.sqlite_writer import Writer  # noqa: E402
 
 T = TypeVar("T")

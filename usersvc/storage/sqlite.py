@@ -24,53 +24,184 @@ processes.
   for every write of the group it struck, none of which is kept; the log
   says so once (``WriteHealth``), and the next write that works ends it.
 - A page reads ids and versions first, and builds only the records it has
-  not built at that version before (``SQLiteRecords._page``): a version,
-  with its id, names one content for good (ids are never reused, not even
-  by ``restore``).
+  not built at that version before (``sqlite_pages``). What a SQLite error
+  means is ``sqlite_errors``'s.
 """
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
-import time
-from collections.abc import Callable, Iterable
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..validation import Schema
-from . import StoreUnavailable, WriteHealth
+from . import WriteHealth
 from .evolution import declared, evolve
 from .keys import Answer, Key, SQLKeys
-from .records import SQLRecords
 from .sql import SQLITE, Table
+from .sqlite_errors import needs_reopening, retrying, roll_back, unavailable
 from .sqlite_migrations import migrate
-from .sqlite_writer import Connection, Connections, Writer, busy
+from .sqlite_pages import SQLiteRecords
+from .sqlite_writer import Writer
 
 T = TypeVar("T")
 log = logging.getLogger("usersvc.storage")
 
-#: How many records a collection keeps built for its pages (then it starts again).
-KEPT = 100_000
 #: How often a waiting request asks a file for its position: other
 #: processes may have committed, and SQLite cannot tell them.
 POLL_INTERVAL = 0.2
 
 
-def retrying(open_: Callable[[], None], busy_timeout: float) -> None:
-    """Run ``open_`` until it does not find the file busy, or the busy
-    timeout passes. Processes opening a new file together can find it
-    locked without SQLite calling the busy handler (``StoreUnavailable``)."""
-    deadline = time.monotonic() + busy_timeout
-    pause = 0.001
-    while True:
+class Connection(sqlite3.Connection):
+    """A connection that can be weakly referenced, so that closing the store
+    reaches the connections of threads that are still alive, and the
+    connection of a thread that has ended is freed with it. ``in_use`` is
+    held while a session uses it: SQLite must not close a connection that
+    another thread is in the middle of using."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.in_use = threading.Lock()
+        # Reads this connection answered, kept while PRAGMA data_version
+        # says no other connection has committed since (Connections.answers).
+        self.answers: dict[Any, Any] = {}
+        self.data_version = -1
+
+
+class ThreadConnection:
+    """Holds one thread's connection in a ``threading.local``, and closes it
+    when that thread ends and its locals are freed."""
+
+    def __init__(self, db: Connection) -> None:
+        self.db = db
+
+    def __del__(self) -> None:
+        with self.db.in_use:     # store.close() may be closing it right now
+            self.db.close()
+
+
+#: How many answers each connection keeps while nothing is committed.
+ANSWERS = 1_000
+
+
+class Connections:
+    """A file's connections: each thread's own, opened when it first asks
+    and closed when it ends; or, for a private in-memory database, one."""
+
+    def __init__(self, path: str, busy_timeout: float, health: WriteHealth) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self.health = health
+        self._fork_lock = threading.Lock()
+        self._start()
+        self.one = self.connect() if path == ":memory:" else None
+
+    def _start(self) -> None:
+        """No connection yet, in this process."""
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._all: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+    def _forked(self) -> None:
+        """In a process forked from the one that opened them (a server's
+        workers after ``--preload``), the connections are not this
+        process's: SQLite must not use one across a fork. They are left
+        alone, never closed here (closing would release locks that are the
+        parent's), and this process opens its own."""
+        with self._fork_lock:               # the first requests of this process, at once
+            if self._pid != os.getpid():
+                self._inherited = (self._local, list(self._all))
+                self._start()
+
+    def connect(self) -> Connection:
+        db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
+                             check_same_thread=False, factory=Connection)
+        db.execute("PRAGMA synchronous = FULL")
+        with self._lock:
+            self._all.add(db)
+        return db
+
+    @contextmanager
+    def session(self, writing: bool = False) -> Iterator[Connection]:
+        """This thread's connection, or the in-memory database's one, held."""
         try:
-            return open_()
-        except StoreUnavailable as e:
-            # Only a busy file is worth waiting for: one that cannot be
-            # opened at all (a folder it may not write, /proc) is said at once.
-            if not busy(e.__cause__) or time.monotonic() + pause > deadline:
+            db = self.one
+            if db is None:
+                if self._pid != os.getpid():
+                    self._forked()
+                owner = getattr(self._local, "owner", None)
+                if owner is None:
+                    owner = self._local.owner = ThreadConnection(self.connect())
+                db = owner.db
+            with db.in_use:
+                yield db
+        except sqlite3.OperationalError as e:
+            error = unavailable(e, self.health if writing else None)
+            if error is None:
                 raise
-            time.sleep(pause)
-            pause = min(pause * 2, 0.1)
+            if writing and needs_reopening(e) and self.one is None:
+                self._local.owner = None        # closed; the next write opens another
+            raise error from e
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
+        with self.session(writing=True) as db:
+            if db.in_transaction:       # a ROLLBACK that failed last time (an I/O error)
+                db.execute("ROLLBACK")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                roll_back(db)
+                raise
+            db.execute("COMMIT")
+            db.answers.clear()          # its own commit does not change its data_version
+        self.health.worked()
+
+    def answered(self, question: Any, read: Callable[[Connection], T]) -> T:
+        """``read(db)`` on this thread's connection, or what it answered
+        last time, if nothing has been committed since (``answers``;
+        ``question=None``: a read not to keep)."""
+        with self.session() as db:
+            if question is None:
+                return read(db)
+            answers = self.answers(db)
+            answer = answers.get(question)
+            if answer is None:
+                answer = answers[question] = read(db)
+                if len(answers) > ANSWERS:
+                    answers.clear()
+            return answer
+
+    def answers(self, db: Connection) -> dict[Any, Any]:
+        """What this connection has read and may answer again: valid while
+        ``PRAGMA data_version`` is unchanged, which it is until another
+        connection, in any process, commits. (A private in-memory database
+        has one connection, whose own commits it does not count: it keeps
+        nothing.)"""
+        if self.one is not None:
+            return {}
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version != db.data_version:
+            db.answers.clear()
+            db.data_version = version
+        return db.answers
+
+    def close(self) -> None:
+        if self._pid != os.getpid():
+            self._forked()      # the parent's connections are the parent's to close
+        with self._lock:
+            connections = list(self._all)
+            self._all.clear()
+        for db in connections:
+            with db.in_use:
+                db.close()
 
 
 class SQLiteStorage:
@@ -154,33 +285,3 @@ class SQLiteStorage:
             if self.writer.stop() and self.writer.commits:
                 log.info("SQLite writer for %s: %s", self.path, self.writer.summary())
         self.connections.close()
-
-
-class SQLiteRecords(SQLRecords):
-    """One collection of a ``SQLiteStorage``."""
-
-    def __init__(self, storage: SQLiteStorage, table: Table, interval: float | None) -> None:
-        super().__init__(storage, table, interval)
-        # Records built for pages, by id, for a page to take again (at most KEPT).
-        self._kept: dict[int, Any] = {}
-
-    def _page(self, db: Connection, arguments: dict[str, Any]) -> list[Any]:
-        """A page, read ids and versions first: a version names a record's
-        fields, so a record already built at that version is taken as it is,
-        and only the others are read (cheaper than reading and building all)."""
-        kept = self._kept
-        keys = db.execute(*self.table.page(columns="u.id, u.version", **arguments)).fetchall()
-        found = {record_id: record for record_id, version in keys
-                 if (record := kept.get(record_id)) is not None and record.version == version}
-        wanted = [record_id for record_id, _ in keys if record_id not in found]
-        if wanted:
-            found.update((row[0], self._make(row)) for row in db.execute(
-                f"{self.table.select_some}({', '.join('?' * len(wanted))})", wanted))
-            if any(record_id not in found or found[record_id].version != version
-                   for record_id, version in keys):
-                # Written between the two reads: read the page whole.
-                return super()._page(db, arguments)
-            if len(kept) + len(wanted) > KEPT:
-                kept.clear()
-            kept.update((record_id, found[record_id]) for record_id in wanted)
-        return [found[record_id] for record_id, _ in keys]

@@ -1,23 +1,16 @@
-"""SQLite's connections and writer: a connection per thread, reads
-answered again while nothing is committed, and every write to a file made
-by one thread, in groups.
+"""The writer of a SQLite file: every create, update and delete made by
+one thread with a connection of its own, in groups (``Writer``).
 
-``Connections`` holds a file's connections (one per thread; a private
-in-memory database has one, used in turn) and what each has answered,
-for every collection in the file.
-
-Group commit: creates, updates and deletes on a file are made by one
-writer thread with a connection of its own (``Writer``). It takes every
-write waiting in its queue, runs them in one transaction and commits
-them with one sync to disk (one that fails, a taken e-mail or a stale
-version, changes nothing and the others go on), and only then answers
-each caller, so a 201 still means "on disk". Measured against the
-leader/follower scheme it replaced (no thread of its own; a lone write
-committed in its caller's thread; a leader gathering its group for up to
-0.5 ms), in paired runs of ``bench/group_commit.py`` on 2026-11-22
-(SQLite POST over HTTP, waitress on one core, wrk on the other): 0.90,
-0.98 and 1.07 of its requests per second at 4 server threads in three
-runs, 0.96 at 8, with rounds of either scheme ranging ±25%: no
+Group commit: the writer takes every write waiting in its queue, runs them
+in one transaction and commits them with one sync to disk (one that fails,
+a taken e-mail or a stale version, changes nothing and the others go on),
+and only then answers each caller, so a 201 still means "on disk".
+Measured against the leader/follower scheme it replaced (no thread of its
+own; a lone write committed in its caller's thread; a leader gathering its
+group for up to 0.5 ms), in paired runs of ``bench/group_commit.py`` on
+2026-11-22 (SQLite POST over HTTP, waitress on one core, wrk on the other):
+0.90, 0.98 and 1.07 of its requests per second at 4 server threads in
+three runs, 0.96 at 8, with rounds of either scheme ranging ±25%: no
 difference beyond the noise, so the simpler one stays.
 """
 from __future__ import annotations
@@ -27,222 +20,15 @@ import queue
 import sqlite3
 import threading
 import time
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as WaitedTooLong
-from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from . import StoreUnavailable, WriteHealth
+from .sqlite_errors import is_lasting, needs_reopening, roll_back, unavailable
 
 T = TypeVar("T")
-
-
-class Connection(sqlite3.Connection):
-    """A connection that can be weakly referenced, so that closing the store
-    reaches the connections of threads that are still alive, and the
-    connection of a thread that has ended is freed with it. ``in_use`` is
-    held while a session uses it: SQLite must not close a connection that
-    another thread is in the middle of using."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.in_use = threading.Lock()
-        # Reads this connection answered, kept while PRAGMA data_version
-        # says no other connection has committed since (Connections.answers).
-        self.answers: dict[Any, Any] = {}
-        self.data_version = -1
-
-
-class ThreadConnection:
-    """Holds one thread's connection in a ``threading.local``, and closes it
-    when that thread ends and its locals are freed."""
-
-    def __init__(self, db: Connection) -> None:
-        self.db = db
-
-    def __del__(self) -> None:
-        with self.db.in_use:     # store.close() may be closing it right now
-            self.db.close()
-
-
-#: SQLite's primary result codes for a cause outside the store that lasts
-#: until it is put right, and what to tell a client (the message, for the
-#: Python before 3.11 whose errors carry no code).
-FAILING = {13: ("the disk is full", "database or disk is full"),
-           10: ("the disk failed (an I/O error)", "disk I/O error"),
-           8: ("the database is read-only", "readonly database"),
-           14: ("the database file cannot be opened", "unable to open database file")}
-
-
-#: SQLITE_IOERR_SHMSIZE: the shared-memory file beside a WAL database could
-#: not be grown, which on Linux means no room for it: a full disk, not a
-#: failing one (a store opened on a full disk meets it first).
-_SHM_FULL = 10 | (19 << 8)
-
-
-def _code(error: sqlite3.Error) -> int | None:
-    code = getattr(error, "sqlite_errorcode", None)   # Python 3.11+
-    if code == _SHM_FULL:
-        return 13
-    if code is not None:
-        return code & 0xFF
-    text = str(error)
-    if "locked" in text or "busy" in text:
-        return 5
-    return next((c for c, (_, said) in FAILING.items() if said in text), None)
-
-
-def busy(error: BaseException | None) -> bool:
-    """Another connection held the lock past the busy timeout."""
-    return isinstance(error, sqlite3.Error) and _code(error) in (5, 6)
-
-
-def lasting(error: BaseException) -> bool:
-    """A full disk, an I/O error, a read-only or unopenable file."""
-    return isinstance(error, sqlite3.Error) and _code(error) in FAILING
-
-
-def reopen(error: BaseException) -> bool:
-    """A file that was read-only (or could not be opened) when the
-    connection opened it: SQLite keeps that connection read-only for good,
-    so the next write must open another, in case the file is writable now."""
-    return isinstance(error, sqlite3.Error) and _code(error) in (8, 14)
-
-
-def unavailable(error: sqlite3.Error, health: WriteHealth | None) -> StoreUnavailable | None:
-    """What a SQLite error means to a client, if it is not a fault of
-    usersvc's: busy (try again), or a lasting cause (``WritesFailing``, said
-    to ``health`` for a write; a read that fails so is simply unavailable)."""
-    code = _code(error)
-    if busy(error):         # another writer held the lock past the timeout
-        return StoreUnavailable("The database is busy; try again.")
-    if code in FAILING:
-        if health is None:
-            return StoreUnavailable(f"The database cannot be read now: {FAILING[code][0]}.")
-        return health.failed(FAILING[code][0], f"{error}")
-    return None
-
-
-#: How many answers each connection keeps while nothing is committed.
-ANSWERS = 1_000
-
-
-class Connections:
-    """A file's connections: each thread's own, opened when it first asks
-    and closed when it ends; or, for a private in-memory database, one."""
-
-    def __init__(self, path: str, busy_timeout: float, health: WriteHealth) -> None:
-        self.path = path
-        self.busy_timeout = busy_timeout
-        self.health = health
-        self._fork_lock = threading.Lock()
-        self._start()
-        self.one = self.connect() if path == ":memory:" else None
-
-    def _start(self) -> None:
-        """No connection yet, in this process."""
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        self._local = threading.local()
-        self._all: weakref.WeakSet[Connection] = weakref.WeakSet()
-
-    def _forked(self) -> None:
-        """In a process forked from the one that opened them (a server's
-        workers after ``--preload``), the connections are not this
-        process's: SQLite must not use one across a fork. They are left
-        alone, never closed here (closing would release locks that are the
-        parent's), and this process opens its own."""
-        with self._fork_lock:               # the first requests of this process, at once
-            if self._pid != os.getpid():
-                self._inherited = (self._local, list(self._all))
-                self._start()
-
-    def connect(self) -> Connection:
-        db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
-                             check_same_thread=False, factory=Connection)
-        db.execute("PRAGMA synchronous = FULL")
-        with self._lock:
-            self._all.add(db)
-        return db
-
-    @contextmanager
-    def session(self, writing: bool = False) -> Iterator[Connection]:
-        """This thread's connection, or the in-memory database's one, held."""
-        try:
-            db = self.one
-            if db is None:
-                if self._pid != os.getpid():
-                    self._forked()
-                owner = getattr(self._local, "owner", None)
-                if owner is None:
-                    owner = self._local.owner = ThreadConnection(self.connect())
-                db = owner.db
-            with db.in_use:
-                yield db
-        except sqlite3.OperationalError as e:
-            error = unavailable(e, self.health if writing else None)
-            if error is None:
-                raise
-            if writing and reopen(e) and self.one is None:
-                self._local.owner = None        # closed; the next write opens another
-            raise error from e
-
-    @contextmanager
-    def transaction(self) -> Iterator[Connection]:
-        """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
-        with self.session(writing=True) as db:
-            if db.in_transaction:       # a ROLLBACK that failed last time (an I/O error)
-                db.execute("ROLLBACK")
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                _roll_back(db)
-                raise
-            db.execute("COMMIT")
-            db.answers.clear()          # its own commit does not change its data_version
-        self.health.worked()
-
-    def answered(self, question: Any, read: Callable[[Connection], T]) -> T:
-        """``read(db)`` on this thread's connection, or what it answered
-        last time, if nothing has been committed since (``answers``;
-        ``question=None``: a read not to keep)."""
-        with self.session() as db:
-            if question is None:
-                return read(db)
-            answers = self.answers(db)
-            answer = answers.get(question)
-            if answer is None:
-                answer = answers[question] = read(db)
-                if len(answers) > ANSWERS:
-                    answers.clear()
-            return answer
-
-    def answers(self, db: Connection) -> dict[Any, Any]:
-        """What this connection has read and may answer again: valid while
-        ``PRAGMA data_version`` is unchanged, which it is until another
-        connection, in any process, commits. (A private in-memory database
-        has one connection, whose own commits it does not count: it keeps
-        nothing.)"""
-        if self.one is not None:
-            return {}
-        version = db.execute("PRAGMA data_version").fetchone()[0]
-        if version != db.data_version:
-            db.answers.clear()
-            db.data_version = version
-        return db.answers
-
-    def close(self) -> None:
-        if self._pid != os.getpid():
-            self._forked()      # the parent's connections are the parent's to close
-        with self._lock:
-            connections = list(self._all)
-            self._all.clear()
-        for db in connections:
-            with db.in_use:
-                db.close()
 
 
 class Writer:
@@ -258,7 +44,7 @@ class Writer:
     statement by itself and the transaction goes on (no savepoints needed;
     ``_commit`` checks that nothing changed)."""
 
-    def __init__(self, connect: Callable[[], Connection], health: WriteHealth,
+    def __init__(self, connect: Callable[[], Any], health: WriteHealth,
                  timeout: float) -> None:
         self._connect = connect
         self.health = health
@@ -361,7 +147,7 @@ class Writer:
                         try:
                             outcomes.append((future, op(db), None))
                         except Exception as e:      # this write's own failure
-                            if lasting(e) or not db.in_transaction:
+                            if is_lasting(e) or not db.in_transaction:
                                 # (a full disk may strike after a trigger's change)
                                 raise   # SQLite may have undone the group: none of it is kept
                             if db.total_changes != changes:
@@ -375,13 +161,13 @@ class Writer:
                     for observe in self.observers:
                         observe(elapsed, len(group))
                 except BaseException:
-                    _roll_back(db)
+                    roll_back(db)
                     raise
         except Exception as e:      # nothing of the group was written
             error: BaseException = e
             if isinstance(e, sqlite3.Error):
                 error = unavailable(e, self.health) or e
-                self._reopen = reopen(e)
+                self._reopen = needs_reopening(e)
             for _, future in group:
                 future.set_exception(error)
             return
@@ -391,13 +177,3 @@ class Writer:
                 future.set_result(result)
             else:
                 future.set_exception(failure)
-
-
-def _roll_back(db: Connection) -> None:
-    """Undo the transaction, if SQLite has not already: an I/O error may
-    fail the ROLLBACK too, and then the next transaction tries it again."""
-    if db.in_transaction:
-        try:
-            db.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
