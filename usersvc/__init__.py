@@ -20,8 +20,8 @@ Map of the package (docs/architecture.md follows a request through it):
   a store;
 - ``representation``: bytes on the wire (negotiation, request bodies, JSON,
   XML, kept encodings and ETags);
-- ``validation``: ``Schema``, a collection declared once, and ``USER``
-  with its e-mail kind; ``fields``: the kinds of field (``text``, ``integer``);
+- ``validation``: ``Schema``, a collection declared once, and ``USER``;
+  ``fields``: the kinds of field (``text``, ``email``, ``integer``);
 - ``problems``: RFC 9457 problems and the one table from domain error to status;
 - ``listing``: what a page of a collection asks for (sort, filters, ``q``,
   the cursor) and the link to the next;

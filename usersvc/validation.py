@@ -18,8 +18,7 @@ from collections import namedtuple
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .fields import (MAX_INTEGER, UNENCODABLE, Field, FieldError, as_text, integer, text,
-                     white_space, words)
+from .fields import MAX_INTEGER, Field, FieldError, email, integer, text, words
 
 __all__ = ["Schema", "USER", "Invalid", "FieldError", "pointer", "text", "email", "integer",
            "words"]
@@ -282,48 +281,6 @@ class Schema:
 
 
 # -- users ------------------------------------------------------------------
-
-# The "valid e-mail address" of the WHATWG HTML standard, §4.10.5.1.5
-# (<input type=email>): deliberately simpler than RFC 5322, and ASCII only.
-_EMAIL = re.compile(
-    r"[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+"
-    r"@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
-    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
-)
-EMAIL_MAX_LENGTH = 254
-
-
-class Email(Field):
-    """An e-mail address: trimmed, at most 254 characters, and valid as the
-    WHATWG HTML standard defines it for ``<input type=email>``."""
-
-    input_type = "email"      # the browser checks the same rule before sending
-    noun = "e-mail address"
-
-    def __call__(self, value: Any) -> str:
-        trimmed = as_text(value)
-        if len(trimmed) <= EMAIL_MAX_LENGTH and _EMAIL.fullmatch(trimmed):
-            return trimmed
-        if UNENCODABLE.search(trimmed):
-            raise FieldError("must be Unicode text (no surrogates or non-characters)")
-        if len(trimmed) > EMAIL_MAX_LENGTH:
-            raise FieldError(f"must be at most {EMAIL_MAX_LENGTH} characters long")
-        raise FieldError("is not a valid e-mail address")
-
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return {
-            "type": "string",
-            # The limit holds after trimming, which maxLength cannot say: a
-            # padded address may be longer on the wire (docs/conformance.md).
-            "maxLength": EMAIL_MAX_LENGTH,
-            "pattern": f"^{white_space(in_xml)}*{_EMAIL.pattern}{white_space(in_xml)}*$",
-            "description": "A valid e-mail address (WHATWG HTML, <input type=email>); "
-                           "surrounding white space is trimmed.",
-        }
-
-
-#: An e-mail address (a kind with no parameters: ``{"email": email}``).
-email = Email()
 
 USER = Schema("user", "users", {"name": text(200), "email": email},
               unique=("email",), filters=("email",), sorts=("name", "email"),
