@@ -1,45 +1,30 @@
-"""Metrics for Prometheus: what the service does, in the names
-OpenTelemetry's HTTP semantic conventions give them (docs/deploying.md,
-"Metrics").
+"""Metrics for Prometheus, in the names OpenTelemetry's HTTP semantic
+conventions give them (docs/deploying.md, "Metrics"). ``make_app(...,
+metrics=True)`` plugs a ``Metrics`` into the app, whose ``registry`` (its
+own: two apps never mix their counts) holds:
 
-``make_app(..., metrics=True)`` gives the app a ``Metrics``, whose
-``registry`` (a ``prometheus_client.CollectorRegistry`` of its own: two
-apps never mix their counts) holds:
+- ``http_server_request_duration_seconds`` by ``http_request_method``
+  (``_OTHER`` outside RFC 9110's and PATCH), ``http_route`` (the template
+  after the application's root, ``/v1/users/{id}``; empty for a path no
+  route took) and ``http_response_status_code``;
+  ``http_server_active_requests`` by method;
+- ``usersvc_store_operation_duration_seconds`` by ``collection`` and
+  ``operation`` (get, list, count, create, update, delete, changes);
+- a SQLite file's commits (``usersvc_sqlite_commit_duration_seconds``,
+  whose count is the commits; ``usersvc_sqlite_commit_writes``), a
+  PostgreSQL pool's connections (``usersvc_postgres_pool_connections``,
+  ``..._in_use``, ``..._max``, ``usersvc_postgres_pool_requests_waiting``);
+- ``usersvc_feed_waiting_requests`` (and ``_limit``); ``usersvc_build_info``,
+  and ``prometheus_client``'s process, platform and GC metrics.
 
-- ``http_server_request_duration_seconds``, a histogram by
-  ``http_request_method`` (``_OTHER`` for a method outside RFC 9110's and
-  PATCH), ``http_route`` (the path template, ``/users/{id}``, after the
-  application's root: ``/v1/users/{id}`` under ``--prefix /v1``; empty, as
-  Prometheus spells an absent label, for a path no route matched) and
-  ``http_response_status_code``;
-- ``http_server_active_requests``, a gauge by method;
-- ``usersvc_store_operation_duration_seconds``, a histogram by
-  ``collection`` and ``operation`` (get, list, count, create, update,
-  delete, changes);
-- the store's own: a SQLite file's commits
-  (``usersvc_sqlite_commit_duration_seconds``, whose count is the commits,
-  and ``usersvc_sqlite_commit_writes``, writes per commit), a PostgreSQL
-  pool's connections (``usersvc_postgres_pool_connections``, ``..._in_use``,
-  ``..._max``, and ``usersvc_postgres_pool_requests_waiting``);
-- ``usersvc_feed_waiting_requests`` (and its ``_limit``): requests
-  waiting for changes;
-- ``usersvc_build_info{version=...}``, and ``prometheus_client``'s
-  process, platform and garbage-collector metrics.
+No label holds anything a client sent but a standard method: never an id,
+an e-mail, a query or a raw path.
 
-No label holds anything a client sent but the method, and that only when
-it is a standard one: never an id, an e-mail, a query or a raw path.
-
-Requests and store operations are counted into tallies (``tally.Tally``),
-without a lock, and handed to ``prometheus_client`` when it is scraped
-(``_Collector``): the library formats and serves them (the text format,
-or OpenMetrics when the scraper asks). What counting costs a request is
-in docs/decisions.md, "Metrics".
-
-``serve(registry, host, port)`` serves ``GET /metrics`` on a port of its
-own (``serve.py --metrics-port``); an embedder can hand the registry to
-``prometheus_client.make_wsgi_app`` in an app of their own instead.
-
-Needs the ``metrics`` extra (``prometheus_client``).
+Counts are kept in tallies (``tally.Tally``) without a lock and handed to
+``prometheus_client`` at a scrape (``_Collector``). ``serve`` serves
+``GET /metrics`` on a port of its own (``serve.py --metrics-port``); an
+embedder may give the registry to ``prometheus_client.make_wsgi_app``.
+Needs the ``metrics`` extra.
 """
 from __future__ import annotations
 

@@ -12,10 +12,11 @@ from ..settings import DEFAULT_IDEMPOTENCY_TTL
 from ..storage import MAX_ID
 from ..validation import Schema
 from .feed import feed_link_header, feed_paths
-from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STORE, PAGE, PROBLEM,
-                    VARY, asset_paths, common_schemas, content, header, idempotency_key,
-                    list_headers, list_parameters, not_modified, operation_responses, problem,
-                    record_schemas, request_schema)
+from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STORE, PAGE,
+                    VARY, asset_paths, collection_names, common_schemas, content, header,
+                    idempotency_key, list_headers, list_parameters, not_modified,
+                    operation_responses, problem, record_schemas, request_schema)
+from .tokens import secure
 
 OPENAPI_PATH = "/openapi.json"
 
@@ -100,13 +101,13 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
                 operation["tags"] = [tag]
     extra: dict[str, Any] = {"security": []}      # open: no credentials, and said so
     if secured:
-        _secure(paths, components)
+        secure(paths, components)
         extra["security"] = [{"bearer": []}]
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "usersvc", "version": VERSION,
-            "description": f"{_names(schemas)}, in JSON or XML by content negotiation "
+            "description": f"{collection_names(schemas)}, in JSON or XML by content negotiation "
                            "(Accept, with q-values), and HTML pages for people in browsers. Errors are RFC 9457 problem documents "
                            "in the negotiated format. Every GET also answers HEAD; every "
                            "path answers OPTIONS; other methods get 405 with Allow.",
@@ -119,32 +120,6 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
         "paths": paths,
         "components": components,
     }
-
-
-def _secure(paths: dict[str, Any], components: dict[str, Any]) -> None:
-    """Bearer tokens (RFC 6750): the scheme, and the 400/401/403 every
-    operation but the health check may answer."""
-    components["securitySchemes"] = {"bearer": {
-        "type": "http", "scheme": "bearer",
-        "description": "A token from the server's --tokens-file: `read` scope for GET, HEAD "
-                       "and OPTIONS, `write` for everything."}}
-    challenge = header('`Bearer realm="usersvc"`, with `error` when a token was sent.')
-    for status, text in [(401, "No token, or not a valid one."),
-                         (403, "A read token on a write, or a write from a page of another "
-                               "site (cross-origin protection).")]:
-        components["responses"][f"Problem{status}Auth"] = {
-            "description": text, "content": PROBLEM,
-            "headers": {"Vary": VARY, "WWW-Authenticate": challenge}}
-    for item in paths.values():
-        for method, operation in item.items():
-            if method == "parameters" or "security" in operation:
-                continue
-            responses = operation["responses"]
-            responses["401"] = {"$ref": "#/components/responses/Problem401Auth"}
-            responses.setdefault("400", {"$ref": "#/components/responses/Problem400"})
-            if method not in ("get", "head", "options"):
-                responses["403"] = {"$ref": "#/components/responses/Problem403Auth"}
-    del components["responses"]["Problem403"]      # every write's 403 is the one above now
 
 
 def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, Any],
@@ -301,9 +276,3 @@ def _options(operation_id: str, allow: str, *, post: bool = False, patch: bool =
                            "(`Accept-Post`, `Accept-Patch`).",
             "responses": responses}
 
-
-def _names(schemas: Sequence[Schema]) -> str:
-    """``The collection users``, ``The collections users and books``."""
-    plurals = [s.plural for s in schemas]
-    names = " and ".join(filter(None, [", ".join(plurals[:-1]), plurals[-1]]))
-    return f"The collection{'s' * (len(plurals) > 1)} {names}"

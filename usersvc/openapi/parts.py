@@ -268,3 +268,10 @@ def idempotency_key(ttl: float) -> dict[str, Any]:
                        "again and changes nothing. The key with another request is a 422. "
                        "Answers given before the write (400, 413, 415, 422) and 5xx are not "
                        "kept. With bearer tokens, a key is the token's own."}
+
+
+def collection_names(schemas: Sequence[Schema]) -> str:
+    """``The collection users``, ``The collections users and books``."""
+    plurals = [s.plural for s in schemas]
+    names = " and ".join(filter(None, [", ".join(plurals[:-1]), plurals[-1]]))
+    return f"The collection{'s' * (len(plurals) > 1)} {names}"
