@@ -2,17 +2,8 @@
 
 Nothing survives the process. Each collection (``MemoryRecords``) has one
 lock that makes every method atomic, and the indexes a database would keep,
-made from its schema, so that every page is O(log N + limit) and every
-search O(log N + matches) rather than a scan:
-
-- ids, sorted;
-- per unique field, its keys (case-folded text, or the integer) to ids;
-  per other filter field, its keys to the set of ids;
-- per sort field and per prefix field, ``(case-folded value, id)`` sorted:
-  an order to walk, and a range for ``q`` to find values that start with it;
-- for ``q`` in words fields: the distinct words, sorted, each with the ids
-  of the records that have it (a write touches the sorted words only for a
-  word no record had before).
+made from its schema (``memory_indexes``), so that every page is
+O(log N + limit) and every search O(log N + matches) rather than a scan.
 
 The change feed is one more sorted index: each record's latest position,
 tombstones included; positions are handed out under the lock.
@@ -20,7 +11,7 @@ tombstones included; positions are handed out under the lock.
 Idempotency keys are the store's, one dict for every collection
 (``keys.MemoryKeys``), whose lock is held around a keyed write.
 
-A write moves only the index entries whose keys changed. ``touched`` counts
+``touched`` counts
 the records each call has looked at, so tests can show what a page costs
 without timing it.
 """
@@ -28,23 +19,21 @@ from __future__ import annotations
 
 import itertools
 import logging
-import operator
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sortedcontainers import SortedList
 
-from ..fields import words
 from ..validation import Schema
 from . import (Conflict, NotFound, Position, Precondition, StaleVersion, Watch, checked_id,
                position)
 from .feed import Change
 from .keys import Key, MemoryKeys
+from .memory_indexes import Indexes, past
 from .opening import check_fresh_ids
 
-_SECOND = operator.itemgetter(1)      # the id of a (key, id) position
 _log = logging.getLogger("usersvc.storage")
 
 
@@ -67,10 +56,6 @@ class MemoryStorage:
         self.stop_waiting()
 
 
-def _key(value: Any) -> Any:
-    """How a value is compared: text case-folded, an integer as it is."""
-    return value.casefold() if type(value) is str else value
-
 
 class MemoryRecords:
     keeps_keys = True
@@ -80,22 +65,9 @@ class MemoryRecords:
         self._keys = MemoryKeys() if keys is None else keys     # the store's, shared
         self._lock = threading.Lock()
         self._records: dict[int, Any] = {}
-        self._ids = SortedList()
         self._make = schema.record._make
         self._names = tuple(schema.fields)
-        self._unique = {f: {} for f in schema.unique}            # key -> id
-        self._filtered = {f: {} for f in schema.filters if f not in schema.unique}  # key -> ids
-        self._orders = {f: SortedList() for f in dict.fromkeys((*schema.sorts[1:], *schema.prefixes))}
-        # PERF: each write walks these, made once from the schema: (a
-        # field's place in a record, and its index of each kind, or None).
-        place = {f: i for i, f in enumerate(schema.record._fields)}
-        self._claims = tuple((f, place[f], keys) for f, keys in self._unique.items())
-        self._indexed = tuple((place[f], self._unique.get(f), self._filtered.get(f),
-                               self._orders.get(f))
-                              for f in dict.fromkeys((*self._unique, *self._filtered, *self._orders)))
-        self._word_places = tuple(place[f] for f in schema.words)
-        self._words = SortedList()           # distinct words, sorted
-        self._named: dict[str, set[int]] = {}  # word -> ids of the records with it
+        self._indexes = Indexes(schema)
         self._last_id = 0
         self._seq = 0                        # the feed's last position
         self._seqs = SortedList()            # each record's latest position, sorted,
@@ -116,12 +88,12 @@ class MemoryRecords:
              **filters: str) -> list[Any]:
         with self._lock:
             if not filters and q is None:
-                ids = self._walk(sort, reverse, after)
+                ids = self._indexes.walk(sort, reverse, after)
                 page = list(map(self._records.__getitem__, itertools.islice(ids, limit)))
             else:
                 found = sorted(self._matches(filters, q),
                                key=lambda r: position(r, sort), reverse=reverse)
-                page = list(itertools.islice(_past(found, sort, reverse, after), limit))
+                page = list(itertools.islice(past(found, sort, reverse, after), limit))
             self.touched += len(page)
             return page
 
@@ -145,7 +117,7 @@ class MemoryRecords:
             raise TypeError(f"not fields of a {self.schema.name}: {', '.join(fields)}")
         self.schema.check_complete(record[1:-1])
         with self._lock:
-            self._claim(record, 0)
+            self._indexes.claim(record, 0)
             self._last_id += 1
             record[0] = self._last_id
             record = self._make(record)
@@ -164,9 +136,9 @@ class MemoryRecords:
             if fields:
                 raise TypeError(f"not fields of a {self.schema.name}: {', '.join(fields)}")
             self.schema.check_complete(new[1:-1])
-            self._claim(new, record_id)
+            self._indexes.claim(new, record_id)
             new = self._make(new)
-            self._reindex(old, new)
+            self._indexes.move(old, new)
             self._records[record_id] = new
             self._record(record_id)
         self._watch.notify()
@@ -175,9 +147,8 @@ class MemoryRecords:
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
         with self._lock:
             record = self._checked(record_id, precondition)
-            self._reindex(record, None)
+            self._indexes.move(record, None)
             del self._records[record_id]
-            self._ids.remove(record_id)
             self._record(record_id)
         self._watch.notify()
 
@@ -193,14 +164,7 @@ class MemoryRecords:
             if changes and min(c.seq for c in changes) <= self._seq:
                 raise Conflict(f"Positions are never reused: this store's feed is at {self._seq}.")
             ids = {c.id for c in changes} or {r.id for r in records}
-            seen: dict[str, set[Any]] = {f: set(keys) for f, keys in self._unique.items()}
-            for record in records:
-                for field, keys in seen.items():
-                    key = _key(getattr(record, field))
-                    if key is not None and key in keys:
-                        raise Conflict(f"The store already holds a {self.schema.name} with "
-                                       f"this {field}: {getattr(record, field)}.", field)
-                    keys.add(key)
+            self._indexes.claim_all(records)
             if len(ids) < max(len(records), len(changes)):
                 raise Conflict("Two of these records have the same id.")
             for record in sorted(records, key=lambda r: r.id):
@@ -240,19 +204,11 @@ class MemoryRecords:
     def stop_waiting(self) -> None:
         self._watch.close()
 
-    # -- the indexes ------------------------------------------------------
-
-    def _claim(self, record: list[Any], record_id: int) -> None:
-        """Raise ``Conflict`` if a unique value belongs to another record."""
-        for field, at, keys in self._claims:
-            holder = keys.get(_key(record[at]))
-            if holder is not None and holder != record_id:
-                raise Conflict.taken(self.schema, field, record[at])
+    # -- the records and their positions ---------------------------------
 
     def _add(self, record: Any) -> None:
         self._records[record.id] = record
-        self._ids.add(record.id)
-        self._reindex(None, record)
+        self._indexes.move(None, record)
         self._record(record.id)
 
     def _record(self, record_id: int) -> None:
@@ -277,106 +233,8 @@ class MemoryRecords:
                      "which no other process sees (use SQLite or PostgreSQL with several "
                      "workers)", self._pid, self.schema.plural)
 
-    def _reindex(self, old: Any, new: Any) -> None:
-        """Move a record's index entries from ``old`` to ``new`` (``None``:
-        not there), touching only the entries whose keys change."""
-        record_id = (old or new).id
-        for at, unique, filtered, order in self._indexed:
-            before = None if old is None else old[at]
-            after = None if new is None else new[at]
-            if before == after:
-                continue
-            before, after = _key(before), _key(after)
-            if before == after:         # (a change of case only)
-                continue
-            if unique is not None:
-                if before is not None:
-                    del unique[before]
-                if after is not None:
-                    unique[after] = record_id
-            elif filtered is not None:
-                if before is not None:
-                    filtered[before].discard(record_id)
-                    if not filtered[before]:
-                        del filtered[before]
-                if after is not None:
-                    filtered.setdefault(after, set()).add(record_id)
-            if order is not None:
-                if before is not None:
-                    order.remove((before, record_id))
-                if after is not None:
-                    order.add((after, record_id))
-        for at in self._word_places:
-            if old is None or new is None or old[at] != new[at]:
-                self._rewords(record_id, self._words_of(old), self._words_of(new))
-                break
-
-    def _words_of(self, record: Any) -> set[str]:
-        """A record's words, from all its ``words`` fields together."""
-        found: set[str] = set()
-        for at in (() if record is None else self._word_places):
-            if record[at] is not None:
-                found.update(words(record[at]))
-        return found
-
-    def _rewords(self, record_id: int, gone: set[str], came: set[str]) -> None:
-        for word in gone - came:
-            named = self._named[word]
-            named.discard(record_id)
-            if not named:
-                del self._named[word]
-                self._words.remove(word)
-        for word in came - gone:
-            if word not in self._named:
-                self._words.add(word)
-                self._named[word] = set()
-            self._named[word].add(record_id)
-
-    def _walk(self, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:
-        """The ids in ``sort`` order from just past ``after``. (``irange``
-        walks the index without SortedList's positional index, which
-        slicing would build and every later change would keep up.)"""
-        index = self._ids if sort == "id" else self._orders[sort]
-        if after is None:
-            walk = reversed(index) if reverse else iter(index)
-        elif reverse:
-            walk = index.irange(maximum=after, inclusive=(True, False), reverse=True)
-        else:
-            walk = index.irange(minimum=after, inclusive=(False, True))
-        return walk if sort == "id" else map(_SECOND, walk)
-
-    def _matches(self, filters: dict[str, str], q: str | None) -> Iterable[Any]:
-        """The records the filters keep, in no order: a look-up per filter,
-        one range of the words and of each prefix field's index for ``q``."""
-        ids: set[int] | None = None
-        for field, value in filters.items():
-            key = _key(value)
-            if field in self._unique:
-                holder = self._unique[field].get(key)
-                found = set() if holder is None else {holder}
-            elif field in self._filtered:
-                found = set(self._filtered[field].get(key, ()))
-            else:
-                raise TypeError(f"{self.schema.plural} cannot be filtered by {field}")
-            ids = found if ids is None else ids & found
-        if q is not None:
-            prefix = q.casefold()
-            searched: set[int] = set()
-            if ids is None or len(ids) > 1:
-                for word in self._words.irange(minimum=prefix):
-                    if not word.startswith(prefix):
-                        break
-                    searched |= self._named[word]
-                for field in self.schema.prefixes:
-                    for key, record_id in self._orders[field].irange(minimum=(prefix,)):
-                        if not key.startswith(prefix):
-                            break
-                        searched.add(record_id)
-            else:           # one record or none: look at it, not at the index
-                searched = {i for i in ids if any(
-                    k.startswith(prefix) for k in self.schema.search_keys(self._records[i]))}
-            ids = searched if ids is None else ids & searched
-        assert ids is not None
+    def _matches(self, filters: dict[str, str], q: str | None) -> list[Any]:
+        ids = self._indexes.matches(filters, q, self._records)
         self.touched += len(ids)
         return [self._records[i] for i in ids]
 
@@ -392,13 +250,3 @@ class MemoryRecords:
             raise StaleVersion(record_id)
         return record
 
-
-def _past(records: list[Any], sort: str, reverse: bool,
-          after: Position | None) -> Iterable[Any]:
-    """The records (sorted by ``sort``) that come after the position ``after``."""
-    if after is None:
-        return records
-    start: Any = after        # an id in id order, a (key, id) pair in the others
-    if reverse:
-        return (r for r in records if position(r, sort) < start)
-    return (r for r in records if position(r, sort) > start)
