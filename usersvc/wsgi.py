@@ -70,7 +70,11 @@ def _load() -> Any:
     try:
         return from_environment(os.environ)
     except ValueError as e:
-        print(f"usersvc: {e}", file=sys.stderr)
+        # One write, the newline with it: the server's own lines (gunicorn's
+        # master, other workers) write to the same stderr, and must not land
+        # inside this one.
+        sys.stderr.write(f"usersvc: {e}\n")
+        sys.stderr.flush()
         raise SystemExit(4) from None
 
 
