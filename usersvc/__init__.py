@@ -136,7 +136,7 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     if isinstance(storage, str):
         store: Any = open_store(storage, (USER,) if collections is None else collections)
         app.on_close(store.close)
-    elif not hasattr(storage, "schemas"):      # one collection's records
+    elif not isinstance(storage, Storage):     # one collection's records
         app.add_collection(storage.schema, storage)
         return app
     else:

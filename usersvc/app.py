@@ -52,6 +52,7 @@ from .request import Request, Response
 from .resources import Collection, Item
 from .routing import Router
 from .settings import Settings
+from .storage.feed import ChangeFeed
 from .validation import Schema
 
 log = logging.getLogger("usersvc")
@@ -112,7 +113,7 @@ class App:
             write = hook(store)
         self.router.add(f"/{schema.plural}", Collection(schema, store, representations, write))
         self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store, representations, write))
-        if hasattr(store, "changes"):
+        if isinstance(store, ChangeFeed):
             self.feeds.append(schema.plural)
             self.router.add(f"/{schema.plural}/changes",
                             Changes(schema, store, representations, self.waiting))
@@ -124,7 +125,7 @@ class App:
         """Answer every request waiting for changes now, and every later
         one at once: for a server that is stopping."""
         for store in self.stores:
-            if hasattr(store, "stop_waiting"):
+            if isinstance(store, ChangeFeed):
                 store.stop_waiting()
 
     def close(self) -> None:

@@ -46,6 +46,7 @@ from .representation import (
 )
 from .request import Request, Response
 from .storage import Precondition
+from .storage.feed import ChangeFeed
 from .validation import Schema
 
 #: ``write(req, fmt, make, respond)``, and its ``header``: "A write hook" above.
@@ -143,7 +144,7 @@ class Records:
         self.schema = schema
         self.store = store
         self.representations = representations
-        self.feed = hasattr(store, "changes")       # the store keeps a change feed
+        self.feed = isinstance(store, ChangeFeed)   # the store keeps a change feed
         self.write = write
 
 

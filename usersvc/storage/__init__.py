@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Union
+from typing import Any, Protocol, Union, runtime_checkable
 
 from ..validation import Schema, pointer
 
@@ -98,14 +98,14 @@ class Contradiction(StoreError):
 
 
 class StoreUnavailable(StoreError):
-    """The store cannot answer now (a lock held too long, a lost
-    connection); nothing was changed, and the call may work later."""
+    """No answer now (a lock held too long, a lost connection); nothing was
+    changed, and the call may work later."""
 
 
 class WritesFailing(StoreUnavailable):
-    """The store cannot write, for a cause outside it that lasts until it is
-    put right (a full disk, an I/O error, a read-only database). Reads work;
-    nothing was changed; writes work again once the cause is gone."""
+    """A cause outside the store stops its writes until it is put right (a
+    full disk, an I/O error, a read-only database); reads work, nothing was
+    changed, and writes work again once the cause is gone."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"The store cannot write now: {reason}. Nothing was changed; "
@@ -235,6 +235,7 @@ class RecordStore(Protocol):
         id is not above every id the collection ever handed out."""
 
 
+@runtime_checkable
 class Storage(Protocol):
     """Every collection of one storage URL: ``storage[plural]``."""
 
@@ -247,7 +248,7 @@ class Storage(Protocol):
         """Answer every request waiting for changes now, and every later one at once."""
 
     def close(self) -> None:
-        """Release connections and files; the store is unusable afterwards."""
+        """Release connections and files; the store is of no use afterwards."""
 
 
 class Watch:

@@ -37,7 +37,7 @@ listener). ``close`` wakes every waiter.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 
 class Change(NamedTuple):
@@ -49,10 +49,11 @@ class Change(NamedTuple):
     record: Any
 
 
+@runtime_checkable
 class ChangeFeed(Protocol):
     """What a store with a change feed adds to ``RecordStore`` (every store
-    here has one; the app serves ``/<plural>/changes`` for a store that has
-    ``changes``)."""
+    here has one; the app serves ``/<plural>/changes``, and pages link to
+    it, for a store that is one: checked once, when a collection is added)."""
 
     def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
         """Up to ``limit`` entries past the position ``after``, oldest first."""
