@@ -141,9 +141,8 @@ class WriteHealth:
 
 
 def checked_id(schema: Schema, record_id: int) -> int:
-    """``record_id``, if it is one a store can hold (1 to ``MAX_ID``); every
-    store asks before it looks, so that no id is out of range for one store
-    and merely absent from another: raises ``NotFound``."""
+    """``record_id`` if a store can hold it (1 to ``MAX_ID``), else ``NotFound``:
+    every store asks first, so no id is out of range for one and absent from another."""
     if not 0 < record_id <= MAX_ID:
         raise NotFound(schema, record_id)
     return record_id
