@@ -5,13 +5,17 @@ listing, the feed; and ``examples/library.py`` run as a person runs it."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from books import BOOKS
 from conftest import Client, problem
 from helpers import ROOT, Served, call
 
-from usersvc import USER, make_app
+from openapi_spec_validator import validate
+
+from usersvc import USER, Schema, make_app
+from usersvc.fields import Field, FieldError
 
 DUNE = {"title": "Dune", "isbn": "0441013597", "year": 1965}
 
@@ -159,3 +163,73 @@ def test_examples_library_serves_users_and_books(store_url, tmp_path):
         assert [c["id"] for c in json.loads(body)] == [1]
     finally:
         assert served.stop() == 0
+
+
+# -- a kind of field an embedder writes, in their own module -----------------
+
+class Percent(Field):
+    """A whole percentage: a kind usersvc does not ship, kept as an integer."""
+
+    type = "integer"
+    input_type = "number"
+
+    def __call__(self, value):
+        if type(value) is int and 0 <= value <= 100:
+            return value
+        raise FieldError("must be a whole percentage, from 0 to 100")
+
+    def from_xml(self, text):
+        return int(text) if text.strip().isdigit() else text
+
+    def describe(self, in_xml=False):
+        return {"type": "integer", "minimum": 0, "maximum": 100}
+
+    def describe_stored(self):
+        return self.describe()
+
+
+class Slug(Field):
+    """Lower-case letters, digits and hyphens: kept as text, compared case-folded."""
+
+    def __call__(self, value):
+        if isinstance(value, str) and re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", value):
+            return value
+        raise FieldError("must be a slug: lower-case letters and digits, joined by hyphens")
+
+    def describe(self, in_xml=False):
+        return {"type": "string", "pattern": "^[a-z0-9]+(?:-[a-z0-9]+)*$"}
+
+
+TARGETS = Schema("target", "targets", {"slug": Slug(), "reached": Percent()},
+                 optional=("reached",), unique=("slug",), filters=("slug",), sorts=("slug",))
+
+
+@pytest.fixture
+def targets(store_url):
+    app = make_app(store_url, collections=(USER, TARGETS))
+    yield Client(app)
+    app.close()
+
+
+def test_an_embedders_own_kinds_are_served_by_every_store(targets):
+    made = targets.post("/targets", json_body={"slug": "q4-sales", "reached": 40})
+    assert made.status_code == 201 and made.json == {"id": 1, "slug": "q4-sales", "reached": 40}
+    xml = targets.post("/targets", body="<target><slug>q1</slug><reached> 7 </reached></target>",
+                       content_type="application/xml", headers={"Accept": "application/xml"})
+    assert xml.body == b"<target><id>2</id><slug>q1</slug><reached>7</reached></target>"
+    body = problem(targets.post("/targets", json_body={"slug": "Q4 Sales", "reached": 140}), 422)
+    assert body["errors"] == [
+        {"pointer": "/slug", "detail": "must be a slug: lower-case letters and digits, joined by hyphens"},
+        {"pointer": "/reached", "detail": "must be a whole percentage, from 0 to 100"}]
+    problem(targets.post("/targets", json_body={"slug": "q4-sales"}), 409)      # unique
+    assert targets.patch("/targets/1", json_body={"reached": 100}).json["reached"] == 100
+    assert [t["slug"] for t in targets.get("/targets?sort=-slug").json] == ["q4-sales", "q1"]
+    assert targets.get("/targets?slug=q1").json == [{"id": 2, "slug": "q1", "reached": 7}]
+    document = targets.get("/openapi.json").json
+    validate(document)
+    schemas = document["components"]["schemas"]
+    assert schemas["Target"]["properties"]["reached"] == {"type": "integer", "minimum": 0,
+                                                          "maximum": 100}
+    assert schemas["TargetCreate"]["properties"]["slug"]["pattern"] == "^[a-z0-9]+(?:-[a-z0-9]+)*$"
+    page = targets.get("/targets/1", headers={"Accept": "text/html"}).text
+    assert 'type="number"' in page

@@ -21,6 +21,7 @@ from typing import Any
 
 #: The largest integer any store keeps: SQLite's (and PostgreSQL's bigint).
 MAX_INTEGER = 2**63 - 1
+_XML_INT = re.compile(r"-?[0-9]{1,20}")
 
 
 class FieldError(ValueError):
@@ -42,17 +43,41 @@ def as_text(value: Any) -> str:
     return value.strip()
 
 
+#: The column each way of keeping a value is, per SQL dialect.
+COLUMN_TYPES = {"text": {"sqlite": "TEXT", "postgres": "text"},
+                "integer": {"sqlite": "INTEGER", "postgres": "bigint"}}
+
+
 class Field:
-    type = "text"
-    input_type = "text"
-    noun = ""           # "" : the field's own name
+    """A kind of field, all of it in one class: a subclass (an embedder's
+    own too) says how a value is checked (``__call__``), read from XML
+    (``from_xml``), kept (``type``, and so ``column_type``), described in
+    OpenAPI (``describe``, ``describe_stored``) and asked for in a page
+    (``input_type``). Text kinds are compared case-folded by the stores."""
+
+    type = "text"           # how a store keeps it: "text" or "integer"
+    input_type = "text"     # the HTML input that asks for it
+    noun = ""               # what a sentence calls a value ("": the field's name)
 
     def __call__(self, value: Any) -> Any:
+        """A value as sent (JSON's, or ``from_xml``'s), cleaned; else ``FieldError``."""
         raise NotImplementedError
+
+    def from_xml(self, text: str) -> Any:
+        """The value an XML element's text stands for, for ``__call__``."""
+        return text
+
+    def column_type(self, dialect: str) -> str:
+        """The column that keeps it in a SQL ``dialect`` (``sqlite``, ``postgres``)."""
+        return COLUMN_TYPES[self.type][dialect]
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
         """The JSON Schema of a value a request may send."""
         raise NotImplementedError
+
+    def describe_stored(self) -> dict[str, Any]:
+        """The JSON Schema of a value the service sends."""
+        return {"type": "string", "minLength": 1}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__.lower()}"
@@ -107,8 +132,15 @@ class Integer(Field):
             raise FieldError("must be a whole number")
         raise FieldError(f"must be from {self.minimum} to {self.maximum}")
 
+    def from_xml(self, text: str) -> Any:
+        stripped = text.strip()     # its trimmed decimal text (20 digits at most: no longer int)
+        return int(stripped) if _XML_INT.fullmatch(stripped) else text
+
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
         return {"type": "integer", "minimum": self.minimum, "maximum": self.maximum}
+
+    def describe_stored(self) -> dict[str, Any]:
+        return self.describe()
 
     def __repr__(self) -> str:
         return f"integer({self.minimum}, {self.maximum})"

@@ -181,8 +181,7 @@ def record_schemas(schema: Schema) -> tuple[dict[str, Any], dict[str, Any]]:
     """A record as the service sends it: JSON, and XML (where ids are text)."""
     properties: dict[str, Any] = {"id": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
     for field, kind in schema.fields.items():
-        properties[field] = ({"type": "string", "minLength": 1} if kind.type == "text" else
-                             {"type": "integer", "minimum": kind.minimum, "maximum": kind.maximum})
+        properties[field] = kind.describe_stored()
     record = {"type": "object", "properties": properties, "required": ["id", *schema.required],
               "additionalProperties": False, "xml": {"name": schema.name}}
     return record, record

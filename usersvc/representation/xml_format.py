@@ -140,9 +140,8 @@ class _Document:
                 doc[name] = int(value)
             elif name in schema.optional and not value.strip():
                 doc[name] = None        # XML's null: an empty element is no value
-            elif name in schema.fields and schema.fields[name].type == "integer" \
-                    and _XML_INT.fullmatch(value.strip()):
-                doc[name] = int(value.strip())      # an integer field: its trimmed decimal text
+            elif name in schema.fields:
+                doc[name] = schema.fields[name].from_xml(value)     # as the kind reads it
             else:
                 doc[name] = value
         return doc

@@ -46,7 +46,7 @@ def raise_last_id(table: Table, db: Any, last_id: int) -> None:
 
 def column(table: Table, field: str) -> str:
     """A field's column: its type, and ``NOT NULL`` unless it is optional."""
-    kind = table.dialect.types[table.schema.fields[field].type]
+    kind = table.schema.fields[field].column_type(table.dialect.name)
     return f"{field} {kind}" + ("" if field in table.schema.optional else " NOT NULL")
 
 
@@ -64,7 +64,7 @@ def create_tables(table: Table) -> list[str]:
     columns = [d.id_column, *(column(table, f) for f in s.fields),
                f"version {d.types['integer']} NOT NULL", *(key_column(table, f) for f in table.keys),
                *(words_column(table, f) for f in s.words)]
-    kept = [f"{f} {d.types[k.type]}" for f, k in s.fields.items()]
+    kept = [f"{f} {k.column_type(d.name)}" for f, k in s.fields.items()]
     if d is SQLITE:
         words = (f"CREATE TABLE {table.words_table} (word TEXT NOT NULL, {table.owner} "
                  f"INTEGER NOT NULL, PRIMARY KEY (word, {table.owner})) WITHOUT ROWID")

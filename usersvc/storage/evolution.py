@@ -202,7 +202,7 @@ def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[st
     for field in want["fields"]:
         if field not in stored["fields"]:
             db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.column(table, field)}")
-            kind = table.dialect.types[table.schema.fields[field].type]
+            kind = table.schema.fields[field].column_type(table.dialect.name)
             db.execute(f"ALTER TABLE {c} ADD COLUMN {field} {kind}")
     old_keys, new_keys = _keyed(stored), _keyed(want)
     old_words, new_words = set(stored["words"]), set(want["words"])
