@@ -105,7 +105,8 @@ class Text(Field):
         raise FieldError("must not contain control characters")   # what _NOT_PLAIN found
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return _text_schema(self.max_length, in_xml)
+        from .patterns import text_schema       # the OpenAPI document's, loaded when it is made
+        return text_schema(self.max_length, in_xml)
 
     def __repr__(self) -> str:
         return f"text({self.max_length})"
@@ -187,12 +188,14 @@ class Email(Field):
         raise FieldError("is not a valid e-mail address")
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
+        from .patterns import white_space       # the OpenAPI document's, loaded when it is made
+        around = white_space(in_xml)
         return {
             "type": "string",
             # The limit holds after trimming, which maxLength cannot say: a
             # padded address may be longer on the wire (docs/conformance.md).
             "maxLength": EMAIL_MAX_LENGTH,
-            "pattern": f"^{white_space(in_xml)}*{_EMAIL.pattern}{white_space(in_xml)}*$",
+            "pattern": f"^{around}*{_EMAIL.pattern}{around}*$",
             "description": "A valid e-mail address (WHATWG HTML, <input type=email>); "
                            "surrounding white space is trimmed.",
         }
@@ -200,49 +203,6 @@ class Email(Field):
 
 #: An e-mail address (a kind with no parameters: ``{"email": email}``).
 email = Email()
-
-
-# -- the rules, described as JSON Schema (for the OpenAPI document) --------
-#
-# A request is judged after trimming, so each pattern allows white space
-# around the value (what ``str.strip`` removes) and describes the value
-# inside it exactly. XML 1.0 cannot carry most C0 controls at all (§2.2),
-# so the XML patterns leave those out even where trimming would remove them.
-
-_WHITE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
-_CONTROL = r"\x00-\x1f\x7f-\x9f"                  # Unicode category Cc
-# U+FFFE and U+FFFF (see UNENCODABLE). Lone surrogates are refused too, but
-# no pattern can name them: JSON Schema strings are Unicode scalar values.
-_NOT_TEXT = r"\ufffe\uffff"
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
-
-
-def _escaped(chars: str) -> str:
-    """A character class's body for these characters: runs as ranges."""
-    codes, runs = sorted(map(ord, chars)), []  # type: list[int], list[list[int]]
-    for code in codes:
-        if runs and runs[-1][1] == code - 1:
-            runs[-1][1] = code
-        else:
-            runs.append([code, code])
-    return "".join(f"\\u{a:04x}" + (f"-\\u{b:04x}" if b > a else "") for a, b in runs)
-
-
-def white_space(in_xml: bool) -> str:
-    white = _NOT_XML.sub("", _WHITE) if in_xml else _WHITE
-    return f"[{_escaped(white)}]"
-
-
-def _text_schema(max_length: int, in_xml: bool) -> dict[str, Any]:
-    inner = f"[^{_CONTROL}{_NOT_TEXT}]"                       # no controls inside
-    edge = f"[^{_escaped(_WHITE)}{_CONTROL}{_NOT_TEXT}]"      # and no space at the ends
-    value = edge if max_length == 1 else f"{edge}(?:{inner}{{0,{max_length - 2}}}{edge})?"
-    return {
-        "type": "string",
-        "pattern": f"^{white_space(in_xml)}*{value}{white_space(in_xml)}*$",
-        "description": f"1 to {max_length} characters after trimming surrounding "
-                       "white space; no control characters.",
-    }
 
 
 # -- search ----------------------------------------------------------------
