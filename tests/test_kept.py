@@ -1,4 +1,4 @@
-"""usersvc/representation/kept.py: kept encodings are reused only for an
+"""usersvc/representation (Representations): kept encodings are reused only for an
 equal record, pages only for equal records, and ETags name versions."""
 from __future__ import annotations
 
