@@ -20,11 +20,16 @@ from usersvc.fields import Field, FieldError
 DUNE = {"title": "Dune", "isbn": "0441013597", "year": 1965}
 
 
-@pytest.fixture
-def library(store_url):
-    app = make_app(store_url, collections=(USER, BOOKS))
+def serving(store_url, collection):
+    """A client of an app serving users and ``collection`` from the store."""
+    app = make_app(store_url, collections=(USER, collection))
     yield Client(app)
     app.close()
+
+
+@pytest.fixture
+def library(store_url):
+    yield from serving(store_url, BOOKS)
 
 
 def test_an_optional_field_is_left_out_until_given(library):
@@ -206,9 +211,7 @@ TARGETS = Schema("target", "targets", {"slug": Slug(), "reached": Percent()},
 
 @pytest.fixture
 def targets(store_url):
-    app = make_app(store_url, collections=(USER, TARGETS))
-    yield Client(app)
-    app.close()
+    yield from serving(store_url, TARGETS)
 
 
 def test_an_embedders_own_kinds_are_served_by_every_store(targets):

@@ -39,12 +39,17 @@ def source_url(tmp_path):
     return url
 
 
+def walked(read, position):
+    """Every page ``read`` gives, from the start, each from the last one's ``position``."""
+    found, after = [], 0
+    while page := read(after=after, limit=1000):
+        found += page
+        after = position(page[-1])
+    return found
+
+
 def all_users(store):
-    users, after = [], 0
-    while page := store.list(after=after, limit=1000):
-        users += page
-        after = page[-1].id
-    return users
+    return walked(store.list, lambda user: user.id)
 
 
 @pytest.fixture
@@ -79,11 +84,7 @@ def test_copy_into_each_store_keeps_everything(source_url, library):
 
 
 def all_changes(store):
-    changes, after = [], 0
-    while page := store.changes(after=after, limit=1000):
-        changes += page
-        after = page[-1].seq
-    return changes
+    return walked(store.changes, lambda change: change.seq)
 
 
 def test_copy_refuses_a_destination_with_records(source_url, library):
