@@ -86,8 +86,9 @@ class App:
         self.checks: list[Callable[[Request, Any], Response | None]] = [self._from_another_site]
         self.finishers: list[Callable[[Request, Response], None]] = []
         self.store_wrappers: list[Callable[[str, Any], Any]] = []
-        #: Each makes a collection's write hook from its store (``resources``).
-        self.write_hooks: list[Callable[[Any], Any]] = []
+        #: Makes a collection's write hook from its store (``resources``), if
+        #: a feature gave one (idempotency keys).
+        self.write_hook: Callable[[Any], Any] | None = None
         #: ``metrics.Metrics``, once plugged in (its ``registry`` for a scraper).
         self.metrics: Any = None
         self.router = Router()
@@ -108,9 +109,7 @@ class App:
         for wrap in self.store_wrappers:
             store = wrap(schema.plural, store)
         representations = Representations(schema)
-        write = None
-        for hook in self.write_hooks:       # (one feature has one: idempotency keys)
-            write = hook(store)
+        write = None if self.write_hook is None else self.write_hook(store)
         self.router.add(f"/{schema.plural}", Collection(schema, store, representations, write))
         self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store, representations, write))
         if isinstance(store, ChangeFeed):

@@ -86,7 +86,7 @@ class Idempotency:
 
     def plug(self, app: Any) -> None:
         """Give each collection's POST and PATCH the write hook of its store."""
-        app.write_hooks.append(self.hook)
+        app.write_hook = self.hook
 
     def hook(self, store: Any) -> KeyedWrite:
         """The write hook (``resources``) for a collection kept in ``store``."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 #: The embedded default, and ``serve.py``'s: a SQLite file in the working directory.
@@ -122,7 +122,7 @@ class Settings:
                     if text not in ("0", "1"):
                         raise SettingError(name, f"must be 0 or 1, not {text!r}")
                     values[name] = text == "1"
-                elif _FIELDS[name] == "int" or _FIELDS[name] == "int | None":
+                elif name in _LEAST:
                     values[name] = _whole(name, text)
                 else:
                     values[name] = text
@@ -143,14 +143,6 @@ class Settings:
         return cls.from_text({name: environ[variable] for variable, name in known.items()
                               if variable in environ}, as_variable)
 
-    def but(self, **changes: Any) -> Settings:
-        """These settings with some changed (and checked again)."""
-        return replace(self, **changes)
-
-
-#: Every field's type, as the dataclass declares it (a string: annotations
-#: are postponed).
-_FIELDS = {f.name: f.type for f in fields(Settings)}
 
 #: What a server reads as text (options, variables): every field but
 #: ``tokens`` (read from ``tokens_file``) and ``metrics`` (on with a port).
