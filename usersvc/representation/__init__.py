@@ -160,7 +160,11 @@ def read_document(req: Request, schema: Schema) -> Any:
                       headers=[(header, accepted)] if header else [])
     if not req.body:
         raise Problem(400, "The request needs a body.")
-    return fmt.parse(req.body, schema)
+    try:
+        text = req.body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Problem(400, f"The body is not valid UTF-8 (byte {e.start}).") from None
+    return fmt.parse(text, schema)
 
 
 # -- kept encodings and ETags ------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..problems import Problem
 from ..validation import Schema
 
 JSON_TYPE = "application/json"
@@ -47,14 +46,8 @@ class Format(Protocol):
         """The feed's entries, each made by ``render_change``."""
         raise NotImplementedError(f"{self.name} has no change feed")
 
-    def parse(self, body: bytes, schema: Schema) -> Any:
-        """A request body as a document for ``schema`` to check: 400 for
-        bad syntax, 422 (``Invalid``) for a well-formed body of the wrong shape."""
+    def parse(self, text: str, schema: Schema) -> Any:
+        """A request body (decoded: UTF-8 is the only charset read) as a
+        document for ``schema`` to check: 400 for bad syntax, 422
+        (``Invalid``) for a well-formed body of the wrong shape."""
 
-
-def utf8(body: bytes) -> str:
-    """The body as text; 400 if it is not UTF-8 (the only charset read)."""
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise Problem(400, f"The body is not valid UTF-8 (byte {e.start}).") from None

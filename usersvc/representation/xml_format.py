@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 
 from ..problems import Problem
 from ..validation import Invalid, Schema, pointer
-from .format import Format, utf8
+from .format import Format
 
 # Characters XML 1.0 cannot carry at all (§2.2), not even as references.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -70,16 +70,15 @@ class XMLFormat(Format):
             parts.append(f"<{key}>{value}</{key}>")
         return f'<problem xmlns="urn:ietf:rfc:7807">{"".join(parts)}</problem>'.encode()
 
-    def parse(self, body, schema):
+    def parse(self, text, schema):
         """The record element's children, as a dict of field name to text
         (``id`` to an int when it is one)."""
-        utf8(body)
         parser = expat.ParserCreate(encoding="UTF-8", namespace_separator=" ")
         parser.StartDoctypeDeclHandler = _refuse_doctype
         parser.buffer_text = True
         doc = _Document(parser)
         try:
-            parser.Parse(body, True)
+            parser.Parse(text, True)
         except _RefusedDoctype:
             raise Problem(400, "XML bodies may not contain a DOCTYPE.") from None
         except expat.ExpatError as e:

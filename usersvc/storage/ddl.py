@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from ..fields import COLUMN_TYPES
 from .sql import POSTGRES, SQLITE, Table
 
 
@@ -62,7 +63,7 @@ def create_tables(table: Table) -> list[str]:
     """The statements that make the collection's three tables, empty."""
     s, d, t, c = table.schema, table.dialect, table.name, table.changes_table
     columns = [d.id_column, *(column(table, f) for f in s.fields),
-               f"version {d.types['integer']} NOT NULL", *(key_column(table, f) for f in table.keys),
+               f"version {COLUMN_TYPES['integer'][d.name]} NOT NULL", *(key_column(table, f) for f in table.keys),
                *(words_column(table, f) for f in s.words)]
     kept = [f"{f} {k.column_type(d.name)}" for f, k in s.fields.items()]
     if d is SQLITE:

@@ -57,8 +57,7 @@ from .keys import Answer, Key, SQLKeys
 from .opening import redact
 from .postgres_migrations import migrate
 from .postgres_notify import Listener
-from .records import SQLRecords
-from .sql import POSTGRES, Table
+from .sql import POSTGRES, SQLRecords, Table
 
 T = TypeVar("T")
 

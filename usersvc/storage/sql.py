@@ -1,113 +1,96 @@
-"""The queries of a collection, generated from its schema for SQLite and
-for PostgreSQL, in this one place: ``Table(schema, dialect)`` (what a store
-makes of the schema at open, its tables, indexes and triggers, is ``ddl``'s).
+"""One collection of a SQL store, the same code for SQLite and PostgreSQL:
+its statements (``Table``, generated from the schema once for a dialect)
+and its records (``SQLRecords``). Reads of many records (pages, counts,
+the feed) are ``sql_listing``'s; the tables, indexes and triggers a store
+makes at open are ``ddl``'s.
 
-The tables, for a schema named ``user`` with plural ``users``:
-
-- ``users``: ``id``, each field by name (its type; ``NOT NULL`` unless
-  optional), ``version``, and, kept by the store beside each value, what
-  SQL cannot compute as Python does: ``<field>__key``, the case-folded value
-  of a text field that is unique, filtered, sorted or searched whole; and
-  ``<field>__words``, the case-folded words of a ``words`` field
-  (``fields.words``);
-- ``user_words (word, user_id)``: every search key of every record (its
-  words, and its ``prefixes`` fields' keys), kept by triggers, so that a
-  ``q`` search is one range of its key, ``q <= word < prefix_end(q)``;
-- ``user_changes``: each record at the position ``seq`` of its latest
-  change, with its fields (none: deleted), kept by triggers in every
-  write's transaction (``feed``).
-
-Indexes: a unique one on the key (or the integer) of each unique field; one
-on ``(<field>__key, id, version)`` for each sort and each filter that is not
-unique, so a page's ids and versions come from the index alone. Every key
+The tables, for a schema named ``user`` with plural ``users``: ``users``
+(``id``, each field by name, ``version``, and what SQL cannot compute as
+Python does: ``<field>__key``, the case-folded value of a text field that
+is unique, filtered, sorted or searched whole, and ``<field>__words``, the
+case-folded words of a ``words`` field); ``user_words (word, user_id)``,
+every search key of every record, kept by triggers; ``user_changes``, each
+record at the position ``seq`` of its latest change (``feed``). Every key
 compares in code point order (SQLite's ``BINARY``, PostgreSQL's ``COLLATE
-"C"``), as Python's ``str`` does, so every store gives the same order. A page
-in any order is a walk of one index from the last page's position (keyset
-paging): O(log N + limit); a search starts from the words that match and
-sorts only those: O(log N + matches).
+"C"``), as Python's ``str`` does, so every store gives the same order.
 
-Records are read by name: every query selects
-``id, <fields>, version``, the order of ``schema.record``. Every value is a
-bound parameter; the text of a query depends only on its shape.
+The store (``SQLiteStorage``, ``PostgresStorage``) gives the connections:
+``read(question, read)`` runs ``read(db)`` (SQLite answers a question
+again while nothing is committed); ``write(op)`` runs ``op(db)`` as one
+write, committed before it returns (SQLite: by its writer thread, in a
+group); ``write_once(key, op)`` keeps its answer with an idempotency key
+in the same transaction (``keys``); ``transaction()``, for a restore;
+``violated(error)``, what a unique violation names; ``listen()``, before
+a request waits for changes from other processes.
+
+Every write is one statement whose text depends only on its shape, every
+value a bound parameter: an ``INSERT ... RETURNING id``; an ``UPDATE`` or
+``DELETE`` whose ``WHERE`` holds the precondition, so that the check and
+the write are one atomic step (of two writers naming the same version,
+exactly one matches). Only when no row matched does a second read tell
+"gone" (404) from "changed" (412). Uniqueness is the unique index's, and
+its error names the field (409). Records are read by name: every query
+selects ``id, <fields>, version``, the order of ``schema.record``.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ..fields import words
 from ..validation import Schema
-from . import Position
+from . import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
+from .feed import Change
+from .keys import Key
+from .opening import check_fresh_ids
+from .sql_listing import ListedRecords, PageQueries
+
+T = TypeVar("T")
+log = logging.getLogger("usersvc.storage")
 
 
-def prefix_end(prefix: str) -> str | None:
-    """The least string above every string that starts with ``prefix``, for
-    an index range ``prefix <= key < prefix_end(prefix)`` in code point order
-    (``None``: there is none, every string from ``prefix`` on qualifies)."""
-    stripped = prefix.rstrip("\U0010ffff")
-    if not stripped:
-        return None
-    following = ord(stripped[-1]) + 1
-    if 0xD800 <= following <= 0xDFFF:      # surrogates are not text: skip them
-        following = 0xE000
-    return stripped[:-1] + chr(following)
-
-
+@dataclass(frozen=True)
 class Dialect:
     """What differs between the two databases, as fragments of SQL."""
-
-    def any_of(self, column: str, values: frozenset[int]) -> tuple[str, list[Any]]:
-        """``column`` is one of ``values``: the condition and its parameters."""
-        return f"{column} IN ({', '.join(self.mark for _ in values)})", sorted(values)
 
     name: str
     mark: str               # the driver's placeholder
     join: str               # how the matching words join their records
-    types: dict[str, str]   # a field's type -> the column's
-    key_type: str
-    words_type: str
+    key_type: str           # a ``__key`` column's type
+    words_type: str         # a ``__words`` column's type
     id_column: str
-
-    def words_value(self, value: str | None) -> Any:
-        """A ``<field>__words`` value: the distinct case-folded words."""
-        return None if value is None else sorted(set(words(value)))
-
-
-class SQLiteDialect(Dialect):
-    name = "sqlite"
-    mark = "?"
-    # SQLite's planner takes a CROSS JOIN's tables in the order written: the
-    # matching words first, then their records by id.
-    join = "CROSS JOIN"
-    types = {"text": "TEXT", "integer": "INTEGER"}
-    key_type = "TEXT"
-    words_type = "TEXT"             # a JSON array
-    id_column = "id INTEGER PRIMARY KEY AUTOINCREMENT"   # never an id again
-
-    def words_value(self, value: str | None) -> Any:
-        found = super().words_value(value)
-        return None if found is None else json.dumps(found, ensure_ascii=False)
-
-
-class PostgresDialect(Dialect):
-    name = "postgres"
-    mark = "%s"
-    join = "JOIN"
-    types = {"text": "text", "integer": "bigint"}
-    key_type = 'text COLLATE "C"'
-    words_type = "text[]"
-    id_column = "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+    arrays: bool            # whether a parameter may be an array
 
     def any_of(self, column: str, values: frozenset[int]) -> tuple[str, list[Any]]:
-        return f"{column} = ANY({self.mark})", [sorted(values)]     # one array: one shape
+        """``column`` is one of ``values``: the condition and its parameters
+        (one array where there are arrays: one shape for any number)."""
+        if self.arrays:
+            return f"{column} = ANY({self.mark})", [sorted(values)]
+        return f"{column} IN ({', '.join(self.mark for _ in values)})", sorted(values)
+
+    def words_value(self, value: str | None) -> Any:
+        """A ``<field>__words`` value: the distinct case-folded words (in
+        SQLite, as a JSON array)."""
+        if value is None:
+            return None
+        found = sorted(set(words(value)))
+        return found if self.arrays else json.dumps(found, ensure_ascii=False)
 
 
-SQLITE, POSTGRES = SQLiteDialect(), PostgresDialect()
+# SQLite's planner takes a CROSS JOIN's tables in the order written: the
+# matching words first, then their records by id. AUTOINCREMENT: never an id again.
+SQLITE = Dialect("sqlite", "?", "CROSS JOIN", "TEXT", "TEXT",
+                 "id INTEGER PRIMARY KEY AUTOINCREMENT", arrays=False)
+POSTGRES = Dialect("postgres", "%s", "JOIN", 'text COLLATE "C"', "text[]",
+                   "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", arrays=True)
 
 
-class Table:
-    """Everything SQL about one collection, for one dialect, made once."""
+class Table(PageQueries):
+    """Everything SQL about one collection, for one dialect, made once
+    (its pages' and counts' queries: ``PageQueries``)."""
 
     def __init__(self, schema: Schema, dialect: Dialect) -> None:
         self.schema, self.dialect = schema, dialect
@@ -201,82 +184,135 @@ class Table:
             where, params = f"{where} AND NOT {clause}", params + more
         return where, params
 
-    # -- pages and counts --------------------------------------------------
+class SQLRecords(ListedRecords):
+    """One collection of a SQL store (its reads of many records:
+    ``ListedRecords``)."""
 
-    def page(self, *, limit: int, sort: str = "id", reverse: bool = False,
-             after: Position | None = None, q: str | None = None, columns: str | None = None,
-             **filters: str) -> tuple[str, list[Any]]:
-        """The query for ``RecordStore.list`` with these arguments, and its
-        parameters; ``columns="u.id, u.version"`` asks only for each
-        record's id and version."""
-        params = self._filter_params(filters, q)
-        if after is not None:
-            if sort == "id":
-                params.append(after)
-            else:
-                assert isinstance(after, tuple)
-                params.extend(after[:len(self._order(sort))])
-        params.append(limit)
-        shape = (columns, sort, reverse, after is not None, tuple(filters), q is not None,
-                 q is not None and prefix_end(q.casefold()) is not None)
-        query = self._pages.get(shape)
-        if query is None:
-            query = self._pages[shape] = self._page_sql(*shape)
-        return query, params
+    keeps_keys = True
 
-    def count(self, *, q: str | None = None, **filters: str) -> tuple[str, list[Any]]:
-        """The query for ``RecordStore.count`` with these filters, and its parameters."""
-        end = q is not None and prefix_end(q.casefold()) is not None
-        source, where = self._filtered(tuple(filters), q is not None, end)
-        return f"SELECT count(*) FROM {source}{_where(where)}", self._filter_params(filters, q)
+    def __init__(self, storage: Any, table: Table, interval: float | None) -> None:
+        self.storage, self.table, self.schema = storage, table, table.schema
+        self._make = self.schema.record._make
+        #: Requests waiting for changes; other processes' commits are seen
+        #: every ``interval`` seconds, or sooner when the store is told.
+        self.watch = Watch(self.position, interval)
 
-    def _order(self, sort: str) -> tuple[str, ...]:
-        """The columns an order walks. A unique key orders the records alone
-        (the id after it could never decide)."""
-        if sort == "id":
-            return ("u.id",)
-        return (f"u.{sort}__key",) if sort in self.schema.unique else (f"u.{sort}__key", "u.id")
+    @property
+    def writes_failing(self) -> str | None:
+        """Why the store's writes are failing now (a full disk...), or ``None``."""
+        return self.storage.health.failing
 
-    def _filter_params(self, filters: dict[str, str], q: str | None) -> list[Any]:
-        params: list[Any] = []
-        if q is not None:
-            prefix = q.casefold()
-            end = prefix_end(prefix)
-            params += [prefix] if end is None else [prefix, end]
-        params += [value.casefold() for value in filters.values()]
-        return params
+    # -- reads ------------------------------------------------------------
 
-    def _page_sql(self, columns: str | None, sort: str, reverse: bool, has_after: bool,
-                  filters: tuple[str, ...], has_q: bool, has_end: bool) -> str:
-        mark = self.dialect.mark
-        source, where = self._filtered(filters, has_q, has_end)
-        keys = self._order(sort)
-        if has_after:
-            op = "<" if reverse else ">"
-            if len(keys) == 1:
-                where.append(f"{keys[0]} {op} {mark}")
-            else:                       # a row value: (name__key, id) > (?, ?)
-                where.append(f"({', '.join(keys)}) {op} ({', '.join(mark for _ in keys)})")
-        direction = " DESC" if reverse else ""
-        order = ", ".join(key + direction for key in keys)
-        selected = columns or ", ".join(f"u.{c}" for c in self.columns.split(", "))
-        return f"SELECT {selected} FROM {source}{_where(where)} ORDER BY {order} LIMIT {mark}"
+    def get(self, record_id: int) -> Any:
+        checked_id(self.schema, record_id)
+        record = self.storage.read((self.table.name, record_id), lambda db: next(
+            map(self._make, db.execute(self.table.select_one, (record_id,))), None))
+        if record is None:
+            raise NotFound(self.schema, record_id)
+        return record
 
-    def _filtered(self, filters: tuple[str, ...], has_q: bool,
-                  has_end: bool) -> tuple[str, list[str]]:
-        """The rows a query starts from, and its filters' conditions."""
-        mark = self.dialect.mark
-        source, where = f"{self.name} AS u", []
-        if has_q:
-            found = f"word >= {mark}" + (f" AND word < {mark}" if has_end else "")
-            source = (f"(SELECT DISTINCT {self.owner} FROM {self.words_table} WHERE {found}) "
-                      f"AS m {self.dialect.join} {self.name} AS u ON u.id = m.{self.owner}")
-        for field in filters:
-            if field not in self.schema.filters:
-                raise TypeError(f"{self.name} cannot be filtered by {field}")
-            where.append(f"u.{field}__key = {mark}")
-        return source, where
+    # -- writes -----------------------------------------------------------
 
+    def create(self, *, key: Key | None = None, **fields: Any) -> Any:
+        values = self.schema.values(fields)
+        row = self.table.row(values)
 
-def _where(conditions: list[str]) -> str:
-    return " WHERE " + " AND ".join(conditions) if conditions else ""
+        def insert(db: Any) -> Any:
+            # Every row read: a RETURNING statement is not done until then.
+            (record_id,), = self._unique(db, self.table.insert, row, fields).fetchall()
+            return self._make((record_id, *values, 1))
+        return self._write(insert, key)
+
+    def update(self, record_id: int, *, precondition: Precondition | None = None,
+               key: Key | None = None, **fields: Any) -> Any:
+        checked_id(self.schema, record_id)
+        self.schema.check_names(fields)
+        query, params = self.table.update(fields, record_id, precondition)
+
+        def change(db: Any) -> Any:
+            rows = self._unique(db, query, params, fields).fetchall()
+            if not rows:
+                raise self._why_not(db, record_id)
+            return self._make(rows[0])
+        return self._write(change, key)
+
+    def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
+        checked_id(self.schema, record_id)
+        query, params = self.table.delete(record_id, precondition)
+
+        def remove(db: Any) -> None:
+            if db.execute(query, params).rowcount == 0:
+                raise self._why_not(db, record_id)
+        self._write(remove)
+
+    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        self._restore(records, (), last_id)
+
+    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
+        self._restore([c.record for c in changes if c.record is not None], changes, last_id)
+
+    def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
+        from . import ddl           # (which imports this module)
+        table = self.table
+        with self.storage.transaction() as db:
+            check_fresh_ids([*records, *changes], int(db.execute(table.last_id).fetchone()[0]))
+            position = int(db.execute(table.position).fetchone()[0])
+            if changes and min(c.seq for c in changes) <= position:
+                raise Conflict(f"Positions are never reused: this store's feed is at {position}.")
+            absent = [None] * (len(self.schema.fields) + 1)     # a tombstone's fields and version
+            try:
+                db.cursor().executemany(table.restore, [
+                    (r.id, *table.row(r[1:-1]), r.version) for r in records])
+                if changes:         # the triggers' positions, replaced by the ones given
+                    db.cursor().executemany(table.forget_change, [(r.id,) for r in records])
+                    db.cursor().executemany(table.restore_change, [
+                        (c.seq, c.id, *(absent if c.record is None else c.record[1:]))
+                        for c in changes])
+                    ddl.raise_position(table, db, max(c.seq for c in changes))
+            except self.storage.unique_violation as e:
+                raise Conflict(f"The store already holds one of these records ({e}).") from None
+            top = max([last_id, *(r.id for r in records), *(c.id for c in changes)])
+            if top > 0:
+                ddl.raise_last_id(table, db, top)
+        self.watch.notify()
+
+    # -- helpers --------------------------------------------------------
+
+    def _write(self, op: Callable[[Any], T], key: Key | None = None) -> Any:
+        if key is None:
+            done = self.storage.write(op)
+        else:
+            done = self.storage.write_once(key, op)
+            if self.storage.keys.purges.due():
+                self._purge_keys()
+        self.watch.notify()
+        return done
+
+    def _purge_keys(self) -> None:
+        """A step of the expired keys' sweep, after a keyed write: its
+        failure is not the write's (the next step tries again)."""
+        try:
+            self.storage.write(self.storage.keys.purged)
+        except Exception:
+            log.warning("could not purge expired idempotency keys (the next sweep will)",
+                        exc_info=True)
+
+    def _unique(self, db: Any, query: str, params: Sequence[Any], fields: dict[str, Any]) -> Any:
+        """``db.execute(query, params)``; a unique index's refusal as the
+        ``Conflict`` of the field it names."""
+        try:
+            return db.execute(query, params)
+        except self.storage.unique_violation as e:
+            named = self.storage.violated(e)
+            for field in self.schema.unique:
+                column = f"{field}__key" if field in self.table.keys else field
+                if named in (f"{self.table.name}.{column}", f"{self.table.name}_{field}_unique"):
+                    raise Conflict.taken(self.schema, field, fields.get(field)) from None
+            raise
+
+    def _why_not(self, db: Any, record_id: int) -> Exception:
+        """No row matched a conditional write: gone, or changed?"""
+        if db.execute(self.table.exists, (record_id,)).fetchone() is None:
+            return NotFound(self.schema, record_id)
+        return StaleVersion(record_id)

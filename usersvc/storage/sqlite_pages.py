@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .records import SQLRecords
+from .sql import SQLRecords
 from .sql import Table
 
 

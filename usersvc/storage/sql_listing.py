@@ -1,0 +1,160 @@
+"""Reads of many records from a SQL store: the queries of pages and counts
+(``PageQueries``, part of ``sql.Table``) and the reads that run them, with
+the change feed's (``ListedRecords``, part of ``sql.SQLRecords``).
+
+Indexes (``ddl``): a unique one on the key (or the integer) of each unique
+field; one on ``(<field>__key, id, version)`` for each sort and each filter
+that is not unique, so a page's ids and versions come from the index alone.
+A page in any order is a walk of one index from the last page's position
+(keyset paging): O(log N + limit); a search starts from the words that
+match (``q <= word < prefix_end(q)``) and sorts only those: O(log N + matches).
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from . import Position
+from .feed import Change
+
+LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix``, for
+    an index range ``prefix <= key < prefix_end(prefix)`` in code point order
+    (``None``: there is none, every string from ``prefix`` on qualifies)."""
+    stripped = prefix.rstrip("\U0010ffff")
+    if not stripped:
+        return None
+    following = ord(stripped[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:      # surrogates are not text: skip them
+        following = 0xE000
+    return stripped[:-1] + chr(following)
+
+
+class PageQueries:
+    """The queries of ``RecordStore.list`` and ``count`` (a ``Table``'s)."""
+
+    def page(self, *, limit: int, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, q: str | None = None, columns: str | None = None,
+             **filters: str) -> tuple[str, list[Any]]:
+        """The query for ``RecordStore.list`` with these arguments, and its
+        parameters; ``columns="u.id, u.version"`` asks only for each
+        record's id and version."""
+        params = self._filter_params(filters, q)
+        if after is not None:
+            if sort == "id":
+                params.append(after)
+            else:
+                assert isinstance(after, tuple)
+                params.extend(after[:len(self._order(sort))])
+        params.append(limit)
+        shape = (columns, sort, reverse, after is not None, tuple(filters), q is not None,
+                 q is not None and prefix_end(q.casefold()) is not None)
+        query = self._pages.get(shape)
+        if query is None:
+            query = self._pages[shape] = self._page_sql(*shape)
+        return query, params
+
+    def count(self, *, q: str | None = None, **filters: str) -> tuple[str, list[Any]]:
+        """The query for ``RecordStore.count`` with these filters, and its parameters."""
+        end = q is not None and prefix_end(q.casefold()) is not None
+        source, where = self._filtered(tuple(filters), q is not None, end)
+        return f"SELECT count(*) FROM {source}{_where(where)}", self._filter_params(filters, q)
+
+    def _order(self, sort: str) -> tuple[str, ...]:
+        """The columns an order walks. A unique key orders the records alone
+        (the id after it could never decide)."""
+        if sort == "id":
+            return ("u.id",)
+        return (f"u.{sort}__key",) if sort in self.schema.unique else (f"u.{sort}__key", "u.id")
+
+    def _filter_params(self, filters: dict[str, str], q: str | None) -> list[Any]:
+        params: list[Any] = []
+        if q is not None:
+            prefix = q.casefold()
+            end = prefix_end(prefix)
+            params += [prefix] if end is None else [prefix, end]
+        params += [value.casefold() for value in filters.values()]
+        return params
+
+    def _page_sql(self, columns: str | None, sort: str, reverse: bool, has_after: bool,
+                  filters: tuple[str, ...], has_q: bool, has_end: bool) -> str:
+        mark = self.dialect.mark
+        source, where = self._filtered(filters, has_q, has_end)
+        keys = self._order(sort)
+        if has_after:
+            op = "<" if reverse else ">"
+            if len(keys) == 1:
+                where.append(f"{keys[0]} {op} {mark}")
+            else:                       # a row value: (name__key, id) > (?, ?)
+                where.append(f"({', '.join(keys)}) {op} ({', '.join(mark for _ in keys)})")
+        direction = " DESC" if reverse else ""
+        order = ", ".join(key + direction for key in keys)
+        selected = columns or ", ".join(f"u.{c}" for c in self.columns.split(", "))
+        return f"SELECT {selected} FROM {source}{_where(where)} ORDER BY {order} LIMIT {mark}"
+
+    def _filtered(self, filters: tuple[str, ...], has_q: bool,
+                  has_end: bool) -> tuple[str, list[str]]:
+        """The rows a query starts from, and its filters' conditions."""
+        mark = self.dialect.mark
+        source, where = f"{self.name} AS u", []
+        if has_q:
+            found = f"word >= {mark}" + (f" AND word < {mark}" if has_end else "")
+            source = (f"(SELECT DISTINCT {self.owner} FROM {self.words_table} WHERE {found}) "
+                      f"AS m {self.dialect.join} {self.name} AS u ON u.id = m.{self.owner}")
+        for field in filters:
+            if field not in self.schema.filters:
+                raise TypeError(f"{self.name} cannot be filtered by {field}")
+            where.append(f"u.{field}__key = {mark}")
+        return source, where
+
+
+def _where(conditions: list[str]) -> str:
+    return " WHERE " + " AND ".join(conditions) if conditions else ""
+
+
+class ListedRecords:
+    """``RecordStore.list``, ``count`` and the feed's reads (an ``SQLRecords``'s)."""
+
+    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, q: str | None = None,
+             **filters: str) -> builtins.list[Any]:
+        arguments: dict[str, Any] = dict(limit=limit, sort=sort, reverse=reverse, after=after,
+                                         q=q, **filters)
+        return self.storage.read((self.table.name, *arguments.items()),
+                                 lambda db: self._page(db, arguments))
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
+        # Both on one connection, the position first.
+        full = {**LIST_DEFAULTS, **arguments}
+        return self.storage.read(("position", self.table.name, *full.items()), lambda db: (
+            int(db.execute(self.table.position).fetchone()[0]), self._page(db, full)))
+
+    def _page(self, db: Any, arguments: dict[str, Any]) -> builtins.list[Any]:
+        return list(map(self._make, db.execute(*self.table.page(**arguments))))
+
+    def count(self, *, q: str | None = None, **filters: str) -> int:
+        query, params = self.table.count(q=q, **filters)
+        return int(self.storage.read(None, lambda db: db.execute(query, params).fetchone()[0]))
+
+    def last_id(self) -> int:
+        return int(self.storage.read(None, lambda db: db.execute(self.table.last_id).fetchone()[0]))
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
+        rows = self.storage.read((self.table.changes, after, limit), lambda db: db.execute(
+            self.table.changes, (after, limit)).fetchall())
+        return [Change(row[0], row[1], None if row[-1] is None else self._make(row[1:]))
+                for row in rows]
+
+    def position(self) -> int:
+        return int(self.storage.read(self.table.position, lambda db: db.execute(
+            self.table.position).fetchone()[0]))
+
+    def wait(self, after: int, timeout: float) -> None:
+        self.storage.listen()
+        self.watch.wait(after, timeout)
+
+    def stop_waiting(self) -> None:
+        self.watch.close()
