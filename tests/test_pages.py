@@ -185,7 +185,7 @@ def test_with_tokens_on_a_page_asks_for_the_token(tmp_path):
 
 
 def test_pages_under_a_prefix_link_under_it():
-    from usersvc.app import Mount
+    from usersvc import Mount
     app = make_app("memory://")
     client = Client(Mount("/v1", app))
     client.post("/v1/users", json_body={"name": "Ada", "email": "ada@example.org"})

@@ -52,7 +52,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .app import App, Mount
+from .app import App
+from .mount import Mount
 from .auth import Tokens
 from .fields import integer, text
 from .cors import CORS
@@ -62,7 +63,8 @@ from .pages import ASSETS
 from .problems import Problem
 from .release import VERSION as __version__
 from .release import install_hint
-from .resources import HEALTH_PATH, HealthCheck, StaticFile
+from .health import HEALTH_PATH, HealthCheck
+from .resources import StaticFile
 from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
                        DEFAULT_STORAGE, Settings)
 from .storage import RecordStore, Storage, open_store

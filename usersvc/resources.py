@@ -27,14 +27,11 @@ request is made as usual, and the hook is not asked.
 from __future__ import annotations
 
 import hashlib
-import logging
 from typing import Any
 
 from .changes import FEED_RELATION, feed_url
 from .listing import Listing
 from .pages import Asset, collection_page, record_page
-from .problems import Problem
-from .release import VERSION
 from .representation import (
     HTML,
     PAGES,
@@ -51,8 +48,6 @@ from .validation import Schema
 
 #: ``write(req, fmt, make, respond)``, and its ``header``: "A write hook" above.
 WriteHook = Any
-
-log = logging.getLogger("usersvc")
 
 # Cached responses must be revalidated (with the ETag) before each reuse,
 # so no client is ever shown a user that has since changed.
@@ -84,36 +79,6 @@ def _none_match(req: Request, tag: str) -> bool:
     """Whether If-None-Match names this ETag (weak comparison)."""
     matcher = req.if_none_match()
     return matcher is not None and tag[1:-1] in matcher
-
-
-HEALTH_PATH = "/healthz"
-_HEALTH = Schema("health", "health_checks", {})    # <health><status>ok</status><version>...
-_NO_STORE = ("Cache-Control", "no-store")
-
-
-class HealthCheck:
-    """``/healthz``: 200 when every store answers a read and its writes are
-    not failing, 503 when one does not or they are (from a write that found
-    the disk full until one that works). Open without a token, for load
-    balancers and monitors; never cached."""
-
-    def __init__(self, stores: list[Any]) -> None:
-        self.stores = stores
-
-    def on_get(self, req: Request, fmt: Format) -> Response:
-        for store in self.stores:
-            try:
-                store.list(limit=1)
-            except Exception as e:    # whatever the store's failure, it is not answering
-                log.warning("health check: the store does not answer: %s", type(e).__name__)
-                raise Problem(503, "The store does not answer.",
-                              headers=[("Retry-After", "1"), _NO_STORE]) from None
-            failing = getattr(store, "writes_failing", None)
-            if failing is not None:
-                raise Problem(503, f"The store's writes are failing: {failing}. Reads work.",
-                              headers=[("Retry-After", "10"), _NO_STORE])
-        return respond(200, fmt.render(_HEALTH, {"status": "ok", "version": VERSION}), fmt,
-                       _NO_STORE)
 
 
 class StaticFile:

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import build_app
-from .app import Mount
+from .mount import Mount
 from .ops import AccessLog
 from .settings import Settings
 from .storage import redact

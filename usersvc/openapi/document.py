@@ -7,7 +7,7 @@ from typing import Any
 from ..pages import ASSETS
 from ..release import VERSION
 from ..representation import JSON_TYPE
-from ..resources import HEALTH_PATH
+from ..health import HEALTH_PATH
 from ..settings import DEFAULT_IDEMPOTENCY_TTL
 from ..storage import MAX_ID
 from ..validation import Schema

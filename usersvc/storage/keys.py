@@ -25,12 +25,15 @@ so each process sweeps it in key order, ``SWEEP`` keys a step.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from . import Conflict, Contradiction, NotFound, StaleVersion, StoreError
+
+log = logging.getLogger("usersvc.storage")
 
 #: The errors with which a store answers without changing anything: kept.
 KEPT_ERRORS = (Conflict, NotFound, StaleVersion)
@@ -223,6 +226,18 @@ class SQLKeys:
         db.execute(self.fill, (answer.status, _encode_headers(answer.headers), answer.body,
                                answer.vary, key.owner, key.value))
         return answer
+
+    def sweep(self, write: Callable[[Callable[[Any], Any]], Any]) -> None:
+        """A step of the expired keys' sweep, after a keyed write, when one
+        is due (``write``: the store's): its failure is not the write's
+        (the next step tries again)."""
+        if not self.purges.due():
+            return
+        try:
+            write(self.purged)
+        except Exception:
+            log.warning("could not purge expired idempotency keys (the next sweep will)",
+                        exc_info=True)
 
     def purged(self, db: Any) -> None:
         """One step of the sweep, a write of its own (one change, in its

@@ -2,18 +2,16 @@
 
 Nothing survives the process. Each collection (``MemoryRecords``) has one
 lock that makes every method atomic, and the indexes a database would keep,
-made from its schema (``memory_indexes``), so that every page is
-O(log N + limit) and every search O(log N + matches) rather than a scan.
+made from its schema (``Indexes``): ids, sorted; per unique field, its keys
+(case-folded text, or the value) to ids, and per other filter, to sets of
+ids; per sort and prefix field, ``(case-folded value, id)`` sorted; for
+``q`` in words fields, the distinct words, sorted, each with its records'
+ids. A write moves only the entries whose keys changed (``Indexes.move``).
+Pages, counts, searches and the feed walk them (``memory_listing``): every
+page is O(log N + limit), every search O(log N + matches).
 
-The change feed is one more sorted index: each record's latest position,
-tombstones included; positions are handed out under the lock.
-
-Idempotency keys are the store's, one dict for every collection
-(``keys.MemoryKeys``), whose lock is held around a keyed write.
-
-``touched`` counts
-the records each call has looked at, so tests can show what a page costs
-without timing it.
+The feed is one more sorted index: each record's latest position,
+tombstones included. Idempotency keys are the store's (``keys.MemoryKeys``).
 """
 from __future__ import annotations
 
@@ -26,15 +24,119 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
+from ..fields import words
 from ..validation import Schema
-from . import (Conflict, NotFound, Position, Precondition, StaleVersion, Watch, checked_id,
-               position)
+from . import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
 from .feed import Change
 from .keys import Key, MemoryKeys
-from .memory_indexes import Indexes, past
+from .memory_listing import ListedMemory
 from .opening import check_fresh_ids
 
 _log = logging.getLogger("usersvc.storage")
+
+
+def _key(value: Any) -> Any:
+    """How a value is compared: text case-folded, an integer as it is."""
+    return value.casefold() if type(value) is str else value
+
+
+class Indexes:
+    """A collection's indexes, by its schema (walked for pages and
+    searches by ``memory_listing``)."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema, self.ids = schema, SortedList()
+        self.unique = {f: {} for f in schema.unique}            # key -> id
+        self.filtered = {f: {} for f in schema.filters if f not in schema.unique}  # key -> ids
+        self.orders = {f: SortedList() for f in dict.fromkeys((*schema.sorts[1:], *schema.prefixes))}
+        # PERF: each write walks these, made once from the schema: (a
+        # field's place in a record, and its index of each kind, or None).
+        place = {f: i for i, f in enumerate(schema.record._fields)}
+        self._claims = tuple((f, place[f], keys) for f, keys in self.unique.items())
+        self._indexed = tuple((place[f], self.unique.get(f), self.filtered.get(f),
+                               self.orders.get(f))
+                              for f in dict.fromkeys((*self.unique, *self.filtered, *self.orders)))
+        self._word_places = tuple(place[f] for f in schema.words)
+        self.all_words = SortedList()           # distinct words, sorted
+        self.named: dict[str, set[int]] = {}  # word -> ids of the records with it
+
+    def claim(self, record: list[Any], record_id: int) -> None:
+        """Raise ``Conflict`` if a unique value belongs to another record."""
+        for field, at, keys in self._claims:
+            holder = keys.get(_key(record[at]))
+            if holder is not None and holder != record_id:
+                raise Conflict.taken(self.schema, field, record[at])
+
+    def move(self, old: Any, new: Any) -> None:
+        """Move a record's index entries from ``old`` to ``new`` (``None``:
+        not there), touching only the entries whose keys change."""
+        record_id = (old or new).id
+        if old is None:
+            self.ids.add(record_id)
+        elif new is None:
+            self.ids.remove(record_id)
+        for at, unique, filtered, order in self._indexed:
+            before = None if old is None else old[at]
+            after = None if new is None else new[at]
+            if before == after:
+                continue
+            before, after = _key(before), _key(after)
+            if before == after:         # (a change of case only)
+                continue
+            if unique is not None:
+                if before is not None:
+                    del unique[before]
+                if after is not None:
+                    unique[after] = record_id
+            elif filtered is not None:
+                if before is not None:
+                    filtered[before].discard(record_id)
+                    if not filtered[before]:
+                        del filtered[before]
+                if after is not None:
+                    filtered.setdefault(after, set()).add(record_id)
+            if order is not None:
+                if before is not None:
+                    order.remove((before, record_id))
+                if after is not None:
+                    order.add((after, record_id))
+        for at in self._word_places:
+            if old is None or new is None or old[at] != new[at]:
+                self._rewords(record_id, self._words_of(old), self._words_of(new))
+                break
+
+    def _words_of(self, record: Any) -> set[str]:
+        """A record's words, from all its ``words`` fields together."""
+        found: set[str] = set()
+        for at in (() if record is None else self._word_places):
+            if record[at] is not None:
+                found.update(words(record[at]))
+        return found
+
+    def _rewords(self, record_id: int, gone: set[str], came: set[str]) -> None:
+        for word in gone - came:
+            named = self.named[word]
+            named.discard(record_id)
+            if not named:
+                del self.named[word]
+                self.all_words.remove(word)
+        for word in came - gone:
+            if word not in self.named:
+                self.all_words.add(word)
+                self.named[word] = set()
+            self.named[word].add(record_id)
+
+    def claim_all(self, records: Sequence[Any]) -> None:
+        """Raise ``Conflict`` if a unique value of ``records`` is taken, by
+        a record held or by another of them (for ``restore``)."""
+        seen: dict[str, set[Any]] = {f: set(keys) for f, keys in self.unique.items()}
+        for record in records:
+            for field, keys in seen.items():
+                key = _key(getattr(record, field))
+                if key is not None and key in keys:
+                    raise Conflict(f"The store already holds a {self.schema.name} with "
+                                   f"this {field}: {getattr(record, field)}.", field)
+                keys.add(key)
 
 
 class MemoryStorage:
@@ -56,8 +158,10 @@ class MemoryStorage:
         self.stop_waiting()
 
 
+class MemoryRecords(ListedMemory):
+    """One collection's records, under one lock (pages, counts and the feed:
+    ``ListedMemory``)."""
 
-class MemoryRecords:
     keeps_keys = True
 
     def __init__(self, schema: Schema, keys: MemoryKeys | None = None) -> None:
@@ -75,37 +179,10 @@ class MemoryRecords:
         self._seq_of: dict[int, int] = {}    # id -> its position there
         self._watch = Watch(lambda: self._seq)
         self._pid = os.getpid()
-        self.touched = 0
-
-    # -- reads ------------------------------------------------------------
 
     def get(self, record_id: int) -> Any:
         with self._lock:
             return self._get(record_id)
-
-    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
-             after: Position | None = None, q: str | None = None,
-             **filters: str) -> list[Any]:
-        with self._lock:
-            if not filters and q is None:
-                ids = self._indexes.walk(sort, reverse, after)
-                page = list(map(self._records.__getitem__, itertools.islice(ids, limit)))
-            else:
-                found = sorted(self._matches(filters, q),
-                               key=lambda r: position(r, sort), reverse=reverse)
-                page = list(itertools.islice(past(found, sort, reverse, after), limit))
-            self.touched += len(page)
-            return page
-
-    def count(self, *, q: str | None = None, **filters: str) -> int:
-        with self._lock:
-            if not filters and q is None:
-                return len(self._records)
-            return sum(1 for _ in self._matches(filters, q))
-
-    def last_id(self) -> int:
-        with self._lock:
-            return self._last_id
 
     # -- writes -----------------------------------------------------------
 
@@ -181,29 +258,6 @@ class MemoryRecords:
             self._last_id = max(self._last_id, last_id, *ids)
         self._watch.notify()
 
-    # -- the change feed --------------------------------------------------
-
-    def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
-        with self._lock:
-            seqs = itertools.islice(self._seqs.irange(minimum=after, inclusive=(False, True)),
-                                    limit)
-            found = [Change(seq, record_id, self._records.get(record_id))
-                     for seq in seqs for record_id in (self._id_at[seq],)]
-            self.touched += len(found)
-            return found
-
-    def position(self) -> int:
-        return self._seq
-
-    def position_and_list(self, **arguments: Any) -> tuple[int, list[Any]]:
-        return self._seq, self.list(**arguments)
-
-    def wait(self, after: int, timeout: float) -> None:
-        self._watch.wait(after, timeout)
-
-    def stop_waiting(self) -> None:
-        self._watch.close()
-
     # -- the records and their positions ---------------------------------
 
     def _add(self, record: Any) -> None:
@@ -233,11 +287,6 @@ class MemoryRecords:
                      "which no other process sees (use SQLite or PostgreSQL with several "
                      "workers)", self._pid, self.schema.plural)
 
-    def _matches(self, filters: dict[str, str], q: str | None) -> list[Any]:
-        ids = self._indexes.matches(filters, q, self._records)
-        self.touched += len(ids)
-        return [self._records[i] for i in ids]
-
     def _get(self, record_id: int) -> Any:
         try:
             return self._records[checked_id(self.schema, record_id)]
@@ -249,4 +298,3 @@ class MemoryRecords:
         if precondition is not None and not precondition.allows(record.version):
             raise StaleVersion(record_id)
         return record
-

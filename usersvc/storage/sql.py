@@ -1,18 +1,10 @@
 """One collection of a SQL store, the same code for SQLite and PostgreSQL:
-its statements (``Table``, generated from the schema once for a dialect)
-and its records (``SQLRecords``). Reads of many records (pages, counts,
-the feed) are ``sql_listing``'s; the tables, indexes and triggers a store
-makes at open are ``ddl``'s.
-
-The tables, for a schema named ``user`` with plural ``users``: ``users``
-(``id``, each field by name, ``version``, and what SQL cannot compute as
-Python does: ``<field>__key``, the case-folded value of a text field that
-is unique, filtered, sorted or searched whole, and ``<field>__words``, the
-case-folded words of a ``words`` field); ``user_words (word, user_id)``,
-every search key of every record, kept by triggers; ``user_changes``, each
-record at the position ``seq`` of its latest change (``feed``). Every key
-compares in code point order (SQLite's ``BINARY``, PostgreSQL's ``COLLATE
-"C"``), as Python's ``str`` does, so every store gives the same order.
+its statements (``Table``, made from the schema once per dialect) and its
+records (``SQLRecords``). Pages, counts and the feed are ``sql_listing``'s;
+the tables, indexes and triggers a store makes at open are ``ddl``'s: per
+record, ``id``, each field, ``version``, and what SQL cannot compute as
+Python does (``<field>__key``, a text field's case-folded value;
+``<field>__words``, its case-folded words).
 
 The store (``SQLiteStorage``, ``PostgresStorage``) gives the connections:
 ``read(question, read)`` runs ``read(db)`` (SQLite answers a question
@@ -20,22 +12,18 @@ again while nothing is committed); ``write(op)`` runs ``op(db)`` as one
 write, committed before it returns (SQLite: by its writer thread, in a
 group); ``write_once(key, op)`` keeps its answer with an idempotency key
 in the same transaction (``keys``); ``transaction()``, for a restore;
-``violated(error)``, what a unique violation names; ``listen()``, before
-a request waits for changes from other processes.
+``violated(error)``, what a unique violation names.
 
 Every write is one statement whose text depends only on its shape, every
-value a bound parameter: an ``INSERT ... RETURNING id``; an ``UPDATE`` or
-``DELETE`` whose ``WHERE`` holds the precondition, so that the check and
-the write are one atomic step (of two writers naming the same version,
-exactly one matches). Only when no row matched does a second read tell
-"gone" (404) from "changed" (412). Uniqueness is the unique index's, and
-its error names the field (409). Records are read by name: every query
-selects ``id, <fields>, version``, the order of ``schema.record``.
+value a bound parameter: an ``INSERT ... RETURNING id``, or an ``UPDATE``
+or ``DELETE`` whose ``WHERE`` holds the precondition, so that the check and
+the write are one atomic step. Only when no row matched does a second read
+tell "gone" (404) from "changed" (412). Uniqueness is the unique index's,
+and its error names the field (409).
 """
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -49,7 +37,6 @@ from .opening import check_fresh_ids
 from .sql_listing import ListedRecords, PageQueries
 
 T = TypeVar("T")
-log = logging.getLogger("usersvc.storage")
 
 
 @dataclass(frozen=True)
@@ -284,19 +271,9 @@ class SQLRecords(ListedRecords):
             done = self.storage.write(op)
         else:
             done = self.storage.write_once(key, op)
-            if self.storage.keys.purges.due():
-                self._purge_keys()
+            self.storage.keys.sweep(self.storage.write)
         self.watch.notify()
         return done
-
-    def _purge_keys(self) -> None:
-        """A step of the expired keys' sweep, after a keyed write: its
-        failure is not the write's (the next step tries again)."""
-        try:
-            self.storage.write(self.storage.keys.purged)
-        except Exception:
-            log.warning("could not purge expired idempotency keys (the next sweep will)",
-                        exc_info=True)
 
     def _unique(self, db: Any, query: str, params: Sequence[Any], fields: dict[str, Any]) -> Any:
         """``db.execute(query, params)``; a unique index's refusal as the

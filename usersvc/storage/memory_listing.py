@@ -1,0 +1,137 @@
+"""Pages, counts, searches and the change feed of the memory store: its
+``Indexes`` walked (``walk``, ``matches``) under the collection's lock.
+
+``touched`` counts the records each call has looked at, so tests can show
+what a page costs without timing it.
+"""
+from __future__ import annotations
+
+import builtins
+import itertools
+import operator
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from . import Position, position
+from .feed import Change
+
+_SECOND = operator.itemgetter(1)      # the id of a (key, id) position
+
+
+class ListedMemory:
+    """``RecordStore.list``, ``count`` and the feed's reads (a ``MemoryRecords``'s)."""
+
+    touched = 0
+
+    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, q: str | None = None,
+             **filters: str) -> builtins.list[Any]:
+        with self._lock:
+            if not filters and q is None:
+                ids = walk(self._indexes, sort, reverse, after)
+                page = list(map(self._records.__getitem__, itertools.islice(ids, limit)))
+            else:
+                found = sorted(self._matches(filters, q),
+                               key=lambda r: position(r, sort), reverse=reverse)
+                page = list(itertools.islice(past(found, sort, reverse, after), limit))
+            self.touched += len(page)
+            return page
+
+    def count(self, *, q: str | None = None, **filters: str) -> int:
+        with self._lock:
+            if not filters and q is None:
+                return len(self._records)
+            return sum(1 for _ in self._matches(filters, q))
+
+    def last_id(self) -> int:
+        with self._lock:
+            return self._last_id
+
+    # -- the change feed --------------------------------------------------
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
+        with self._lock:
+            seqs = itertools.islice(self._seqs.irange(minimum=after, inclusive=(False, True)),
+                                    limit)
+            found = [Change(seq, record_id, self._records.get(record_id))
+                     for seq in seqs for record_id in (self._id_at[seq],)]
+            self.touched += len(found)
+            return found
+
+    def position(self) -> int:
+        return self._seq
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
+        return self._seq, self.list(**arguments)
+
+    def wait(self, after: int, timeout: float) -> None:
+        self._watch.wait(after, timeout)
+
+    def stop_waiting(self) -> None:
+        self._watch.close()
+
+    def _matches(self, filters: dict[str, str], q: str | None) -> builtins.list[Any]:
+        ids = matches(self._indexes, filters, q, self._records)
+        self.touched += len(ids)
+        return [self._records[i] for i in ids]
+
+
+def walk(indexes: Any, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:
+    """The ids in ``sort`` order from just past ``after``. (``irange``
+    walks the index without SortedList's positional index, which
+    slicing would build and every later change would keep up.)"""
+    index = indexes.ids if sort == "id" else indexes.orders[sort]
+    if after is None:
+        walk = reversed(index) if reverse else iter(index)
+    elif reverse:
+        walk = index.irange(maximum=after, inclusive=(True, False), reverse=True)
+    else:
+        walk = index.irange(minimum=after, inclusive=(False, True))
+    return walk if sort == "id" else map(_SECOND, walk)
+
+
+def matches(indexes: Any, filters: dict[str, str], q: str | None,
+            records: dict[int, Any]) -> set[int]:
+    """The records the filters keep, in no order: a look-up per filter,
+    one range of the words and of each prefix field's index for ``q``."""
+    ids: set[int] | None = None
+    for field, value in filters.items():
+        key = value.casefold()         # a filter is a text field
+        if field in indexes.unique:
+            holder = indexes.unique[field].get(key)
+            found = set() if holder is None else {holder}
+        elif field in indexes.filtered:
+            found = set(indexes.filtered[field].get(key, ()))
+        else:
+            raise TypeError(f"{indexes.schema.plural} cannot be filtered by {field}")
+        ids = found if ids is None else ids & found
+    if q is not None:
+        prefix = q.casefold()
+        searched: set[int] = set()
+        if ids is None or len(ids) > 1:
+            for word in indexes.all_words.irange(minimum=prefix):
+                if not word.startswith(prefix):
+                    break
+                searched |= indexes.named[word]
+            for field in indexes.schema.prefixes:
+                for key, record_id in indexes.orders[field].irange(minimum=(prefix,)):
+                    if not key.startswith(prefix):
+                        break
+                    searched.add(record_id)
+        else:           # one record or none: look at it, not at the index
+            searched = {i for i in ids if any(
+                k.startswith(prefix) for k in indexes.schema.search_keys(records[i]))}
+        ids = searched if ids is None else ids & searched
+    assert ids is not None
+    return ids
+
+
+def past(records: list[Any], sort: str, reverse: bool,
+          after: Position | None) -> Iterable[Any]:
+    """The records (sorted by ``sort``) that come after the position ``after``."""
+    if after is None:
+        return records
+    start: Any = after        # an id in id order, a (key, id) pair in the others
+    if reverse:
+        return (r for r in records if position(r, sort) < start)
+    return (r for r in records if position(r, sort) > start)
