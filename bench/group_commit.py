@@ -1,5 +1,5 @@
 """Group commit, two ways, on SQLite POST over HTTP: the writer thread fed
-by a queue that usersvc uses (``usersvc.storage.sqlite_writer.Writer``) against
+by a queue that usersvc uses (``usersvc.storage.sqlite_connections.Writer``) against
 the leader/follower scheme it replaced (here, ``LeaderFollower``), paired
 round by round on the same machine.
 
@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from usersvc.storage import StoreUnavailable  # noqa: E402
 from usersvc.storage import sqlite as usersvc_sqlite  # noqa: E402
-from usersvc.storage.sqlite import Connection as _Connection  # noqa: E402
-from usersvc.storage.sqlite_writer import Writer  # noqa: E402
+from usersvc.storage.sqlite_connections import Connection as _Connection  # noqa: E402
+from usersvc.storage.sqlite_connections import Writer  # noqa: E402
 
 T = TypeVar("T")
 

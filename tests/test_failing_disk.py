@@ -1,5 +1,5 @@
 """A full or failing disk is answered, not crashed on (usersvc/storage:
-``WritesFailing``, ``WriteHealth``; sqlite_writer.py, postgres.py).
+``WritesFailing``, ``WriteHealth``; sqlite_connections.py, postgres.py).
 
 Every write that a full disk, an I/O error or a read-only database stops is
 a 503 problem with ``Retry-After``, and nothing of it is kept (nor of the

@@ -530,7 +530,7 @@ def test_a_write_waits_for_its_commit_at_most_the_writers_timeout(tmp_path):
     under way is a 503 that says it may yet be committed."""
     from usersvc.storage import StoreUnavailable, WriteHealth
     from usersvc.storage.sqlite import Connections
-    from usersvc.storage.sqlite_writer import Writer
+    from usersvc.storage.sqlite_connections import Writer
     connections = Connections(str(tmp_path / "w.db"), 1.0, WriteHealth("w.db"))
     writer = Writer(connections.connect, WriteHealth("w.db"), timeout=0.2)
     writer.submit(lambda db: db.execute("CREATE TABLE t (x)"))

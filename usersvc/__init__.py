@@ -31,7 +31,7 @@ Map of the package (docs/architecture.md follows a request through it):
 - ``pages``: the HTML pages for people, their templates, style and script;
 - ``storage``: the store protocol and its errors, ``open_store``;
   ``memory``; ``records``, one collection of either SQL store; ``sqlite``
-  (``sqlite_writer``: connections and the writer thread); ``postgres``
+  (``sqlite_connections``: connections and the writer thread); ``postgres``
   (``postgres_notify``: waking waiters by NOTIFY);
   ``sql``, every table, index, trigger and query, generated from a schema
   for both; ``evolution``, a stored collection brought up to its schema at

@@ -1,13 +1,13 @@
 """SQLiteStorage: every collection in one SQLite file, shared by threads and
 processes.
 
-- Each thread has its own connection; a private in-memory database
-  (``sqlite://``) has one connection, used under a lock (``Connections``),
+- Each thread has its own connection (``sqlite_connections``); a private
+  in-memory database (``sqlite://``) has one connection, used under a lock,
   and each connection answers a read again while no connection in any
   process has committed since (``Connections.answered``).
-- Every write is one statement (``records``), made by one writer thread
+- Every write is one statement (``sql``), made by one writer thread
   in ``BEGIN IMMEDIATE`` transactions, in groups that share one sync to
-  disk (``sqlite_writer``); the write lock is taken before the statement,
+  disk (``sqlite_connections``); the write lock is taken before the statement,
   so a precondition and the write it guards are one atomic step, across
   threads and across processes.
 - WAL journal (readers never wait for the writer), a busy timeout (writers
@@ -30,12 +30,8 @@ processes.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
-import threading
-import weakref
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ..validation import Schema
@@ -43,10 +39,10 @@ from . import WriteHealth
 from .evolution import declared, evolve
 from .keys import Answer, Key, SQLKeys
 from .sql import SQLITE, Table
-from .sqlite_errors import needs_reopening, retrying, roll_back, unavailable
+from .sqlite_connections import Connections, Writer
+from .sqlite_errors import retrying
 from .sqlite_migrations import migrate
 from .sqlite_pages import SQLiteRecords
-from .sqlite_writer import Writer
 
 T = TypeVar("T")
 log = logging.getLogger("usersvc.storage")
@@ -54,154 +50,6 @@ log = logging.getLogger("usersvc.storage")
 #: How often a waiting request asks a file for its position: other
 #: processes may have committed, and SQLite cannot tell them.
 POLL_INTERVAL = 0.2
-
-
-class Connection(sqlite3.Connection):
-    """A connection that can be weakly referenced, so that closing the store
-    reaches the connections of threads that are still alive, and the
-    connection of a thread that has ended is freed with it. ``in_use`` is
-    held while a session uses it: SQLite must not close a connection that
-    another thread is in the middle of using."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.in_use = threading.Lock()
-        # Reads this connection answered, kept while PRAGMA data_version
-        # says no other connection has committed since (Connections.answers).
-        self.answers: dict[Any, Any] = {}
-        self.data_version = -1
-
-
-class ThreadConnection:
-    """Holds one thread's connection in a ``threading.local``, and closes it
-    when that thread ends and its locals are freed."""
-
-    def __init__(self, db: Connection) -> None:
-        self.db = db
-
-    def __del__(self) -> None:
-        with self.db.in_use:     # store.close() may be closing it right now
-            self.db.close()
-
-
-#: How many answers each connection keeps while nothing is committed.
-ANSWERS = 1_000
-
-
-class Connections:
-    """A file's connections: each thread's own, opened when it first asks
-    and closed when it ends; or, for a private in-memory database, one."""
-
-    def __init__(self, path: str, busy_timeout: float, health: WriteHealth) -> None:
-        self.path = path
-        self.busy_timeout = busy_timeout
-        self.health = health
-        self._fork_lock = threading.Lock()
-        self._start()
-        self.one = self.connect() if path == ":memory:" else None
-
-    def _start(self) -> None:
-        """No connection yet, in this process."""
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        self._local = threading.local()
-        self._all: weakref.WeakSet[Connection] = weakref.WeakSet()
-
-    def _forked(self) -> None:
-        """In a process forked from the one that opened them (a server's
-        workers after ``--preload``), the connections are not this
-        process's: SQLite must not use one across a fork. They are left
-        alone, never closed here (closing would release locks that are the
-        parent's), and this process opens its own."""
-        with self._fork_lock:               # the first requests of this process, at once
-            if self._pid != os.getpid():
-                self._inherited = (self._local, list(self._all))
-                self._start()
-
-    def connect(self) -> Connection:
-        db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
-                             check_same_thread=False, factory=Connection)
-        db.execute("PRAGMA synchronous = FULL")
-        with self._lock:
-            self._all.add(db)
-        return db
-
-    @contextmanager
-    def session(self, writing: bool = False) -> Iterator[Connection]:
-        """This thread's connection, or the in-memory database's one, held."""
-        try:
-            db = self.one
-            if db is None:
-                if self._pid != os.getpid():
-                    self._forked()
-                owner = getattr(self._local, "owner", None)
-                if owner is None:
-                    owner = self._local.owner = ThreadConnection(self.connect())
-                db = owner.db
-            with db.in_use:
-                yield db
-        except sqlite3.OperationalError as e:
-            error = unavailable(e, self.health if writing else None)
-            if error is None:
-                raise
-            if writing and needs_reopening(e) and self.one is None:
-                self._local.owner = None        # closed; the next write opens another
-            raise error from e
-
-    @contextmanager
-    def transaction(self) -> Iterator[Connection]:
-        """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
-        with self.session(writing=True) as db:
-            if db.in_transaction:       # a ROLLBACK that failed last time (an I/O error)
-                db.execute("ROLLBACK")
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                roll_back(db)
-                raise
-            db.execute("COMMIT")
-            db.answers.clear()          # its own commit does not change its data_version
-        self.health.worked()
-
-    def answered(self, question: Any, read: Callable[[Connection], T]) -> T:
-        """``read(db)`` on this thread's connection, or what it answered
-        last time, if nothing has been committed since (``answers``;
-        ``question=None``: a read not to keep)."""
-        with self.session() as db:
-            if question is None:
-                return read(db)
-            answers = self.answers(db)
-            answer = answers.get(question)
-            if answer is None:
-                answer = answers[question] = read(db)
-                if len(answers) > ANSWERS:
-                    answers.clear()
-            return answer
-
-    def answers(self, db: Connection) -> dict[Any, Any]:
-        """What this connection has read and may answer again: valid while
-        ``PRAGMA data_version`` is unchanged, which it is until another
-        connection, in any process, commits. (A private in-memory database
-        has one connection, whose own commits it does not count: it keeps
-        nothing.)"""
-        if self.one is not None:
-            return {}
-        version = db.execute("PRAGMA data_version").fetchone()[0]
-        if version != db.data_version:
-            db.answers.clear()
-            db.data_version = version
-        return db.answers
-
-    def close(self) -> None:
-        if self._pid != os.getpid():
-            self._forked()      # the parent's connections are the parent's to close
-        with self._lock:
-            connections = list(self._all)
-            self._all.clear()
-        for db in connections:
-            with db.in_use:
-                db.close()
 
 
 class SQLiteStorage:
@@ -228,6 +76,9 @@ class SQLiteStorage:
         self.collections = {t.name: SQLiteRecords(self, t, interval) for t in tables}
         self.read = self.connections.answered
         self.transaction = self.connections.transaction
+        #: Run ``op`` in a write transaction; what it returns, once committed.
+        self.write: Callable[[Callable[[sqlite3.Connection], Any]], Any] = (
+            self.writer.submit if self.writer is not None else self._write_alone)
         self.keys = SQLKeys("?")
 
     def _open(self, schemas: Iterable[Schema] | None, tables: list[Table]) -> None:
@@ -244,11 +95,8 @@ class SQLiteStorage:
     def __getitem__(self, plural: str) -> SQLiteRecords:
         return self.collections[plural]
 
-    def write(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``op`` in a write transaction and return what it returns,
-        once that is committed."""
-        if self.writer is not None:
-            return self.writer.submit(op)
+    def _write_alone(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """A write to a private in-memory database (no writer thread)."""
         with self.connections.transaction() as db:
             return op(db)
 

@@ -1,17 +1,15 @@
-"""The writer of a SQLite file: every create, update and delete made by
-one thread with a connection of its own, in groups (``Writer``).
+"""A SQLite file's connections: each thread's own for reads, which answers
+a read again while nothing is committed (``Connections``), and one writer
+thread that makes every write, in groups (``Writer``).
 
 Group commit: the writer takes every write waiting in its queue, runs them
 in one transaction and commits them with one sync to disk (one that fails,
 a taken e-mail or a stale version, changes nothing and the others go on),
-and only then answers each caller, so a 201 still means "on disk".
-Measured against the leader/follower scheme it replaced (no thread of its
-own; a lone write committed in its caller's thread; a leader gathering its
-group for up to 0.5 ms), in paired runs of ``bench/group_commit.py`` on
-2026-11-22 (SQLite POST over HTTP, waitress on one core, wrk on the other):
-0.90, 0.98 and 1.07 of its requests per second at 4 server threads in
-three runs, 0.96 at 8, with rounds of either scheme ranging ±25%: no
-difference beyond the noise, so the simpler one stays.
+and only then answers each caller, so a 201 still means "on disk". Paired
+runs of ``bench/group_commit.py`` on 2026-11-22 against the leader/follower
+scheme it replaced (SQLite POST over HTTP) found no difference beyond the
+noise (0.90, 0.98 and 1.07 of its requests per second at 4 server threads,
+0.96 at 8; rounds ranged ±25%), so the simpler one stays.
 """
 from __future__ import annotations
 
@@ -20,15 +18,165 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as WaitedTooLong
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from . import StoreUnavailable, WriteHealth
 from .sqlite_errors import is_lasting, needs_reopening, roll_back, unavailable
 
 T = TypeVar("T")
+
+
+class Connection(sqlite3.Connection):
+    """A connection that can be weakly referenced, so that closing the store
+    reaches the connections of threads that are still alive, and the
+    connection of a thread that has ended is freed with it. ``in_use`` is
+    held while a session uses it: SQLite must not close a connection that
+    another thread is in the middle of using."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.in_use = threading.Lock()
+        # Reads this connection answered, kept while PRAGMA data_version
+        # says no other connection has committed since (Connections.answers).
+        self.answers: dict[Any, Any] = {}
+        self.data_version = -1
+
+
+class ThreadConnection:
+    """Holds one thread's connection in a ``threading.local``, and closes it
+    when that thread ends and its locals are freed."""
+
+    def __init__(self, db: Connection) -> None:
+        self.db = db
+
+    def __del__(self) -> None:
+        with self.db.in_use:     # store.close() may be closing it right now
+            self.db.close()
+
+
+#: How many answers each connection keeps while nothing is committed.
+ANSWERS = 1_000
+
+
+class Connections:
+    """A file's connections: each thread's own, opened when it first asks
+    and closed when it ends; or, for a private in-memory database, one."""
+
+    def __init__(self, path: str, busy_timeout: float, health: WriteHealth) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self.health = health
+        self._fork_lock = threading.Lock()
+        self._start()
+        self.one = self.connect() if path == ":memory:" else None
+
+    def _start(self) -> None:
+        """No connection yet, in this process."""
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._all: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+    def _forked(self) -> None:
+        """In a process forked from the one that opened them (a server's
+        workers after ``--preload``), the connections are not this
+        process's: SQLite must not use one across a fork. They are left
+        alone, never closed here (closing would release locks that are the
+        parent's), and this process opens its own."""
+        with self._fork_lock:               # the first requests of this process, at once
+            if self._pid != os.getpid():
+                self._inherited = (self._local, list(self._all))
+                self._start()
+
+    def connect(self) -> Connection:
+        db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
+                             check_same_thread=False, factory=Connection)
+        db.execute("PRAGMA synchronous = FULL")
+        with self._lock:
+            self._all.add(db)
+        return db
+
+    @contextmanager
+    def session(self, writing: bool = False) -> Iterator[Connection]:
+        """This thread's connection, or the in-memory database's one, held."""
+        try:
+            db = self.one
+            if db is None:
+                if self._pid != os.getpid():
+                    self._forked()
+                owner = getattr(self._local, "owner", None)
+                if owner is None:
+                    owner = self._local.owner = ThreadConnection(self.connect())
+                db = owner.db
+            with db.in_use:
+                yield db
+        except sqlite3.OperationalError as e:
+            error = unavailable(e, self.health if writing else None)
+            if error is None:
+                raise
+            if writing and needs_reopening(e) and self.one is None:
+                self._local.owner = None        # closed; the next write opens another
+            raise error from e
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
+        with self.session(writing=True) as db:
+            if db.in_transaction:       # a ROLLBACK that failed last time (an I/O error)
+                db.execute("ROLLBACK")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                roll_back(db)
+                raise
+            db.execute("COMMIT")
+            db.answers.clear()          # its own commit does not change its data_version
+        self.health.worked()
+
+    def answered(self, question: Any, read: Callable[[Connection], T]) -> T:
+        """``read(db)`` on this thread's connection, or what it answered
+        last time, if nothing has been committed since (``answers``;
+        ``question=None``: a read not to keep)."""
+        with self.session() as db:
+            if question is None:
+                return read(db)
+            answers = self.answers(db)
+            answer = answers.get(question)
+            if answer is None:
+                answer = answers[question] = read(db)
+                if len(answers) > ANSWERS:
+                    answers.clear()
+            return answer
+
+    def answers(self, db: Connection) -> dict[Any, Any]:
+        """What this connection has read and may answer again: valid while
+        ``PRAGMA data_version`` is unchanged, which it is until another
+        connection, in any process, commits. (A private in-memory database
+        has one connection, whose own commits it does not count: it keeps
+        nothing.)"""
+        if self.one is not None:
+            return {}
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version != db.data_version:
+            db.answers.clear()
+            db.data_version = version
+        return db.answers
+
+    def close(self) -> None:
+        if self._pid != os.getpid():
+            self._forked()      # the parent's connections are the parent's to close
+        with self._lock:
+            connections = list(self._all)
+            self._all.clear()
+        for db in connections:
+            with db.in_use:
+                db.close()
 
 
 class Writer:
