@@ -14,6 +14,7 @@ import pytest
 
 from usersvc import USER
 from usersvc.storage import position
+from usersvc.storage.memory_listing import search_keys
 
 User = USER.record
 ORDERS = USER.sorts
@@ -33,7 +34,7 @@ def model(users, *, sort="id", reverse=False, email=None, q=None):
     """What every store must answer: the users the filters keep, in order."""
     kept = [u for u in users
             if (email is None or u.email.casefold() == email.casefold())
-            and (q is None or any(k.startswith(q.casefold()) for k in USER.search_keys(u)))]
+            and (q is None or any(k.startswith(q.casefold()) for k in search_keys(USER, u)))]
     return sorted(kept, key=lambda u: position(u, sort), reverse=reverse)
 
 

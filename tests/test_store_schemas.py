@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from usersvc import Schema, integer, text
 from usersvc.validation import Invalid
 from usersvc.storage import Precondition, StoreError, open_store
+from usersvc.storage.opening import declaration
 
 NAMES = ["alpha", "beta", "gamma", "delta"]
 TEXTS = ["a", "A", "b c", "B-C", "ß", "SS", "ss x", "Zoë", "zo"]
@@ -98,7 +99,7 @@ def test_every_store_answers_as_the_memory_store_does(kind, data):
 
         def same(call):
             expected, got = outcome(lambda: call(model, False)), outcome(lambda: call(store, True))
-            assert normal(got, ids) == normal(expected, {}), (schema.declaration(), expected, got)
+            assert normal(got, ids) == normal(expected, {}), (declaration(schema), expected, got)
             return expected, got
 
         for _ in range(data.draw(st.integers(1, 14))):
@@ -111,7 +112,7 @@ def test_every_store_answers_as_the_memory_store_does(kind, data):
                     # one a refused create took): the model's, renumbered.
                     assert got.id > max(ids.values(), default=0)
                     ids[expected.id] = got.id
-                assert normal(got, ids) == expected, (schema.declaration(), expected, got)
+                assert normal(got, ids) == expected, (declaration(schema), expected, got)
             elif action in ("update", "delete"):
                 target = data.draw(st.sampled_from([*ids, 99]))
                 guard = data.draw(st.sampled_from([None, 1, 2]))

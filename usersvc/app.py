@@ -203,16 +203,6 @@ class App:
         raise Problem(403, "A page of another site cannot make changes here "
                            "(cross-origin request refused).")
 
-    def refuse(self, req: Request, problem: Problem) -> Response:
-        """A problem answered before the app took the request (a ``Mount``'s
-        404), seen by the starters and finishers as any answer is."""
-        for start in self.starters:
-            start(req)
-        response = self.problem_response(req, problem)
-        for finish in self.finishers:
-            finish(req, response)
-        return response
-
     def _bound_body(self, req: Request) -> None:
         """413 for a body over the limit: judged by Content-Length before
         anything is read, or, for a body of unknown length (chunked), by

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .listing import parameters, whole_number
+from .listing import parameters, query_of, whole_number
 from .problems import Problem
 from .representation import Format, Representations
 from .request import Request, Response
@@ -89,7 +89,7 @@ class Changes:
         self.waiting = waiting
 
     def on_get(self, req: Request, fmt: Format) -> Response:
-        one = parameters(req.query(), KNOWN, f"/{self.schema.plural}/changes")
+        one = parameters(query_of(req), KNOWN, f"/{self.schema.plural}/changes")
         after = whole_number(one, "after", 0, 0, MAX_ID)
         limit = whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         wait = whole_number(one, "wait", 0, 0, MAX_WAIT)

@@ -27,11 +27,43 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import unquote_plus, urlencode
 
 from .problems import Problem
+from .request import Request
 from .storage import MAX_ID, Position, position
 from .validation import Schema
+
+# Pairs of letters, digits and -._~ only: what unquote_plus leaves as it is.
+_PLAIN_QUERY = re.compile(r"[A-Za-z0-9._~-]+(?:=[A-Za-z0-9._~-]*)?(?:&[A-Za-z0-9._~-]+(?:=[A-Za-z0-9._~-]*)?)*")
+
+
+def query_of(req: Request) -> dict[str, list[str]]:
+    """The query's parameters, each name with its values in order, as
+    ``urllib.parse.parse_qsl(..., keep_blank_values=True)`` gives them
+    (``test_request`` checks they agree), but 400 for bytes or
+    percent-escapes that are not UTF-8."""
+    query: dict[str, list[str]] = {}
+    raw = req.query_string
+    if _PLAIN_QUERY.fullmatch(raw):
+        # PERF: a query with nothing to decode (limit=100&after=7) is
+        # split in 0.6 µs rather than read in 1.8 (bench/fastpaths.py,
+        # 2026-11-22; a whole in-process page took 35 µs that day).
+        for pair in raw.split("&"):
+            name, _, value = pair.partition("=")
+            query.setdefault(name, []).append(value)
+        return query
+    try:
+        # WSGI hands over the raw bytes as a latin-1 str.
+        text = raw.encode("latin-1").decode("utf-8")
+        for pair in text.split("&"):
+            if pair:
+                name, _, value = pair.partition("=")
+                query.setdefault(unquote_plus(name, errors="strict"), []).append(
+                    unquote_plus(value, errors="strict"))
+    except UnicodeError:
+        raise Problem(400, "The query string is not valid UTF-8.") from None
+    return query
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000

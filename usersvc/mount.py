@@ -21,8 +21,26 @@ class Mount:
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         req = Request(environ)
-        if req.mount(self.prefix):
+        if moved_under(req, self.prefix):
             return self.app(environ, start_response)
-        response = self.app.refuse(      # with no route (for metrics: http_route="")
+        # Refused before the app takes it, with no route (metrics:
+        # http_route=""), seen by the starters and finishers as any answer is.
+        for start in self.app.starters:
+            start(req)
+        response = self.app.problem_response(
             req, Problem(404, f"This server serves only paths under {self.prefix}/."))
+        for finish in self.app.finishers:
+            finish(req, response)
         return response(environ, start_response)
+
+
+def moved_under(req: Request, prefix: str) -> bool:
+    """If the path is under ``prefix``, move the prefix from the path to
+    ``SCRIPT_NAME`` (as a dispatcher does) and say so."""
+    path = req.environ.get("PATH_INFO", "")
+    if path != prefix and not path.startswith(prefix + "/"):
+        return False
+    req.environ["SCRIPT_NAME"] = req.script_name + prefix
+    req.environ["PATH_INFO"] = path[len(prefix):]
+    req.path = req.environ["PATH_INFO"] or "/"
+    return True

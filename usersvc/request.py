@@ -15,19 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-import re
 from typing import Any
-from urllib.parse import quote, unquote_plus
+from urllib.parse import quote
 
 from webob.etag import ETagMatcher
 
-from .problems import Problem, title
+from .problems import title
 
 #: What a path may hold unescaped in a URL the service writes (as WebOb).
 PATH_SAFE = "/~!$&'()*+,;=:@"
-
-# Pairs of letters, digits and -._~ only: what unquote_plus leaves as it is.
-_PLAIN_QUERY = re.compile(r"[A-Za-z0-9._~-]+(?:=[A-Za-z0-9._~-]*)?(?:&[A-Za-z0-9._~-]+(?:=[A-Za-z0-9._~-]*)?)*")
 
 #: Where a request's id is kept in the environ (``ops.AccessLog`` puts it
 #: there; the app's error log reads it).
@@ -76,33 +72,6 @@ class Request:
     def query_string(self) -> str:
         """The raw query (WSGI's latin-1 str of the bytes received)."""
         return self.environ.get("QUERY_STRING", "")
-
-    def query(self) -> dict[str, list[str]]:
-        """The query's parameters, each name with its values in order, as
-        ``urllib.parse.parse_qsl(..., keep_blank_values=True)`` gives them
-        (``test_request`` checks they agree), but 400 for bytes or
-        percent-escapes that are not UTF-8."""
-        query: dict[str, list[str]] = {}
-        raw = self.query_string
-        if _PLAIN_QUERY.fullmatch(raw):
-            # PERF: a query with nothing to decode (limit=100&after=7) is
-            # split in 0.6 µs rather than read in 1.8 (bench/fastpaths.py,
-            # 2026-11-22; a whole in-process page took 35 µs that day).
-            for pair in raw.split("&"):
-                name, _, value = pair.partition("=")
-                query.setdefault(name, []).append(value)
-            return query
-        try:
-            # WSGI hands over the raw bytes as a latin-1 str.
-            text = raw.encode("latin-1").decode("utf-8")
-            for pair in text.split("&"):
-                if pair:
-                    name, _, value = pair.partition("=")
-                    query.setdefault(unquote_plus(name, errors="strict"), []).append(
-                        unquote_plus(value, errors="strict"))
-        except UnicodeError:
-            raise Problem(400, "The query string is not valid UTF-8.") from None
-        return query
 
     def prefers(self, name: str) -> str | None:
         """The value of the preference ``name`` in ``Prefer`` (RFC 7240 §2:
@@ -178,17 +147,6 @@ class Request:
         if script:
             script = quote(script.encode("latin-1"), safe=PATH_SAFE)
         return f"{scheme}://{host}{script}"
-
-    def mount(self, prefix: str) -> bool:
-        """If the path is under ``prefix``, move the prefix from the path to
-        ``SCRIPT_NAME`` (as a dispatcher does) and say so."""
-        path = self.environ.get("PATH_INFO", "")
-        if path != prefix and not path.startswith(prefix + "/"):
-            return False
-        self.environ["SCRIPT_NAME"] = self.script_name + prefix
-        self.environ["PATH_INFO"] = path[len(prefix):]
-        self.path = self.environ["PATH_INFO"] or "/"
-        return True
 
     # -- the body ---------------------------------------------------------
 

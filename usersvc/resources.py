@@ -30,7 +30,7 @@ import hashlib
 from typing import Any
 
 from .changes import FEED_RELATION, feed_url
-from .listing import Listing
+from .listing import Listing, query_of
 from .pages import Asset, collection_page, record_page
 from .representation import (
     HTML,
@@ -117,7 +117,7 @@ class Collection(Records):
     """``/<plural>``: a page of records (GET), a new record (POST)."""
 
     def on_get(self, req: Request, fmt: Format) -> Response:
-        listing = Listing.read(self.schema, req.query())
+        listing = Listing.read(self.schema, query_of(req))
         # The feed's position before the page is read: the changes after it
         # are all the page may have missed (docs/api.md, "Changes").
         feed = None

@@ -18,7 +18,7 @@ from collections import namedtuple
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .fields import MAX_INTEGER, Field, FieldError, email, integer, text, words
+from .fields import Field, FieldError, email, integer, text, words
 
 __all__ = ["Schema", "USER", "Invalid", "FieldError", "pointer", "text", "email", "integer",
            "words"]
@@ -142,42 +142,6 @@ class Schema:
 
     def __repr__(self) -> str:
         return f"<Schema {self.plural}>"
-
-    def declaration(self) -> dict[str, Any]:
-        """What a store records of the schema, to compare at its next open:
-        each field's stored type and whether it may be absent, and what is
-        indexed. (Not the rules' bounds: those hold for what is sent, and a
-        store keeps whatever passed them.)"""
-        return {"name": self.name, "plural": self.plural, "order": list(self.fields),
-                "fields": {f: {"type": kind.type, "optional": f in self.optional}
-                           for f, kind in self.fields.items()},
-                "unique": sorted(self.unique), "filters": sorted(self.filters),
-                "sorts": sorted(self.sorts[1:]), "words": sorted(self.words),
-                "prefixes": sorted(self.prefixes)}
-
-    @classmethod
-    def from_declaration(cls, declaration: dict[str, Any]) -> Schema:
-        """A schema with a stored declaration's fields, indexes and names,
-        and no bounds on its values (for ``usersvc copy``, which moves
-        records that passed their own schema's rules)."""
-        kinds = {"text": text(2**31), "integer": integer(-MAX_INTEGER, MAX_INTEGER)}
-        order = declaration.get("order") or list(declaration["fields"])
-        fields = {f: kinds[declaration["fields"][f]["type"]] for f in order}
-        return cls(declaration["name"], declaration["plural"], fields,
-                   optional=[f for f, kind in declaration["fields"].items() if kind["optional"]],
-                   **{what: declaration[what] for what in ("unique", "filters", "sorts", "words",
-                                                           "prefixes")})
-
-    def search_keys(self, record: Any) -> set[str]:
-        """What ``q`` is matched against, as a prefix: every word of the
-        ``words`` fields and each ``prefixes`` field whole, case-folded."""
-        keys = {value.casefold() for f in self.prefixes
-                if (value := getattr(record, f)) is not None}
-        for field in self.words:
-            value = getattr(record, field)
-            if value is not None:
-                keys.update(words(value))
-        return keys
 
     def as_dict(self, record: Any) -> dict[str, Any]:
         """The record's representation, field by field; an absent optional

@@ -1,19 +1,7 @@
-"""What every store shares at run time: the errors a store raises,
-``Precondition``, ``Watch`` (requests waiting for changes), ``WriteHealth``
-and ``checked_id``. What a store promises is ``protocol``'s (``RecordStore``,
-``Storage``); opening one is ``opening``'s (``open_store``).
-
-Errors::
-
-    StoreError
-     +-- NotFound          no record with that id        (HTTP 404)
-     +-- Conflict          a unique field is taken       (HTTP 409)
-     +-- StaleVersion      a precondition does not hold  (HTTP 412)
-     +-- Contradiction     the call contradicts what the store keeps (HTTP 422)
-          +-- KeyReused    an idempotency key, another request (``keys``)
-     +-- StoreUnavailable  busy or down; try again later (HTTP 503)
-          +-- WritesFailing  a full disk, an I/O error, a read-only database (HTTP 503)
-    SchemaMismatch         a stored collection the schema cannot open as it is
+"""What every store shares at run time: ``Precondition``, ``Watch``
+(requests waiting for changes), ``WriteHealth`` and ``checked_id``. What a
+store promises, and the errors it raises, are ``protocol``'s (all
+importable from here); opening one is ``opening``'s (``open_store``).
 """
 from __future__ import annotations
 
@@ -22,9 +10,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from ..validation import Schema, pointer
+from ..validation import Schema
+from .protocol import (Conflict, Contradiction, NotFound, Position, RecordStore,
+                       StaleVersion, Storage, StoreError, StoreUnavailable, WritesFailing,
+                       position)
 
 _log = logging.getLogger("usersvc.storage")
 
@@ -35,71 +25,6 @@ __all__ = ["MAX_ID", "Conflict", "Contradiction", "NotFound", "Position", "Preco
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
 MAX_ID = 2**63 - 1
-
-
-class StoreError(Exception):
-    """Base of the errors a store raises; ``str()`` is a sentence for people,
-    ``errors`` the fields at fault, as ``(JSON Pointer, detail)`` pairs."""
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return []
-
-
-class NotFound(StoreError):
-    """There is no record with that id (never was, or was deleted)."""
-
-    def __init__(self, schema: Schema, record_id: int):
-        super().__init__(f"There is no {schema.name} with id {record_id}.")
-        self.record_id = record_id
-
-
-class Conflict(StoreError):
-    """A unique field's value already belongs to another record (``field``:
-    which; empty when it cannot be told, as in a restore)."""
-
-    def __init__(self, detail: str, field: str = ""):
-        super().__init__(detail)
-        self.field = field
-
-    @classmethod
-    def taken(cls, schema: Schema, field: str, value: Any) -> Conflict:
-        noun = schema.fields[field].noun or field
-        return cls(f"The {noun} {value} belongs to another {schema.name}.", field)
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return [(pointer(self.field), "is already taken")] if self.field else []
-
-
-class StaleVersion(StoreError):
-    """The record exists, but its version does not satisfy the precondition."""
-
-    def __init__(self, record_id: int):
-        super().__init__(
-            f"The precondition failed: record {record_id} has changed or does not match."
-        )
-        self.record_id = record_id
-
-
-class Contradiction(StoreError):
-    """The call contradicts what the store keeps (``keys.KeyReused``)."""
-
-
-class StoreUnavailable(StoreError):
-    """No answer now (a lock held too long, a lost connection); nothing was
-    changed, and the call may work later."""
-
-
-class WritesFailing(StoreUnavailable):
-    """A cause outside the store stops its writes until it is put right (a
-    full disk, an I/O error, a read-only database); reads work, nothing was
-    changed, and writes work again once the cause is gone."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"The store cannot write now: {reason}. Nothing was changed; "
-                         "try again later.")
-        self.reason = reason
 
 
 class WriteHealth:
@@ -201,7 +126,6 @@ class Watch:
             self._changed.notify_all()
 
 
-# What a store promises, and opening one: start-up's, not a request's.
-from .protocol import Position, RecordStore, Storage, position  # noqa: E402
+# Opening a store is start-up's, not a request's.
 from .opening import (SchemaMismatch, SchemaTooNew, check_fresh_ids, open_store,  # noqa: E402
                       redact)

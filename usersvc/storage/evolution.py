@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
 
 from ..validation import Schema
-from .opening import SchemaMismatch
+from .opening import SchemaMismatch, declaration, schema_from
 from . import ddl
 from .sql import POSTGRES, SQLITE, Dialect, Table
 
@@ -61,7 +61,7 @@ def declared(db: Any, dialect: Dialect) -> list[Schema]:
     if not _exists(db, COLLECTIONS, dialect):
         return []
     rows = db.execute(f"SELECT declaration FROM {COLLECTIONS} ORDER BY plural").fetchall()
-    return [Schema.from_declaration(json.loads(row[0])) for row in rows]
+    return [schema_from(json.loads(row[0])) for row in rows]
 
 
 def evolve(db: Any, table: Table) -> None:
@@ -70,7 +70,7 @@ def evolve(db: Any, table: Table) -> None:
     mark, plural = table.dialect.mark, table.name
     row = db.execute(f"SELECT declaration, objects FROM {COLLECTIONS} WHERE plural = {mark}",
                      (plural,)).fetchone()
-    want = table.schema.declaration()
+    want = declaration(table.schema)
     if row is None:
         if _exists(db, table.name, table.dialect):
             raise SchemaMismatch(f"{plural}: the database has a table {plural} that usersvc "

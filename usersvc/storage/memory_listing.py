@@ -12,6 +12,8 @@ import operator
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..fields import words
+from ..validation import Schema
 from . import Position, position
 from .feed import Change
 
@@ -120,7 +122,7 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
                     searched.add(record_id)
         else:           # one record or none: look at it, not at the index
             searched = {i for i in ids if any(
-                k.startswith(prefix) for k in indexes.schema.search_keys(records[i]))}
+                k.startswith(prefix) for k in search_keys(indexes.schema, records[i]))}
         ids = searched if ids is None else ids & searched
     assert ids is not None
     return ids
@@ -135,3 +137,15 @@ def past(records: list[Any], sort: str, reverse: bool,
     if reverse:
         return (r for r in records if position(r, sort) < start)
     return (r for r in records if position(r, sort) > start)
+
+
+def search_keys(schema: Schema, record: Any) -> set[str]:
+    """What ``q`` is matched against, as a prefix: every word of the
+    ``words`` fields and each ``prefixes`` field whole, case-folded."""
+    keys = {value.casefold() for f in schema.prefixes
+            if (value := getattr(record, f)) is not None}
+    for field in schema.words:
+        value = getattr(record, field)
+        if value is not None:
+            keys.update(words(value))
+    return keys

@@ -1,6 +1,7 @@
 """Opening a store: ``open_store(url, collections)``, and what only
 opening, migrating or filling one needs (a store's layout newer than this
-usersvc, a stored collection its schema cannot open, ids for ``restore``)."""
+usersvc, a stored collection its schema cannot open, what a store records
+of a schema, ids for ``restore``)."""
 from __future__ import annotations
 
 import os
@@ -8,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..release import install_hint
+from ..fields import MAX_INTEGER, integer, text
 from ..validation import USER, Schema
 from . import Conflict, Storage
 
@@ -27,6 +29,32 @@ class SchemaMismatch(ValueError):
     """A stored collection cannot be opened with its schema as declared (a
     stored field the schema lacks, a new required field...): nothing was
     changed. ``str()`` is one line naming the collection and the field."""
+
+
+def declaration(schema: Schema) -> dict[str, Any]:
+    """What a store records of the schema, to compare at its next open:
+    each field's stored type and whether it may be absent, and what is
+    indexed. (Not the rules' bounds: those hold for what is sent, and a
+    store keeps whatever passed them.)"""
+    return {"name": schema.name, "plural": schema.plural, "order": list(schema.fields),
+            "fields": {f: {"type": kind.type, "optional": f in schema.optional}
+                       for f, kind in schema.fields.items()},
+            "unique": sorted(schema.unique), "filters": sorted(schema.filters),
+            "sorts": sorted(schema.sorts[1:]), "words": sorted(schema.words),
+            "prefixes": sorted(schema.prefixes)}
+
+
+def schema_from(declaration: dict[str, Any]) -> Schema:
+    """A schema with a stored declaration's fields, indexes and names,
+    and no bounds on its values (for ``usersvc copy``, which moves
+    records that passed their own schema's rules)."""
+    kinds = {"text": text(2**31), "integer": integer(-MAX_INTEGER, MAX_INTEGER)}
+    order = declaration.get("order") or list(declaration["fields"])
+    fields = {f: kinds[declaration["fields"][f]["type"]] for f in order}
+    return Schema(declaration["name"], declaration["plural"], fields,
+                  optional=[f for f, kind in declaration["fields"].items() if kind["optional"]],
+                  **{what: declaration[what] for what in ("unique", "filters", "sorts", "words",
+                                                          "prefixes")})
 
 
 def check_fresh_ids(records: Sequence[Any], handed_out: int) -> None:

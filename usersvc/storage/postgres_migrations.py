@@ -76,7 +76,7 @@ END $$"""
 
 _COLLECTIONS = """CREATE TABLE usersvc_collections (
                       plural      text PRIMARY KEY,
-                      declaration text NOT NULL,   -- Schema.declaration(), JSON
+                      declaration text NOT NULL,   -- opening.declaration(), JSON
                       objects     text NOT NULL    -- {name: [kind, table, statement]}
                   )"""
 

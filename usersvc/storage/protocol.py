@@ -11,17 +11,94 @@ records (``RecordStore``):
 - unique fields and preconditions are enforced by the store itself, in the
   same atomic step as the write, never checked first by the caller.
 
-The errors it raises, and what the stores share, are the package's
-(``usersvc.storage``).
+Errors::
+
+    StoreError
+     +-- NotFound          no record with that id        (HTTP 404)
+     +-- Conflict          a unique field is taken       (HTTP 409)
+     +-- StaleVersion      a precondition does not hold  (HTTP 412)
+     +-- Contradiction     the call contradicts what the store keeps (HTTP 422)
+          +-- KeyReused    an idempotency key, another request (``keys``)
+     +-- StoreUnavailable  busy or down; try again later (HTTP 503)
+          +-- WritesFailing  a full disk, an I/O error, a read-only database (HTTP 503)
+    SchemaMismatch         a stored collection the schema cannot open as it is (``opening``)
+
+What the stores share at run time is the package's (``usersvc.storage``).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
 
+from ..validation import Schema, pointer
+
 if TYPE_CHECKING:
     from . import Precondition
-    from ..validation import Schema
+
+
+class StoreError(Exception):
+    """Base of the errors a store raises; ``str()`` is a sentence for people,
+    ``errors`` the fields at fault, as ``(JSON Pointer, detail)`` pairs."""
+
+    @property
+    def errors(self) -> list[tuple[str, str]]:
+        return []
+
+
+class NotFound(StoreError):
+    """There is no record with that id (never was, or was deleted)."""
+
+    def __init__(self, schema: Schema, record_id: int):
+        super().__init__(f"There is no {schema.name} with id {record_id}.")
+        self.record_id = record_id
+
+
+class Conflict(StoreError):
+    """A unique field's value already belongs to another record (``field``:
+    which; empty when it cannot be told, as in a restore)."""
+
+    def __init__(self, detail: str, field: str = ""):
+        super().__init__(detail)
+        self.field = field
+
+    @classmethod
+    def taken(cls, schema: Schema, field: str, value: Any) -> Conflict:
+        noun = schema.fields[field].noun or field
+        return cls(f"The {noun} {value} belongs to another {schema.name}.", field)
+
+    @property
+    def errors(self) -> list[tuple[str, str]]:
+        return [(pointer(self.field), "is already taken")] if self.field else []
+
+
+class StaleVersion(StoreError):
+    """The record exists, but its version does not satisfy the precondition."""
+
+    def __init__(self, record_id: int):
+        super().__init__(
+            f"The precondition failed: record {record_id} has changed or does not match."
+        )
+        self.record_id = record_id
+
+
+class Contradiction(StoreError):
+    """The call contradicts what the store keeps (``keys.KeyReused``)."""
+
+
+class StoreUnavailable(StoreError):
+    """No answer now (a lock held too long, a lost connection); nothing was
+    changed, and the call may work later."""
+
+
+class WritesFailing(StoreUnavailable):
+    """A cause outside the store stops its writes until it is put right (a
+    full disk, an I/O error, a read-only database); reads work, nothing was
+    changed, and writes work again once the cause is gone."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"The store cannot write now: {reason}. Nothing was changed; "
+                         "try again later.")
+        self.reason = reason
 
 
 #: Where a page starts: an id (id order), or a case-folded value and an id.
@@ -58,7 +135,8 @@ class RecordStore(Protocol):
         ``(case-folded value, id)`` pair in the others (``position``).
         Filters, all of which must hold: one per ``schema.filters`` field,
         the records whose value equals it, case-folded; ``q``, the records
-        of which a search key (``schema.search_keys``) starts with it."""
+        of which a search key (a word of a ``words`` field, a ``prefixes``
+        field whole) starts with it."""
 
     def count(self, *, q: str | None = None, **filters: str) -> int:
         """How many records the filters of ``list`` keep, on all pages."""

@@ -65,7 +65,7 @@ def _remake_users(db: sqlite3.Connection) -> None:
 
 _COLLECTIONS = """CREATE TABLE usersvc_collections (
                       plural      TEXT PRIMARY KEY,
-                      declaration TEXT NOT NULL,   -- Schema.declaration(), JSON
+                      declaration TEXT NOT NULL,   -- opening.declaration(), JSON
                       objects     TEXT NOT NULL    -- {name: [kind, table, statement]}
                   )"""
 
