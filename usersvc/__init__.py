@@ -59,12 +59,11 @@ from .fields import integer, text
 from .cors import CORS
 from .idempotency import Idempotency
 from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
-from .pages import ASSETS
+from . import pages
 from .problems import Problem
 from .release import VERSION as __version__
 from .release import install_hint
 from .health import HEALTH_PATH, HealthCheck
-from .resources import StaticFile
 from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
                        DEFAULT_STORAGE, Settings)
 from .storage import RecordStore, Storage, open_store
@@ -115,15 +114,14 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     server's to add around it)."""
     storage = settings.storage
     app = App(settings)
-    # The service's own paths: its root, its description, its health, the pages' files.
-    app.router.add("/", ServiceRoot(app.schemas))
+    pages.plug(app)         # HTML for people, and the files the pages load
+    # The service's own paths: its root, its description, its health.
+    app.router.add("/", ServiceRoot(app.schemas, app.offers))
     app.router.add(OPENAPI_PATH, OpenAPIDocument(app.schemas, secured=settings.tokens is not None,
                                                  feeds=app.feeds,
                                                  idempotency_ttl=settings.idempotency_ttl))
     app.router.add(HEALTH_PATH, HealthCheck(app.stores))
-    for path, asset in ASSETS.items():
-        app.router.add(path, StaticFile(asset))
-    app.open_paths.update({HEALTH_PATH, *ASSETS})
+    app.open_paths.add(HEALTH_PATH)
     # The features the settings ask for, in the order a request meets them
     # (each plugs into the core where it offers: ``app``'s module text).
     if settings.cors_origins:

@@ -39,11 +39,12 @@ from typing import Any
 
 from .changes import Changes, Waiting
 from .problems import DOMAIN_ERRORS, Problem
-from .pages import problem_page
 from .representation import (
     BODY_TYPES,
-    HTML,
+    DEFAULT,
     PATCH_TYPES,
+    PROBLEMS,
+    Offers,
     Representations,
     negotiate,
     problem_format,
@@ -89,6 +90,10 @@ class App:
         #: Makes a collection's write hook from its store (``resources``), if
         #: a feature gave one (idempotency keys).
         self.write_hook: Callable[[Any], Any] | None = None
+        #: What records and problems are answered in; a feature may offer
+        #: more formats (the pages: HTML), before collections are added.
+        self.offers: Offers = DEFAULT
+        self.problem_offers: Offers = PROBLEMS
         #: ``metrics.Metrics``, once plugged in (its ``registry`` for a scraper).
         self.metrics: Any = None
         self.router = Router()
@@ -110,8 +115,9 @@ class App:
             store = wrap(schema.plural, store)
         representations = Representations(schema)
         write = None if self.write_hook is None else self.write_hook(store)
-        self.router.add(f"/{schema.plural}", Collection(schema, store, representations, write))
-        self.router.add(f"/{schema.plural}/{{id:int}}", Item(schema, store, representations, write))
+        for template, resource in ((f"/{schema.plural}", Collection),
+                                   (f"/{schema.plural}/{{id:int}}", Item)):
+            self.router.add(template, resource(schema, store, representations, write, self.offers))
         if isinstance(store, ChangeFeed):
             self.feeds.append(schema.plural)
             self.router.add(f"/{schema.plural}/changes",
@@ -238,12 +244,8 @@ class App:
         return Response(204, headers=headers)
 
     def problem_response(self, req: Request, problem: Problem) -> Response:
-        fmt = problem_format(req)
-        if fmt is HTML:
-            response = problem_page(req, problem.to_dict(), self.schemas)
-        else:
-            response = Response(problem.status, fmt.render_problem(problem.to_dict()),
-                                [("Content-Type", fmt.problem_type)])
+        fmt = problem_format(req, self.problem_offers)
+        response = fmt.answer_problem(req, problem.to_dict(), self.schemas)
         headers = response.headers
         headers += problem.headers
         if req.method in ("GET", "HEAD") and not any(k == "Cache-Control" for k, _ in headers):

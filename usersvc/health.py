@@ -9,7 +9,6 @@ from .problems import Problem
 from .release import VERSION
 from .representation import Format
 from .request import Request, Response
-from .resources import respond
 from .validation import Schema
 
 log = logging.getLogger("usersvc")
@@ -50,5 +49,5 @@ class HealthCheck:
             if failing is not None:
                 raise Problem(503, f"The store's writes are failing: {failing}. Reads work.",
                               headers=[("Retry-After", "10"), _NO_STORE])
-        return respond(200, fmt.render(_HEALTH, {"status": "ok", "version": VERSION}), fmt,
-                       _NO_STORE)
+        return Response(200, fmt.render(_HEALTH, {"status": "ok", "version": VERSION}),
+                        [("Content-Type", fmt.media_type), _NO_STORE])

@@ -8,9 +8,9 @@ says what a record is (``validation.USER``), so a books collection is the
 same two classes with a book schema and a book store.
 
 Every responder takes ``(req, fmt, **path_parameters)``: the request, whose
-body the app has already bounded, and the negotiated response ``Format``.
-When that is ``HTML``, the answer is a page for a person (``pages``),
-made around the same records.
+body the app has already bounded, and the negotiated response ``Format``,
+which makes the answer around the bytes (a page for a person, in HTML:
+``pages``). A collection offers what the app does (``App.offers``).
 
 Each record's encoded representation is kept (``Representations``) while
 its version is current, so a page of 100 users is 100 look-ups and a join,
@@ -31,16 +31,7 @@ from typing import Any
 
 from .changes import FEED_RELATION, feed_url
 from .listing import Listing, query_of
-from .pages import Asset, collection_page, record_page
-from .representation import (
-    HTML,
-    PAGES,
-    Format,
-    Representations,
-    etag,
-    read_document,
-    version_in,
-)
+from .representation import DEFAULT, Format, Offers, Representations, etag, read_document, version_in
 from .request import Request, Response
 from .storage import Precondition
 from .storage.feed import ChangeFeed
@@ -52,10 +43,6 @@ WriteHook = Any
 # Cached responses must be revalidated (with the ETag) before each reuse,
 # so no client is ever shown a user that has since changed.
 _REVALIDATE = ("Cache-Control", "no-cache")
-
-
-def respond(status: int, body: bytes, fmt: Format, *headers: tuple[str, str]) -> Response:
-    return Response(status, body, [("Content-Type", fmt.media_type), *headers])
 
 
 def revalidated(req: Request, response: Response, tag: str | None = None,
@@ -88,7 +75,7 @@ class StaticFile:
 
     offers = None
 
-    def __init__(self, asset: Asset) -> None:
+    def __init__(self, asset: Any) -> None:
         self.asset = asset
 
     def on_get(self, req: Request, fmt: None) -> Response:
@@ -100,12 +87,11 @@ class StaticFile:
 
 class Records:
     """What a collection's resources share: its schema, its store, its kept
-    encodings, and its write hook (``None``: none)."""
-
-    offers = PAGES
+    encodings, its write hook (``None``: none) and what it answers in."""
 
     def __init__(self, schema: Schema, store: Any, representations: Representations,
-                 write: WriteHook | None = None) -> None:
+                 write: WriteHook | None = None, offers: Offers = DEFAULT) -> None:
+        self.offers = offers
         self.schema = schema
         self.store = store
         self.representations = representations
@@ -125,16 +111,11 @@ class Collection(Records):
             feed, records = self.store.position_and_list(**listing.store_arguments())
         else:
             records = self.store.list(**listing.store_arguments())
-        body, tag = self.representations.many(records, fmt)
         url = None
         if len(records) == listing.limit:   # a full page: there may be more (RFC 8288)
             url = (f"{req.base_url}/{self.schema.plural}?"
                    f"{listing.next_query(records[-1])}")
-        if fmt is HTML:
-            response = collection_page(req, self.schema, body, len(records), url, listing.q)
-            tag = None      # the page around the rows: its own tag, from its bytes
-        else:
-            response = respond(200, body, fmt)
+        response, tag = fmt.answer_list(req, self.representations, records, url, listing.q)
         links = [] if url is None else [f'<{url}>; rel="next"']
         if feed is not None:
             links.append(f'<{feed_url(req, self.schema, feed)}>; rel="{FEED_RELATION}"')
@@ -174,9 +155,9 @@ class Item(Records):
         # with the headers the 200 would have had (§15.4.5).
         if _none_match(req, tag):
             return Response(304, headers=[("ETag", tag), _REVALIDATE])
-        if fmt is HTML:
-            return page_of(req, 200, self.schema, record, tag, _REVALIDATE)
-        return respond(200, self.representations.one(record, fmt), fmt, ("ETag", tag), _REVALIDATE)
+        response = fmt.answer(req, 200, self.representations, record, tag)
+        response.headers += [("ETag", tag), _REVALIDATE]
+        return response
 
     def on_put(self, req: Request, fmt: Format, id: int) -> Response:
         fields = self.schema.for_replace(read_document(req, self.schema), id)
@@ -199,19 +180,9 @@ class Item(Records):
 
 def answer(req: Request, status: int, resource: Records, record: Any,
            fmt: Format, *headers: tuple[str, str]) -> Response:
-    """A write's answer: the record's representation (its kept encoding, or
-    its page), with its ETag."""
+    """A record's answer in ``fmt`` (its kept encoding, or its page), with its ETag."""
     tag = etag(record, fmt)
-    if fmt is HTML:
-        return page_of(req, status, resource.schema, record, tag, *headers)
-    return respond(status, resource.representations.one(record, fmt), fmt, ("ETag", tag), *headers)
-
-
-def page_of(req: Request, status: int, schema: Schema, record: Any, tag: str,
-            *headers: tuple[str, str]) -> Response:
-    """A record's page, as a person's browser asked for it."""
-    response = record_page(req, schema, record, tag)
-    response.status = status
+    response = fmt.answer(req, status, resource.representations, record, tag)
     response.headers += [("ETag", tag), *headers]
     return response
 

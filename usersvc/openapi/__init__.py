@@ -19,8 +19,8 @@ import json
 from collections.abc import Sequence
 from xml.sax.saxutils import quoteattr
 
-from ..pages import root_page
-from ..representation import HTML, JSON, JSON_TYPE, PAGES, XML, Format, Offers
+from ..pages import HTML, root_page
+from ..representation import JSON, JSON_TYPE, XML, Format, Offers
 from ..request import Request, Response
 from ..resources import revalidated
 from ..settings import DEFAULT_IDEMPOTENCY_TTL
@@ -34,10 +34,9 @@ class ServiceRoot:
     """``/``: where things are. A link to each collection and to the
     OpenAPI document, also as ``Link: <...>; rel="service-desc"`` (RFC 8631)."""
 
-    offers = PAGES
-
-    def __init__(self, schemas: Sequence[Schema]) -> None:
+    def __init__(self, schemas: Sequence[Schema], offers: Offers) -> None:
         self.schemas = schemas
+        self.offers = offers        # the app's: with HTML, once the pages are plugged in
 
     def on_get(self, req: Request, fmt: Format) -> Response:
         base = req.base_url

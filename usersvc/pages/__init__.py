@@ -1,5 +1,14 @@
 """Pages for people: the HTML representation of ``/``, a collection, a
-record and every problem.
+record and every problem, a format the app offers once ``plug`` adds it.
+
+The parts of a page that come from data are the format's (``HTMLFormat``):
+a record is a table row (``render``), a list the rows (``join``), and a
+problem the lines that say what went wrong (``render_problem``). They know
+nothing of the request, so they are kept like any encoding; the page
+around them (``answer``, ``answer_list``, ``answer_problem``) adds the
+links, the forms and the script. The links in a row are relative
+(``users/7`` from ``/users``), so the same row is right under any mount
+prefix. HTML is never read as a request body.
 
 Each page is a template of this folder (``string.Template``) filled by
 ``fill``, which escapes every value unless it is ``Html`` already made from
@@ -24,9 +33,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..listing import MAX_Q
-from ..representation import HTML, JSON, XML
+from ..problems import Problem
+from ..representation import JSON, XML, Format
 from ..request import Request, Response
+from ..resources import StaticFile
 from ..validation import Schema
+
+HTML_TYPE = "text/html"
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
@@ -156,3 +169,83 @@ def _search_hint(schema: Schema) -> str:
 def _base(req: Request) -> str:
     """The path the app is mounted at, as URLs on the page begin with it."""
     return urlsplit(req.base_url).path
+
+
+class HTMLFormat(Format):
+    """HTML, for people in browsers: every value through ``html.escape``
+    (a name ``<script>`` is the text ``&lt;script&gt;``)."""
+
+    name = "html"
+    media_type = "text/html; charset=utf-8"
+    problem_type = media_type
+
+    def render(self, schema, record):
+        """One row: each field, the id and the first other field linking
+        to the record's page."""
+        link = f'<a href="{escape(schema.plural)}/{record["id"]}">'
+        cells = [escape(str(record.get(name, ""))) for name in schema.field_names]
+        cells[0] = link + cells[0] + "</a>"
+        if len(cells) > 1:
+            cells[1] = link + cells[1] + "</a>"
+        return ("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>\n").encode()
+
+    def join(self, schema, rendered):
+        return b"".join(rendered)
+
+    def render_problem(self, problem: dict[str, Any]) -> bytes:
+        """The status and title, the sentence, and each field error beside
+        the name of the field it is about."""
+        lines = [f'<p class="detail">{escape(str(problem["detail"]))}</p>']
+        errors = problem.get("errors") or ()
+        if errors:
+            lines.append('<dl class="field-errors">')
+            for error in errors:
+                field = error["pointer"].lstrip("/") or "(the whole body)"
+                lines.append(f'<dt>{escape(field)}</dt><dd>{escape(error["detail"])}</dd>')
+            lines.append("</dl>")
+        extra = {k: v for k, v in problem.items()
+                 if k not in ("type", "title", "status", "detail", "errors")}
+        if extra:
+            lines.append('<dl class="extensions">')
+            lines += [f"<dt>{escape(k)}</dt><dd>{escape(_text(v))}</dd>" for k, v in extra.items()]
+            lines.append("</dl>")
+        return "\n".join(lines).encode()
+
+    def parse(self, body, schema):
+        raise Problem(415, "HTML is never read as a request body.")
+
+    def answer(self, req, status, kept, record, tag):
+        response = record_page(req, kept.schema, record, tag)
+        response.status = status
+        return response
+
+    def answer_list(self, req, kept, records, next_url, q):
+        rows, _ = kept.many(records, self)
+        # The page around the rows: its own tag, from its bytes.
+        return collection_page(req, kept.schema, rows, len(records), next_url, q), None
+
+    def answer_problem(self, req, problem, schemas):
+        return problem_page(req, problem, schemas)
+
+
+HTML = HTMLFormat()
+#: What an app offers once the pages are plugged in: HTML last, so JSON,
+#: then XML, win a tie (``*/*``), and a browser, which asks for
+#: ``text/html`` first, gets the page.
+HTML_OFFERS = {HTML_TYPE: HTML, f"{HTML_TYPE};charset=utf-8": HTML}
+
+
+def plug(app: Any) -> None:
+    """Offer HTML for records, lists and problems, and serve the files the
+    pages load (open without a token: a browser sends none for a style sheet).
+    Before any collection is added: a collection's routes take the offers
+    as they are then."""
+    app.offers = app.offers.plus(HTML_OFFERS)
+    app.problem_offers = app.problem_offers.plus(HTML_OFFERS)
+    for path, asset in ASSETS.items():
+        app.router.add(path, StaticFile(asset))
+    app.open_paths.update(ASSETS)
+
+
+def _text(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)

@@ -1,47 +1,99 @@
 """Bytes on the wire: the only layer that knows them.
 
-- here: choosing the format to answer in, from ``Accept`` (or 406), and
-  the format that reads a request body, from ``Content-Type`` (or 415);
-- ``format``: what a wire format is (``Format``), and the media types;
-- ``json_format`` and ``xml_format``: JSON and XML, both ways;
-- ``html_format``: HTML rows and problem lines for the pages (``usersvc.pages``);
-- here too: each record's encodings kept while it is unchanged, pages
-  made from them, and the ETags that name them (``Representations``).
+- here: what a wire format is (``Format``: its bytes, and the answers that
+  carry them); the format to answer in, from ``Accept`` (or 406), and the
+  one that reads a request body, from ``Content-Type`` (or 415); each
+  record's encodings kept while it is unchanged, and the ETags that name
+  them (``Representations``);
+- ``json_format`` and ``xml_format``: JSON and XML, both ways (a feature
+  may offer more: the HTML pages add themselves, ``usersvc.pages``).
 
 **Negotiation** (RFC 9110 §12.5.1). ``negotiate(req, offers)`` gives the
-format the client prefers by its q-values among what a route offers, or
-raises a 406 problem before anything is done; ``problem_format(req)``
-never fails (RFC 9110 §12.1 lets an error ignore ``Accept``, and JSON is
-what it falls back to). WebOb parses the header; ties go to the offer
-listed first, so JSON wins them.
+format the client prefers by its q-values among what a route offers, or a
+406 before anything is done; ``problem_format(req, offers)`` never fails
+(RFC 9110 §12.1 lets an error ignore ``Accept``; JSON is the fallback).
+WebOb parses the header; ties go to the offer listed first, so JSON wins.
 
 **Request bodies.** POST and PUT read JSON (``application/json`` and any
 ``+json`` type) and XML (``application/xml``, ``text/xml`` and any ``+xml``
-type); PATCH reads JSON Merge Patch (RFC 7396:
-``application/merge-patch+json`` or ``application/json``) and XML.
-Anything else is a 415 that names what is read, in ``Accept-Post`` /
-``Accept-Patch`` (RFC 9110 §15.5.16, RFC 5789 §3.1). Only UTF-8 is read.
+type); PATCH reads JSON Merge Patch (RFC 7396) and XML. Anything else is a
+415 that names what is read, in ``Accept-Post`` / ``Accept-Patch`` (RFC
+9110 §15.5.16, RFC 5789 §3.1). Only UTF-8 is read.
 """
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from webob.acceptparse import create_accept_header
 
 from ..problems import Problem
-from ..request import Request
+from ..request import Request, Response
 from ..validation import Schema
-from .format import JSON_TYPE, XML_TYPE, Format
-from .html_format import HTML, HTML_TYPE
-from .json_format import JSON
-from .xml_format import XML
 
-__all__ = ["AVAILABLE", "BODY_TYPES", "HTML", "JSON", "PAGES", "JSON_TYPE", "PATCH_TYPES", "XML",
-           "XML_TYPE", "Format", "Offers", "Representations", "body_format", "etag", "negotiate",
-           "problem_format", "read_document", "version_in"]
+JSON_TYPE = "application/json"
+XML_TYPE = "application/xml"
+
+
+class Format(Protocol):
+    """One wire format: its media types, its bytes both ways, and the
+    answers that carry them (the plain ones here: the bytes as they are)."""
+
+    name: str
+    media_type: str        # Content-Type of a record or a list
+    problem_type: str      # Content-Type of a problem document
+
+    def render(self, schema: Schema, record: Mapping[str, Any]) -> bytes:
+        """A record given as its fields, by name, in order."""
+
+    def render_record(self, schema: Schema, record: Any) -> bytes:
+        """A stored record (``User``): ``render`` of its fields."""
+        return self.render(schema, schema.as_dict(record))
+
+    def join(self, schema: Schema, rendered: list[bytes]) -> bytes:
+        """A list of records, each already rendered by ``render``."""
+
+    def render_problem(self, problem: Mapping[str, Any]) -> bytes:
+        """An RFC 9457 problem document's members."""
+
+    def render_change(self, schema: Schema, seq: int, record_id: int,
+                      rendered: bytes | None) -> bytes:
+        """One entry of the change feed: its position and id, and the
+        record as ``render`` made it (``None``: deleted)."""
+
+    def join_changes(self, rendered: list[bytes]) -> bytes:
+        """The feed's entries, each made by ``render_change``."""
+
+    def parse(self, text: str, schema: Schema) -> Any:
+        """A request body (decoded from UTF-8) as a document for ``schema``
+        to check: 400 for bad syntax, 422 (``Invalid``) for a well-formed
+        body of the wrong shape."""
+
+    def answer(self, req: Request, status: int, kept: Representations, record: Any,
+               tag: str) -> Response:
+        """A record's answer (``kept``: its collection's encodings; ``tag``: its ETag)."""
+        return Response(status, kept.one(record, self), [("Content-Type", self.media_type)])
+
+    def answer_list(self, req: Request, kept: Representations, records: list[Any],
+                    next_url: str | None, q: str | None) -> tuple[Response, str | None]:
+        """A page of records' answer, and the ETag of its bytes (``None``:
+        one made from them); ``next_url``: the next page's, ``q``: the search."""
+        body, tag = kept.many(records, self)
+        return Response(200, body, [("Content-Type", self.media_type)]), tag
+
+    def answer_problem(self, req: Request, problem: Mapping[str, Any],
+                       schemas: Sequence[Schema]) -> Response:
+        """A problem document's answer (``schemas``: what the app serves)."""
+        return Response(problem["status"], self.render_problem(problem),
+                        [("Content-Type", self.problem_type)])
+
+
+# The formats import Format from here.
+from .json_format import JSON  # noqa: E402
+from .xml_format import XML  # noqa: E402
 
 
 # -- negotiation ---------------------------------------------------------------
@@ -58,6 +110,10 @@ class Offers:
         #: What a 406 lists: the types, without their parameters.
         self.available = [t for t in self.types if ";" not in t]
 
+    def plus(self, offers: dict[str, Format]) -> Offers:
+        """These offers, and then more (a tie goes to the first listed)."""
+        return Offers({**dict(zip(self.types, self.formats)), **offers})
+
 
 # Each type is also offered with charset=utf-8, so that a client asking for
 # exactly that (as our own XML Content-Type says) is not refused: WebOb
@@ -65,25 +121,17 @@ class Offers:
 DEFAULT = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON,
                   XML_TYPE: XML, f"{XML_TYPE};charset=utf-8": XML,
                   "text/xml": XML, "text/xml;charset=utf-8": XML})
-#: What a resource with pages for people offers (``/``, a collection, a
-#: record): HTML last, so JSON, then XML, win a tie (``*/*``), and a
-#: browser, which asks for ``text/html`` first, gets the page.
-PAGES = Offers({**dict(zip(DEFAULT.types, DEFAULT.formats)),
-                HTML_TYPE: HTML, f"{HTML_TYPE};charset=utf-8": HTML})
-PROBLEMS = Offers({**dict(zip(PAGES.types, PAGES.formats)),
-                   "application/problem+json": JSON, "application/problem+xml": XML})
-AVAILABLE = PAGES.available
+#: What a problem document may be answered in (an app's may offer more).
+PROBLEMS = DEFAULT.plus({"application/problem+json": JSON, "application/problem+xml": XML})
 
 # Charset names are case-insensitive (RFC 9110 §8.3.2); WebOb compares
 # parameter values exactly, so spell UTF-8 one way before it looks.
 _UTF8_PARAMETER = re.compile(r'charset\s*=\s*"?utf-?8"?', re.IGNORECASE)
 
 
-# PERF: WebOb parses `Accept: application/json` in 34 µs and a browser's
-# Accept in 48, where the kept answer takes 0.2 (bench/fastpaths.py,
-# 2026-11-22; a whole in-process GET of one user took 8 µs in that day's
-# bench/run.sh). Clients send the same few headers again and again, so each
-# answer is kept, by the header's text.
+# PERF: clients send the same few headers again and again, so each answer
+# is kept, by the header's text: WebOb parses `Accept: application/json` in
+# 34 µs, a browser's in 48; the kept answer takes 0.2 (bench/fastpaths.py).
 @lru_cache(maxsize=512)
 def best_offer(header: str, types: str) -> int | None:
     """The index of the type ``header`` prefers among ``types`` (one per
@@ -106,10 +154,10 @@ def negotiate(req: Request, offers: Offers = DEFAULT) -> Format:
     return offers.formats[best]
 
 
-def problem_format(req: Request) -> Format:
+def problem_format(req: Request, offers: Offers = PROBLEMS) -> Format:
     """The format for an error: as negotiated, and JSON when nothing fits."""
-    best = best_offer(req.accept, PROBLEMS.key)
-    return JSON if best is None else PROBLEMS.formats[best]
+    best = best_offer(req.accept, offers.key)
+    return JSON if best is None else offers.formats[best]
 
 
 # -- request bodies ------------------------------------------------------------
@@ -169,29 +217,15 @@ def read_document(req: Request, schema: Schema) -> Any:
 
 # -- kept encodings and ETags ------------------------------------------------
 #
-# Kept encodings, and the ETags that name representations.
-#
-# ``Representations`` keeps each record's encoding in each format, with the
-# record it was made from; it is used again only for a record equal to that
-# one (``==``: the same id, fields and version), so it can never be another
-# record's bytes, or an old version's, whatever the store hands back. A page
-# of 100 users is then 100 look-ups and a join, not 100 encodings.
-#
-# With each encoding goes a short digest of it, so that a page's ETag is a
-# hash of its records' digests (a few hundred bytes) rather than of the
-# whole page: the same bytes make the same tag, and different bytes a
-# different one, as surely as SHA-256 tells them apart.
-#
-# The last pages made are kept too, each with the records it was made from:
-# a page whose records are equal to a kept page's is the same bytes, and is
-# served from it. The records are always the store's answer to this request;
-# only the encoding is reused.
-#
-# ``etag(record, fmt)`` names one record's version in one format;
-# ``version_in`` reads the version back out of an ETag a client sends.
+# Each record's encoding in each format is kept with the record it was made
+# from, and used again only for a record equal to that one (the same id,
+# fields and version): never another record's bytes, or an old version's. A
+# page's ETag hashes its records' digests, not the whole page; the last
+# pages are kept with their records, and a page of equal records is served
+# from them. ``etag`` names a record's version in a format; ``version_in``
+# reads it back out of an ETag a client sends.
 
-#: [record, its encoding, the encoding's digest (made when first on a page)]
-Encoding = list
+Encoding = list     # [record, its encoding, its digest (made when first on a page)]
 
 
 class Representations:
@@ -200,9 +234,7 @@ class Representations:
     and the last ``pages`` pages."""
 
     def __init__(self, schema: Schema, size: int = 100_000, pages: int = 64) -> None:
-        self.schema = schema
-        self.size = size
-        self.pages = pages
+        self.schema, self.size, self.pages = schema, size, pages
         self._kept: dict[str, dict[int, Encoding]] = {}
         # (format, first id, count) -> (records, body, tag)
         self._pages: dict[tuple[str, int, int], tuple[list[Any], bytes, str]] = {}

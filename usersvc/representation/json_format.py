@@ -15,7 +15,7 @@ from typing import Any
 
 from ..problems import Problem
 from ..validation import Invalid, pointer
-from .format import JSON_TYPE, Format
+from . import JSON_TYPE, Format
 
 
 class _DuplicateKey(Exception):

@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 
 from ..problems import Problem
 from ..validation import Invalid, Schema, pointer
-from .format import Format
+from . import Format
 
 # Characters XML 1.0 cannot carry at all (§2.2), not even as references.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
