@@ -14,7 +14,7 @@ import pytest
 
 from usersvc import USER
 from usersvc.storage import position
-from usersvc.storage.memory_listing import search_keys
+from usersvc.storage.memory_bulk import search_keys
 
 User = USER.record
 ORDERS = USER.sorts

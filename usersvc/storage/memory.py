@@ -7,8 +7,8 @@ made from its schema (``Indexes``): ids, sorted; per unique field, its keys
 ids; per sort and prefix field, ``(case-folded value, id)`` sorted; for
 ``q`` in words fields, the distinct words, sorted, each with its records'
 ids. A write moves only the entries whose keys changed (``Indexes.move``).
-Pages, counts, searches and the feed walk them (``memory_listing``): every
-page is O(log N + limit), every search O(log N + matches).
+Pages, counts, searches and the feed walk them (``memory_bulk``, where
+restores are too): a page is O(log N + limit), a search O(log N + matches).
 
 The feed is one more sorted index: each record's latest position,
 tombstones included. Idempotency keys are the store's (``keys.MemoryKeys``).
@@ -19,7 +19,7 @@ import itertools
 import logging
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from sortedcontainers import SortedList
@@ -27,22 +27,15 @@ from sortedcontainers import SortedList
 from ..fields import words
 from ..validation import Schema
 from . import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
-from .feed import Change
 from .keys import Key, MemoryKeys
-from .memory_listing import ListedMemory
-from .opening import check_fresh_ids
+from .memory_bulk import MemoryBulk
 
 _log = logging.getLogger("usersvc.storage")
 
 
-def _key(value: Any) -> Any:
-    """How a value is compared: text case-folded, an integer as it is."""
-    return value.casefold() if type(value) is str else value
-
-
 class Indexes:
     """A collection's indexes, by its schema (walked for pages and
-    searches by ``memory_listing``)."""
+    searches by ``memory_bulk``)."""
 
     def __init__(self, schema: Schema) -> None:
         self.schema, self.ids = schema, SortedList()
@@ -60,10 +53,15 @@ class Indexes:
         self.all_words = SortedList()           # distinct words, sorted
         self.named: dict[str, set[int]] = {}  # word -> ids of the records with it
 
+    @staticmethod
+    def key(value: Any) -> Any:
+        """How a value is compared: text case-folded, an integer as it is."""
+        return value.casefold() if type(value) is str else value
+
     def claim(self, record: list[Any], record_id: int) -> None:
         """Raise ``Conflict`` if a unique value belongs to another record."""
         for field, at, keys in self._claims:
-            holder = keys.get(_key(record[at]))
+            holder = keys.get(Indexes.key(record[at]))
             if holder is not None and holder != record_id:
                 raise Conflict.taken(self.schema, field, record[at])
 
@@ -80,7 +78,7 @@ class Indexes:
             after = None if new is None else new[at]
             if before == after:
                 continue
-            before, after = _key(before), _key(after)
+            before, after = Indexes.key(before), Indexes.key(after)
             if before == after:         # (a change of case only)
                 continue
             if unique is not None:
@@ -126,17 +124,6 @@ class Indexes:
                 self.named[word] = set()
             self.named[word].add(record_id)
 
-    def claim_all(self, records: Sequence[Any]) -> None:
-        """Raise ``Conflict`` if a unique value of ``records`` is taken, by
-        a record held or by another of them (for ``restore``)."""
-        seen: dict[str, set[Any]] = {f: set(keys) for f, keys in self.unique.items()}
-        for record in records:
-            for field, keys in seen.items():
-                key = _key(getattr(record, field))
-                if key is not None and key in keys:
-                    raise Conflict(f"The store already holds a {self.schema.name} with "
-                                   f"this {field}: {getattr(record, field)}.", field)
-                keys.add(key)
 
 
 class MemoryStorage:
@@ -158,9 +145,9 @@ class MemoryStorage:
         self.stop_waiting()
 
 
-class MemoryRecords(ListedMemory):
-    """One collection's records, under one lock (pages, counts and the feed:
-    ``ListedMemory``)."""
+class MemoryRecords(MemoryBulk):
+    """One collection's records, under one lock (what it does with many
+    records at once: ``MemoryBulk``)."""
 
     keeps_keys = True
 
@@ -228,37 +215,6 @@ class MemoryRecords(ListedMemory):
             del self._records[record_id]
             self._record(record_id)
         self._watch.notify()
-
-    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
-        self._restore(records, (), last_id)
-
-    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
-        self._restore([c.record for c in changes if c.record is not None], changes, last_id)
-
-    def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
-        with self._lock:
-            check_fresh_ids([*records, *changes], self._last_id)
-            if changes and min(c.seq for c in changes) <= self._seq:
-                raise Conflict(f"Positions are never reused: this store's feed is at {self._seq}.")
-            ids = {c.id for c in changes} or {r.id for r in records}
-            self._indexes.claim_all(records)
-            if len(ids) < max(len(records), len(changes)):
-                raise Conflict("Two of these records have the same id.")
-            for record in sorted(records, key=lambda r: r.id):
-                self._add(self._make(record))
-            for record in records if changes else ():     # the positions _add gave, forgotten
-                del self._id_at[self._seq_of[record.id]]
-                self._seqs.remove(self._seq_of.pop(record.id))
-            for change in changes:      # and each record or tombstone at the position given
-                self._seqs.add(change.seq)
-                self._id_at[change.seq] = change.id
-                self._seq_of[change.id] = change.seq
-            if changes:
-                self._seq = max(self._seq, *(c.seq for c in changes))
-            self._last_id = max(self._last_id, last_id, *ids)
-        self._watch.notify()
-
-    # -- the records and their positions ---------------------------------
 
     def _add(self, record: Any) -> None:
         self._records[record.id] = record

@@ -1,6 +1,6 @@
 """One collection of a SQL store, the same code for SQLite and PostgreSQL:
 its statements (``Table``, made from the schema once per dialect) and its
-records (``SQLRecords``). Pages, counts and the feed are ``sql_listing``'s;
+records (``SQLRecords``). Pages, counts, the feed and restores are ``sql_bulk``'s;
 the tables, indexes and triggers a store makes at open are ``ddl``'s: per
 record, ``id``, each field, ``version``, and what SQL cannot compute as
 Python does (``<field>__key``, a text field's case-folded value;
@@ -31,10 +31,8 @@ from typing import Any, TypeVar
 from ..fields import words
 from ..validation import Schema
 from . import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
-from .feed import Change
 from .keys import Key
-from .opening import check_fresh_ids
-from .sql_listing import ListedRecords, PageQueries
+from .sql_bulk import PageQueries, SQLBulk
 
 T = TypeVar("T")
 
@@ -171,9 +169,10 @@ class Table(PageQueries):
             where, params = f"{where} AND NOT {clause}", params + more
         return where, params
 
-class SQLRecords(ListedRecords):
-    """One collection of a SQL store (its reads of many records:
-    ``ListedRecords``)."""
+
+class SQLRecords(SQLBulk):
+    """One collection of a SQL store (what it does with many records at
+    once: ``SQLBulk``)."""
 
     keeps_keys = True
 
@@ -232,37 +231,6 @@ class SQLRecords(ListedRecords):
             if db.execute(query, params).rowcount == 0:
                 raise self._why_not(db, record_id)
         self._write(remove)
-
-    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
-        self._restore(records, (), last_id)
-
-    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
-        self._restore([c.record for c in changes if c.record is not None], changes, last_id)
-
-    def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
-        from . import ddl           # (which imports this module)
-        table = self.table
-        with self.storage.transaction() as db:
-            check_fresh_ids([*records, *changes], int(db.execute(table.last_id).fetchone()[0]))
-            position = int(db.execute(table.position).fetchone()[0])
-            if changes and min(c.seq for c in changes) <= position:
-                raise Conflict(f"Positions are never reused: this store's feed is at {position}.")
-            absent = [None] * (len(self.schema.fields) + 1)     # a tombstone's fields and version
-            try:
-                db.cursor().executemany(table.restore, [
-                    (r.id, *table.row(r[1:-1]), r.version) for r in records])
-                if changes:         # the triggers' positions, replaced by the ones given
-                    db.cursor().executemany(table.forget_change, [(r.id,) for r in records])
-                    db.cursor().executemany(table.restore_change, [
-                        (c.seq, c.id, *(absent if c.record is None else c.record[1:]))
-                        for c in changes])
-                    ddl.raise_position(table, db, max(c.seq for c in changes))
-            except self.storage.unique_violation as e:
-                raise Conflict(f"The store already holds one of these records ({e}).") from None
-            top = max([last_id, *(r.id for r in records), *(c.id for c in changes)])
-            if top > 0:
-                ddl.raise_last_id(table, db, top)
-        self.watch.notify()
 
     # -- helpers --------------------------------------------------------
 

@@ -131,5 +131,13 @@ class SQLiteStorage:
             # The writes already handed over are done first; a forked process
             # that never wrote has no writer of its own, nor figures to log.
             if self.writer.stop() and self.writer.commits:
-                log.info("SQLite writer for %s: %s", self.path, self.writer.summary())
+                log.info("SQLite writer for %s: %s", self.path, _summary(self.writer))
         self.connections.close()
+
+
+def _summary(writer: Writer) -> str:
+    """One line for the log: how many writes shared each commit (one at
+    least), and what a commit took."""
+    commits, writes = writer.commits, writer.writes
+    return (f"{writes:,} writes in {commits:,} commits ({writes / commits:.2f} writes a "
+            f"commit, {writer.seconds / commits * 1000:.3f} ms a commit)")

@@ -2,14 +2,9 @@
 a read again while nothing is committed (``Connections``), and one writer
 thread that makes every write, in groups (``Writer``).
 
-Group commit: the writer takes every write waiting in its queue, runs them
-in one transaction and commits them with one sync to disk (one that fails,
-a taken e-mail or a stale version, changes nothing and the others go on),
-and only then answers each caller, so a 201 still means "on disk". Paired
-runs of ``bench/group_commit.py`` on 2026-11-22 against the leader/follower
-scheme it replaced (SQLite POST over HTTP) found no difference beyond the
-noise (0.90, 0.98 and 1.07 of its requests per second at 4 server threads,
-0.96 at 8; rounds ranged ±25%), so the simpler one stays.
+Group commit answers each write only once its group's one sync to disk is
+done, so a 201 still means "on disk" (measured against the scheme it
+replaced: docs/decisions.md, "Storage").
 """
 from __future__ import annotations
 
@@ -32,11 +27,9 @@ T = TypeVar("T")
 
 
 class Connection(sqlite3.Connection):
-    """A connection that can be weakly referenced, so that closing the store
-    reaches the connections of threads that are still alive, and the
-    connection of a thread that has ended is freed with it. ``in_use`` is
-    held while a session uses it: SQLite must not close a connection that
-    another thread is in the middle of using."""
+    """A connection that can be weakly referenced (closing the store reaches
+    those of live threads; an ended thread's is freed with it). ``in_use`` is
+    held while a session uses it: SQLite must not close it under another thread."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -48,8 +41,7 @@ class Connection(sqlite3.Connection):
 
 
 class ThreadConnection:
-    """Holds one thread's connection in a ``threading.local``, and closes it
-    when that thread ends and its locals are freed."""
+    """One thread's connection, in its ``threading.local``: closed when it ends."""
 
     def __init__(self, db: Connection) -> None:
         self.db = db
@@ -59,8 +51,7 @@ class ThreadConnection:
             self.db.close()
 
 
-#: How many answers each connection keeps while nothing is committed.
-ANSWERS = 1_000
+ANSWERS = 1_000     # how many answers a connection keeps while nothing is committed
 
 
 class Connections:
@@ -68,9 +59,7 @@ class Connections:
     and closed when it ends; or, for a private in-memory database, one."""
 
     def __init__(self, path: str, busy_timeout: float, health: WriteHealth) -> None:
-        self.path = path
-        self.busy_timeout = busy_timeout
-        self.health = health
+        self.path, self.busy_timeout, self.health = path, busy_timeout, health
         self._fork_lock = threading.Lock()
         self._start()
         self.one = self.connect() if path == ":memory:" else None
@@ -156,10 +145,9 @@ class Connections:
 
     def answers(self, db: Connection) -> dict[Any, Any]:
         """What this connection has read and may answer again: valid while
-        ``PRAGMA data_version`` is unchanged, which it is until another
-        connection, in any process, commits. (A private in-memory database
-        has one connection, whose own commits it does not count: it keeps
-        nothing.)"""
+        ``PRAGMA data_version`` is unchanged, until another connection, in
+        any process, commits. (A private in-memory database keeps nothing:
+        its one connection does not count its own commits.)"""
         if self.one is not None:
             return {}
         version = db.execute("PRAGMA data_version").fetchone()[0]
@@ -194,39 +182,26 @@ class Writer:
 
     def __init__(self, connect: Callable[[], Any], health: WriteHealth,
                  timeout: float) -> None:
-        self._connect = connect
-        self.health = health
+        self._connect, self.health = connect, health
         self.timeout = timeout      # the longest a write waits to be committed
         self._closing = threading.Lock()    # no write queued after the stop
         self.closed = False
         self._start()
 
     def _start(self) -> None:
-        """A connection, a queue and the thread, in this process: a process
-        forked from this one (a server's workers after ``--preload``) has
-        none of them running, so its first write starts its own."""
+        """A connection, a queue and the thread, in this process (a forked
+        one, a worker after ``--preload``, starts its own at its first write)."""
         self._pid = os.getpid()
         self.db = self._connect()
         self._reopen = False        # the last group found the file read-only
         self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
         self._thread.start()
-        # What the groups were, for the log (this process's; only the
-        # writer's thread adds to them).
-        self.commits = self.writes = 0
-        self.seconds = 0.0
+        # What the groups were, for the log (this process's, the writer's to add).
+        self.commits, self.writes, self.seconds = 0, 0, 0.0
         #: Told of each commit: its seconds from BEGIN to the end of COMMIT,
         #: and its writes (``observe_commits``: metrics, when on).
         self.observers: list[Callable[[float, int], None]] = []
-
-    def summary(self) -> str:
-        """One line for the log: how many writes shared each commit, and
-        what a commit took."""
-        commits = self.commits
-        if not commits:
-            return "no commits"
-        return (f"{self.writes:,} writes in {commits:,} commits ({self.writes / commits:.2f} "
-                f"writes a commit, {self.seconds / commits * 1000:.3f} ms a commit)")
 
     def submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``op`` in the writer's transaction; its result once committed,
@@ -249,9 +224,8 @@ class Writer:
                                    "it may be yet: read before writing again.") from None
 
     def stop(self) -> bool:
-        """Finish the writes already queued, then end the thread; whether
-        there was one of this process's (a forked process that never wrote
-        has none)."""
+        """Finish the writes queued, then end the thread; whether there was
+        one of this process's (a forked process that never wrote has none)."""
         with self._closing:
             self.closed = True
             if self._pid != os.getpid():
@@ -303,8 +277,7 @@ class Writer:
                             outcomes.append((future, None, e))
                     db.execute("COMMIT")
                     elapsed = time.perf_counter() - started
-                    self.commits += 1
-                    self.writes += len(group)
+                    self.commits, self.writes = self.commits + 1, self.writes + len(group)
                     self.seconds += elapsed
                     for observe in self.observers:
                         observe(elapsed, len(group))

@@ -1,6 +1,7 @@
-"""Reads of many records from a SQL store: the queries of pages and counts
-(``PageQueries``, part of ``sql.Table``) and the reads that run them, with
-the change feed's (``ListedRecords``, part of ``sql.SQLRecords``).
+"""What a SQL store does with many records at once: the queries of pages
+and counts (``PageQueries``, part of ``sql.Table``), and the reads that run
+them, the change feed's and restoring a copy (``SQLBulk``, part of
+``sql.SQLRecords``).
 
 Indexes (``ddl``): a unique one on the key (or the integer) of each unique
 field; one on ``(<field>__key, id, version)`` for each sort and each filter
@@ -12,10 +13,12 @@ match (``q <= word < prefix_end(q)``) and sorts only those: O(log N + matches).
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from typing import Any
 
-from . import Position
+from . import Conflict, Position
 from .feed import Change
+from .opening import check_fresh_ids
 
 LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
 
@@ -115,8 +118,9 @@ def _where(conditions: list[str]) -> str:
     return " WHERE " + " AND ".join(conditions) if conditions else ""
 
 
-class ListedRecords:
-    """``RecordStore.list``, ``count`` and the feed's reads (an ``SQLRecords``'s)."""
+class SQLBulk:
+    """``RecordStore.list``, ``count``, ``restore`` and the feed's reads (an
+    ``SQLRecords``'s)."""
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
              after: Position | None = None, q: str | None = None,
@@ -158,3 +162,34 @@ class ListedRecords:
 
     def stop_waiting(self) -> None:
         self.watch.close()
+
+    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        self._restore(records, (), last_id)
+
+    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
+        self._restore([c.record for c in changes if c.record is not None], changes, last_id)
+
+    def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
+        from . import ddl           # (which imports this module, through sql)
+        table = self.table
+        with self.storage.transaction() as db:
+            check_fresh_ids([*records, *changes], int(db.execute(table.last_id).fetchone()[0]))
+            position = int(db.execute(table.position).fetchone()[0])
+            if changes and min(c.seq for c in changes) <= position:
+                raise Conflict(f"Positions are never reused: this store's feed is at {position}.")
+            absent = [None] * (len(self.schema.fields) + 1)     # a tombstone's fields and version
+            try:
+                db.cursor().executemany(table.restore, [
+                    (r.id, *table.row(r[1:-1]), r.version) for r in records])
+                if changes:         # the triggers' positions, replaced by the ones given
+                    db.cursor().executemany(table.forget_change, [(r.id,) for r in records])
+                    db.cursor().executemany(table.restore_change, [
+                        (c.seq, c.id, *(absent if c.record is None else c.record[1:]))
+                        for c in changes])
+                    ddl.raise_position(table, db, max(c.seq for c in changes))
+            except self.storage.unique_violation as e:
+                raise Conflict(f"The store already holds one of these records ({e}).") from None
+            top = max([last_id, *(r.id for r in records), *(c.id for c in changes)])
+            if top > 0:
+                ddl.raise_last_id(table, db, top)
+        self.watch.notify()

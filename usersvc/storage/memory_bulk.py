@@ -1,5 +1,7 @@
-"""Pages, counts, searches and the change feed of the memory store: its
-``Indexes`` walked (``walk``, ``matches``) under the collection's lock.
+"""What the memory store does with many records at once: pages, counts,
+searches and the change feed (its ``Indexes`` walked: ``walk``,
+``matches``), and restoring a copy (``restore``), each under the
+collection's lock.
 
 ``touched`` counts the records each call has looked at, so tests can show
 what a page costs without timing it.
@@ -9,19 +11,21 @@ from __future__ import annotations
 import builtins
 import itertools
 import operator
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..fields import words
 from ..validation import Schema
-from . import Position, position
+from . import Conflict, Position, position
 from .feed import Change
+from .opening import check_fresh_ids
 
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position
 
 
-class ListedMemory:
-    """``RecordStore.list``, ``count`` and the feed's reads (a ``MemoryRecords``'s)."""
+class MemoryBulk:
+    """``RecordStore.list``, ``count``, ``restore`` and the feed's reads (a
+    ``MemoryRecords``'s)."""
 
     touched = 0
 
@@ -76,6 +80,37 @@ class ListedMemory:
         ids = matches(self._indexes, filters, q, self._records)
         self.touched += len(ids)
         return [self._records[i] for i in ids]
+
+    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        self._restore(records, (), last_id)
+
+    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
+        self._restore([c.record for c in changes if c.record is not None], changes, last_id)
+
+    def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
+        with self._lock:
+            check_fresh_ids([*records, *changes], self._last_id)
+            if changes and min(c.seq for c in changes) <= self._seq:
+                raise Conflict(f"Positions are never reused: this store's feed is at {self._seq}.")
+            ids = {c.id for c in changes} or {r.id for r in records}
+            claim_all(self._indexes, records)
+            if len(ids) < max(len(records), len(changes)):
+                raise Conflict("Two of these records have the same id.")
+            for record in sorted(records, key=lambda r: r.id):
+                self._add(self._make(record))
+            for record in records if changes else ():     # the positions _add gave, forgotten
+                del self._id_at[self._seq_of[record.id]]
+                self._seqs.remove(self._seq_of.pop(record.id))
+            for change in changes:      # and each record or tombstone at the position given
+                self._seqs.add(change.seq)
+                self._id_at[change.seq] = change.id
+                self._seq_of[change.id] = change.seq
+            if changes:
+                self._seq = max(self._seq, *(c.seq for c in changes))
+            self._last_id = max(self._last_id, last_id, *ids)
+        self._watch.notify()
+
+    # -- the records and their positions ---------------------------------
 
 
 def walk(indexes: Any, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:
@@ -137,6 +172,19 @@ def past(records: list[Any], sort: str, reverse: bool,
     if reverse:
         return (r for r in records if position(r, sort) < start)
     return (r for r in records if position(r, sort) > start)
+
+
+def claim_all(indexes: Any, records: Sequence[Any]) -> None:
+    """Raise ``Conflict`` if a unique value of ``records`` is taken, by
+    a record held or by another of them (for ``restore``)."""
+    seen: dict[str, set[Any]] = {f: set(keys) for f, keys in indexes.unique.items()}
+    for record in records:
+        for field, keys in seen.items():
+            key = indexes.key(getattr(record, field))
+            if key is not None and key in keys:
+                raise Conflict(f"The store already holds a {indexes.schema.name} with "
+                               f"this {field}: {getattr(record, field)}.", field)
+            keys.add(key)
 
 
 def search_keys(schema: Schema, record: Any) -> set[str]:
