@@ -1,33 +1,21 @@
 """The WSGI application: one ``Request`` in, one ``Response`` out.
 
-``App.__call__`` is the whole life of a request:
-
-1. the Host header is checked (400), and the path routed (a route and its
-   parameters, or none);
-2. the checks, in order, before a byte of the body is read: cross-origin
-   protection (always on: a write from a page of another site is a 403),
-   and whatever features plugged in (CORS answers a preflight first; tokens
-   refuse with 400, 401 or 403);
-3. the body-size guard (413, before the body is read);
-4. the router: a route and its parameters, or 404; a method the route lacks
-   is 405 with ``Allow`` (so is one the service has never heard of: it is
-   the client's error, and 405 tells it what would work); OPTIONS is
-   answered from the route's method map;
-5. ``negotiate`` picks the response format, or 406, before anything changes;
-6. the resource's responder does the rest;
-7. any ``Problem`` or domain error becomes a problem document in the
-   negotiated format. Anything else is a bug: it is logged with its trace and
-   the client gets a 500 that says nothing about the code;
-8. the finishers see every answer (CORS's headers, metrics).
+``App.__call__`` is the whole life of a request: the Host header checked
+(400) and the path routed; the checks, before a byte of the body is read
+(cross-origin protection, always on: a write from another site's page is a
+403; then whatever features plugged in); the body bounded (413); 404 for no
+route, 405 with ``Allow`` for a method the route lacks (one never heard of
+too), OPTIONS from the route's method map; ``negotiate`` picks the format,
+or 406, before anything changes; the responder does the rest. A
+``Problem`` or a domain error becomes a problem document in the negotiated
+format; anything else is a bug, logged with its trace, and a 500 that says
+nothing of the code.
 
 **Where a feature plugs in** (as Falcon's middleware does): ``starters``
 see each request as it comes, ``checks`` may answer or refuse it after
-routing and before its body is read, ``finishers`` see each answer. The
-core adds only its own check; ``usersvc.build_app`` plugs in the features
-the settings ask for (``cors``, ``auth``, ``metrics``).
-
-This module and ``request`` are the only ones that know WSGI, and only
-``request`` reads the environ.
+routing, ``finishers`` see each answer; ``store_wrappers``, ``write_hook``
+and ``offers`` are made use of as collections are added. ``build_app``
+plugs in what the settings ask for. Only ``request`` reads the environ.
 """
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ class Tokens:
 
     def check(self, req: Request) -> None:
         """Raise the 400, 401 or 403 problem this request earns, or return."""
-        match = _CREDENTIALS.fullmatch(req.authorization.strip())
+        match = _CREDENTIALS.fullmatch((req.header("Authorization") or "").strip())
         if match is None:
             raise _challenge(401, "This service needs a bearer token (Authorization: Bearer ...).")
         token = match.group(1)
@@ -83,7 +83,7 @@ class Tokens:
     def owner(self, req: Request) -> str:
         """Whose a checked request is, for what is kept of it (its
         idempotency keys): the digest of its token, never the token."""
-        match = _CREDENTIALS.fullmatch(req.authorization.strip())
+        match = _CREDENTIALS.fullmatch((req.header("Authorization") or "").strip())
         return _digest(match.group(1) if match else "").hex()
 
     def _scope_of(self, token: str) -> str | None:

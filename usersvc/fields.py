@@ -1,17 +1,11 @@
 """The kinds of field a schema declares: ``text(n)``, ``email`` and
-``integer(minimum, maximum)``.
+``integer(minimum, maximum)``, each one class (``Field``) that says all a
+kind is: how a value is checked and cleaned, read from XML, kept, described
+in OpenAPI and asked for in a page. An embedder's own kind is a subclass.
 
-A field is called with the value a request sent, as decoded (JSON types,
-or, from XML, text, and an int for an integer field's decimal text), and
-returns it cleaned (trimmed) or raises ``FieldError``. It also says what it
-is elsewhere: ``type`` (how a store keeps it: ``"text"`` or
-``"integer"``), ``describe`` (its JSON Schema, for the OpenAPI document),
-``input_type`` (the HTML input that checks the same rule) and ``noun``
-(what a sentence calls a value of it).
-
-Each rule checks the value that most requests send first, so that a valid
-value costs one test, and only a failing one is looked at again to say
-which rule it breaks.
+Each rule checks the value most requests send first, so that a valid value
+costs one test; only a failing one is looked at again to say which rule it
+breaks.
 """
 from __future__ import annotations
 
@@ -49,8 +43,7 @@ COLUMN_TYPES = {"text": {"sqlite": "TEXT", "postgres": "text"},
 
 
 class Field:
-    """A kind of field, all of it in one class: a subclass (an embedder's
-    own too) says how a value is checked (``__call__``), read from XML
+    """A kind of field: how a value is checked (``__call__``), read from XML
     (``from_xml``), kept (``type``, and so ``column_type``), described in
     OpenAPI (``describe``, ``describe_stored``) and asked for in a page
     (``input_type``). Text kinds are compared case-folded by the stores."""
@@ -147,15 +140,8 @@ class Integer(Field):
         return f"integer({self.minimum}, {self.maximum})"
 
 
-def text(max_length: int) -> Text:
-    """A required string: trimmed, 1 to ``max_length`` code points, and no
-    control characters (Unicode category Cc) inside."""
-    return Text(max_length)
-
-
-def integer(minimum: int, maximum: int) -> Integer:
-    """A whole number from ``minimum`` to ``maximum``."""
-    return Integer(minimum, maximum)
+#: The kinds with parameters, by the names a declaration uses: ``text(200)``.
+text, integer = Text, Integer
 
 
 # -- the e-mail address ------------------------------------------------------

@@ -2,14 +2,10 @@
 
 ``Request`` names what the app needs from the environ (PEP 3333) and parses
 a header only when asked; ``Response`` is a status, a header list and the
-body bytes, and hands itself to the WSGI server. WebOb's own ``Request`` and
-``Response`` do much more, and cost several microseconds per request doing
-it; usersvc still uses WebOb for what it does best, parsing ``Accept`` and
-entity-tag lists (``webob.acceptparse``, ``webob.etag``).
-
-(Tests are clients: they build requests with WebOb's ``Request.blank`` and
-call the app as any WSGI server would. Nothing in the package uses WebOb's
-``Request``.)
+body bytes, and hands itself to the WSGI server. WebOb's own classes do much
+more, and cost microseconds per request doing it; usersvc uses WebOb to
+parse ``Accept`` and entity-tag lists, and its tests, as clients, build
+requests with ``webob.Request.blank``.
 """
 from __future__ import annotations
 
@@ -59,10 +55,6 @@ class Request:
         self.route = ""
 
     # -- headers --------------------------------------------------------
-
-    @property
-    def authorization(self) -> str:
-        return self.environ.get("HTTP_AUTHORIZATION", "")
 
     @property
     def content_type(self) -> str | None:

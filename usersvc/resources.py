@@ -12,11 +12,6 @@ body the app has already bounded, and the negotiated response ``Format``,
 which makes the answer around the bytes (a page for a person, in HTML:
 ``pages``). A collection offers what the app does (``App.offers``).
 
-Each record's encoded representation is kept (``Representations``) while
-its version is current, so a page of 100 users is 100 look-ups and a join,
-not 100 encodings: the store gives every change a new version, so a kept
-encoding can never be stale.
-
 **A write hook.** A POST or a PATCH that carries the header a feature's
 hook asks for (``write.header``, its environ name: ``Idempotency-Key``'s)
 is answered by the hook, ``write(req, fmt, make, respond)``, which calls
@@ -66,23 +61,6 @@ def _none_match(req: Request, tag: str) -> bool:
     """Whether If-None-Match names this ETag (weak comparison)."""
     matcher = req.if_none_match()
     return matcher is not None and tag[1:-1] in matcher
-
-
-class StaticFile:
-    """A file the pages load (``pages.ASSETS``): one representation for
-    every client, so nothing to negotiate, and open without a token (a
-    browser sends none for a style sheet)."""
-
-    offers = None
-
-    def __init__(self, asset: Any) -> None:
-        self.asset = asset
-
-    def on_get(self, req: Request, fmt: None) -> Response:
-        response = Response(200, self.asset.body, [("Content-Type", self.asset.media_type)])
-        response.vary = ""
-        return revalidated(req, response, self.asset.tag)
-
 
 
 class Records:

@@ -1,7 +1,7 @@
-"""What every store shares at run time: ``Precondition``, ``Watch``
-(requests waiting for changes), ``WriteHealth`` and ``checked_id``. What a
-store promises, and the errors it raises, are ``protocol``'s (all
-importable from here); opening one is ``opening``'s (``open_store``).
+"""What every store shares at run time: ``Watch`` (requests waiting for
+changes), ``WriteHealth`` and ``checked_id``. What a store promises, the
+errors it raises and ``Precondition`` are ``protocol``'s (all importable
+from here); opening one is ``opening``'s (``open_store``).
 """
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from ..validation import Schema
-from .protocol import (Conflict, Contradiction, NotFound, Position, RecordStore,
+from .protocol import (Conflict, Contradiction, NotFound, Position, Precondition, RecordStore,
                        StaleVersion, Storage, StoreError, StoreUnavailable, WritesFailing,
                        position)
 
@@ -60,25 +59,6 @@ def checked_id(schema: Schema, record_id: int) -> int:
     if not 0 < record_id <= MAX_ID:
         raise NotFound(schema, record_id)
     return record_id
-
-
-@dataclass(frozen=True, slots=True)
-class Precondition:
-    """``If-Match`` / ``If-None-Match``, reduced to the versions they name.
-
-    ``match`` is the set of versions a write may replace (``None``: any);
-    ``none_match`` the set it may not (``None``: every version, as ``*`` says).
-    """
-
-    match: frozenset[int] | None = None
-    none_match: frozenset[int] | None = frozenset()
-
-    def allows(self, version: int) -> bool:
-        if self.match is not None and version not in self.match:
-            return False
-        if self.none_match is None or version in self.none_match:
-            return False
-        return True
 
 
 class Watch:

@@ -28,12 +28,10 @@ What the stores share at run time is the package's (``usersvc.storage``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, Union, runtime_checkable
 
 from ..validation import Schema, pointer
-
-if TYPE_CHECKING:
-    from . import Precondition
 
 
 class StoreError(Exception):
@@ -99,6 +97,25 @@ class WritesFailing(StoreUnavailable):
         super().__init__(f"The store cannot write now: {reason}. Nothing was changed; "
                          "try again later.")
         self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Precondition:
+    """``If-Match`` / ``If-None-Match``, reduced to the versions they name.
+
+    ``match`` is the set of versions a write may replace (``None``: any);
+    ``none_match`` the set it may not (``None``: every version, as ``*`` says).
+    """
+
+    match: frozenset[int] | None = None
+    none_match: frozenset[int] | None = frozenset()
+
+    def allows(self, version: int) -> bool:
+        if self.match is not None and version not in self.match:
+            return False
+        if self.none_match is None or version in self.none_match:
+            return False
+        return True
 
 
 #: Where a page starts: an id (id order), or a case-folded value and an id.
