@@ -52,22 +52,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .app import App
-from .mount import Mount
-from .auth import Tokens
-from .fields import integer, text
-from .cors import CORS
-from .idempotency import Idempotency
-from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from . import pages
+from .app import App
+from .auth import Tokens
+from .cors import CORS
+from .fields import email, integer, text
+from .health import HEALTH_PATH, HealthCheck
+from .idempotency import Idempotency
+from .mount import Mount
+from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import Problem
 from .release import VERSION as __version__
 from .release import install_hint
-from .health import HEALTH_PATH, HealthCheck
 from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
                        DEFAULT_STORAGE, Settings)
 from .storage import RecordStore, Storage, open_store
-from .validation import USER, Schema, email
+from .validation import USER, Schema
 
 __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
            "RecordStore", "Storage", "Settings", "open_store", "DEFAULT_STORAGE",

@@ -174,17 +174,8 @@ class Email(Field):
         raise FieldError("is not a valid e-mail address")
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        from .patterns import white_space       # the OpenAPI document's, loaded when it is made
-        around = white_space(in_xml)
-        return {
-            "type": "string",
-            # The limit holds after trimming, which maxLength cannot say: a
-            # padded address may be longer on the wire (docs/conformance.md).
-            "maxLength": EMAIL_MAX_LENGTH,
-            "pattern": f"^{around}*{_EMAIL.pattern}{around}*$",
-            "description": "A valid e-mail address (WHATWG HTML, <input type=email>); "
-                           "surrounding white space is trimmed.",
-        }
+        from .patterns import email_schema      # the OpenAPI document's, loaded when it is made
+        return email_schema(_EMAIL.pattern, EMAIL_MAX_LENGTH, in_xml)
 
 
 #: An e-mail address (a kind with no parameters: ``{"email": email}``).

@@ -45,3 +45,16 @@ def text_schema(max_length: int, in_xml: bool) -> dict[str, Any]:
         "description": f"1 to {max_length} characters after trimming surrounding "
                        "white space; no control characters.",
     }
+
+
+def email_schema(pattern: str, max_length: int, in_xml: bool) -> dict[str, Any]:
+    around = white_space(in_xml)
+    return {
+        "type": "string",
+        # The limit holds after trimming, which maxLength cannot say: a
+        # padded address may be longer on the wire (docs/conformance.md).
+        "maxLength": max_length,
+        "pattern": f"^{around}*{pattern}{around}*$",
+        "description": "A valid e-mail address (WHATWG HTML, <input type=email>); "
+                       "surrounding white space is trimmed.",
+    }

@@ -1,13 +1,8 @@
 """What a collection is: ``Schema``, declared once, and ``USER`` among them.
 
-A schema names a kind of record and its fields (``fields``: ``text``,
-``email``, ``integer``), and what the store must do with them: which may
-be absent (``optional``), which are unique (``unique``), and what a list
-may be filtered by, sorted by and searched in. Everything else follows
-from it: the HTTP resources, the representations, the OpenAPI document,
-the pages, and every store's tables, indexes, queries and feed.
-
-A schema checks a whole request document and collects every problem it
+Everything follows from a schema: the HTTP resources, the representations,
+the OpenAPI document, the pages, and every store's tables, indexes, queries
+and feed. It checks a whole request document and collects every problem it
 finds (``Invalid``), rather than stopping at the first, so that a client can
 fix its request in one go.
 """
@@ -18,18 +13,11 @@ from collections import namedtuple
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .fields import Field, FieldError, email, integer, text, words
-
-__all__ = ["Schema", "USER", "Invalid", "FieldError", "pointer", "text", "email", "integer",
-           "words"]
-
+from .fields import Field, FieldError, email, text
 
 class Invalid(Exception):
-    """A document is well-formed but not a valid record (HTTP 422).
-
-    ``errors`` holds ``(pointer, detail)`` pairs, one per problem, with an
-    RFC 6901 JSON Pointer to the member at fault.
-    """
+    """A document is well-formed but not a valid record (HTTP 422); ``errors``
+    holds a ``(JSON Pointer, detail)`` pair per problem (RFC 6901)."""
 
     def __init__(self, detail: str, errors: Iterable[tuple[str, str]] = ()):
         super().__init__(detail)

@@ -75,15 +75,15 @@ POSTGRES = Dialect("postgres", "%s", "JOIN", 'text COLLATE "C"', "text[]",
 
 class Table(PageQueries):
     """Everything SQL about one collection, for one dialect, made once
-    (its pages' and counts' queries: ``PageQueries``)."""
+    (what reads or writes many records: ``PageQueries``)."""
 
     def __init__(self, schema: Schema, dialect: Dialect) -> None:
         self.schema, self.dialect = schema, dialect
-        s, d, m = schema, dialect, dialect.mark
+        s, m = schema, dialect.mark
         self.name = t = s.plural
         self.words_table = f"{s.name}_words"
         self.owner = f"{s.name}_id"                 # the words table's record id
-        self.changes_table = c = f"{s.name}_changes"
+        self.changes_table = f"{s.name}_changes"
         self.keys = s.keyed                          # fields with a __key column
         self.derived = ([f"{f}__key" for f in self.keys] + [f"{f}__words" for f in s.words])
         fields = list(s.fields)
@@ -93,23 +93,9 @@ class Table(PageQueries):
         self.select_some = f"SELECT {self.columns} FROM {t} WHERE id IN "
         self.insert = (f"INSERT INTO {t} ({', '.join(written)}, version) "
                        f"VALUES ({', '.join(m for _ in written)}, 1) RETURNING id")
-        self.restore = (f"INSERT INTO {t} (id, {', '.join(written)}, version)"
-                        f"{' OVERRIDING SYSTEM VALUE' if d is POSTGRES else ''} "
-                        f"VALUES ({', '.join(m for _ in range(len(written) + 2))})")
         self.exists = f"SELECT 1 FROM {t} WHERE id = {m}"
-        self.forget_change = f"DELETE FROM {c} WHERE id = {m}"
-        self.restore_change = (f"INSERT INTO {c} (seq, id, {', '.join(fields)}, version) "
-                               f"VALUES ({', '.join(m for _ in range(len(fields) + 3))})")
-        self.changes = (f"SELECT seq, {self.columns} FROM {c} WHERE seq > {m} "
-                        f"ORDER BY seq LIMIT {m}")
-        self.position = f"SELECT coalesce(max(seq), 0) FROM {c}"
-        if d is SQLITE:     # AUTOINCREMENT's high-water mark: the largest id ever handed out
-            self.last_id = f"SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = '{t}'"
-        else:               # the identity column's sequence
-            self.last_id = ("SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("
-                            f"'{t}', 'id')::regclass), 0)")
-        self._pages: dict[tuple[Any, ...], str] = {}
         self._writes: dict[tuple[Any, ...], str] = {}
+        self.make_bulk_statements(written)
 
     # -- values -----------------------------------------------------------
 

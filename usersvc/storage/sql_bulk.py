@@ -37,7 +37,28 @@ def prefix_end(prefix: str) -> str | None:
 
 
 class PageQueries:
-    """The queries of ``RecordStore.list`` and ``count`` (a ``Table``'s)."""
+    """The queries of ``RecordStore.list`` and ``count``, the feed's and a
+    restore's (a ``Table``'s)."""
+
+    def make_bulk_statements(self: Any, written: list[str]) -> None:
+        """The statements of the feed and of a restore (``written``: the
+        columns a write sets), made once with the ``Table``."""
+        t, c, m, fields = self.name, self.changes_table, self.dialect.mark, list(self.schema.fields)
+        self.restore = (f"INSERT INTO {t} (id, {', '.join(written)}, version)"
+                        f"{' OVERRIDING SYSTEM VALUE' if self.dialect.name == 'postgres' else ''} "
+                        f"VALUES ({', '.join(m for _ in range(len(written) + 2))})")
+        self.forget_change = f"DELETE FROM {c} WHERE id = {m}"
+        self.restore_change = (f"INSERT INTO {c} (seq, id, {', '.join(fields)}, version) "
+                               f"VALUES ({', '.join(m for _ in range(len(fields) + 3))})")
+        self.changes = (f"SELECT seq, {self.columns} FROM {c} WHERE seq > {m} "
+                        f"ORDER BY seq LIMIT {m}")
+        self.position = f"SELECT coalesce(max(seq), 0) FROM {c}"
+        if self.dialect.name == "sqlite":   # AUTOINCREMENT's high-water mark
+            self.last_id = f"SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = '{t}'"
+        else:                       # the identity column's sequence
+            self.last_id = ("SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("
+                            f"'{t}', 'id')::regclass), 0)")
+        self._pages: dict[tuple[Any, ...], str] = {}
 
     def page(self, *, limit: int, sort: str = "id", reverse: bool = False,
              after: Position | None = None, q: str | None = None, columns: str | None = None,
