@@ -75,8 +75,7 @@ class App:
         self.checks: list[Callable[[Request, Any], Response | None]] = [self._from_another_site]
         self.finishers: list[Callable[[Request, Response], None]] = []
         self.store_wrappers: list[Callable[[str, Any], Any]] = []
-        #: Makes a collection's write hook from its store (``resources``), if
-        #: a feature gave one (idempotency keys).
+        #: A collection's write hook from its store (``resources``; idempotency keys).
         self.write_hook: Callable[[Any], Any] | None = None
         #: What records and problems are answered in; a feature may offer
         #: more formats (the pages: HTML), before collections are added.
@@ -174,15 +173,12 @@ class App:
         return responder(req, fmt, **params)
 
     def _from_another_site(self, req: Request, found: Any) -> None:
-        """Cross-origin protection, always on (the rule of Go 1.25's
-        ``http.CrossOriginProtection``): a page on any site can make a
-        browser send a write without asking first (a form, a ``no-cors``
-        fetch, ``sendBeacon``), so a write is refused with 403 when
-        ``Sec-Fetch-Site`` (every current browser sends it) is there and is
-        not ``same-origin`` or ``none`` (the user's own navigation); or,
-        without it, when ``Origin`` names another host and port than
-        ``Host``. An origin CORS allows passes; a request with neither header
-        (curl, another server) is no browser's, and passes."""
+        """Cross-origin protection, always on (Go 1.25's rule): a page on any
+        site can make a browser send a write unasked (a form, a ``no-cors``
+        fetch), so a write is a 403 when ``Sec-Fetch-Site`` is neither
+        ``same-origin`` nor ``none`` (the user's own navigation), or, without
+        it, when ``Origin`` names another host than ``Host``. An origin CORS
+        allows passes; so does a request with neither (curl: no browser)."""
         if req.method in _SAFE:
             return None
         site = req.fetch_site
@@ -198,10 +194,9 @@ class App:
                            "(cross-origin request refused).")
 
     def _bound_body(self, req: Request) -> None:
-        """413 for a body over the limit: judged by Content-Length before
-        anything is read, or, for a body of unknown length (chunked), by
-        reading at most one byte more than the limit. The body of a method
-        that takes one is then read here, once, so ``req.body`` is safe."""
+        """413 for a body over the limit, by Content-Length before anything
+        is read, or (chunked) by reading one byte more than the limit at
+        most. A body a method takes is read here, once: ``req.body`` is safe."""
         limit = self.max_body_size
         length = req.content_length
         if length is not None:

@@ -144,8 +144,7 @@ class Request:
 
     @property
     def content_length(self) -> int | None:
-        """``Content-Length`` as a number (``None``: not sent; ``-1``: not a
-        whole number)."""
+        """``Content-Length``: a number, ``None`` (not sent) or ``-1`` (not a number)."""
         declared = self.environ.get("CONTENT_LENGTH")
         if not declared:
             return None
@@ -153,9 +152,8 @@ class Request:
 
     @property
     def body_follows(self) -> bool:
-        """Whether a body of unknown length follows (chunked, or a server
-        that marks the input as terminated). Without it and without a
-        length, there is no body (RFC 9112 §6.3)."""
+        """Whether a body of unknown length follows (chunked, or input the
+        server marks terminated); else, without a length, none (RFC 9112 §6.3)."""
         e = self.environ
         return (e.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
                 or bool(e.get("wsgi.input_terminated")))
@@ -174,10 +172,8 @@ class Response:
 
     def __init__(self, status: int, body: bytes = b"",
                  headers: list[tuple[str, str]] | None = None) -> None:
-        self.status = status
-        self.body = body
+        self.status, self.body, self.vary = status, body, "Accept"
         self.headers = headers if headers is not None else []
-        self.vary = "Accept"
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         headers = self.headers

@@ -1,15 +1,12 @@
 """Routes from path templates to resources, and each resource's method map.
 
 A template is a path with ``{name:int}`` segments: ``/users/{id:int}``. An
-int segment matches only a canonical decimal (ASCII digits, no sign, no
-leading zero) that fits the stores (``MAX_ID``), so that ``/users/01``,
-``/users/+1``, ``/users/1e3`` and a 30-digit id are simply paths that name
-nothing: 404.
+int segment matches only a canonical decimal that fits the stores
+(``MAX_ID``): ``/users/01``, ``/users/+1`` and a 30-digit id name nothing (404).
 
-A resource implements ``on_get``, ``on_post``... for the methods it supports;
-the method map is built once, when the route is added, from the fixed list
-``METHODS`` (never from the client's method name). HEAD is answered by GET's
-responder, and the map also makes the ``Allow`` header for OPTIONS and 405.
+A resource implements ``on_get``, ``on_post``... for the methods it has; the
+method map is built once, from the fixed list ``METHODS`` (never from the
+client's method name). HEAD is GET's responder; the map makes ``Allow``.
 """
 from __future__ import annotations
 
@@ -78,12 +75,10 @@ class Route:
 
 
 class Router:
-    """Routes without parameters are found by their path, as a dict finds a
-    key (as Bottle keeps static and dynamic routes apart); routes with
-    parameters by their number of segments and their first segment
-    (``/books/{id}`` is not tried for ``/users/1``: the tenth collection's
-    records cost what the first's do), then one by one in the order they
-    were added."""
+    """Routes without parameters are found by their path, in a dict (as
+    Bottle's static routes); routes with parameters by their number of
+    segments and first segment (``/books/{id}`` is not tried for
+    ``/users/1``), then in the order they were added."""
 
     def __init__(self) -> None:
         self.routes: list[Route] = []

@@ -46,8 +46,7 @@ def pointer(*names: str) -> str:
 # A name that is a table, a column, an XML element and a path segment at
 # once: lower case, no "__" (the stores' derived columns are "<field>__key").
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
-#: Names a field cannot have: every record's own, the feed's, and the
-#: listing's and the store's keyword arguments.
+#: Names a field cannot have: a record's own, the feed's, the listing's and the store's.
 RESERVED = frozenset({"id", "version", "seq", "limit", "sort", "after", "cursor", "q",
                       "reverse", "precondition"})
 
@@ -108,12 +107,10 @@ class Schema:
             if field not in self.fields or old in self.fields or not _NAME.fullmatch(old):
                 raise ValueError(f"{plural}: renamed maps a field to the name it had, "
                                  f"which is no longer a field: {field!r}: {old!r}")
-        #: Text fields kept case-folded beside their value, for the stores'
-        #: indexes: compared (unique, filters), ordered, or searched whole.
+        #: Text fields the stores keep case-folded too: compared, ordered or searched whole.
         self.keyed = tuple(f for f in self.fields if self.fields[f].type == "text" and (
             f in self.unique or f in self.filters or f in self.sorts or f in self.prefixes))
-        #: One stored version of a record: a named tuple of its fields by name,
-        #: ``None`` for an absent optional field (``record_type``).
+        #: One stored version of a record, made by name (``record_type``).
         self.record = record_type(name.title().replace("_", ""), ("id", *self.fields, "version"),
                                   self.optional)
 

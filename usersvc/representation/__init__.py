@@ -220,24 +220,20 @@ def read_document(req: Request, schema: Schema) -> Any:
 # Each record's encoding in each format is kept with the record it was made
 # from, and used again only for a record equal to that one (the same id,
 # fields and version): never another record's bytes, or an old version's. A
-# page's ETag hashes its records' digests, not the whole page; the last
-# pages are kept with their records, and a page of equal records is served
-# from them. ``etag`` names a record's version in a format; ``version_in``
-# reads it back out of an ETag a client sends.
+# page's ETag hashes its records' digests, not the whole page. ``etag``
+# names a record's version in a format; ``version_in`` reads it back out of
+# an ETag a client sends.
 
 Encoding = list     # [record, its encoding, its digest (made when first on a page)]
 
 
 class Representations:
     """The kept encodings of one collection's records: at most ``size`` per
-    format (when full, they are all let go and kept again as asked for),
-    and the last ``pages`` pages."""
+    format (when full, they are all let go and kept again as asked for)."""
 
-    def __init__(self, schema: Schema, size: int = 100_000, pages: int = 64) -> None:
-        self.schema, self.size, self.pages = schema, size, pages
+    def __init__(self, schema: Schema, size: int = 100_000) -> None:
+        self.schema, self.size = schema, size
         self._kept: dict[str, dict[int, Encoding]] = {}
-        # (format, first id, count) -> (records, body, tag)
-        self._pages: dict[tuple[str, int, int], tuple[list[Any], bytes, str]] = {}
 
     def one(self, record: Any, fmt: Format) -> bytes:
         """A record's representation."""
@@ -245,12 +241,6 @@ class Representations:
 
     def many(self, records: list[Any], fmt: Format) -> tuple[bytes, str]:
         """A page: its bytes, and a strong ETag for them."""
-        key = (fmt.name, records[0].id if records else 0, len(records))
-        page = self._pages.get(key)
-        # Equal lists: the memory store hands back the very same records, so
-        # this is mostly identity checks; other stores' rows compare by value.
-        if page is not None and page[0] == records:
-            return page[1], page[2]
         parts, digests = [], [fmt.name.encode()]
         for record in records:
             encoding = self._encoding(record, fmt)
@@ -259,11 +249,7 @@ class Representations:
             parts.append(encoding[1])
             digests.append(encoding[2])
         body = fmt.join(self.schema, parts)
-        tag = '"' + hashlib.sha256(b"".join(digests)).hexdigest()[:24] + '"'
-        if len(self._pages) >= self.pages:
-            self._pages.clear()
-        self._pages[key] = (records, body, tag)
-        return body, tag
+        return body, '"' + hashlib.sha256(b"".join(digests)).hexdigest()[:24] + '"'
 
     def _encoding(self, record: Any, fmt: Format) -> Encoding:
         kept = self._kept.get(fmt.name)

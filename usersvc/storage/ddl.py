@@ -5,6 +5,13 @@ tables (``create_tables``), the columns a field needs (``column``,
 ``evolution`` records, compares at the next open and applies; and, for a
 ``restore``, raising the id and feed high-water marks.
 
+A record's row: ``id``, each field by name, ``version``, and what SQL
+cannot compute as Python does: ``<field>__key``, the case-folded value of
+a text field that is unique, filtered, sorted or searched whole, and
+``<field>__words``, the case-folded words of a ``words`` field. Every key
+compares in code point order (SQLite's ``BINARY``, PostgreSQL's ``COLLATE
+"C"``), as Python's ``str`` does, so every store gives the same order.
+
 Triggers, in every write's transaction, keep the search words (``<name>_words``)
 and the change feed (``<name>_changes``): each record at the position of its
 latest change, with its fields (none: deleted). On PostgreSQL the feed's

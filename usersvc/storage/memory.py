@@ -2,16 +2,11 @@
 
 Nothing survives the process. Each collection (``MemoryRecords``) has one
 lock that makes every method atomic, and the indexes a database would keep,
-made from its schema (``Indexes``): ids, sorted; per unique field, its keys
-(case-folded text, or the value) to ids, and per other filter, to sets of
-ids; per sort and prefix field, ``(case-folded value, id)`` sorted; for
-``q`` in words fields, the distinct words, sorted, each with its records'
-ids. A write moves only the entries whose keys changed (``Indexes.move``).
-Pages, counts, searches and the feed walk them (``memory_bulk``, where
-restores are too): a page is O(log N + limit), a search O(log N + matches).
-
-The feed is one more sorted index: each record's latest position,
-tombstones included. Idempotency keys are the store's (``keys.MemoryKeys``).
+made from its schema (``Indexes``); a write moves only the entries whose
+keys changed (``Indexes.move``). Pages, counts, searches and the feed walk
+them (``memory_bulk``): a page is O(log N + limit), a search O(log N +
+matches). The feed is one more sorted index: each record's latest
+position, tombstones included. Idempotency keys are ``keys.MemoryKeys``.
 """
 from __future__ import annotations
 
@@ -34,8 +29,11 @@ _log = logging.getLogger("usersvc.storage")
 
 
 class Indexes:
-    """A collection's indexes, by its schema (walked for pages and
-    searches by ``memory_bulk``)."""
+    """A collection's indexes, by its schema: ids, sorted; per unique field,
+    its keys (case-folded text, or the value) to ids, and per other filter,
+    to sets of ids; per sort and prefix field, ``(case-folded value, id)``
+    sorted; for ``q`` in words fields, the distinct words, sorted, each with
+    its records' ids."""
 
     def __init__(self, schema: Schema) -> None:
         self.schema, self.ids = schema, SortedList()

@@ -1,25 +1,22 @@
 """One collection of a SQL store, the same code for SQLite and PostgreSQL:
 its statements (``Table``, made from the schema once per dialect) and its
-records (``SQLRecords``). Pages, counts, the feed and restores are ``sql_bulk``'s;
-the tables, indexes and triggers a store makes at open are ``ddl``'s: per
-record, ``id``, each field, ``version``, and what SQL cannot compute as
-Python does (``<field>__key``, a text field's case-folded value;
-``<field>__words``, its case-folded words).
+records (``SQLRecords``); what it does with many records at once is
+``sql_bulk``'s, the tables, indexes and triggers it makes ``ddl``'s.
 
 The store (``SQLiteStorage``, ``PostgresStorage``) gives the connections:
 ``read(question, read)`` runs ``read(db)`` (SQLite answers a question
 again while nothing is committed); ``write(op)`` runs ``op(db)`` as one
-write, committed before it returns (SQLite: by its writer thread, in a
-group); ``write_once(key, op)`` keeps its answer with an idempotency key
-in the same transaction (``keys``); ``transaction()``, for a restore;
-``violated(error)``, what a unique violation names.
+write, committed before it returns; ``write_once(key, op)`` keeps its
+answer with an idempotency key in the same transaction (``keys``);
+``transaction()``, for a restore; ``violated(error)``, what a unique
+violation names.
 
 Every write is one statement whose text depends only on its shape, every
 value a bound parameter: an ``INSERT ... RETURNING id``, or an ``UPDATE``
 or ``DELETE`` whose ``WHERE`` holds the precondition, so that the check and
 the write are one atomic step. Only when no row matched does a second read
-tell "gone" (404) from "changed" (412). Uniqueness is the unique index's,
-and its error names the field (409).
+tell "gone" (404) from "changed" (412). A unique index's error names the
+field (409).
 """
 from __future__ import annotations
 

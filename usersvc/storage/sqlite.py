@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..validation import Schema
@@ -39,8 +40,8 @@ from . import WriteHealth
 from .evolution import declared, evolve
 from .keys import Answer, Key, SQLKeys
 from .sql import SQLITE, Table
-from .sqlite_connections import Connections, Writer
-from .sqlite_errors import retrying
+from .sqlite_connections import Connection, Connections, Writer
+from .sqlite_errors import retrying, roll_back
 from .sqlite_migrations import migrate
 from .sqlite_pages import SQLiteRecords
 
@@ -75,7 +76,6 @@ class SQLiteStorage:
         interval = POLL_INTERVAL if self.writer is not None else None   # a private database: none
         self.collections = {t.name: SQLiteRecords(self, t, interval) for t in tables}
         self.read = self.connections.answered
-        self.transaction = self.connections.transaction
         #: Run ``op`` in a write transaction; what it returns, once committed.
         self.write: Callable[[Callable[[sqlite3.Connection], Any]], Any] = (
             self.writer.submit if self.writer is not None else self._write_alone)
@@ -86,18 +86,34 @@ class SQLiteStorage:
         if self.connections.one is None:
             with self.connections.session() as db:
                 db.execute("PRAGMA journal_mode = WAL")
-        with self.connections.transaction() as db:
+        with self.transaction() as db:
             migrate(db)
             tables[:] = [Table(s, SQLITE) for s in (declared(db, SQLITE) if schemas is None else schemas)]
             for table in tables:
                 evolve(db, table)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
+        with self.connections.session(writing=True) as db:
+            if db.in_transaction:       # a ROLLBACK that failed last time (an I/O error)
+                db.execute("ROLLBACK")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                roll_back(db)
+                raise
+            db.execute("COMMIT")
+            db.answers.clear()          # its own commit does not change its data_version
+        self.health.worked()
 
     def __getitem__(self, plural: str) -> SQLiteRecords:
         return self.collections[plural]
 
     def _write_alone(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """A write to a private in-memory database (no writer thread)."""
-        with self.connections.transaction() as db:
+        with self.transaction() as db:
             return op(db)
 
     def write_once(self, key: Key, op: Callable[[sqlite3.Connection], Any]) -> Answer:

@@ -112,22 +112,6 @@ class Connections:
                 self._local.owner = None        # closed; the next write opens another
             raise error from e
 
-    @contextmanager
-    def transaction(self) -> Iterator[Connection]:
-        """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
-        with self.session(writing=True) as db:
-            if db.in_transaction:       # a ROLLBACK that failed last time (an I/O error)
-                db.execute("ROLLBACK")
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                roll_back(db)
-                raise
-            db.execute("COMMIT")
-            db.answers.clear()          # its own commit does not change its data_version
-        self.health.worked()
-
     def answered(self, question: Any, read: Callable[[Connection], T]) -> T:
         """``read(db)`` on this thread's connection, or what it answered
         last time, if nothing has been committed since (``answers``;
