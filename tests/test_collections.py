@@ -205,8 +205,39 @@ class Slug(Field):
         return {"type": "string", "pattern": "^[a-z0-9]+(?:-[a-z0-9]+)*$"}
 
 
-TARGETS = Schema("target", "targets", {"slug": Slug(), "reached": Percent()},
-                 optional=("reached",), unique=("slug",), filters=("slug",), sorts=("slug",))
+class Flag(Field):
+    """Yes or no: a JSON boolean, ``true``/``false`` in XML and on a page,
+    kept as 0/1 in SQLite and as a boolean in PostgreSQL, read back as a bool."""
+
+    type = "integer"
+    input_type = "text"
+
+    def __call__(self, value):
+        if type(value) is bool:
+            return value
+        raise FieldError("must be true or false")
+
+    def from_xml(self, text):
+        return {"true": True, "false": False}.get(text.strip(), text)
+
+    def to_text(self, value):
+        return "true" if value else "false"
+
+    def from_stored(self, value):
+        return bool(value)
+
+    def column_type(self, dialect):
+        return "boolean" if dialect == "postgres" else "INTEGER"
+
+    def describe(self, in_xml=False):
+        return {"type": "boolean"}
+
+    def describe_stored(self):
+        return self.describe()
+
+
+TARGETS = Schema("target", "targets", {"slug": Slug(), "reached": Percent(), "met": Flag()},
+                 optional=("reached", "met"), unique=("slug",), filters=("slug",), sorts=("slug",))
 
 
 @pytest.fixture
@@ -236,3 +267,21 @@ def test_an_embedders_own_kinds_are_served_by_every_store(targets):
     assert schemas["TargetCreate"]["properties"]["slug"]["pattern"] == "^[a-z0-9]+(?:-[a-z0-9]+)*$"
     page = targets.get("/targets/1", headers={"Accept": "text/html"}).text
     assert 'type="number"' in page
+
+
+def test_an_embedders_kind_is_read_back_from_every_store_as_it_was_sent(targets):
+    made = targets.post("/targets", json_body={"slug": "done", "met": True})
+    assert made.json == {"id": 1, "slug": "done", "met": True}
+    xml = targets.post("/targets", body="<target><slug>open</slug><met>false</met></target>",
+                       content_type="application/xml", headers={"Accept": "application/xml"})
+    assert xml.body == b"<target><id>2</id><slug>open</slug><met>false</met></target>"
+    # Read back from the store (SQLite keeps 1 and 0): booleans again, in JSON and XML.
+    assert targets.get("/targets/1").json == {"id": 1, "slug": "done", "met": True}
+    assert [t["met"] for t in targets.get("/targets").json] == [True, False]
+    assert targets.get("/targets/2", headers={"Accept": "application/xml"}).body == \
+        b"<target><id>2</id><slug>open</slug><met>false</met></target>"
+    assert targets.get("/targets/changes").json[0]["target"]["met"] is True
+    assert targets.put("/targets/1", json_body={"slug": "done", "met": False}).json["met"] is False
+    problem(targets.post("/targets", json_body={"slug": "x", "met": 1}), 422)
+    page = targets.get("/targets/2", headers={"Accept": "text/html"}).text
+    assert "<dd>false</dd>" in page

@@ -1,11 +1,7 @@
 """The kinds of field a schema declares: ``text(n)``, ``email`` and
-``integer(minimum, maximum)``, each one class (``Field``) that says all a
-kind is: how a value is checked and cleaned, read from XML, kept, described
-in OpenAPI and asked for in a page. An embedder's own kind is a subclass.
-
-Each rule checks the value most requests send first, so that a valid value
-costs one test; only a failing one is looked at again to say which rule it
-breaks.
+``integer(minimum, maximum)``, each one class (``Field``); an embedder's own
+kind is a subclass. Each rule checks the value most requests send first, so
+that a valid value costs one test; only a failing one is looked at again.
 """
 from __future__ import annotations
 
@@ -22,11 +18,9 @@ class FieldError(ValueError):
     """One field's value breaks a rule; ``str()`` completes "<field> ..."."""
 
 
-# Lone surrogates (from JSON "\ud800" escapes) cannot be stored or sent as
-# UTF-8, and U+FFFE/U+FFFF cannot be written in XML 1.0 (§2.2).
+# Lone surrogates (JSON "\ud800" escapes) are not UTF-8; U+FFFE/U+FFFF not XML 1.0.
 UNENCODABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
-# Either of those, or a control character: Unicode category Cc is exactly
-# \x00-\x1f and \x7f-\x9f, 65 code points (test_validation checks).
+# Either, or a control character (category Cc: \x00-\x1f, \x7f-\x9f; test_validation).
 _NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -37,15 +31,15 @@ def as_text(value: Any) -> str:
     return value.strip()
 
 
-#: The column each way of keeping a value is, per SQL dialect.
-COLUMN_TYPES = {"text": {"sqlite": "TEXT", "postgres": "text"},
+COLUMN_TYPES = {"text": {"sqlite": "TEXT", "postgres": "text"},       # per SQL dialect
                 "integer": {"sqlite": "INTEGER", "postgres": "bigint"}}
 
 
 class Field:
     """A kind of field: how a value is checked (``__call__``), read from XML
-    (``from_xml``), kept (``type``, and so ``column_type``), described in
-    OpenAPI (``describe``, ``describe_stored``) and asked for in a page
+    (``from_xml``) and written as text (``to_text``: XML, pages), kept
+    (``type``, ``column_type``) and read back (``from_stored``), described
+    in OpenAPI (``describe``, ``describe_stored``) and asked for in a page
     (``input_type``). Text kinds are compared case-folded by the stores."""
 
     type = "text"           # how a store keeps it: "text" or "integer"
@@ -59,6 +53,12 @@ class Field:
     def from_xml(self, text: str) -> Any:
         """The value an XML element's text stands for, for ``__call__``."""
         return text
+
+    def to_text(self, value: Any) -> str:       # as XML and the pages write it
+        return str(value)
+
+    def from_stored(self, value: Any) -> Any:   # as a SQL store reads it back
+        return value
 
     def column_type(self, dialect: str) -> str:
         """The column that keeps it in a SQL ``dialect`` (``sqlite``, ``postgres``)."""

@@ -5,11 +5,11 @@ of a schema, ids for ``restore``)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..release import install_hint
-from ..fields import MAX_INTEGER, integer, text
+from ..fields import MAX_INTEGER, Field, integer, text
 from ..validation import USER, Schema
 from . import Conflict, Storage
 
@@ -55,6 +55,25 @@ def schema_from(declaration: dict[str, Any]) -> Schema:
                   optional=[f for f, kind in declaration["fields"].items() if kind["optional"]],
                   **{what: declaration[what] for what in ("unique", "filters", "sorts", "words",
                                                           "prefixes")})
+
+
+def record_maker(schema: Schema) -> Callable[[Sequence[Any]], Any]:
+    """How a SQL store makes a record from a row (``id``, the fields,
+    ``version``): ``schema.record._make``, with each value read back by its
+    kind (``Field.from_stored``) where a kind says more than the value."""
+    make = schema.record._make
+    read = [(at, kind.from_stored) for at, kind in enumerate(schema.fields.values(), 1)
+            if type(kind).from_stored is not Field.from_stored]
+    if not read:
+        return make
+
+    def made(row: Sequence[Any]) -> Any:
+        values = list(row)
+        for at, from_stored in read:
+            if values[at] is not None:
+                values[at] = from_stored(values[at])
+        return make(values)
+    return made
 
 
 def check_fresh_ids(records: Sequence[Any], handed_out: int) -> None:

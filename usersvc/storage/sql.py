@@ -29,6 +29,7 @@ from ..fields import words
 from ..validation import Schema
 from . import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
 from .keys import Key
+from .opening import record_maker
 from .sql_bulk import PageQueries, SQLBulk
 
 T = TypeVar("T")
@@ -161,7 +162,7 @@ class SQLRecords(SQLBulk):
 
     def __init__(self, storage: Any, table: Table, interval: float | None) -> None:
         self.storage, self.table, self.schema = storage, table, table.schema
-        self._make = self.schema.record._make
+        self._make = record_maker(self.schema)      # a row to a record
         #: Requests waiting for changes; other processes' commits are seen
         #: every ``interval`` seconds, or sooner when the store is told.
         self.watch = Watch(self.position, interval)
