@@ -9,43 +9,8 @@ collection declared the same way.
                    optional=("year",), sorts=("title",))
     app = make_app("sqlite:///library.db", collections=(USER, BOOKS))
 
-Map of the package (docs/architecture.md follows a request through it):
-
-- ``app``: the WSGI callable, Request in, Response out; errors become
-  problem documents here, and only here;
-- ``request``: ``Request`` and ``Response``, the only code that reads the
-  WSGI environ;
-- ``routing``: paths to resources, 404, 405 and ``Allow``;
-- ``resources``: ``Collection`` and ``Item``, HTTP in terms of a schema and
-  a store;
-- ``representation``: bytes on the wire (negotiation, request bodies, JSON,
-  XML, kept encodings and ETags);
-- ``validation``: ``Schema``, a collection declared once, and ``USER``;
-  ``fields``: the kinds of field (``text``, ``email``, ``integer``);
-- ``problems``: RFC 9457 problems and the one table from domain error to status;
-- ``listing``: what a page of a collection asks for (sort, filters, ``q``,
-  the cursor) and the link to the next;
-- ``changes``: ``/<plural>/changes``, the change feed over HTTP;
-- ``idempotency``: ``Idempotency-Key`` on POST and PATCH, a write a client
-  may retry;
-- ``pages``: the HTML pages for people, their templates, style and script;
-- ``storage``: the store protocol and its errors, ``open_store``;
-  ``memory``; ``records``, one collection of either SQL store; ``sqlite``
-  (``sqlite_connections``: connections and the writer thread); ``postgres``
-  (``postgres_notify``: waking waiters by NOTIFY);
-  ``sql``, every table, index, trigger and query, generated from a schema
-  for both; ``evolution``, a stored collection brought up to its schema at
-  open; ``feed``, the change feed's parts; ``keys``, idempotency keys
-  kept with their writes; ``sqlite_migrations`` and
-  ``postgres_migrations``, each release's layout changes, as history;
-- ``openapi``: ``GET /`` and ``GET /openapi.json`` (``document``, made of ``parts``);
-- ``cors``: CORS for the origins allowed (cross-origin protection is ``app``'s);
-- ``auth``: optional bearer tokens; ``ops``: request ids and the access log;
-- ``metrics``: the app's metrics for Prometheus (the ``metrics`` extra),
-  counted without locks (``tally``); ``release``: this release's version;
-- ``server``: the standalone waitress server (``serve.py``); ``cli``: the
-  ``usersvc`` command; ``transfer``: ``usersvc copy``, every collection from
-  one store to another.
+The package's map is the README's "Layout"; docs/architecture.md follows
+a request through it, and draws the core and what plugs into it.
 """
 from __future__ import annotations
 

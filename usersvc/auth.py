@@ -1,22 +1,15 @@
-"""Optional bearer tokens (RFC 6750), off unless tokens are given.
+"""Optional bearer tokens (RFC 6750), off unless tokens are given
+(docs/api.md, "Tokens").
 
     app = make_app("sqlite:///users.db", tokens={"s3cr3t-reader": "read",
                                                   "s3cr3t-writer": "write"})
 
-A ``read`` token may GET, HEAD and OPTIONS; a ``write`` token may also POST,
-PUT, PATCH and DELETE. Every path needs one except ``/healthz`` (load
-balancers ask it without credentials). The answers:
-
-- no token, or another scheme: 401 with ``WWW-Authenticate: Bearer
-  realm="usersvc"`` (§3.1: no error code when no credentials were sent);
-- an unknown token: 401, ``error="invalid_token"``;
-- a malformed ``Authorization: Bearer`` value: 400, ``error="invalid_request"``;
-- a read token on a write: 403, ``error="insufficient_scope"``, ``scope="write"``.
-
-Tokens are kept as SHA-256 digests and compared with
-``hmac.compare_digest`` against every digest, so how long a check takes
-says nothing about how much of a token was right. No token ever appears in
-a log line or a problem document.
+A ``read`` token may GET, HEAD and OPTIONS; a ``write`` token may write too.
+Every path but ``/healthz`` and the pages' files needs one. No token: 401
+with ``WWW-Authenticate: Bearer``; an unknown one: 401 ``invalid_token``; a
+malformed value: 400 ``invalid_request``; a read token on a write: 403
+``insufficient_scope``. Tokens are kept as SHA-256 digests, compared with
+``hmac.compare_digest`` against every digest, and never logged.
 """
 from __future__ import annotations
 

@@ -1,22 +1,14 @@
 """``/<plural>/changes``: the change feed over HTTP, for clients that keep a
 copy of a collection (docs/api.md, "Changes").
 
-``GET`` takes ``after`` (a position, default 0: from the start), ``limit``
-(1 to 1,000, default 100) and ``wait`` (0 to 30 seconds, default 0), and
-answers the records changed after ``after``, oldest first, each once, in
-its latest state, or a tombstone for one deleted (``storage.feed``). Every
-answer links to the next (``rel="next"``): the position of the last entry,
-or ``after`` again when there was none, so a client just keeps following
-it. With ``wait``, an empty answer is held until a change is committed, by
-any process, or the seconds pass; at most ``Waiting.most`` requests wait at
-once, so waiting never takes every worker thread (past that: 503). A server
-without threads (``wsgi.multithread`` false: gunicorn's sync workers, a
-uWSGI process without threads) would give its one worker to the wait: there
-``wait`` is not waited on, and the answer comes at once, as for ``wait=0``.
-
-Every page of the collection links here too (``FEED_RELATION``), at the
-position read before the page: a client that reads every page and then
-follows the feed from the first page's link misses no change.
+``GET`` takes ``after`` (default 0), ``limit`` (1 to 1,000, default 100)
+and ``wait`` (0 to 30 seconds): the records changed after ``after``,
+oldest first, each once, in its latest state or as a tombstone, and a
+``rel="next"`` link to follow. With ``wait``, an empty answer is held until
+a change is committed or the seconds pass; at most ``Waiting.most``
+requests wait at once (then 503), and a server without threads does not
+wait. Every page of the collection links here too (``FEED_RELATION``), at
+the position read before the page, so a client misses no change.
 """
 from __future__ import annotations
 

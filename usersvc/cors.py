@@ -1,14 +1,11 @@
 """CORS, for the origins a deployment allows (``make_app(cors_origins=...)``,
-``--cors-origin``): a feature that plugs into the app (``CORS.plug``) only
-when origins are named.
+``--cors-origin``), plugged in (``CORS.plug``) only when origins are named.
 
-To an allowed origin every answer says so (``Access-Control-Allow-Origin``,
-and the headers a page's script may read), and a preflight is answered
-with what may be sent, first, before any token is asked for (a browser
-sends none on a preflight). Other origins get no ``Access-Control-*``
-header. Never ``Access-Control-Allow-Credentials``: the service uses no
-cookies. (Cross-origin protection, which refuses writes from other sites'
-pages, is the core's, and always on: ``app``.)
+An allowed origin's answers say so (``Access-Control-Allow-Origin``, and
+the headers its script may read), and its preflight is answered first,
+before any token is asked for. Other origins get no ``Access-Control-*``
+header; no origin gets ``Allow-Credentials`` (no cookies here). Refusing
+writes from other sites' pages is the core's (``app``), always on.
 """
 from __future__ import annotations
 

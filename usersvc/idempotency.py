@@ -1,25 +1,15 @@
-"""``Idempotency-Key`` on POST and PATCH: a write a client may retry.
+"""``Idempotency-Key`` on POST and PATCH: a write a client may retry
+(draft-ietf-httpapi-idempotency-key-header-06; docs/api.md, "Retrying a write").
 
-The header (draft-ietf-httpapi-idempotency-key-header-06) names one
-intended write; a client that does not learn the outcome (a timeout, a
-dropped connection) sends the same request with the same key again:
-
-    Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"
-
-Its value is a Structured Field string (RFC 8941 §3.3.3), or, as most
-clients send it, the same text bare; 1 to 255 characters; anything else
-(a list, parameters, an unterminated string) is a 400 naming the header.
-
-The first request runs as usual; the store keeps its answer with its write,
-in the same transaction (``storage.keys``), under the key and the token that
-sent it. A retry of the same request gets that answer again, byte for byte,
-and changes nothing; the same key on a different request is a 422. What is
-"the same request" is its ``fingerprint``: the method, the target, the
-body, and the headers that change what the body means or what the answer
-is (``Content-Type``, the format negotiated from ``Accept``, ``If-Match``,
-``If-None-Match``). Answers given before the store is asked (400, 413,
-415, 422) and 5xx answers are not kept: the client may correct its
-request, or wait out a 503, and send it again with the same key.
+The value is a Structured Field string (RFC 8941 §3.3.3) or the same text
+bare, 1 to 255 characters; anything else is a 400 naming the header. The
+store keeps the first answer with its write, in the same transaction
+(``storage.keys``), under the key and the token that sent it; a retry of
+the same request gets it again, byte for byte, and changes nothing; the
+same key on another request is a 422. "The same request" is its
+``fingerprint``: method, target, body, ``Content-Type``, the negotiated
+format, ``If-Match`` and ``If-None-Match``. Answers given before the store
+is asked (400, 413, 415, 422) and 5xx are not kept.
 """
 from __future__ import annotations
 

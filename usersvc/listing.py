@@ -1,21 +1,13 @@
 """Listing: what a request for a page of a collection asks, and the way on.
 
 ``Listing.read(schema, query)`` turns ``GET /<plural>?...`` into the store's
-``list`` arguments, or a 400 that says which parameter is wrong. What may be
-asked comes from the ``Schema``: its ``sorts``, its ``filters`` and whether
-it is searchable (``q``), so every collection reads its query the same way.
-Parameters a collection does not know are refused, never ignored: a
-misspelt filter must not silently answer with everyone.
-
-Paging is by position (keyset), never by offset: a page starts just past
-the last record of the page before, so writes between pages make a walk
-skip nothing that existed throughout and repeat nothing. In id order the
-position is the id (``after``); in other orders it is the record's sort key
-and id, carried by an opaque ``cursor`` that the service writes into the
-``rel="next"`` link. A cursor holds a check over its content and over the
-order and filters it was written for (SHA-256, no secret: any process
-serving the same store reads it), so an altered cursor, or one replayed
-into another order or search, is a 400 rather than a wrong page.
+``list`` arguments, or a 400 naming the parameter; what may be asked comes
+from the ``Schema`` (its sorts, filters, and ``q`` if searchable), and an
+unknown parameter is refused, never ignored. Paging is by position
+(keyset), never by offset: in id order the position is the id (``after``);
+in others the sort key and id, carried by an opaque ``cursor`` in the
+``rel="next"`` link, with a SHA-256 check over its content, order and
+filters (no secret), so an altered or replayed cursor is a 400.
 """
 from __future__ import annotations
 

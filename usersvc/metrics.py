@@ -1,30 +1,14 @@
-"""Metrics for Prometheus, in the names OpenTelemetry's HTTP semantic
-conventions give them (docs/deploying.md, "Metrics"). ``make_app(...,
-metrics=True)`` plugs a ``Metrics`` into the app, whose ``registry`` (its
-own: two apps never mix their counts) holds:
-
-- ``http_server_request_duration_seconds`` by ``http_request_method``
-  (``_OTHER`` outside RFC 9110's and PATCH), ``http_route`` (the template
-  after the application's root, ``/v1/users/{id}``; empty for a path no
-  route took) and ``http_response_status_code``;
-  ``http_server_active_requests`` by method;
-- ``usersvc_store_operation_duration_seconds`` by ``collection`` and
-  ``operation`` (get, list, count, create, update, delete, changes);
-- a SQLite file's commits (``usersvc_sqlite_commit_duration_seconds``,
-  whose count is the commits; ``usersvc_sqlite_commit_writes``), a
-  PostgreSQL pool's connections (``usersvc_postgres_pool_connections``,
-  ``..._in_use``, ``..._max``, ``usersvc_postgres_pool_requests_waiting``);
-- ``usersvc_feed_waiting_requests`` (and ``_limit``); ``usersvc_build_info``,
-  and ``prometheus_client``'s process, platform and GC metrics.
-
-No label holds anything a client sent but a standard method: never an id,
-an e-mail, a query or a raw path.
-
-Counts are kept in tallies (``tally.Tally``) without a lock and handed to
-``prometheus_client`` at a scrape (``_Collector``). ``serve`` serves
-``GET /metrics`` on a port of its own (``serve.py --metrics-port``); an
-embedder may give the registry to ``prometheus_client.make_wsgi_app``.
-Needs the ``metrics`` extra.
+"""Metrics for Prometheus, named as OpenTelemetry's HTTP semantic
+conventions name them (docs/deploying.md, "Metrics for Prometheus", lists them).
+``make_app(..., metrics=True)`` plugs a ``Metrics`` into the app, whose
+``registry`` is its own: request durations by method, route (the template
+after the application's root; empty for no route) and status, active
+requests, store operations by collection and operation, SQLite commits,
+PostgreSQL pools, requests waiting for changes, build info, and
+``prometheus_client``'s process metrics. No label holds anything a client
+sent but a standard method. Counts are kept in tallies (``tally``), without
+a lock, and handed over at a scrape (``_Collector``). Needs the ``metrics``
+extra.
 """
 from __future__ import annotations
 

@@ -1,23 +1,17 @@
-"""Operations: a request id and one access-log line per request.
+"""Operations: a request id and one access-log line per request
+(docs/api.md, "Running").
 
-``AccessLog(app)`` wraps any WSGI app (``serve.py`` wraps usersvc in it):
+``AccessLog(app)`` wraps any WSGI app (``serve.py`` wraps usersvc in it).
+``X-Request-ID`` is the client's, echoed when sane (1 to 64 of ``A-Z a-z 0-9
+. _ : -``), else a new one; it goes back in the response and into
+``environ["usersvc.request_id"]`` for the app's error log. One line per
+request, on the ``usersvc.access`` logger or a stream (lines gathered for
+up to 0.1 s)::
 
-- ``X-Request-ID``: the client's, echoed, when it is sane (1 to 64 of
-  ``A-Z a-z 0-9 . _ : -``), and a new unique one otherwise; it goes back in
-  the response and into ``environ["usersvc.request_id"]``, where the app's
-  error log finds it.
-- one line per request on the ``usersvc.access`` logger, when the response
-  has been sent (or, given a stream, as ``serve.py`` does, to that stream,
-  lines gathered for up to 0.1 s and written together)::
+    GET /users?q=***&limit=5 200 56 0.8ms 3f2a9c0d1e5b4a7f8e6d2c1b0a9f8e7d
 
-      GET /users?q=***&limit=5 200 56 0.8ms 3f2a9c0d1e5b4a7f8e6d2c1b0a9f8e7d
-
-  method, path and query, status, body bytes, duration, request id. The
-  path is percent-escaped (no line breaks or control characters reach the
-  log), every query value but those of ``KEPT`` (which say only how a page
-  is cut) is replaced by ``***``, and no header is logged, so no token and
-  nothing a record holds (a filter's value, a search, a cursor) is ever
-  written.
+The path is percent-escaped, every query value but those of ``KEPT`` is
+``***``, and no header is logged: no token, nothing a record holds.
 """
 from __future__ import annotations
 

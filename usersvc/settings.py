@@ -1,15 +1,10 @@
 """What usersvc can be told, read from any of its three sources and checked
-in one place: ``Settings``.
-
-- ``make_app(...)``'s keywords: ``Settings(storage, max_body_size=...)``;
-- ``serve.py``'s options: ``Settings.from_options(args)``;
-- ``USERSVC_*`` variables (``usersvc.wsgi``): ``Settings.from_environment``.
-
-Each setting has one name, spelt by each source its own way
-(``max_body_size``, ``--max-body-size``, ``USERSVC_MAX_BODY_SIZE``), and
-one check, in ``Settings.__post_init__``. A value that cannot be used is a
-``SettingError`` whose ``said(spelling)`` names the setting as the source
-that gave it spells it: one line for the person who wrote it.
+in one place: ``Settings`` (``make_app``'s keywords; ``serve.py``'s options,
+``from_options``; ``USERSVC_*`` variables, ``from_environment``). Each
+setting has one name, spelt by each source its own way (``max_body_size``,
+``--max-body-size``, ``USERSVC_MAX_BODY_SIZE``), and one check, in
+``__post_init__``; a value that cannot be used is a ``SettingError`` whose
+``said(spelling)`` names it as its source spells it, in one line.
 """
 from __future__ import annotations
 

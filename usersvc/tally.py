@@ -1,19 +1,12 @@
-"""Tallies: observations counted into buckets by their labels, the counts
-a Prometheus histogram reports, kept without a lock.
+"""Tallies: observations counted into buckets by their labels, the counts a
+Prometheus histogram reports, kept without a lock.
 
-A ``Tally`` is written by the threads that serve requests (and by the
-SQLite writer's thread) and read by whoever exposes it
-(``usersvc.metrics``, at a scrape). Each thread counts into a dict of its
-own, so no two threads ever write the same list and an observation takes
-no lock: ``prometheus_client``'s own histogram takes two per observation,
-and costs several times as much (docs/decisions.md, "Metrics"). A read
-adds the threads' counts together; one made while a thread observes may
-miss that observation's sum for a moment, as ``prometheus_client``'s may,
-but never counts one twice, and no count ever goes down (the counts of
-threads that have ended are added together and kept: ``PerThread``).
-
-This module depends on nothing, so that stores count what they do whether
-or not ``prometheus_client`` is installed.
+Each thread counts into a dict of its own, so an observation takes no
+lock (``prometheus_client``'s histogram takes two, and costs several times
+as much: docs/decisions.md, "Metrics"). A read adds the threads' counts
+together; it may miss an observation's sum for a moment, never counts one
+twice, and no count goes down (ended threads' counts are kept:
+``PerThread``). This module depends on nothing.
 """
 from __future__ import annotations
 

@@ -1,22 +1,15 @@
-"""``usersvc copy SOURCE_URL DEST_URL``: every collection from one store to another.
-
-(The module is ``transfer``, not ``copy``: that name is the standard library's.)
+"""``usersvc copy SOURCE_URL DEST_URL``: every collection from one store to
+another (the module is not ``copy``: that name is the standard library's).
 
     usersvc copy sqlite:///users.db postgresql://db.internal/users
 
-The collections are those the source holds, as it recorded them (their
-declarations; ``copy_store`` takes open stores, for other collections).
-Ids, versions and the change feed are kept (so links and ETags that
-clients hold stay true, and a client that followed the source's feed
-follows the copy's from where it was: each record and tombstone keeps its
-position), and each collection's next id and position continue above the
-highest the source ever handed out, deleted ones included: no id or
-position is reused across the move. The copy walks the source's feed,
-where every record and tombstone is once.
-The copy refuses a destination that already holds records. It reads the
-source page by page and writes each page in one transaction; stop the
-servers that write to the source first, or records written during the copy
-may be missed.
+The collections are those the source recorded (``copy_store`` takes open
+stores, for others). The copy walks the source's feed, so ids, versions
+and feed positions are kept (links, ETags and a client following the feed
+stay true), and each next id and position continue above the highest the
+source handed out. A destination that holds records is refused; each page
+is written in one transaction. Stop the servers that write to the source
+first, or records written during the copy may be missed.
 """
 from __future__ import annotations
 

@@ -1,35 +1,16 @@
-"""``usersvc.wsgi:app``: the service for any WSGI server, configured by the
-environment, as ``serve.py`` is by its options::
+"""``usersvc.wsgi:app``: the service for any WSGI server, configured by
+``USERSVC_*`` variables as ``serve.py`` is by its options (docs/deploying.md,
+"Under gunicorn, uWSGI or mod_wsgi", lists them)::
 
     USERSVC_STORAGE=sqlite:///users.db gunicorn -w 2 -k gthread --threads 4 usersvc.wsgi:app
     uwsgi --http :8080 --module usersvc.wsgi:app --threads 4
-    # a mod_wsgi script: from usersvc.wsgi import app as application
 
-===========================  ===========================================
-``USERSVC_STORAGE``          the storage URL (default ``sqlite:///users.db``,
-                             in the server's working directory)
-``USERSVC_TOKENS_FILE``      require bearer tokens (as ``--tokens-file``)
-``USERSVC_CORS_ORIGINS``     origins whose pages may call the service,
-                             separated by spaces (as ``--cors-origin``)
-``USERSVC_MAX_BODY_SIZE``    the largest request body, in bytes
-``USERSVC_PREFIX``           serve under this path (``/v1``)
-``USERSVC_MAX_WAITING``      requests of one process that may wait for
-                             changes at once (default 2): about half its
-                             threads
-``USERSVC_ACCESS_LOG``       ``1``: usersvc's access log too (default: none;
-                             the server has its own)
-``USERSVC_IDEMPOTENCY_TTL``  seconds an ``Idempotency-Key``'s answer is
-                             kept (as ``--idempotency-ttl``; default a day)
-===========================  ===========================================
-
-The server's own options (``--host``, threads, ``--trusted-proxy``) are its
-own. There are no metrics here: a server's workers are processes with
-counts of their own behind one port (docs/deploying.md, "Metrics for
-Prometheus", says what to run instead). A value usersvc cannot use is one line on stderr, and the process
-exits with status 4, gunicorn's "the app failed to load", so that gunicorn
-stops rather than start workers again and again. Stores open in whichever
-process imports this (with ``--preload``, gunicorn's master) and start their
-threads and connections again in each worker (``docs/deploying.md``).
+No metrics here: a server's workers are processes with counts of their own
+(docs/deploying.md, "Metrics for Prometheus"). A value usersvc cannot use
+is one line on stderr and exit status 4, gunicorn's "the app failed to
+load", so gunicorn stops rather than restart workers. Stores open in the
+importing process (gunicorn's master with ``--preload``) and start their
+threads and connections again in each worker.
 """
 from __future__ import annotations
 

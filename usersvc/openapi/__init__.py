@@ -1,17 +1,11 @@
 """The service describing itself: ``GET /`` and ``GET /openapi.json``.
 
-``document.openapi(schemas, base)`` builds the OpenAPI 3.1 document from what the app
-serves (its collections' schemas and the rules of their fields), so the
-document cannot drift from the code; ``tests/test_openapi.py`` validates it
+``document.openapi(schemas, base)`` builds the OpenAPI 3.1 document from
+the app's schemas, so it cannot drift from the code: every status
+docs/api.md gives each operation, with its problem documents, the headers,
+bodies in JSON and XML, and ``links`` from a create to the new record
+(``parts``: what it is made of). ``tests/test_openapi.py`` validates it
 and lets schemathesis hold the running app to it.
-
-The document names every status docs/api.md gives each operation, each with
-its problem document in JSON and XML; the headers; request bodies in JSON
-and XML (with ``xml`` objects for the element names); and ``links`` from a
-create to the operations on the new record, so tools can test sequences.
-
-Here: the two resources. ``document``: the document, path by path;
-``parts``: what it is made of (headers, problem responses, schemas).
 """
 from __future__ import annotations
 

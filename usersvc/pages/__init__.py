@@ -1,26 +1,18 @@
 """Pages for people: the HTML representation of ``/``, a collection, a
-record and every problem, a format the app offers once ``plug`` adds it.
+record and every problem, a format the app offers once ``plug`` adds it
+(docs/api.md, "Pages for people").
 
 The parts of a page that come from data are the format's (``HTMLFormat``):
-a record is a table row (``render``), a list the rows (``join``), and a
-problem the lines that say what went wrong (``render_problem``). They know
-nothing of the request, so they are kept like any encoding; the page
-around them (``answer``, ``answer_list``, ``answer_problem``) adds the
-links, the forms and the script. The links in a row are relative
-(``users/7`` from ``/users``), so the same row is right under any mount
-prefix. HTML is never read as a request body.
+a record is a table row, a list the rows, a problem its lines; they know
+nothing of the request, so they are kept like any encoding, and the page
+around them (``answer``, ``answer_list``, ``answer_problem``) adds links,
+forms and the script. Rows link relatively, right under any prefix.
 
-Each page is a template of this folder (``string.Template``) filled by
-``fill``, which escapes every value unless it is ``Html`` already made from
-escaped parts: a name ``<script>alert(1)</script>`` is that text on the
-page. A page reads as plain HTML: the links page through a collection and
-open each record. Its one script (``usersvc.js``) adds what HTML forms
-cannot do: send JSON, with the ETag the page was shown at as ``If-Match``,
-and, with tokens on, the token kept for the tab.
-
-Everything a page loads comes from the service (``ASSETS``, with strong
-ETags), and ``CSP`` allows nothing else: no inline script or style, no
-other origin, no framing.
+Each page is a template of this folder filled by ``fill``, which escapes
+every value unless it is ``Html`` made from escaped parts. A page reads as
+plain HTML; its one script (``usersvc.js``) sends JSON, with the ETag the
+page was shown at as ``If-Match``, and the tab's token. Everything a page
+loads comes from the service (``ASSETS``), and ``CSP`` allows nothing else.
 """
 from __future__ import annotations
 

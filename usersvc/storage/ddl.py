@@ -1,22 +1,17 @@
 """What a SQL store makes of a declaration when it opens, per dialect: the
-tables (``create_tables``), the columns a field needs (``column``,
-``key_column``, ``words_column``), and the indexes, triggers and functions
-(``objects``), each a name and the statement that makes it, which
-``evolution`` records, compares at the next open and applies; and, for a
-``restore``, raising the id and feed high-water marks.
+tables (``create_tables``), a field's columns (``column``, ``key_column``,
+``words_column``), and the indexes, triggers and functions (``objects``),
+each a name and its statement, which ``evolution`` records and compares;
+and, for a ``restore``, raising the id and feed high-water marks.
 
-A record's row: ``id``, each field by name, ``version``, and what SQL
-cannot compute as Python does: ``<field>__key``, the case-folded value of
-a text field that is unique, filtered, sorted or searched whole, and
-``<field>__words``, the case-folded words of a ``words`` field. Every key
-compares in code point order (SQLite's ``BINARY``, PostgreSQL's ``COLLATE
-"C"``), as Python's ``str`` does, so every store gives the same order.
-
-Triggers, in every write's transaction, keep the search words (``<name>_words``)
-and the change feed (``<name>_changes``): each record at the position of its
-latest change, with its fields (none: deleted). On PostgreSQL the feed's
-trigger takes a lock held until the transaction ends, so positions are handed
-out in commit order (``feed``), and announces the change (``CHANNEL``).
+A record's row: ``id``, each field, ``version``, and what SQL cannot
+compute as Python does: ``<field>__key``, a text field's case-folded value
+(unique, filtered, sorted or searched whole), and ``<field>__words``, a
+``words`` field's case-folded words. Keys compare in code point order
+(``BINARY``, ``COLLATE "C"``), as Python's ``str`` does. Triggers, in each
+write's transaction, keep the search words (``<name>_words``) and the feed
+(``<name>_changes``); on PostgreSQL the feed's takes a lock held until
+commit, so positions follow commit order, and announces the change (``CHANNEL``).
 """
 from __future__ import annotations
 

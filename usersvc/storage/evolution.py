@@ -1,28 +1,19 @@
 """A SQL store's collections brought up to their schemas at open, or refused.
 
 Each store records, in ``usersvc_collections``, every collection's
-declaration (``Schema.declaration``) and the indexes, triggers and
-functions it made for it (``sql.Table.objects``), by name and statement.
-At open, under the lock that makes every process open one at a time (the
-caller's transaction), ``evolve`` compares the recorded declaration with
-the schema's, as Django's migration autodetector and Alembic's compare do:
+declaration (``opening.declaration``) and the objects it made for it
+(``ddl.objects``), by name and statement. At open, under the lock that
+makes processes open one at a time, ``evolve`` compares them with the
+schema's, as Django's migration autodetector and Alembic's compare do: a
+new collection gets its tables; an added optional field, a column; a
+filter, sort, search or uniqueness, its column, filled, and its index (a
+uniqueness the records break is refused, naming a value); what is no
+longer declared, dropped; an object whose statement changed, made again.
 
-- a new collection: its tables are made;
-- an added optional field: a column (in the table and in its feed);
-- a filter, a sort, a search or a uniqueness added to a field: its key or
-  words column, filled from every record, its index, its search keys;
-  a uniqueness that the stored records break is refused, naming a value;
-- what is no longer declared: its index, and the column it needed;
-- then every object whose statement is not the one recorded is dropped and
-  made again (never left to a rebuild to keep, as sqlite-utils users learnt);
-  a PostgreSQL function is replaced where it stands.
-
-Versions are never touched, so every ETag stays valid, and no feed entry is
-made (the feed's trigger fires only when a write sets the version). What
-cannot be done safely is refused with ``SchemaMismatch``, one line naming
-the collection and the field, before anything is changed: a stored field
-the schema lacks, a changed type, a new required field, a field made
-required or made optional (anything else is an explicit migration).
+Versions are never touched (every ETag stays valid) and no feed entry is
+made. What cannot be done safely (a stored field the schema lacks, a
+changed type, a new required field, a field made required or optional) is
+refused with ``SchemaMismatch``, one line, before anything is changed.
 """
 from __future__ import annotations
 

@@ -1,38 +1,20 @@
-"""The change feed's parts every store shares: a change, and waiting for
-one (long-poll).
+"""The change feed's parts every store shares: a change, and the protocol
+of a store that keeps a feed (docs/decisions.md, "The change feed").
 
-Every change to a record (create, replace, patch, delete) gets a position
-``seq`` in its collection, in the same transaction as the change: a number
-that grows with every change and is never handed out twice. A store keeps
-one entry per record, at the position of its latest change: the record as
-it is, or a tombstone once it is deleted (tombstones are kept). The feed after a
-position is those entries past it, oldest first: O(log N + limit) in every
-store, a walk of one index. (The SQL stores keep a copy of each record's
-fields in its entry, written by the same trigger: a page of the feed then
-reads no other table, where looking each user up would descend the users'
-index once per entry.)
+Every change to a record gets a position ``seq`` in its collection, in the
+same transaction as the change, never handed out twice. A store keeps one
+entry per record, at the position of its latest change: the record as it
+is, or a tombstone. The feed after a position is those entries past it,
+oldest first: O(log N + limit) in every store, a walk of one index.
+Positions are handed out in the order changes commit (memory: under the
+store's lock; SQLite: by a trigger, one writer at a time; PostgreSQL: by a
+trigger that takes a lock held until commit), so no reader passes a
+position whose change is not yet visible.
 
-**Never missing a change.** A reader must never pass a position whose
-change is not yet visible, or it would skip it for good. Positions are
-therefore handed out in the order changes commit:
-
-- memory: under the store's lock, with the change;
-- SQLite: by a trigger, inside the write transaction, and SQLite lets one
-  writer in at a time (``AUTOINCREMENT``: never reused);
-- PostgreSQL: by a trigger that takes a lock the transaction holds until
-  it ends, then the next value of a sequence, so a later writer waits for
-  the one before to commit: a plain sequence would let a later transaction
-  commit a larger position first, and a reader pass the smaller one before
-  it is visible. The position is the largest one committed
-  (``max(seq)``, read from the index), never the sequence's last value.
-
-**Waiting** (``Watch``, beside the protocol: every write notifies it).
-``Watch.wait`` returns as soon as a change past a position is
-committed: a write in this process wakes the waiters at once; a write by
-another process is seen by asking the store for its position every
-``interval`` seconds (SQLite: ``sqlite.POLL_INTERVAL``), or, on PostgreSQL, by the NOTIFY it
-sends at its commit (``postgres_notify``; asking every 0.5 s covers a lost
-listener). ``close`` wakes every waiter.
+Waiting (``storage.Watch``): a write in this process wakes the waiters at
+once; another process's is seen by asking the store for its position every
+``interval`` seconds (SQLite), or by its NOTIFY (PostgreSQL,
+``postgres_notify``).
 """
 from __future__ import annotations
 

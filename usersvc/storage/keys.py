@@ -1,27 +1,17 @@
-"""Idempotency keys: a write's answer kept with the write, for its retries.
+"""Idempotency keys: a write's answer kept with the write, for its retries
+(the HTTP side is ``usersvc.idempotency``).
 
-A client that sends ``Idempotency-Key`` with a POST or a PATCH may send the
-same request again when it did not learn the outcome; the store answers
-the retry with what it answered the first time, and writes nothing. The
-HTTP side (``usersvc.idempotency``) reads the header and makes a ``Key``;
-the store keeps, per ``(owner, key)``, the request's fingerprint and its
-``Answer``, **in the same transaction as the write**, so that a crash
-keeps both or neither:
-
-- memory: one lock for the store's keys, held around the write;
-- SQLite: the writer's transaction (one writer at a time, in every process);
-- PostgreSQL: a transaction that first takes the key's row (``claimed``),
-  so a retry that comes while the first request runs waits for its
-  commit, then fills its answer in.
-
-An answer the store gave without changing anything (``Conflict``,
-``StaleVersion``, ``NotFound``) is kept too; an unavailable store keeps
-nothing, and the client may retry. A key is kept until ``expires``, then
-purged in small steps, at most every ``PURGE_EVERY`` seconds per process
-while the steps find little to delete: the memory store forgets its
-oldest keys, ``PURGE_BATCH`` a step; a SQL store's table has one index,
-its key (a second one, by time, would cost each keyed write a page more),
-so each process sweeps it in key order, ``SWEEP`` keys a step.
+The store keeps, per ``(owner, key)``, the request's fingerprint and its
+``Answer`` in the same transaction as the write, so a crash keeps both or
+neither: memory, under one lock held around the write; SQLite, in the
+writer's transaction; PostgreSQL, in a transaction that first takes the
+key's row (``claimed``), so a retry that comes meanwhile waits for the
+commit. An answer given without a change (``Conflict``, ``StaleVersion``,
+``NotFound``) is kept too; an unavailable store keeps nothing. Expired
+keys are purged in small steps, at most every ``PURGE_EVERY`` seconds a
+process while the steps find little: the memory store its oldest,
+``PURGE_BATCH`` a step; a SQL store sweeps its table in key order, ``SWEEP``
+keys a step (one index, the key's: a second would cost each keyed write).
 """
 from __future__ import annotations
 

@@ -1,41 +1,22 @@
 """PostgresStorage: every collection in one PostgreSQL database, shared by
-any number of processes.
+any number of processes (the ``postgres`` extra: psycopg 3, psycopg_pool).
 
-Needs the ``postgres`` extra (psycopg 3 and psycopg_pool): ``pip install
-'usersvc[postgres]'``, or ``pip install -e '.[postgres]'`` in a checkout.
+- A pool of connections in autocommit: every write is one statement, its
+  own transaction, committed before it is answered. ``If-Match`` is in the
+  ``WHERE`` of one ``UPDATE``/``DELETE``; READ COMMITTED re-checks it after
+  waiting for a concurrent writer, so of two naming one version, one wins.
+- Uniqueness is a unique index on the ``__key`` Python case-folded (SQL's
+  ``lower()`` folds less); ids come from an identity column.
+- Opening brings the layout (``postgres_migrations``) and each collection
+  (``evolution``) up to date under an advisory lock. The feed's positions
+  come from a trigger, in commit order (``feed``).
+- Lost connections, a server down or no free connection within
+  ``timeout`` are ``StoreUnavailable`` (503); a full disk, an I/O error or
+  a standby is ``WritesFailing`` (503), said once (``WriteHealth``).
+- A keyed write is a transaction of its own (``keys``).
 
-- A pool of connections (``psycopg_pool``), each in autocommit: every write
-  is one statement, so it is its own transaction, and a 201 is committed
-  (PostgreSQL's default ``synchronous_commit``) before it is answered.
-- ``If-Match`` is a single conditional ``UPDATE``/``DELETE`` (``records``):
-  the version check is in its ``WHERE``. Under READ COMMITTED, PostgreSQL
-  re-checks that ``WHERE`` against the newest row after waiting for a
-  concurrent writer, so of two writers naming the same version exactly one
-  matches.
-- Uniqueness is a unique index on each unique field's ``__key``, the value
-  case-folded by Python (``str.casefold``, as the other stores do; SQL's
-  ``lower()`` folds less: ß stays ß).
-- Ids come from an identity column: a sequence never hands a value out
-  twice, whatever is deleted or rolled back.
-- Tables, indexes, triggers and queries are generated from the schemas
-  (``sql``); opening brings the database's layout (``postgres_migrations``)
-  and each collection (``evolution``) up to date, holding an advisory lock
-  so that processes opening it together take turns. The change feed's
-  positions are handed out by a trigger in commit order (``feed``).
-- Lost connections, a server that is down and a pool with no free
-  connection within ``timeout`` seconds are ``StoreUnavailable`` (HTTP 503);
-  the pool replaces broken connections on its own. A full disk, an I/O
-  error or a read-only database (a standby) is ``WritesFailing`` (503),
-  said in the log once (``WriteHealth``) until a write works again.
-- A write with an idempotency key is a transaction of its own: the key's
-  row taken, the write, and its answer filled in (``keys``).
-
-Every value reaches the server as a bound parameter.
-
-The URL is libpq's (``postgresql://user@host:5432/dbname?sslmode=...``) plus
-one parameter of usersvc's own, taken out before libpq sees it:
-``pool_size`` (default 8), the most connections this process opens. Give
-each server process at least as many as it has threads.
+The URL is libpq's plus ``pool_size`` (default 8), taken out before libpq
+sees it: the most connections this process opens, at least its threads.
 """
 from __future__ import annotations
 

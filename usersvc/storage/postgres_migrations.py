@@ -1,20 +1,11 @@
 """The PostgreSQL store's history: each release's layout change, and ``migrate``.
 
-``MIGRATIONS[n]`` takes the layout from version n to n + 1; the version
-lives in the table ``usersvc_schema``. These are history: each is the text
-of what it did, importing nothing of today's code, so that it never
-changes when today's schemas do. A new database skips them all: it starts
-at ``FRESH``, and its collections are made from their schemas
-(``evolution``). Versions 1 to 3 are release 0.1.0's (the users table,
-sorting and searching, the change feed); version 4 declares collections:
-``usersvc_collections`` records each one's declaration, the key columns
-become ``<field>__key`` (nullable), and the old triggers, functions and
-indexes go, to be made again from the declaration. Version 5 adds
-``usersvc_keys``, where a keyed write's answer is kept (``keys``).
-
-The caller holds a transaction and the advisory lock that makes processes
-opening one database together take turns; all the steps a database lacks
-run in that transaction with the version update.
+As ``sqlite_migrations``, with the version in the table ``usersvc_schema``:
+1 to 3 are release 0.1.0's, 4 declares collections (the key columns become
+``<field>__key``; old triggers, functions and indexes go, to be made again
+from the declaration), 5 adds ``usersvc_keys``. The caller holds the
+transaction and the advisory lock that make processes opening one
+database together take turns.
 """
 from __future__ import annotations
 
@@ -23,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from . import release_0_1_0
+from . import history
 from .evolution import Step, apply
 from .opening import SchemaTooNew
 
@@ -32,7 +23,7 @@ def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
     rows = db.execute("SELECT id, name FROM users").fetchall()
     with db.cursor() as cursor:
         cursor.executemany("UPDATE users SET name_key = %s, name_words = %s WHERE id = %s",
-                           [(name.casefold(), release_0_1_0.words(name), user_id) for user_id, name in rows])
+                           [(name.casefold(), history.words(name), user_id) for user_id, name in rows])
 
 
 # Keeps user_words in step with a user's name words and e-mail key (``sql``).
@@ -74,25 +65,8 @@ BEGIN
     RETURN NULL;
 END $$"""
 
-_COLLECTIONS = """CREATE TABLE usersvc_collections (
-                      plural      text PRIMARY KEY,
-                      declaration text NOT NULL,   -- opening.declaration(), JSON
-                      objects     text NOT NULL    -- {name: [kind, table, statement]}
-                  )"""
-
-_KEYS = [
-    """CREATE TABLE usersvc_keys (
-           owner       text             NOT NULL,   -- a token's digest, or ''
-           key         text             NOT NULL,   -- the Idempotency-Key
-           fingerprint text             NOT NULL,   -- the request's
-           expires     double precision NOT NULL,   -- Unix time
-           status      integer          NOT NULL,   -- the answer
-           headers     text             NOT NULL,
-           body        bytea            NOT NULL,
-           vary        text             NOT NULL,
-           PRIMARY KEY (owner, key)
-       )""",
-]
+_COLLECTIONS = history.collections_table("text")
+_KEYS = [history.keys_table("text", "double precision", "integer", "bytea")]
 
 #: Each entry upgrades the schema by one version: statements, and the
 #: functions that fill what SQL cannot compute (Python's ``str.casefold``).
@@ -169,7 +143,7 @@ MIGRATIONS: list[Sequence[Step]] = [
                           ALTER COLUMN name__words DROP DEFAULT""",
         _COLLECTIONS,
         f"INSERT INTO usersvc_collections (plural, declaration, objects)"
-        f" VALUES ('users', '{release_0_1_0.USERS}', '{{}}')",
+        f" VALUES ('users', '{history.USERS}', '{{}}')",
     ],
     # 4 -> 5: idempotency keys (``keys``), for every collection.
     _KEYS,

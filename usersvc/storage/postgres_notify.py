@@ -1,16 +1,12 @@
 """Waking the requests that wait for changes when another process commits
 one: PostgreSQL's ``LISTEN``/``NOTIFY``.
 
-The trigger that records a change also calls ``pg_notify(ddl.CHANNEL)``
-with the collection's plural, which PostgreSQL delivers when the
-transaction commits (once per transaction and collection, however many
-records it changed). A ``Listener`` holds a connection of its
-own that listens on the channel, in a thread, and wakes the store's
-waiters at every notification. It starts with the first request that waits
-and stops when the store closes. If its connection is lost it logs once,
-tries again every second, and meanwhile the waiters still ask the store
-for its position (``storage.Watch``'s interval): no change is waited for past
-that.
+The feed's trigger calls ``pg_notify(ddl.CHANNEL)`` with the collection's
+plural, delivered at commit. A ``Listener`` listens on a connection of its
+own, in a thread, from the first request that waits until the store
+closes, and wakes the store's waiters. A lost connection is logged once and
+tried again every second; meanwhile the waiters still ask the store for
+its position every ``Watch`` interval.
 """
 from __future__ import annotations
 

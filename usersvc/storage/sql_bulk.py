@@ -1,14 +1,11 @@
 """What a SQL store does with many records at once: the queries of pages
 and counts (``PageQueries``, part of ``sql.Table``), and the reads that run
-them, the change feed's and restoring a copy (``SQLBulk``, part of
-``sql.SQLRecords``).
+them, the feed's and a restore (``SQLBulk``, part of ``sql.SQLRecords``).
 
-Indexes (``ddl``): a unique one on the key (or the integer) of each unique
-field; one on ``(<field>__key, id, version)`` for each sort and each filter
-that is not unique, so a page's ids and versions come from the index alone.
-A page in any order is a walk of one index from the last page's position
+A page in any order is a walk of one index (``ddl``: one on ``(<field>__key,
+id, version)`` for each sort and filter) from the last page's position
 (keyset paging): O(log N + limit); a search starts from the words that
-match (``q <= word < prefix_end(q)``) and sorts only those: O(log N + matches).
+match (``q <= word < prefix_end(q)``) and sorts only those.
 """
 from __future__ import annotations
 

@@ -1,31 +1,21 @@
 """SQLiteStorage: every collection in one SQLite file, shared by threads and
-processes.
+processes (docs/decisions.md, "Storage").
 
-- Each thread has its own connection (``sqlite_connections``); a private
-  in-memory database (``sqlite://``) has one connection, used under a lock,
-  and each connection answers a read again while no connection in any
-  process has committed since (``Connections.answered``).
-- Every write is one statement (``sql``), made by one writer thread
-  in ``BEGIN IMMEDIATE`` transactions, in groups that share one sync to
-  disk (``sqlite_connections``); the write lock is taken before the statement,
-  so a precondition and the write it guards are one atomic step, across
-  threads and across processes.
-- WAL journal (readers never wait for the writer), a busy timeout (writers
-  queue instead of failing), ``synchronous=FULL`` (a commit is on disk when
-  ``create`` returns, so a 201 survives a crash or a power cut).
-- ``id INTEGER PRIMARY KEY AUTOINCREMENT``: never an id again, even after
-  the highest one is deleted. Tables, indexes, triggers and queries are
-  generated from the schemas (``sql``); opening brings the file's layout
-  (``sqlite_migrations``) and then each collection (``evolution``) up to
-  date, under one write lock, so processes opening a file together do it once.
-- A lock held by another writer past the busy timeout is ``StoreUnavailable``
-  (HTTP 503): nothing was written, and the client may try again. A full
-  disk, an I/O error or a file made read-only is ``WritesFailing`` (503 too)
-  for every write of the group it struck, none of which is kept; the log
-  says so once (``WriteHealth``), and the next write that works ends it.
-- A page reads ids and versions first, and builds only the records it has
-  not built at that version before (``sqlite_pages``). What a SQLite error
-  means is ``sqlite_errors``'s.
+- Reads: each thread's own connection, which answers a read again while
+  nothing is committed anywhere (``sqlite_connections``); a private
+  in-memory database (``sqlite://``) has one connection, used under a lock.
+- Writes: one statement each (``sql``), made by one writer thread in
+  ``BEGIN IMMEDIATE`` transactions, in groups that share one sync to disk,
+  so a precondition and its write are one atomic step across processes.
+- WAL (readers never wait for the writer), a busy timeout (writers queue),
+  ``synchronous=FULL`` (a 201 survives a power cut); ``AUTOINCREMENT``
+  (never an id again). Opening brings the layout (``sqlite_migrations``)
+  and each collection (``evolution``) up to date under one write lock.
+- A lock held past the busy timeout is ``StoreUnavailable`` (503, nothing
+  written); a full disk, an I/O error or a read-only file is
+  ``WritesFailing`` (503) for the whole group (``sqlite_errors``), said once
+  in the log (``WriteHealth``) until a write works again.
+- Pages build only the records not built at their version (``sqlite_pages``).
 """
 from __future__ import annotations
 

@@ -1,25 +1,13 @@
 """The SQLite store's history: each release's layout change, and ``migrate``.
 
-``MIGRATIONS[n]`` takes a database from layout version n to n + 1; the
-version lives in ``PRAGMA user_version``. These are history: each is the
-text of what it did when it was written, and imports nothing of today's
-code (its own copy of the word splitting included), so that it never
-changes when today's schemas do. A new file skips them all: it starts at
-``FRESH``, and its collections are made from their schemas (``evolution``).
-
-- 1: the users table (release 0.1.0, as the rest up to 3);
-- 2: sorting by name and searching (``name_key``, ``name_words``, ``user_words``);
-- 3: the change feed (``user_changes``, kept by triggers);
-- 4: collections declared once: ``usersvc_collections`` records each
-  collection's declaration, and ``users`` is made again with the columns
-  that its declaration makes (key columns ``<field>__key``, nullable), its
-  ids, versions, high-water mark and feed positions kept; its indexes and
-  triggers are then made from the declaration (``evolution``);
-- 5: idempotency keys: ``usersvc_keys`` keeps a keyed write's answer
-  (``keys``), for every collection of the file.
-
-Every step a database lacks runs in one transaction with the version bumps:
-all of them, or none.
+``MIGRATIONS[n]`` takes a database from layout version n to n + 1 (``PRAGMA
+user_version``). They are history, importing nothing of today's code, so
+they never change when today's schemas do; a new file starts at ``FRESH``
+and its collections are made from their schemas (``evolution``). 1 to 3
+are release 0.1.0's (users; sorting and searching; the change feed); 4
+records declarations in ``usersvc_collections`` and makes ``users`` again
+with ``<field>__key`` columns, everything kept; 5 adds ``usersvc_keys``
+(``keys``). The steps a database lacks run in one transaction.
 """
 from __future__ import annotations
 
@@ -27,7 +15,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from . import release_0_1_0
+from . import history
 from .evolution import Step, apply
 from .opening import SchemaTooNew
 
@@ -35,7 +23,7 @@ def _fill_name_columns(db: sqlite3.Connection) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""
     rows = db.execute("SELECT id, name FROM users").fetchall()
     db.executemany("UPDATE users SET name_key = ?, name_words = ? WHERE id = ?",
-                   [(name.casefold(), json.dumps(release_0_1_0.words(name), ensure_ascii=False),
+                   [(name.casefold(), json.dumps(history.words(name), ensure_ascii=False),
                      user_id) for user_id, name in rows])
 
 
@@ -63,25 +51,8 @@ def _remake_users(db: sqlite3.Connection) -> None:
         db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('users', ?)", (row[0],))
 
 
-_COLLECTIONS = """CREATE TABLE usersvc_collections (
-                      plural      TEXT PRIMARY KEY,
-                      declaration TEXT NOT NULL,   -- opening.declaration(), JSON
-                      objects     TEXT NOT NULL    -- {name: [kind, table, statement]}
-                  )"""
-
-_KEYS = [
-    """CREATE TABLE usersvc_keys (
-           owner       TEXT    NOT NULL,   -- a token's digest, or ''
-           key         TEXT    NOT NULL,   -- the Idempotency-Key
-           fingerprint TEXT    NOT NULL,   -- the request's
-           expires     REAL    NOT NULL,   -- Unix time
-           status      INTEGER NOT NULL,   -- the answer
-           headers     TEXT    NOT NULL,
-           body        BLOB    NOT NULL,
-           vary        TEXT    NOT NULL,
-           PRIMARY KEY (owner, key)
-       ) WITHOUT ROWID""",
-]
+_COLLECTIONS = history.collections_table("TEXT")
+_KEYS = [history.keys_table("TEXT", "REAL", "INTEGER", "BLOB", " WITHOUT ROWID")]
 
 #: Each entry upgrades the layout by one version.
 MIGRATIONS: list[Sequence[Step]] = [
@@ -137,7 +108,7 @@ MIGRATIONS: list[Sequence[Step]] = [
         _COLLECTIONS,
         _remake_users,
         f"INSERT INTO usersvc_collections (plural, declaration, objects)"
-        f" VALUES ('users', '{release_0_1_0.USERS}', '{{}}')",
+        f" VALUES ('users', '{history.USERS}', '{{}}')",
     ],
     # 4 -> 5: idempotency keys.
     _KEYS,
