@@ -23,16 +23,12 @@ second over HTTP).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
-import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paired import CHILD_HELPERS, ROOT, paired  # noqa: E402
+from paired import CHILD_HELPERS, ROOT, arguments, child_json, paired, stores_over_http  # noqa: E402
 
 # The last commit before collections were declared once.
 BEFORE_COLLECTIONS = "0f2030f"
@@ -112,16 +108,12 @@ print(json.dumps(results))
 
 
 def in_process(tree: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(tree)], check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out)
+    return child_json(CHILD, tree)
 
 
 def books_and_users(rounds: int) -> dict[str, dict[str, float]]:
-    out = subprocess.run([sys.executable, "-c", BOOKS_CHILD, str(ROOT), str(rounds)], check=True,
-                         capture_output=True, text=True).stdout
     return {key: {plural: statistics.median(v) for plural, v in by.items()}
-            for key, by in json.loads(out).items()}
+            for key, by in child_json(BOOKS_CHILD, ROOT, rounds).items()}
 
 
 def over_http(tree: Path, storage: str, cwd: str) -> dict[str, float]:
@@ -140,17 +132,12 @@ def over_http(tree: Path, storage: str, cwd: str) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", default=BEFORE_COLLECTIONS, help="the earlier revision")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--http", action="store_true", help="also over HTTP, with wrk")
-    args = parser.parse_args()
+    args = arguments(__doc__, BEFORE_COLLECTIONS)
 
     def both(name: str, tree: Path, tmp: Path) -> dict[str, float]:
         figures = in_process(tree)
         if args.http:
-            for kind, storage in (("memory", "memory://"),
-                                  ("SQLite file", f"sqlite:///{tmp}/{name}{uuid.uuid4().hex}.db")):
+            for kind, storage in stores_over_http(name, tmp):
                 for op, rate in over_http(tree, storage, str(tmp)).items():
                     figures[f"{kind} over HTTP: {op}, req/s"] = rate
         return figures

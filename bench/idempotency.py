@@ -20,7 +20,6 @@ second over HTTP).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paired import CHILD_HELPERS, ROOT, paired  # noqa: E402
+from paired import CHILD_HELPERS, ROOT, child_json, paired  # noqa: E402
 
 # The last commit before idempotency keys.
 BEFORE_KEYS = "be7141e"
@@ -97,9 +96,7 @@ POSTGRES = ""     # --postgres URL: a server to make a schema on, each run
 
 
 def in_process(tree: Path, keyed: bool = False) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(tree), "keyed" if keyed else "plain",
-                          POSTGRES], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+    return child_json(CHILD, tree, "keyed" if keyed else "plain", POSTGRES)
 
 
 def sqlite_server(tree: Path, cwd: str):

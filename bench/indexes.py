@@ -16,15 +16,11 @@ requests per second.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paired import CHILD_HELPERS, paired  # noqa: E402
+from paired import CHILD_HELPERS, arguments, child_json, paired, stores_over_http  # noqa: E402
 # The last commit before GET /users learnt to sort and search.
 BEFORE_SEARCH = "9f50243"
 
@@ -48,9 +44,7 @@ print(json.dumps(results))
 
 
 def measure(tree: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(tree)], check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out)
+    return child_json(CHILD, tree)
 
 
 def over_http(tree: Path, storage: str, cwd: str) -> float:
@@ -72,19 +66,14 @@ def run(base: str = BEFORE_SEARCH, rounds: int = 5,
     def both(name: str, tree: Path, tmp: Path) -> dict[str, float]:
         figures = measure(tree)
         if http:
-            for kind, storage in (("memory", "memory://"),
-                                  ("SQLite file", f"sqlite:///{tmp}/{name}{uuid.uuid4().hex}.db")):
+            for kind, storage in stores_over_http(name, tmp):
                 figures[f"{kind} over HTTP, req/s"] = over_http(tree, storage, str(tmp))
         return figures
     return paired(base, rounds, both)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", default=BEFORE_SEARCH, help="the earlier revision")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--http", action="store_true", help="also over HTTP, with wrk")
-    args = parser.parse_args()
+    args = arguments(__doc__, BEFORE_SEARCH)
     medians = run(args.base, args.rounds, args.http)
     print(f"| POST /users | {args.base} | this tree | cost ratio |")
     print("|---|---:|---:|---:|")

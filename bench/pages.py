@@ -17,13 +17,11 @@ Figures are medians of the rounds, in µs per request.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paired import CHILD_HELPERS, paired  # noqa: E402
+from paired import CHILD_HELPERS, child_json, paired  # noqa: E402
 # The last commit before text/html was negotiated.
 BEFORE_PAGES = "4e4c501"
 
@@ -66,9 +64,7 @@ print(json.dumps(results))
 
 
 def measure(tree: Path, check: bool) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(tree), "check" if check else "-"],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+    return child_json(CHILD, tree, "check" if check else "-")
 
 
 def run(base: str, rounds: int) -> dict[str, dict[str, float]]:

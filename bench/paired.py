@@ -9,11 +9,16 @@ for a request and a timer over a list of them.
 """
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
 import subprocess
+import sys
+import uuid
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,6 +64,29 @@ def timed(app, environs):
         b"".join(app(env, _ok))
     return (time.perf_counter() - start) / len(environs) * 1e6
 """
+
+
+def arguments(doc: str, base: str) -> argparse.Namespace:
+    """A paired bench's options: ``--base``, ``--rounds``, ``--http``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--base", default=base, help="the earlier revision")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--http", action="store_true", help="also over HTTP, with wrk")
+    return parser.parse_args()
+
+
+def stores_over_http(name: str, tmp: Path) -> tuple[tuple[str, str], ...]:
+    """The stores a paired run serves over HTTP: memory, and a new SQLite
+    file in ``tmp`` for this round of the tree ``name``."""
+    return (("memory", "memory://"),
+            ("SQLite file", f"sqlite:///{tmp}/{name}{uuid.uuid4().hex}.db"))
+
+
+def child_json(child: str, *args: object) -> Any:
+    """What a child Python running ``child`` with ``args`` prints, as JSON."""
+    out = subprocess.run([sys.executable, "-c", child, *map(str, args)], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
 
 
 def paired(base: str, rounds: int,

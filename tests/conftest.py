@@ -106,12 +106,18 @@ def unavailable(reason: str) -> None:
     pytest.skip(f"PostgreSQL tests: {reason}")
 
 
+def opened(store_url, collections=None):
+    """The store a URL names, open for a fixture's life (holding
+    ``collections``; ``None``: the users), closed after."""
+    storage = open_store(store_url) if collections is None else open_store(store_url, collections)
+    yield storage
+    storage.close()
+
+
 @pytest.fixture
 def storage(store_url):
     """The store a URL names, holding the users."""
-    storage = open_store(store_url)
-    yield storage
-    storage.close()
+    yield from opened(store_url)
 
 
 @pytest.fixture

@@ -7,17 +7,16 @@ import itertools
 import pytest
 from books import BOOKS
 from store_contract import *  # noqa: F403  (the suite's tests)
+from conftest import opened
 from store_contract import Contract
 
 from usersvc import USER
-from usersvc.storage import Conflict, open_store
+from usersvc.storage import Conflict
 
 
 @pytest.fixture
 def library(store_url):
-    storage = open_store(store_url, (USER, BOOKS))
-    yield storage
-    storage.close()
+    yield from opened(store_url, (USER, BOOKS))
 
 
 @pytest.fixture

@@ -25,6 +25,19 @@ class SchemaTooNew(RuntimeError):
                       f"knows versions up to {known}")
 
 
+def upgrade(db: Any, found: int, migrations: Sequence[Sequence[Any]], fresh: Sequence[Any],
+            apply: Callable[[Any, Sequence[Any]], None]) -> None:
+    """Apply what a layout at version ``found`` lacks: ``fresh`` to a new one
+    (0, when given), else each migration past ``found``; ``SchemaTooNew``
+    for a layout this usersvc does not know."""
+    SchemaTooNew.check(found, len(migrations))
+    if found == 0 and fresh:
+        apply(db, fresh)
+    else:
+        for version in range(found, len(migrations)):
+            apply(db, migrations[version])
+
+
 class SchemaMismatch(ValueError):
     """A stored collection cannot be opened with its schema as declared (a
     stored field the schema lacks, a new required field...): nothing was

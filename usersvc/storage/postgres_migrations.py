@@ -16,7 +16,7 @@ import psycopg
 
 from . import history
 from .evolution import Step, apply
-from .opening import SchemaTooNew
+from .opening import upgrade
 
 def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""
@@ -165,12 +165,7 @@ def migrate(db: psycopg.Connection[Any], migrations: Sequence[Sequence[Step]] = 
     if row is None:
         db.execute("INSERT INTO usersvc_schema (version) VALUES (0)")
     found = row[0] if row else 0
-    SchemaTooNew.check(found, len(migrations))
-    if found == 0 and fresh:
-        apply(db, fresh)
-    else:
-        for version in range(found, len(migrations)):
-            apply(db, migrations[version])
+    upgrade(db, found, migrations, fresh, apply)
     if found != len(migrations):
         db.execute("UPDATE usersvc_schema SET version = %s", (len(migrations),))
     return found

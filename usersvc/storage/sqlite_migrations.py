@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from . import history
 from .evolution import Step, apply
-from .opening import SchemaTooNew
+from .opening import upgrade
 
 def _fill_name_columns(db: sqlite3.Connection) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""
@@ -123,12 +123,7 @@ def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[Step]] = MIGRA
     """Bring the layout up to ``len(migrations)``, inside the caller's
     transaction; returns the version found (0: a new file, given ``fresh``)."""
     found = db.execute("PRAGMA user_version").fetchone()[0]
-    SchemaTooNew.check(found, len(migrations))
-    if found == 0 and fresh:
-        apply(db, fresh)
-    else:
-        for version in range(found, len(migrations)):
-            apply(db, migrations[version])
+    upgrade(db, found, migrations, fresh, apply)
     if found != len(migrations):
         db.execute(f"PRAGMA user_version = {len(migrations)}")
     return found
