@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from usersvc import Schema, integer, text
 from usersvc.validation import Invalid
 from usersvc.storage import Precondition, StoreError, open_store
-from usersvc.storage.opening import declaration
+from usersvc.storage.stored import declaration
 
 NAMES = ["alpha", "beta", "gamma", "delta"]
 TEXTS = ["a", "A", "b c", "B-C", "ß", "SS", "ss x", "Zoë", "zo"]

@@ -106,6 +106,6 @@ class Watch:
             self._changed.notify_all()
 
 
-# Opening a store is start-up's, not a request's.
-from .opening import (SchemaMismatch, SchemaTooNew, check_fresh_ids, open_store,  # noqa: E402
-                      redact)
+# Opening a store, and what only start-up needs: not a request's.
+from .opening import open_store  # noqa: E402
+from .stored import SchemaMismatch, SchemaTooNew, check_fresh_ids, redact  # noqa: E402

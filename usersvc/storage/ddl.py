@@ -1,8 +1,7 @@
 """What a SQL store makes of a declaration when it opens, per dialect: the
 tables (``create_tables``), a field's columns (``column``, ``key_column``,
 ``words_column``), and the indexes, triggers and functions (``objects``),
-each a name and its statement, which ``evolution`` records and compares;
-and, for a ``restore``, raising the id and feed high-water marks.
+each a name and its statement, which ``evolution`` records and compares.
 
 A record's row: ``id``, each field, ``version``, and what SQL cannot
 compute as Python does: ``<field>__key``, a text field's case-folded value
@@ -15,36 +14,16 @@ commit, so positions follow commit order, and announces the change (``CHANNEL``)
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..fields import COLUMN_TYPES
-from .sql import POSTGRES, SQLITE, Table
+from .sql import SQLITE, Table
 
 
 class Object(NamedTuple):
     kind: str       # "index", "function" or "trigger"
     table: str      # the table it is on (for dropping a trigger)
     sql: str
-
-
-def raise_position(table: Table, db: Any, seq: int) -> None:
-    """Make ``seq`` the feed's high-water mark, if it is above it
-    (SQLite's ``AUTOINCREMENT`` follows the largest ``seq`` inserted)."""
-    if table.dialect is POSTGRES:
-        db.execute(f"SELECT setval('{table.changes_table}_seq', %s) "
-                   f"WHERE %s > (SELECT last_value FROM {table.changes_table}_seq)", (seq, seq))
-
-
-def raise_last_id(table: Table, db: Any, last_id: int) -> None:
-    """Make ``last_id`` the high-water mark, if it is above it."""
-    if table.dialect is SQLITE:   # the row exists once a record was inserted; make one if not
-        db.execute(f"INSERT INTO sqlite_sequence (name, seq) SELECT '{table.name}', 0 WHERE "
-                   f"NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '{table.name}')")
-        db.execute(f"UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = '{table.name}'",
-                   (last_id,))
-    else:
-        db.execute(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), %s) "
-                   f"WHERE %s > ({table.last_id})", (last_id, last_id))
 
 
 def column(table: Table, field: str) -> str:

@@ -1,7 +1,7 @@
 """A SQL store's collections brought up to their schemas at open, or refused.
 
 Each store records, in ``usersvc_collections``, every collection's
-declaration (``opening.declaration``) and the objects it made for it
+declaration (``stored.declaration``) and the objects it made for it
 (``ddl.objects``), by name and statement. At open, under the lock that
 makes processes open one at a time, ``evolve`` compares them with the
 schema's, as Django's migration autodetector and Alembic's compare do: a
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
 
 from ..validation import Schema
-from .opening import SchemaMismatch, declaration, schema_from
+from .stored import SchemaMismatch, declaration, schema_from
 from . import ddl
 from .sql import POSTGRES, SQLITE, Dialect, Table
 

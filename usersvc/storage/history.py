@@ -32,7 +32,7 @@ def collections_table(text: str) -> str:
     """Layout 4's table of declarations, in a dialect whose text type is ``text``."""
     return f"""CREATE TABLE usersvc_collections (
                    plural      {text} PRIMARY KEY,
-                   declaration {text} NOT NULL,   -- opening.declaration(), JSON
+                   declaration {text} NOT NULL,   -- stored.declaration(), JSON
                    objects     {text} NOT NULL    -- {{name: [kind, table, statement]}}
                )"""
 

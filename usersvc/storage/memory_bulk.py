@@ -18,7 +18,7 @@ from ..fields import words
 from ..validation import Schema
 from . import Conflict, Position, position
 from .feed import Change
-from .opening import check_fresh_ids
+from .stored import check_fresh_ids
 
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position
 

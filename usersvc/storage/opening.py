@@ -1,101 +1,13 @@
-"""Opening a store: ``open_store(url, collections)``, and what only
-opening, migrating or filling one needs (a store's layout newer than this
-usersvc, a stored collection its schema cannot open, what a store records
-of a schema, ids for ``restore``)."""
+"""Opening a store: ``open_store(url, collections)``, the one place that
+names every kind of store (each imported only when its URL is given)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable
 
 from ..release import install_hint
-from ..fields import MAX_INTEGER, Field, integer, text
 from ..validation import USER, Schema
-from . import Conflict, Storage
-
-
-class SchemaTooNew(RuntimeError):
-    """The database was written by a newer usersvc than this one."""
-
-    @classmethod
-    def check(cls, found: int, known: int) -> None:
-        """Raise if a database's schema version ``found`` is above ``known``."""
-        if found > known:
-            raise cls(f"the database has schema version {found}; this usersvc "
-                      f"knows versions up to {known}")
-
-
-def upgrade(db: Any, found: int, migrations: Sequence[Sequence[Any]], fresh: Sequence[Any],
-            apply: Callable[[Any, Sequence[Any]], None]) -> None:
-    """Apply what a layout at version ``found`` lacks: ``fresh`` to a new one
-    (0, when given), else each migration past ``found``; ``SchemaTooNew``
-    for a layout this usersvc does not know."""
-    SchemaTooNew.check(found, len(migrations))
-    if found == 0 and fresh:
-        apply(db, fresh)
-    else:
-        for version in range(found, len(migrations)):
-            apply(db, migrations[version])
-
-
-class SchemaMismatch(ValueError):
-    """A stored collection cannot be opened with its schema as declared (a
-    stored field the schema lacks, a new required field...): nothing was
-    changed. ``str()`` is one line naming the collection and the field."""
-
-
-def declaration(schema: Schema) -> dict[str, Any]:
-    """What a store records of the schema, to compare at its next open:
-    each field's stored type and whether it may be absent, and what is
-    indexed. (Not the rules' bounds: those hold for what is sent, and a
-    store keeps whatever passed them.)"""
-    return {"name": schema.name, "plural": schema.plural, "order": list(schema.fields),
-            "fields": {f: {"type": kind.type, "optional": f in schema.optional}
-                       for f, kind in schema.fields.items()},
-            "unique": sorted(schema.unique), "filters": sorted(schema.filters),
-            "sorts": sorted(schema.sorts[1:]), "words": sorted(schema.words),
-            "prefixes": sorted(schema.prefixes)}
-
-
-def schema_from(declaration: dict[str, Any]) -> Schema:
-    """A schema with a stored declaration's fields, indexes and names,
-    and no bounds on its values (for ``usersvc copy``, which moves
-    records that passed their own schema's rules)."""
-    kinds = {"text": text(2**31), "integer": integer(-MAX_INTEGER, MAX_INTEGER)}
-    order = declaration.get("order") or list(declaration["fields"])
-    fields = {f: kinds[declaration["fields"][f]["type"]] for f in order}
-    return Schema(declaration["name"], declaration["plural"], fields,
-                  optional=[f for f, kind in declaration["fields"].items() if kind["optional"]],
-                  **{what: declaration[what] for what in ("unique", "filters", "sorts", "words",
-                                                          "prefixes")})
-
-
-def record_maker(schema: Schema) -> Callable[[Sequence[Any]], Any]:
-    """How a SQL store makes a record from a row (``id``, the fields,
-    ``version``): ``schema.record._make``, with each value read back by its
-    kind (``Field.from_stored``) where a kind says more than the value."""
-    make = schema.record._make
-    read = [(at, kind.from_stored) for at, kind in enumerate(schema.fields.values(), 1)
-            if type(kind).from_stored is not Field.from_stored]
-    if not read:
-        return make
-
-    def made(row: Sequence[Any]) -> Any:
-        values = list(row)
-        for at, from_stored in read:
-            if values[at] is not None:
-                values[at] = from_stored(values[at])
-        return make(values)
-    return made
-
-
-def check_fresh_ids(records: Sequence[Any], handed_out: int) -> None:
-    """``restore`` takes only ids above every id the store has handed out:
-    ids are never reused (and a version, with its id, names one content
-    for good, which the SQLite store's kept records rely on)."""
-    if records and min(r.id for r in records) <= handed_out:
-        raise Conflict(f"Ids are never reused: this store has handed out ids up to "
-                       f"{handed_out}, and record {min(r.id for r in records)} is not above that.")
+from . import Storage
 
 
 def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
@@ -142,14 +54,3 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
             raise ValueError(f"{scheme}:// needs psycopg: {install_hint('postgres')} ({e})") from None
         return PostgresStorage(url, schemas)
     raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
-
-
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***``, for logs and messages."""
-    scheme, sep, rest = url.partition("://")
-    authority, slash, path = rest.partition("/")
-    user, at, host = authority.rpartition("@")
-    if sep and at and ":" in user:
-        user = user.split(":", 1)[0] + ":***"
-        return f"{scheme}{sep}{user}@{host}{slash}{path}"
-    return url

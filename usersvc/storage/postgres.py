@@ -35,7 +35,7 @@ from ..validation import Schema
 from . import Conflict, NotFound, StaleVersion, StoreUnavailable, WriteHealth
 from .evolution import declared, evolve
 from .keys import Answer, Key, SQLKeys
-from .opening import redact
+from .stored import redact
 from .postgres_migrations import migrate
 from .postgres_notify import Listener
 from .sql import POSTGRES, SQLRecords, Table

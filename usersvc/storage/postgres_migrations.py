@@ -16,7 +16,7 @@ import psycopg
 
 from . import history
 from .evolution import Step, apply
-from .opening import upgrade
+from .stored import upgrade
 
 def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""

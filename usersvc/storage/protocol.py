@@ -21,7 +21,7 @@ Errors::
           +-- KeyReused    an idempotency key, another request (``keys``)
      +-- StoreUnavailable  busy or down; try again later (HTTP 503)
           +-- WritesFailing  a full disk, an I/O error, a read-only database (HTTP 503)
-    SchemaMismatch         a stored collection the schema cannot open as it is (``opening``)
+    SchemaMismatch         a stored collection the schema cannot open as it is (``stored``)
 
 What the stores share at run time is the package's (``usersvc.storage``).
 """

@@ -29,7 +29,7 @@ from ..fields import words
 from ..validation import Schema
 from . import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
 from .keys import Key
-from .opening import record_maker
+from .stored import record_maker
 from .sql_bulk import PageQueries, SQLBulk
 
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import Conflict, Position
 from .feed import Change
-from .opening import check_fresh_ids
+from .stored import check_fresh_ids
 
 LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
 
@@ -188,7 +188,6 @@ class SQLBulk:
         self._restore([c.record for c in changes if c.record is not None], changes, last_id)
 
     def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
-        from . import ddl           # (which imports this module, through sql)
         table = self.table
         with self.storage.transaction() as db:
             check_fresh_ids([*records, *changes], int(db.execute(table.last_id).fetchone()[0]))
@@ -204,10 +203,30 @@ class SQLBulk:
                     db.cursor().executemany(table.restore_change, [
                         (c.seq, c.id, *(absent if c.record is None else c.record[1:]))
                         for c in changes])
-                    ddl.raise_position(table, db, max(c.seq for c in changes))
+                    _raise_position(table, db, max(c.seq for c in changes))
             except self.storage.unique_violation as e:
                 raise Conflict(f"The store already holds one of these records ({e}).") from None
             top = max([last_id, *(r.id for r in records), *(c.id for c in changes)])
             if top > 0:
-                ddl.raise_last_id(table, db, top)
+                _raise_last_id(table, db, top)
         self.watch.notify()
+
+
+def _raise_position(table: Any, db: Any, seq: int) -> None:
+    """Make ``seq`` the feed's high-water mark, if it is above it
+    (SQLite's ``AUTOINCREMENT`` follows the largest ``seq`` inserted)."""
+    if table.dialect.name == "postgres":
+        db.execute(f"SELECT setval('{table.changes_table}_seq', %s) "
+                   f"WHERE %s > (SELECT last_value FROM {table.changes_table}_seq)", (seq, seq))
+
+
+def _raise_last_id(table: Any, db: Any, last_id: int) -> None:
+    """Make ``last_id`` the high-water mark, if it is above it."""
+    if table.dialect.name == "sqlite":   # the row exists once a record was inserted; make one if not
+        db.execute(f"INSERT INTO sqlite_sequence (name, seq) SELECT '{table.name}', 0 WHERE "
+                   f"NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '{table.name}')")
+        db.execute(f"UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = '{table.name}'",
+                   (last_id,))
+    else:
+        db.execute(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), %s) "
+                   f"WHERE %s > ({table.last_id})", (last_id, last_id))

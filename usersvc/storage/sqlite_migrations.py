@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from . import history
 from .evolution import Step, apply
-from .opening import upgrade
+from .stored import upgrade
 
 def _fill_name_columns(db: sqlite3.Connection) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""
