@@ -24,6 +24,7 @@ from ..validation import Schema
 from . import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
 from .keys import Key, MemoryKeys
 from .memory_bulk import MemoryBulk
+from .stored import Collections
 
 _log = logging.getLogger("usersvc.storage")
 
@@ -124,20 +125,13 @@ class Indexes:
 
 
 
-class MemoryStorage:
+class MemoryStorage(Collections):
     def __init__(self, schemas: Iterable[Schema] | None) -> None:
         if schemas is None:
             raise ValueError("memory:// holds nothing yet: name its collections")
         self.schemas = tuple(schemas)
         self.keys = MemoryKeys()
         self.collections = {s.plural: MemoryRecords(s, self.keys) for s in self.schemas}
-
-    def __getitem__(self, plural: str) -> MemoryRecords:
-        return self.collections[plural]
-
-    def stop_waiting(self) -> None:
-        for records in self.collections.values():
-            records.stop_waiting()
 
     def close(self) -> None:
         self.stop_waiting()

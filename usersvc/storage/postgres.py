@@ -35,7 +35,7 @@ from ..validation import Schema
 from . import Conflict, NotFound, StaleVersion, StoreUnavailable, WriteHealth
 from .evolution import declared, evolve
 from .keys import Answer, Key, SQLKeys
-from .stored import redact
+from .stored import Collections, redact
 from .postgres_migrations import migrate
 from .postgres_notify import Listener
 from .sql import POSTGRES, SQLRecords, Table
@@ -82,7 +82,7 @@ class PoolUse(NamedTuple):
     waiting: int
 
 
-class PostgresStorage:
+class PostgresStorage(Collections):
     unique_violation = psycopg.errors.UniqueViolation
 
     def __init__(self, url: str, schemas: Iterable[Schema] | None, *,
@@ -151,9 +151,6 @@ class PostgresStorage:
             self._pool.open()
             self._listener = Listener(self._conninfo, self._wake)
             self._pid = os.getpid()
-
-    def __getitem__(self, plural: str) -> PostgresRecords:
-        return self.collections[plural]
 
     @contextmanager
     def connection(self, writing: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -226,10 +223,6 @@ class PostgresStorage:
         stats = self._pool.get_stats()
         return PoolUse(stats["pool_size"], stats["pool_size"] - stats["pool_available"],
                        stats["pool_max"], stats["requests_waiting"])
-
-    def stop_waiting(self) -> None:
-        for records in self.collections.values():
-            records.stop_waiting()
 
     def close(self) -> None:
         self.stop_waiting()

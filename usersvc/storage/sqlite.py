@@ -34,6 +34,7 @@ from .sqlite_connections import Connection, Connections, Writer
 from .sqlite_errors import retrying, roll_back
 from .sqlite_migrations import migrate
 from .sqlite_pages import SQLiteRecords
+from .stored import Collections
 
 T = TypeVar("T")
 log = logging.getLogger("usersvc.storage")
@@ -43,7 +44,7 @@ log = logging.getLogger("usersvc.storage")
 POLL_INTERVAL = 0.2
 
 
-class SQLiteStorage:
+class SQLiteStorage(Collections):
     unique_violation = sqlite3.IntegrityError
 
     def __init__(self, path: str, schemas: Iterable[Schema] | None, *,
@@ -98,9 +99,6 @@ class SQLiteStorage:
             db.answers.clear()          # its own commit does not change its data_version
         self.health.worked()
 
-    def __getitem__(self, plural: str) -> SQLiteRecords:
-        return self.collections[plural]
-
     def _write_alone(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """A write to a private in-memory database (no writer thread)."""
         with self.transaction() as db:
@@ -126,10 +124,6 @@ class SQLiteStorage:
 
     def listen(self) -> None:
         """Other processes' commits are seen by polling."""
-
-    def stop_waiting(self) -> None:
-        for records in self.collections.values():
-            records.stop_waiting()
 
     def close(self) -> None:
         self.stop_waiting()

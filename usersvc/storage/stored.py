@@ -2,7 +2,7 @@
 stores (below ``opening``, which names them): a schema as a store records
 it (``declaration``, ``schema_from``), a row made a record
 (``record_maker``), a layout brought up to date (``upgrade``) or refused
-(``SchemaTooNew``, ``SchemaMismatch``), ids a ``restore`` may take
+(``SchemaTooNew``, ``SchemaMismatch``), a store's ``Collections``, ids a ``restore`` may take
 (``check_fresh_ids``), and a storage URL as logs may show it (``redact``)."""
 from __future__ import annotations
 
@@ -23,6 +23,19 @@ class SchemaTooNew(RuntimeError):
         if found > known:
             raise cls(f"the database has schema version {found}; this usersvc "
                       f"knows versions up to {known}")
+
+
+class Collections:
+    """A store's collections by plural, as ``Storage`` asks for them."""
+
+    collections: dict[str, Any]
+
+    def __getitem__(self, plural: str) -> Any:
+        return self.collections[plural]
+
+    def stop_waiting(self) -> None:
+        for records in self.collections.values():
+            records.stop_waiting()
 
 
 def upgrade(db: Any, found: int, migrations: Sequence[Sequence[Any]], fresh: Sequence[Any],
