@@ -1,5 +1,5 @@
 """usersvc/representation (Representations): kept encodings are reused only for an
-equal record, a page is the join of its records' kept encodings, and ETags name versions."""
+equal record, pages only for equal records, and ETags name versions."""
 from __future__ import annotations
 
 import pytest
@@ -37,7 +37,7 @@ def test_a_page_is_the_join_of_its_records_and_its_etag_follows_its_bytes():
     page = [ADA, User(id=2, name="Bea", email="bea@example.org", version=1)]
     body, tag = kept.many(page, JSON)
     assert body == b"[" + b",".join(JSON.render(USER, USER.as_dict(u)) for u in page) + b"]"
-    assert kept.many(list(page), JSON) == (body, tag)        # equal records: the same bytes, tag
+    assert kept.many(list(page), JSON) == (body, tag)                  # equal records: kept
     changed = [ADA, User(id=2, name="Bea", email="bea@example.org", version=1)._replace(name="Bee")]
     other_body, other_tag = kept.many(changed, JSON)
     assert b"Bee" in other_body and other_tag != tag

@@ -58,16 +58,14 @@ def _good_host(host: str) -> bool:
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 # Methods whose response carries a representation, so Accept matters.
 _NEGOTIATED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH"})
-# Methods whose request carries a body the service reads.
-_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})        # whose body the service reads
 
 
 class App:
     """A WSGI application serving the collections added to it."""
 
     def __init__(self, settings: Settings | None = None) -> None:
-        settings = Settings() if settings is None else settings
-        self.settings = settings
+        self.settings = settings = Settings() if settings is None else settings
         self.max_body_size = settings.max_body_size
         self.waiting = Waiting(settings.max_waiting)
         #: Where features plug in (see the module's text).

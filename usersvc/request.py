@@ -21,8 +21,7 @@ from .problems import title
 #: What a path may hold unescaped in a URL the service writes (as WebOb).
 PATH_SAFE = "/~!$&'()*+,;=:@"
 
-#: Where a request's id is kept in the environ (``ops.AccessLog`` puts it
-#: there; the app's error log reads it).
+#: Where ``ops.AccessLog`` keeps a request's id in the environ (for the error log).
 REQUEST_ID_KEY = "usersvc.request_id"
 
 

@@ -217,23 +217,25 @@ def read_document(req: Request, schema: Schema) -> Any:
 
 # -- kept encodings and ETags ------------------------------------------------
 #
-# Each record's encoding in each format is kept with the record it was made
-# from, and used again only for a record equal to that one (the same id,
-# fields and version): never another record's bytes, or an old version's. A
-# page's ETag hashes its records' digests, not the whole page. ``etag``
-# names a record's version in a format; ``version_in`` reads it back out of
-# an ETag a client sends.
+# A record's encoding in a format is kept with the record it was made from,
+# used again only for an equal record (same id, fields and version). A page's
+# ETag hashes its records' digests; the last pages are kept with their
+# records, served again for equal records. ``etag`` names a record's version
+# in a format; ``version_in`` reads it back out of an ETag a client sends.
 
 Encoding = list     # [record, its encoding, its digest (made when first on a page)]
 
 
 class Representations:
     """The kept encodings of one collection's records: at most ``size`` per
-    format (when full, they are all let go and kept again as asked for)."""
+    format (when full, they are all let go and kept again as asked for),
+    and the last ``pages`` pages."""
 
-    def __init__(self, schema: Schema, size: int = 100_000) -> None:
-        self.schema, self.size = schema, size
+    def __init__(self, schema: Schema, size: int = 100_000, pages: int = 64) -> None:
+        self.schema, self.size, self.pages = schema, size, pages
         self._kept: dict[str, dict[int, Encoding]] = {}
+        # (format, first id, count) -> (records, body, tag)
+        self._pages: dict[tuple[str, int, int], tuple[list[Any], bytes, str]] = {}
 
     def one(self, record: Any, fmt: Format) -> bytes:
         """A record's representation."""
@@ -241,6 +243,11 @@ class Representations:
 
     def many(self, records: list[Any], fmt: Format) -> tuple[bytes, str]:
         """A page: its bytes, and a strong ETag for them."""
+        key = (fmt.name, records[0].id if records else 0, len(records))
+        page = self._pages.get(key)
+        # (The memory store hands back the very records: identity checks.)
+        if page is not None and page[0] == records:
+            return page[1], page[2]
         parts, digests = [], [fmt.name.encode()]
         for record in records:
             encoding = self._encoding(record, fmt)
@@ -249,7 +256,11 @@ class Representations:
             parts.append(encoding[1])
             digests.append(encoding[2])
         body = fmt.join(self.schema, parts)
-        return body, '"' + hashlib.sha256(b"".join(digests)).hexdigest()[:24] + '"'
+        tag = '"' + hashlib.sha256(b"".join(digests)).hexdigest()[:24] + '"'
+        if len(self._pages) >= self.pages:
+            self._pages.clear()
+        self._pages[key] = (records, body, tag)
+        return body, tag
 
     def _encoding(self, record: Any, fmt: Format) -> Encoding:
         kept = self._kept.get(fmt.name)

@@ -1,8 +1,6 @@
 """What every store shares at run time: ``Watch`` (requests waiting for
-changes), ``WriteHealth`` and ``checked_id``. What a store promises, the
-errors it raises and ``Precondition`` are ``protocol``'s (all importable
-from here); opening one is ``opening``'s (``open_store``).
-"""
+changes), ``WriteHealth``, ``checked_id``. What a store promises and the
+errors it raises are ``protocol``'s; opening one is ``opening``'s."""
 from __future__ import annotations
 
 import logging
