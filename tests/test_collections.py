@@ -156,6 +156,18 @@ def test_a_books_page_asks_for_the_required_fields_and_a_number_for_the_year(lib
     assert 'href="/users"' in root and 'href="/books"' in root
 
 
+def test_serve_py_serves_collections_named_by_module_and_name(store_url, tmp_path):
+    # serve.py's folder is on the path, as it is for `python serve.py` in a checkout.
+    served = Served("--storage", store_url, "--collections", "examples.library:BOOKS", cwd=tmp_path)
+    try:
+        assert call(served.address, "POST", "/books", DUNE)[0] == 201
+        assert call(served.address, "POST", "/users", {"name": "Ada", "email": "a@example.org"})[0] == 201
+        status, _, body = call(served.address, "GET", "/openapi.json")
+        assert status == 200 and "/books/{id}" in json.loads(body)["paths"]
+    finally:
+        assert served.stop() == 0
+
+
 def test_examples_library_serves_users_and_books(store_url, tmp_path):
     served = Served("--storage", store_url, cwd=tmp_path, script=ROOT / "examples" / "library.py")
     try:

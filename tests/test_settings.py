@@ -75,3 +75,42 @@ def test_tokens_are_checked_when_the_settings_are_made():
     with pytest.raises(SettingError, match="^tokens cannot be used: a token's scope"):
         Settings(tokens={"a-token-of-sixteen-chars": "admin"})
     assert Settings(tokens={"a-token-of-sixteen-chars": "read"}).tokens is not None
+
+
+# -- the collections to serve, by name (module:NAME) -------------------------
+
+def test_collections_are_named_module_colon_name_and_users_come_first(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    from examples.library import BOOKS
+    from usersvc import USER
+    from usersvc.server import parse_args
+    from_variable = Settings.from_environment({"USERSVC_COLLECTIONS": "examples.library:BOOKS"})
+    from_option = parse_args(["--collections", "examples.library:BOOKS"]).settings
+    assert from_variable.collections == from_option.collections == (USER, BOOKS)
+    # A list that names users places them itself; a tuple is a whole set.
+    assert Settings.from_environment({"USERSVC_COLLECTIONS": "examples.library:BOOKS, "
+                                      "usersvc:USER"}).collections == (BOOKS, USER)
+    monkeypatch.setattr("examples.library.SHELF", (BOOKS,), raising=False)
+    assert Settings.from_environment(
+        {"USERSVC_COLLECTIONS": "examples.library:SHELF"}).collections == (BOOKS,)
+    assert Settings.from_environment({}).collections is None
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("examples.library", "'examples.library' is not module:NAME"),
+    ("no_such_module:BOOKS", "no_such_module:BOOKS: No module named 'no_such_module'"),
+    ("usersvc:BOOKS", "usersvc has no BOOKS"),
+    ("usersvc:text", "usersvc:text is not a Schema or a tuple of them"),
+])
+def test_a_collection_that_cannot_be_had_is_refused_in_the_sources_spelling(text, problem):
+    with pytest.raises(SettingError) as refused:
+        Settings.from_environment({"USERSVC_COLLECTIONS": text})
+    assert str(refused.value) == f"USERSVC_COLLECTIONS cannot be used: {problem}"
+
+
+def test_serve_py_serves_the_collections_it_is_told_and_refuses_a_bad_one_in_one_line(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "serve.py"), "--storage", "memory://",
+                           "--port", "0", "--collections", "usersvc:BOOKS"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (
+        2, "usersvc: --collections cannot be used: usersvc has no BOOKS\n")

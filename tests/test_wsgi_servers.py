@@ -171,6 +171,8 @@ def test_each_server_command_the_docs_show_serves(tmp_path, server):
         pytest.skip(f"{server} is not installed (pip install {server})")
     commands = shown_commands(server)
     assert commands, f"the docs show no {server} command"
+    assert any("USERSVC_COLLECTIONS=" in c for c in commands), f"no {server} recipe with collections"
+    shutil.copy(ROOT / "examples" / "library.py", tmp_path / "library.py")    # "your library.py"
     for command in commands:
         port = free_port()
         assert "127.0.0.1:8080" in command
@@ -194,12 +196,44 @@ def test_each_server_command_the_docs_show_serves(tmp_path, server):
                                    {"name": "Ada", "email": f"ada{port}@example.org"})
             assert status == 201
             assert call(("127.0.0.1", port), "GET", f"/users/{json.loads(body)['id']}")[0] == 200
+            if "USERSVC_COLLECTIONS" in settings:     # the books, over both workers
+                served_books(("127.0.0.1", port), port)
         finally:
             process.send_signal(signal.SIGTERM)
             _, errors = process.communicate(timeout=30)
         assert process.returncode == 0, errors
         assert "Traceback" not in errors
     assert (tmp_path / "users.db").exists()     # USERSVC_STORAGE, in the working directory
+
+
+def served_books(at, tag):
+    """The declared books are served: writes, their pages, feed and OpenAPI."""
+    made = [call(at, "POST", "/books", {"title": f"Book {i}", "isbn": f"{tag}-{i}"})
+            for i in range(6)]
+    assert [status for status, _, _ in made] == [201] * 6
+    first = json.loads(made[0][2])["id"]
+    status, headers, page = call(at, "GET", f"/books/{first}", headers={"Accept": "text/html"})
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert b"Book 0" in page
+    status, _, feed = call(at, "GET", "/books/changes?limit=1000")
+    assert status == 200 and [e["book"]["isbn"] for e in json.loads(feed)][-6:] == \
+        [f"{tag}-{i}" for i in range(6)]
+    status, _, document = call(at, "GET", "/openapi.json")
+    assert status == 200 and "/books/changes" in json.loads(document)["paths"]
+
+
+@pytest.mark.parametrize("preload", [False, True], ids=["", "preload"])
+def test_collections_that_cannot_be_had_are_one_line_and_gunicorn_stops(tmp_path, preload):
+    shutil.copy(ROOT / "examples" / "library.py", tmp_path / "library.py")
+    args = [str(GUNICORN), "--bind", "127.0.0.1:0", "--workers", "2",
+            *(["--preload"] if preload else []), "usersvc.wsgi:app"]
+    done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "USERSVC_STORAGE": "memory://",
+                               "USERSVC_COLLECTIONS": "library:NOVELS"})
+    assert done.returncode in ((4,) if preload else (4, 1))
+    ours = {line for line in done.stderr.splitlines() if line.startswith("usersvc:")}
+    assert ours == {"usersvc: USERSVC_COLLECTIONS cannot be used: library has no NOVELS"}
+    assert "usersvc/" not in done.stderr
 
 
 def test_the_mod_wsgi_script_the_docs_show_gives_the_app(tmp_path):

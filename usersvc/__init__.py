@@ -74,10 +74,12 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
 
 
 def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -> App:
-    """The app ``settings`` describe, serving ``collections`` from
-    ``settings.storage`` (a server's ``prefix`` and access log are the
-    server's to add around it)."""
+    """The app ``settings`` describe, serving ``collections`` (``None``:
+    ``settings.collections``, else users) from ``settings.storage`` (a
+    server's ``prefix`` and access log are the server's to add around it)."""
     storage = settings.storage
+    if collections is None:
+        collections = settings.collections
     app = App(settings)
     pages.plug(app)         # HTML for people, and the files the pages load
     # The service's own paths: its root, its description, its health.

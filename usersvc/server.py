@@ -87,6 +87,10 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--metrics-host", default=None, metavar="ADDR",
                    help="the address the metrics port listens on (with --metrics-port; "
                         "default: 127.0.0.1)")
+    p.add_argument("--collections", default=None, metavar="MODULE:NAME,...",
+                   help="serve these collections: each NAME in MODULE a Schema or a tuple of "
+                        "them (examples.library:BOOKS); users too, unless the list names them "
+                        "or a tuple (default: users)")
     p.add_argument("--version", action="version", version=f"usersvc {VERSION}")
     return p
 
@@ -105,7 +109,8 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
     if args.metrics_host is not None and args.metrics_port is None:
         p.error("--metrics-host needs --metrics-port (the port metrics are served on)")
     given = {name: getattr(args, name) for name in
-             ("storage", "max_body_size", "prefix", "tokens_file", "idempotency_ttl")}
+             ("storage", "max_body_size", "prefix", "tokens_file", "idempotency_ttl",
+              "collections")}
     args.settings = Settings.from_text(
         {k: v for k, v in given.items() if v is not None}, as_option,
         cors_origins=args.cors_origin, max_waiting=args.threads // 2, access_log=args.access_log,
@@ -122,7 +127,8 @@ def _did_you_mean(parser: argparse.ArgumentParser, given: str) -> str:
 
 def main(argv: Sequence[str] | None = None, commands: bool = False,
          collections: Iterable[Schema] = (USER,)) -> int:
-    """Serve ``collections`` (``examples/library.py`` serves users and books)."""
+    """Serve ``collections`` (``examples/library.py`` serves users and
+    books), or those ``--collections`` names."""
     try:
         args = parse_args(argv, commands)
     except SettingError as e:
@@ -142,7 +148,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
                   file=sys.stderr)
             return 2
     try:
-        app = build_app(settings, collections)
+        app = build_app(settings, settings.collections or collections)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         print(f"usersvc: cannot open storage {redact(settings.storage)}: {e}", file=sys.stderr)
         return 2

@@ -56,8 +56,10 @@ class Settings:
     ``max_waiting`` the requests that may wait for changes at once;
     ``idempotency_ttl`` seconds; ``metrics`` counts for Prometheus (the
     ``metrics`` extra). The rest are for a server around the app:
-    ``prefix`` (a path to mount it under), ``access_log``, and
-    ``metrics_port`` / ``metrics_host`` (where a server serves the metrics)."""
+    ``prefix`` (a path to mount it under), ``access_log``,
+    ``metrics_port`` / ``metrics_host`` (where a server serves the metrics),
+    and ``collections``, the schemas to serve (``None``: users), which a
+    server reads as ``module:NAME`` entries (``read_collections``)."""
 
     storage: Any = DEFAULT_STORAGE           # a URL, or an open store
     max_body_size: int = DEFAULT_MAX_BODY_SIZE
@@ -70,6 +72,7 @@ class Settings:
     access_log: bool = False
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    collections: tuple[Any, ...] | None = None   # the schemas to serve (None: users)
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -117,6 +120,8 @@ class Settings:
                     if text not in ("0", "1"):
                         raise SettingError(name, f"must be 0 or 1, not {text!r}")
                     values[name] = text == "1"
+                elif name == "collections":
+                    values[name] = read_collections(text)
                 elif name in _LEAST:
                     values[name] = _whole(name, text)
                 else:
@@ -142,7 +147,7 @@ class Settings:
 #: What a server reads as text (options, variables): every field but
 #: ``tokens`` (read from ``tokens_file``) and ``metrics`` (on with a port).
 READ_FROM_TEXT = ("storage", "tokens_file", "cors_origins", "max_body_size", "prefix",
-                  "max_waiting", "access_log", "idempotency_ttl")
+                  "max_waiting", "access_log", "idempotency_ttl", "collections")
 
 
 #: The whole numbers among the settings, and the least each may be.
@@ -173,3 +178,35 @@ def _tokens_file(path: str) -> Any:
         return load_tokens(path)
     except (OSError, ValueError) as e:
         raise SettingError("tokens_file", f"cannot be used: {e}") from None
+
+
+def read_collections(text: str) -> tuple[Any, ...]:
+    """The schemas ``module:NAME`` entries name, separated by commas
+    (``examples.library:BOOKS``): each NAME a ``Schema``, or a tuple of
+    them. Users come first unless the list says otherwise: a tuple is a
+    whole set of collections, and a list that names a ``users`` collection
+    places it itself."""
+    import importlib
+    from .validation import USER, Schema
+    schemas: list[Schema] = []
+    whole = False
+    for entry in (e.strip() for e in text.split(",")):
+        module_name, colon, name = entry.partition(":")
+        if not (module_name and colon and name.isidentifier()):
+            raise SettingError("collections", f"cannot be used: {entry!r} is not module:NAME")
+        try:
+            value = getattr(importlib.import_module(module_name), name)
+        except ImportError as e:
+            raise SettingError("collections", f"cannot be used: {entry}: {e}") from None
+        except AttributeError:
+            raise SettingError("collections", f"cannot be used: {module_name} has no "
+                                              f"{name}") from None
+        found = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+        if not found or not all(isinstance(schema, Schema) for schema in found):
+            raise SettingError("collections", f"cannot be used: {entry} is not a Schema "
+                                              f"or a tuple of them")
+        whole = whole or isinstance(value, (tuple, list))
+        schemas += found
+    if not whole and all(schema.plural != "users" for schema in schemas):
+        schemas.insert(0, USER)
+    return tuple(schemas)
