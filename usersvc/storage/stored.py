@@ -2,8 +2,10 @@
 stores (below ``opening``, which names them): a schema as a store records
 it (``declaration``, ``schema_from``), a row made a record
 (``record_maker``), a layout brought up to date (``upgrade``) or refused
-(``SchemaTooNew``, ``SchemaMismatch``), a store's ``Collections``, ids a ``restore`` may take
-(``check_fresh_ids``), and a storage URL as logs may show it (``redact``)."""
+(``SchemaTooNew``, ``SchemaMismatch``), a store's ``Collections``, the ids
+a ``restore`` may take (``check_fresh_ids``), and a storage URL as logs
+may show it (``redact``).
+"""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
