@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from books import BOOKS
+from conftest import opened
 from helpers import ROOT
 
 from usersvc import USER
@@ -54,9 +55,7 @@ def all_users(store):
 
 @pytest.fixture
 def library(store_url):
-    storage = open_store(store_url, (USER, BOOKS))
-    yield storage
-    storage.close()
+    yield from opened(store_url, (USER, BOOKS))
 
 
 def test_copy_into_each_store_keeps_everything(source_url, library):
