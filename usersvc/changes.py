@@ -75,9 +75,7 @@ class Changes:
 
     def __init__(self, schema: Schema, store: Any, representations: Representations,
                  waiting: Waiting) -> None:
-        self.schema = schema
-        self.store = store
-        self.representations = representations
+        self.schema, self.store, self.representations = schema, store, representations
         self.waiting = waiting
 
     def on_get(self, req: Request, fmt: Format) -> Response:

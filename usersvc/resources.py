@@ -69,12 +69,9 @@ class Records:
 
     def __init__(self, schema: Schema, store: Any, representations: Representations,
                  write: WriteHook | None = None, offers: Offers = DEFAULT) -> None:
-        self.offers = offers
-        self.schema = schema
-        self.store = store
-        self.representations = representations
+        self.schema, self.store, self.representations = schema, store, representations
+        self.write, self.offers = write, offers
         self.feed = isinstance(store, ChangeFeed)   # the store keeps a change feed
-        self.write = write
 
 
 class Collection(Records):

@@ -18,12 +18,12 @@ from ..fields import words
 from ..validation import Schema
 from . import Conflict, Position, position
 from .feed import Change
-from .stored import check_fresh_ids
+from .stored import Restores, check_fresh_ids
 
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position
 
 
-class MemoryBulk:
+class MemoryBulk(Restores):
     """``RecordStore.list``, ``count``, ``restore`` and the feed's reads (a
     ``MemoryRecords``'s)."""
 
@@ -80,12 +80,6 @@ class MemoryBulk:
         ids = matches(self._indexes, filters, q, self._records)
         self.touched += len(ids)
         return [self._records[i] for i in ids]
-
-    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
-        self._restore(records, (), last_id)
-
-    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
-        self._restore([c.record for c in changes if c.record is not None], changes, last_id)
 
     def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
         with self._lock:

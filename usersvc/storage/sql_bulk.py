@@ -15,7 +15,7 @@ from typing import Any
 
 from . import Conflict, Position
 from .feed import Change
-from .stored import check_fresh_ids
+from .stored import Restores, check_fresh_ids
 
 LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
 
@@ -136,7 +136,7 @@ def _where(conditions: list[str]) -> str:
     return " WHERE " + " AND ".join(conditions) if conditions else ""
 
 
-class SQLBulk:
+class SQLBulk(Restores):
     """``RecordStore.list``, ``count``, ``restore`` and the feed's reads (an
     ``SQLRecords``'s)."""
 
@@ -180,12 +180,6 @@ class SQLBulk:
 
     def stop_waiting(self) -> None:
         self.watch.close()
-
-    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
-        self._restore(records, (), last_id)
-
-    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
-        self._restore([c.record for c in changes if c.record is not None], changes, last_id)
 
     def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
         table = self.table

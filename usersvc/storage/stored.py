@@ -2,9 +2,9 @@
 stores (below ``opening``, which names them): a schema as a store records
 it (``declaration``, ``schema_from``), a row made a record
 (``record_maker``), a layout brought up to date (``upgrade``) or refused
-(``SchemaTooNew``, ``SchemaMismatch``), a store's ``Collections``, the ids
-a ``restore`` may take (``check_fresh_ids``), and a storage URL as logs
-may show it (``redact``).
+(``SchemaTooNew``, ``SchemaMismatch``), a store's ``Collections`` and
+``Restores``, the ids a ``restore`` may take (``check_fresh_ids``), and a
+storage URL as logs may show it (``redact``).
 """
 from __future__ import annotations
 
@@ -38,6 +38,18 @@ class Collections:
     def stop_waiting(self) -> None:
         for records in self.collections.values():
             records.stop_waiting()
+
+
+class Restores:
+    """``restore`` and ``restore_changes``, as one ``_restore(records,
+    changes, last_id)`` of the store's (the changes' records, when given)."""
+
+    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        self._restore(records, (), last_id)
+
+    def restore_changes(self, changes: Sequence[Any], *, last_id: int = 0) -> None:
+        self._restore([c.record for c in changes if c.record is not None],
+                      changes, last_id)
 
 
 def upgrade(db: Any, found: int, migrations: Sequence[Sequence[Any]], fresh: Sequence[Any],
