@@ -128,6 +128,10 @@ class Schema:
     def __repr__(self) -> str:
         return f"<Schema {self.plural}>"
 
+    def text_of(self, name: str, value: Any) -> str:
+        """A member's value as text (XML, pages): its kind's ``to_text``."""
+        return self.fields[name].to_text(value) if name in self.fields else str(value)
+
     def as_dict(self, record: Any) -> dict[str, Any]:
         """The record's representation, field by field; an absent optional
         field is left out."""

@@ -133,8 +133,8 @@ def record_page(req: Request, schema: Schema, record: Any, tag: str) -> Response
     collection_url = f"{_base(req)}/{schema.plural}"
     values = schema.as_dict(record)
     first = next(iter(schema.fields), "id")
-    heading = _text_of(schema, first, values[first]) if first in values else str(record.id)
-    fields = Html("".join(f"<dt>{escape(k)}</dt><dd>{escape(_text_of(schema, k, v))}</dd>\n"
+    heading = schema.text_of(first, values[first]) if first in values else str(record.id)
+    fields = Html("".join(f"<dt>{escape(k)}</dt><dd>{escape(schema.text_of(k, v))}</dd>\n"
                           for k, v in values.items()))
     main = fill("record", kind=schema.name, collection_url=collection_url, plural=schema.plural,
                 heading=heading, fields=fields, etag=tag, url=f"{collection_url}/{record.id}",
@@ -191,7 +191,7 @@ class HTMLFormat(Format):
         """One row: each field, the id and the first other field linking
         to the record's page."""
         link = f'<a href="{escape(schema.plural)}/{record["id"]}">'
-        cells = [escape(_text_of(schema, name, record[name]) if name in record else "")
+        cells = [escape(schema.text_of(name, record[name]) if name in record else "")
                  for name in schema.field_names]
         cells[0] = link + cells[0] + "</a>"
         if len(cells) > 1:
@@ -258,9 +258,3 @@ def plug(app: Any) -> None:
 
 def _text(value: Any) -> str:
     return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-
-
-def _text_of(schema: Schema, name: str, value: Any) -> str:
-    """A field's value as its kind writes it (``id``: the number)."""
-    kind = schema.fields.get(name)
-    return str(value) if kind is None else kind.to_text(value)

@@ -42,9 +42,7 @@ class XMLFormat(Format):
     problem_type = "application/problem+xml; charset=utf-8"
 
     def render(self, schema, record):
-        kinds = schema.fields
-        inner = "".join(f"<{k}>{_text(v if k not in kinds else kinds[k].to_text(v))}</{k}>"
-                        for k, v in record.items())
+        inner = "".join(f"<{k}>{_text(schema.text_of(k, v))}</{k}>" for k, v in record.items())
         return f"<{schema.name}>{inner}</{schema.name}>".encode()
 
     def join(self, schema, rendered):
