@@ -13,6 +13,12 @@ the scrapes' own cost is in the figure too. Figures are medians of the
 rounds, in requests per second, and the ratio of "off" over "on": the
 time a request takes with metrics on, as a multiple of without.
 
+``--gunicorn``: instead, gunicorn (``usersvc.wsgi:app``, two gthread
+workers of 4 threads, on core 0) on a SQLite file, with
+``USERSVC_METRICS_PORT`` and ``USERSVC_METRICS_DIR`` (every worker's
+counts in files, added up at the scrape, scraped once a second) and
+without, in turns, under the same load.
+
 ``--instructions``: instead, serve.py itself under valgrind's callgrind,
 with metrics and without, serving 100 and then 300 requests (GET of one,
 POST) on one keep-alive connection: instructions a request over HTTP,
@@ -28,6 +34,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -66,6 +73,41 @@ def measure(storage: str, metrics: bool, cwd: str, seconds: int) -> dict[str, fl
                 scraper.join()
     finally:
         server.stop()
+
+
+def gunicorn_measure(metrics: bool, cwd: str, seconds: int) -> dict[str, float]:
+    port = overhttp.free_port()
+    env = {**os.environ, "USERSVC_STORAGE": f"sqlite:///{cwd}/u.db"}
+    if metrics:
+        (Path(cwd) / "metrics").mkdir()
+        metrics_port = overhttp.free_port()
+        env.update(USERSVC_METRICS_DIR=f"{cwd}/metrics",
+                   USERSVC_METRICS_PORT=str(metrics_port))
+    process = subprocess.Popen(overhttp._pin(0) + [
+        str(Path(overhttp.PYTHON).with_name("gunicorn")), "--bind", f"127.0.0.1:{port}",
+        "--workers", "2", "--worker-class", "gthread", "--threads", "4", "usersvc.wsgi:app"],
+        cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
+                break
+            except OSError:
+                threading.Event().wait(0.05)
+        overhttp.seed(port)
+        stop = threading.Event()
+        if metrics:
+            scraper = scraping(metrics_port, stop)
+        try:
+            return {op: overhttp.load(port, method, path, seconds, str(Path(cwd) / "post.lua"))
+                    for op, (method, path) in overhttp.OPERATIONS.items()}
+        finally:
+            stop.set()
+            if metrics:
+                scraper.join()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def served_instructions(storage: str, metrics: bool, method: str, path: str, count: int,
@@ -121,6 +163,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=3)
+    parser.add_argument("--gunicorn", action="store_true",
+                        help="instead, gunicorn's workers, with metrics summed over them and "
+                             "without")
     parser.add_argument("--instructions", action="store_true",
                         help="instead, count serve.py's instructions a request under callgrind")
     args = parser.parse_args()
@@ -128,13 +173,16 @@ def main() -> int:
         instructions_over_http()
         return 0
     stores = {"memory": lambda tmp: "memory://", "SQLite file": lambda tmp: f"sqlite:///{tmp}/u.db"}
+    if args.gunicorn:
+        stores = {"gunicorn, SQLite file": stores["SQLite file"]}
     samples: dict[tuple[str, bool], list[dict[str, float]]] = {}
     for r in range(args.rounds):
         for kind, url in stores.items():
             for metrics in ((False, True) if r % 2 == 0 else (True, False)):
                 with tempfile.TemporaryDirectory() as tmp:
                     samples.setdefault((kind, metrics), []).append(
-                        measure(url(tmp), metrics, tmp, args.seconds))
+                        gunicorn_measure(metrics, tmp, args.seconds) if args.gunicorn
+                        else measure(url(tmp), metrics, tmp, args.seconds))
     print("| requests per second | metrics off | metrics on | time ratio (on ÷ off) |")
     print("|---|---:|---:|---:|")
     for kind in stores:

@@ -4,8 +4,10 @@ from __future__ import annotations
 import http.client
 import itertools
 import json
+import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +20,7 @@ from usersvc.storage import Conflict
 
 ROOT = Path(__file__).resolve().parent.parent
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
+GUNICORN = Path(sys.executable).with_name("gunicorn")
 
 
 def call(address, method, path, body=None, headers=None):
@@ -210,3 +213,49 @@ def check_positions_after_migration(store):
     assert store.position() == 3
     store.update(2)         # the same fields, a new version: a change all the same
     assert [(c.seq, c.id) for c in store.changes(after=0)] == [(1, 1), (3, 3), (4, 2)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Gunicorn:
+    """``gunicorn usersvc.wsgi:app`` on a free port, its log in a file."""
+
+    def __init__(self, cwd: Path, storage: str, worker: str, preload: bool, **env: str) -> None:
+        self.log_path = cwd / f"gunicorn-{worker}-{preload}.log"
+        args = [str(GUNICORN), "--bind", "127.0.0.1:0", "--workers", "2", "--worker-class", worker,
+                "--timeout", "20", "--graceful-timeout", "10", "--log-level", "info",
+                *(["--threads", "4"] if worker == "gthread" else []),
+                *(["--preload"] if preload else []), "usersvc.wsgi:app"]
+        environ = {**os.environ, "USERSVC_STORAGE": storage, **env}
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(args, cwd=cwd, env=environ, stdout=log,
+                                            stderr=subprocess.STDOUT)
+        self.address = ("127.0.0.1", self._port())
+
+    def _port(self) -> int:
+        """The port, once a worker has booted (read from the log, bounded)."""
+        for _ in range(600):
+            text = self.log()
+            found = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", text)
+            if found and "Booting worker" in text:
+                port = int(found.group(1))
+                try:
+                    if call(("127.0.0.1", port), "GET", "/healthz")[0] == 200:
+                        return port
+                except OSError:
+                    pass
+            if self.process.poll() is not None:
+                raise AssertionError(f"gunicorn exited at start:\n{text}")
+            threading.Event().wait(0.05)
+        raise AssertionError(f"gunicorn did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=30)

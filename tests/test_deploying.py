@@ -14,16 +14,10 @@ import time
 
 import pytest
 from conftest import POSTGRES_URL
-from helpers import ROOT, Served, call, link_to
+from helpers import ROOT, Served, call, free_port, link_to
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if shutil.which("/usr/sbin/nginx") else None)
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -425,7 +425,7 @@ def test_the_documented_metrics_queries_and_alert_name_what_a_scrape_holds(tmp_p
     named = set(re.findall(r"`((?:http_server|usersvc)_\w+)`", section))
     queries = blocks(section, "promql")
     configs = [yaml.safe_load(block) for block in blocks(section, "yaml")]
-    assert len(queries) == 3 and len(configs) == 2
+    assert len(queries) == 3 and len(configs) == 3      # processes, the alert, workers
     alert = configs[1]["groups"][0]["rules"][0]
     for query in [*queries, alert["expr"]]:
         used = set(re.findall(r"\b((?:http_server|usersvc)_\w+)", query))
@@ -439,7 +439,8 @@ def test_the_documented_metrics_queries_and_alert_name_what_a_scrape_holds(tmp_p
                     assert label in labels_of[name], (query, name, label)
     for name in named:
         assert name in labels_of or name + "_count" in labels_of, name
-    assert configs[0]["scrape_configs"][0]["static_configs"][0]["targets"]
+    for config in configs[0], configs[2]:
+        assert config["scrape_configs"][0]["static_configs"][0]["targets"]
     assert alert["alert"] and alert["for"] and alert["annotations"]["summary"]
 
 
@@ -470,3 +471,50 @@ def test_the_documented_embedding_serves_the_apps_registry(storage):
     answer = Request.blank("/metrics").get_response(scope["metrics_app"])
     assert answer.status_int == 200
     assert requests(samples(answer.text), "GET", "/users", 200) == 1
+
+
+# -- metrics_dir: counted in files (usersvc.metrics_shared) -------------------
+
+def test_counted_in_files_threads_that_come_and_go_are_each_counted_once(tmp_path):
+    """A server that starts a thread a request: each is counted once, and the
+    threads that ended leave their series to the next (the file stays small)."""
+    from usersvc import Settings, build_app
+    app = build_app(Settings("memory://", metrics_dir=str(tmp_path)))
+    try:
+        client = Client(app)
+        for i in range(100):
+            thread = threading.Thread(target=client.request, args=("POST", "/users"),
+                                      kwargs={"json_body": {"name": "N", "email": f"n{i}@x.org"}})
+            thread.start()
+            thread.join()
+        found = samples(generate_latest(app.metrics.registry).decode())
+        assert requests(found, "POST", "/users", 201) == 100
+        assert operations(found, "create") == 100
+        assert _active_now(found) == 0
+        series = list(tmp_path.glob("usersvc-*.series"))
+        assert len(series) == 1 and len(series[0].read_text().splitlines()) <= 12
+        # Many threads at once: every count kept.
+        gc.collect()
+        threads = [threading.Thread(target=lambda: [client.request("GET", "/users/1")
+                                                    for _ in range(50)]) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        found = samples(generate_latest(app.metrics.registry).decode())
+        assert requests(found, "GET", "/users/{id}", 200) == 400
+        assert operations(found, "get") == 400
+    finally:
+        app.close()
+
+
+def _active_now(found) -> float:
+    return sum(value for (name, _), value in found.items()
+               if name == "http_server_active_requests")
+
+
+def test_a_metrics_dir_that_cannot_be_written_is_refused(tmp_path):
+    from usersvc import Settings
+    with pytest.raises(ValueError, match="metrics_dir must be a directory usersvc can write "
+                                         "to, not '.*nowhere'"):
+        Settings("memory://", metrics_dir=str(tmp_path / "nowhere"))

@@ -14,61 +14,20 @@ import re
 import shutil
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import pytest
-from helpers import call, race
+from prometheus_client.parser import text_string_to_metric_families
+from helpers import GUNICORN, Gunicorn, call, free_port, race
 
 ROOT = Path(__file__).resolve().parent.parent
-GUNICORN = Path(sys.executable).with_name("gunicorn")
 SETUPS = [(worker, preload) for worker in ("sync", "gthread") for preload in (False, True)]
 
 pytestmark = pytest.mark.skipif(not GUNICORN.exists(), reason="gunicorn is not installed "
                                 "(pip install -e '.[test]')")
-
-
-class Gunicorn:
-    """``gunicorn usersvc.wsgi:app`` on a free port, its log in a file."""
-
-    def __init__(self, cwd: Path, storage: str, worker: str, preload: bool, **env: str) -> None:
-        self.log_path = cwd / f"gunicorn-{worker}-{preload}.log"
-        args = [str(GUNICORN), "--bind", "127.0.0.1:0", "--workers", "2", "--worker-class", worker,
-                "--timeout", "20", "--graceful-timeout", "10", "--log-level", "info",
-                *(["--threads", "4"] if worker == "gthread" else []),
-                *(["--preload"] if preload else []), "usersvc.wsgi:app"]
-        environ = {**os.environ, "USERSVC_STORAGE": storage, **env}
-        with open(self.log_path, "w") as log:
-            self.process = subprocess.Popen(args, cwd=cwd, env=environ, stdout=log,
-                                            stderr=subprocess.STDOUT)
-        self.address = ("127.0.0.1", self._port())
-
-    def _port(self) -> int:
-        """The port, once a worker has booted (read from the log, bounded)."""
-        for _ in range(600):
-            text = self.log()
-            found = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", text)
-            if found and "Booting worker" in text:
-                port = int(found.group(1))
-                try:
-                    if call(("127.0.0.1", port), "GET", "/healthz")[0] == 200:
-                        return port
-                except OSError:
-                    pass
-            if self.process.poll() is not None:
-                raise AssertionError(f"gunicorn exited at start:\n{text}")
-            threading.Event().wait(0.05)
-        raise AssertionError(f"gunicorn did not start:\n{self.log()}")
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=30)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -153,16 +112,11 @@ DOCS = [ROOT / "README.md", ROOT / "docs" / "deploying.md"]
 
 
 def shown_commands(server: str) -> list[str]:
-    """Every one-line ``server`` command in an indented block of the docs."""
-    pattern = re.compile(rf"^    ((?:USERSVC_\w+=\S+ )*{server} .*)$")
+    """Every one-line ``server`` command in an indented block of the docs
+    (after the commands that make its metrics' directory, if it has one)."""
+    pattern = re.compile(rf"^    ((?:rm -rf \S+ && mkdir \S+ && )?(?:[A-Z_]+=\S+ )*{server} .*)$")
     return [m.group(1) for doc in DOCS for line in doc.read_text().splitlines()
             if (m := pattern.match(line))]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("server", ["gunicorn", "uwsgi"])
@@ -173,10 +127,16 @@ def test_each_server_command_the_docs_show_serves(tmp_path, server):
     assert commands, f"the docs show no {server} command"
     assert any("USERSVC_COLLECTIONS=" in c for c in commands), f"no {server} recipe with collections"
     shutil.copy(ROOT / "examples" / "library.py", tmp_path / "library.py")    # "your library.py"
+    assert any("USERSVC_METRICS_PORT=" in c for c in commands), f"no {server} recipe with metrics"
     for command in commands:
-        port = free_port()
+        port, metrics_port = free_port(), free_port()
         assert "127.0.0.1:8080" in command
-        words = shlex.split(command.replace("127.0.0.1:8080", f"127.0.0.1:{port}"))
+        *first, command = command.split(" && ")
+        for step in first:      # rm -rf metrics, mkdir metrics: as a shell would
+            subprocess.run(step, shell=True, cwd=tmp_path, check=True)
+        words = shlex.split(command.replace("127.0.0.1:8080", f"127.0.0.1:{port}")
+                            .replace("USERSVC_METRICS_PORT=9101",
+                                     f"USERSVC_METRICS_PORT={metrics_port}"))
         settings = dict(w.split("=", 1) for w in itertools.takewhile(lambda w: "=" in w, words))
         argv = words[len(settings):]
         process = subprocess.Popen([str(GUNICORN.parent / argv[0]), *argv[1:]], cwd=tmp_path,
@@ -198,6 +158,14 @@ def test_each_server_command_the_docs_show_serves(tmp_path, server):
             assert call(("127.0.0.1", port), "GET", f"/users/{json.loads(body)['id']}")[0] == 200
             if "USERSVC_COLLECTIONS" in settings:     # the books, over both workers
                 served_books(("127.0.0.1", port), port)
+            if "USERSVC_METRICS_PORT" in settings:    # every request of every worker
+                status, _, text = call(("127.0.0.1", metrics_port), "GET", "/metrics")
+                assert status == 200
+                posts = {(s.labels["http_route"], s.value) for family in
+                         text_string_to_metric_families(text.decode()) for s in family.samples
+                         if s.name == "http_server_request_duration_seconds_count"
+                         and s.labels["http_request_method"] == "POST"}
+                assert posts == {("/users", 1), ("/books", 6)}
         finally:
             process.send_signal(signal.SIGTERM)
             _, errors = process.communicate(timeout=30)

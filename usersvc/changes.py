@@ -13,7 +13,7 @@ the position read before the page, so a client misses no change.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -43,6 +43,7 @@ class Waiting:
             raise ValueError("the number of waiting requests cannot be negative")
         self.most = most
         self.now = 0                        # requests waiting (for metrics)
+        self.watchers: list[Callable[[int], None]] = []    # told of each change to now
         self._slots = threading.BoundedSemaphore(most) if most else None
         self._counting = threading.Lock()
 
@@ -63,6 +64,8 @@ class Waiting:
     def _count(self, n: int) -> None:
         with self._counting:
             self.now += n
+        for watcher in self.watchers:
+            watcher(n)
 
 
 def feed_url(req: Request, schema: Schema, after: int, limit: int | None = None) -> str:

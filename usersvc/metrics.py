@@ -51,7 +51,43 @@ OPERATIONS = {"get": "get", "list": "list", "position_and_list": "list", "count"
               "create": "create", "update": "update", "delete": "delete",
               "changes": "changes"}
 
-_HTTP_LABELS = ["http_request_method", "http_route", "http_response_status_code"]
+HTTP_LABELS = ["http_request_method", "http_route", "http_response_status_code"]
+
+#: What each metric is, said alike by ``Metrics`` and ``SharedMetrics``.
+HELP = {
+    "usersvc_build": "The usersvc release serving.",
+    "http_server_request_duration_seconds": "Duration of HTTP server requests.",
+    "http_server_active_requests": "Number of active HTTP server requests.",
+    "usersvc_store_operation_duration_seconds": "Duration of the store's operations, "
+                                                "by collection.",
+    "usersvc_feed_waiting_requests": "Requests waiting for changes (GET .../changes?wait=N).",
+    "usersvc_feed_waiting_requests_limit": "Requests that may wait for changes at once; "
+                                           "past it, 503.",
+    "usersvc_sqlite_commit_duration_seconds": "Duration of the SQLite writer's transactions, "
+                                              "BEGIN to the end of COMMIT; its count is the "
+                                              "commits.",
+    "usersvc_sqlite_commit_writes": "Writes committed together by one SQLite commit.",
+    "usersvc_postgres_pool_connections": "PostgreSQL connections the pool holds.",
+    "usersvc_postgres_pool_connections_in_use": "PostgreSQL connections lent out now.",
+    "usersvc_postgres_pool_connections_max": "The most PostgreSQL connections the pool "
+                                             "may hold.",
+    "usersvc_postgres_pool_requests_waiting": "Requests waiting for a PostgreSQL connection.",
+}
+#: The pool's gauges: each name, and the field of ``pool_use()`` it shows.
+POOL_GAUGES = {"usersvc_postgres_pool_connections": "size",
+               "usersvc_postgres_pool_connections_in_use": "in_use",
+               "usersvc_postgres_pool_connections_max": "max",
+               "usersvc_postgres_pool_requests_waiting": "waiting"}
+
+
+def new(version: str, stores: list[Any], waiting: Any, directory: str | None) -> Any:
+    """The metrics for an app: counted in this process (``Metrics``), or,
+    given a ``directory``, in files there that every process of a server
+    adds to (``metrics_shared.SharedMetrics``)."""
+    if directory is not None:
+        from .metrics_shared import SharedMetrics
+        return SharedMetrics(version, stores, waiting, directory)
+    return Metrics(version, stores, waiting)
 
 
 class Metrics:
@@ -64,10 +100,11 @@ class Metrics:
         self._threads = self._parts.local               # .mine: this thread's _Thread
         #: Each SQLite commit (its seconds, its writes) of the stores that
         #: tell them (``observe_commits``); ``None`` until one does.
-        self.commits: tuple[Tally, Tally] | None = None
+        self._commits: tuple[Tally, Tally] | None = None
         self._observed: list[Any] = []
+        self._stores, self._waiting = stores, waiting   # the app's, as it adds collections
         self.registry = CollectorRegistry()
-        self.registry.register(_Collector(self, version, stores, waiting))
+        self.registry.register(Collector(self, version))
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
             collector(registry=self.registry)
 
@@ -116,17 +153,38 @@ class Metrics:
         methods = self._parts.read(lambda parts: [p.method for p in parts])
         return Counter(method for method in methods if method is not None)
 
+    def now(self) -> Metrics:
+        """What ``Collector`` reads at a scrape: these counts, as they are."""
+        return self
+
+    def waiting(self) -> tuple[int, int]:
+        """Requests waiting for changes now, and how many may."""
+        return self._waiting.now, self._waiting.most
+
+    def commits(self) -> tuple[dict[Any, Totals], dict[Any, Totals]] | None:
+        """SQLite's commits (their seconds, their writes), once a store tells them."""
+        return self._commits and (self._commits[0].totals(), self._commits[1].totals())
+
+    def pools(self) -> dict[str, int]:
+        """``POOL_GAUGES``, over the PostgreSQL stores' pools (none: none)."""
+        storages = {id(s): s for s in (getattr(r, "storage", None) for r in self._stores)
+                    if s is not None}.values()
+        pools = [s.pool_use() for s in storages if hasattr(s, "pool_use")]
+        return {name: sum(getattr(p, field) for p in pools)
+                for name, field in POOL_GAUGES.items()} if pools else {}
+
     def measured(self, collection: str, records: Any) -> Any:
         """``records`` with each call of ``OPERATIONS`` timed (and its
         store's commits counted, once a store, if it tells them)."""
         storage = getattr(records, "storage", None)
         if hasattr(storage, "observe_commits") and not any(s is storage for s in self._observed):
             self._observed.append(storage)
-            durations, writes = self.commits or (Tally(COMMIT_BUCKETS), Tally(GROUP_BUCKETS))
+            durations, writes = self._commits or (Tally(COMMIT_BUCKETS), Tally(GROUP_BUCKETS))
             if storage.observe_commits(lambda seconds, count: (durations.observe((), seconds),
                                                                writes.observe((), count))):
-                self.commits = durations, writes
-        return _Measured(collection, records, self._threads)
+                self._commits = durations, writes
+        return Measured(records, lambda call, name: _timed(call, (collection, name),
+                                                           self._threads))
 
 
 class _Thread:
@@ -150,21 +208,21 @@ class _Thread:
         fold_counts(into.operations, ended.operations)
 
 
-class _Measured:
-    """A collection's records, each operation timed: every other attribute
-    is the records' own, and one they lack is lacking here too."""
+class Measured:
+    """A collection's records, each call of ``OPERATIONS`` made by
+    ``timed(call, operation)``: every other attribute is the records' own,
+    and one they lack is lacking here too."""
 
-    def __init__(self, collection: str, records: Any, threads: Any) -> None:
-        self._collection = collection
+    def __init__(self, records: Any, timed: Callable[[Callable[..., Any], str], Any]) -> None:
         self._records = records
-        self._threads = threads
+        self._timed = timed
 
     def __getattr__(self, name: str) -> Any:
         found = getattr(self._records, name)
         operation = OPERATIONS.get(name)
         if operation is None:
             return found            # (not kept: writes_failing, say, changes)
-        timed = _timed(found, (self._collection, operation), self._threads)
+        timed = self._timed(found, operation)
         setattr(self, name, timed)  # found here from now on, without __getattr__
         return timed
 
@@ -188,74 +246,51 @@ def _timed(call: Callable[..., Any], labels: tuple[str, str],
     return timed
 
 
-class _Collector:
-    """The app's figures, as ``prometheus_client`` metric families, made
-    when the registry is scraped."""
+class Collector:
+    """What ``source.now()`` tells at a scrape (``Metrics``, or
+    ``SharedMetrics``: the same methods), as ``prometheus_client`` metric
+    families."""
 
-    def __init__(self, metrics: Metrics, version: str, stores: list[Any],
-                 waiting: Any) -> None:
-        self.metrics = metrics
+    def __init__(self, source: Any, version: str) -> None:
+        self.source = source
         self.version = version
-        self.stores = stores                # the app's, as it adds collections
-        self.waiting = waiting
 
     def collect(self) -> Iterator[Any]:
-        info = InfoMetricFamily("usersvc_build", "The usersvc release serving.")
+        info = InfoMetricFamily("usersvc_build", HELP["usersvc_build"])
         info.add_metric([], {"version": self.version})
         yield info
-        requests = self.metrics.requests()
-        yield _histogram("http_server_request_duration_seconds",
-                         "Duration of HTTP server requests.", _HTTP_LABELS,
+        source = self.source.now()
+        requests = source.requests()
+        yield _histogram("http_server_request_duration_seconds", HTTP_LABELS,
                          REQUEST_BUCKETS, requests,
                          lambda method, route, status: [method, route, str(status)])
         active = GaugeMetricFamily("http_server_active_requests",
-                                   "Number of active HTTP server requests.",
+                                   HELP["http_server_active_requests"],
                                    labels=["http_request_method"])
-        now = self.metrics.active()
+        now = source.active()
         for method in sorted({method for method, _, _ in requests} | set(now)):
             active.add_metric([method], now.get(method, 0))     # 0 once a method has been seen
         yield active
         yield _histogram("usersvc_store_operation_duration_seconds",
-                         "Duration of the store's operations, by collection.",
                          ["collection", "operation"], OPERATION_BUCKETS,
-                         self.metrics.operations(),
+                         source.operations(),
                          lambda collection, operation: [collection, operation])
-        waiting = self.waiting
-        yield GaugeMetricFamily("usersvc_feed_waiting_requests",
-                                "Requests waiting for changes (GET .../changes?wait=N).",
-                                value=waiting.now)
-        yield GaugeMetricFamily("usersvc_feed_waiting_requests_limit",
-                                "Requests that may wait for changes at once; past it, 503.",
-                                value=waiting.most)
-        yield from self._storage()
-
-    def _storage(self) -> Iterator[Any]:
-        storages = {id(s): s for s in (getattr(r, "storage", None) for r in self.stores)
-                    if s is not None}.values()
-        for tally, name, text in zip(self.metrics.commits or (), (
-                "usersvc_sqlite_commit_duration_seconds", "usersvc_sqlite_commit_writes"), (
-                "Duration of the SQLite writer's transactions, BEGIN to the end of COMMIT; "
-                "its count is the commits.", "Writes committed together by one SQLite commit.")):
-            yield _histogram(name, text, [], tally.bounds, tally.totals(), lambda: [])
-        pools = [s.pool_use() for s in storages if hasattr(s, "pool_use")]
-        if pools:
-            for name, field, text in (
-                    ("usersvc_postgres_pool_connections", "size",
-                     "PostgreSQL connections the pool holds."),
-                    ("usersvc_postgres_pool_connections_in_use", "in_use",
-                     "PostgreSQL connections lent out now."),
-                    ("usersvc_postgres_pool_connections_max", "max",
-                     "The most PostgreSQL connections the pool may hold."),
-                    ("usersvc_postgres_pool_requests_waiting", "waiting",
-                     "Requests waiting for a PostgreSQL connection.")):
-                yield GaugeMetricFamily(name, text, value=sum(getattr(p, field) for p in pools))
+        for name, value in zip(("usersvc_feed_waiting_requests",
+                                "usersvc_feed_waiting_requests_limit"), source.waiting()):
+            yield GaugeMetricFamily(name, HELP[name], value=value)
+        for found, name, bounds in zip(source.commits() or (), (
+                "usersvc_sqlite_commit_duration_seconds", "usersvc_sqlite_commit_writes"),
+                (COMMIT_BUCKETS, GROUP_BUCKETS)):
+            yield _histogram(name, [], bounds, found, lambda: [])
+        for name, value in source.pools().items():
+            yield GaugeMetricFamily(name, HELP[name], value=value)
 
 
-def _histogram(name: str, text: str, labels: list[str], bounds: tuple[float, ...],
+def _histogram(name: str, labels: list[str], bounds: tuple[float, ...],
                totals: dict[Any, Totals],
                label_values: Callable[..., list[str]]) -> HistogramMetricFamily:
-    family = HistogramMetricFamily(name, text, labels=labels)
-    les = [repr(b) for b in bounds] + ["+Inf"]     # 0.005, 1.0: as Prometheus's clients write them
+    family = HistogramMetricFamily(name, HELP[name], labels=labels)
+    les = [repr(float(b)) for b in bounds] + ["+Inf"]     # 0.005, 1.0: as Prometheus's clients write them
     if not labels and not totals:       # one series, there from the start: zeros
         totals = {(): Totals([0] * len(les), 0.0)}
     for key, found in sorted(totals.items(), key=lambda kv: str(kv[0])):
@@ -263,12 +298,13 @@ def _histogram(name: str, text: str, labels: list[str], bounds: tuple[float, ...
     return family
 
 
-def serve(registry: CollectorRegistry, host: str, port: int) -> Any:
-    """Serve ``GET /metrics`` from ``registry`` at ``host:port``, from a
-    thread of its own, under waitress (one thread: a scrape is rare and
-    quick); any other path is a 404. The server, started: its
-    ``effective_port``, and ``close()``. Raises ``OSError`` for an address
-    it cannot listen on."""
+def serve(registry: CollectorRegistry, host: str, port: int,
+          sockets: list[Any] | None = None) -> Any:
+    """Serve ``GET /metrics`` from ``registry`` at ``host:port`` (or on
+    ``sockets``, listening already), from a thread of its own, under
+    waitress (one thread: a scrape is rare and quick); any other path is a
+    404. The server, started: its ``effective_port``, and ``close()``.
+    Raises ``OSError`` for an address it cannot listen on."""
     exposition = make_wsgi_app(registry)
 
     def metrics(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
@@ -277,7 +313,8 @@ def serve(registry: CollectorRegistry, host: str, port: int) -> Any:
         start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
         return [b"Metrics are at /metrics.\n"]
 
-    server = waitress.create_server(metrics, host=host, port=port, threads=1,
+    where = {"sockets": sockets} if sockets else {"host": host, "port": port}
+    server = waitress.create_server(metrics, **where, threads=1,
                                     ident="usersvc-metrics", channel_timeout=30,
                                     connection_limit=20)
     threading.Thread(target=server.run, name="usersvc-metrics", daemon=True).start()

@@ -8,6 +8,7 @@ setting has one name, spelt by each source its own way (``max_body_size``,
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +59,8 @@ class Settings:
     ``metrics`` extra). The rest are for a server around the app:
     ``prefix`` (a path to mount it under), ``access_log``,
     ``metrics_port`` / ``metrics_host`` (where a server serves the metrics),
+    ``metrics_dir`` (a directory where the processes of one server count
+    together, ``metrics_shared``),
     and ``collections``, the schemas to serve (``None``: users), which a
     server reads as ``module:NAME`` entries (``read_collections``)."""
 
@@ -72,6 +75,7 @@ class Settings:
     access_log: bool = False
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    metrics_dir: str | None = None
     collections: tuple[Any, ...] | None = None   # the schemas to serve (None: users)
 
     def __post_init__(self) -> None:
@@ -98,6 +102,12 @@ class Settings:
                 raise SettingError("metrics_port", f"must be from 0 to 65535, "
                                                    f"not {self.metrics_port!r}")
             set_("metrics", True)
+        if self.metrics_dir is not None:
+            if not (os.path.isdir(self.metrics_dir)
+                    and os.access(self.metrics_dir, os.W_OK | os.X_OK)):
+                raise SettingError("metrics_dir", f"must be a directory usersvc can write to, "
+                                                  f"not {self.metrics_dir!r}")
+            set_("metrics", True)
 
     @classmethod
     def from_text(cls, given: Mapping[str, str], spell: Callable[[str], str],
@@ -122,7 +132,7 @@ class Settings:
                     values[name] = text == "1"
                 elif name == "collections":
                     values[name] = read_collections(text)
-                elif name in _LEAST:
+                elif name in _LEAST or name == "metrics_port":
                     values[name] = _whole(name, text)
                 else:
                     values[name] = text
@@ -147,7 +157,8 @@ class Settings:
 #: What a server reads as text (options, variables): every field but
 #: ``tokens`` (read from ``tokens_file``) and ``metrics`` (on with a port).
 READ_FROM_TEXT = ("storage", "tokens_file", "cors_origins", "max_body_size", "prefix",
-                  "max_waiting", "access_log", "idempotency_ttl", "collections")
+                  "max_waiting", "access_log", "idempotency_ttl", "collections",
+                  "metrics_port", "metrics_host", "metrics_dir")
 
 
 #: The whole numbers among the settings, and the least each may be.

@@ -5,10 +5,12 @@
     USERSVC_STORAGE=sqlite:///users.db gunicorn -w 2 -k gthread --threads 4 usersvc.wsgi:app
     uwsgi --http :8080 --module usersvc.wsgi:app --threads 4
 
-No metrics here: a server's workers are processes with counts of their own
-(docs/deploying.md, "Metrics for Prometheus"). A value usersvc cannot use
-is one line on stderr and exit status 4, gunicorn's "the app failed to
-load", so gunicorn stops rather than restart workers. Stores open in the
+With ``USERSVC_METRICS_PORT``, every worker's metrics are served there,
+added up, from files the workers count in, in ``USERSVC_METRICS_DIR``
+(``metrics_shared``; docs/deploying.md, "Metrics from every worker").
+A value usersvc cannot use is one line on stderr and exit status 4,
+gunicorn's "the app failed to load", so gunicorn stops rather than
+restart workers. Stores open in the
 importing process (gunicorn's master with ``--preload``) and start their
 threads and connections again in each worker.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -31,10 +34,16 @@ def from_environment(environ: Mapping[str, str]) -> Any:
     """The WSGI app the variables describe; ``ValueError`` for a value that
     cannot be used, with one line that names it."""
     settings = Settings.from_environment(environ)
+    _check_metrics(settings, environ)
     try:
         app = build_app(settings)
+    except ImportError as e:     # metrics without prometheus_client
+        raise ValueError(str(e)) from None
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         raise ValueError(f"cannot open storage {redact(settings.storage)}: {e}") from None
+    if settings.metrics:
+        from .metrics_shared import serve_from_any
+        serve_from_any(app.metrics.registry, settings.metrics_host, settings.metrics_port)
     if settings.storage.startswith("memory:"):
         logging.getLogger("usersvc").warning(
             "memory:// keeps the records in this process (%d) alone: under a server with "
@@ -42,6 +51,30 @@ def from_environment(environ: Mapping[str, str]) -> Any:
             "use SQLite or PostgreSQL there", os.getpid())
     wsgi: Any = Mount(settings.prefix, app) if settings.prefix else app
     return AccessLog(wsgi) if settings.access_log else wsgi
+
+
+def _check_metrics(settings: Settings, environ: Mapping[str, str]) -> None:
+    """Metrics need a port, the same in every worker, and the directory the
+    workers count in; the one without the other is a mistake."""
+    port, host, directory = (f"USERSVC_METRICS_{name}" in environ
+                             for name in ("PORT", "HOST", "DIR"))
+    if not port:
+        for given, name in ((host, "USERSVC_METRICS_HOST"), (directory, "USERSVC_METRICS_DIR")):
+            if given:
+                raise ValueError(f"{name} needs USERSVC_METRICS_PORT (the port metrics are "
+                                 f"served on)")
+        return
+    if not directory:
+        raise ValueError("USERSVC_METRICS_PORT needs USERSVC_METRICS_DIR: a directory, empty "
+                         "when the server starts, where the workers count together")
+    if settings.metrics_port == 0:
+        raise ValueError("USERSVC_METRICS_PORT must be from 1 to 65535 under a WSGI server "
+                         "(every worker serves the same port), not 0")
+    try:
+        socket.getaddrinfo(settings.metrics_host, settings.metrics_port, type=socket.SOCK_STREAM)
+    except OSError as e:
+        raise ValueError(f"USERSVC_METRICS_HOST cannot be used: {settings.metrics_host!r}: "
+                         f"{e.strerror or e}") from None
 
 
 def _load() -> Any:

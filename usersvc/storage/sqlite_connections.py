@@ -170,6 +170,9 @@ class Writer:
         self.timeout = timeout      # the longest a write waits to be committed
         self._closing = threading.Lock()    # no write queued after the stop
         self.closed = False
+        #: Told of each commit, in every process: its seconds from BEGIN to
+        #: the end of COMMIT, and its writes (``observe_commits``: metrics).
+        self.observers: list[Callable[[float, int], None]] = []
         self._start()
 
     def _start(self) -> None:
@@ -183,9 +186,6 @@ class Writer:
         self._thread.start()
         # What the groups were, for the log (this process's, the writer's to add).
         self.commits, self.writes, self.seconds = 0, 0, 0.0
-        #: Told of each commit: its seconds from BEGIN to the end of COMMIT,
-        #: and its writes (``observe_commits``: metrics, when on).
-        self.observers: list[Callable[[float, int], None]] = []
 
     def submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``op`` in the writer's transaction; its result once committed,
