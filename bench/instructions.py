@@ -12,7 +12,8 @@ warming left out. Operations: GET of one user, a page of 20, POST, PUT, and POST
 file (its writer thread counted too). With ``--base``, the same in an
 earlier tree (checked out with ``git worktree``), and the ratio; with
 ``--metrics``, this tree again with ``make_app(metrics=True)``, and the
-ratio to it without. ``--only OPERATION`` measures one. Needs valgrind
+ratio to it without (``--metrics-dir``: counted in files, as under
+gunicorn with ``USERSVC_METRICS_DIR``). ``--only OPERATION`` measures one. Needs valgrind
 (Debian's ``valgrind``); about a minute an operation.
 """
 from __future__ import annotations
@@ -36,12 +37,17 @@ STORES = ("memory", "SQLite file")
 CHILD = CHILD_HELPERS + r"""
 import json, sys, tempfile
 sys.path.insert(0, sys.argv[1])
-from usersvc import make_app
+import os
+from usersvc import Settings, build_app, make_app
 kind, operation, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
 with tempfile.TemporaryDirectory() as tmp:
     store, users = users_store("memory://" if kind == "memory" else f"sqlite:///{tmp}/u.db")
     users.restore([user(i, f"User {i}", f"user{i}@example.org", 1) for i in range(1, 1001)])
-    app = make_app(store, metrics=True) if sys.argv[5:] == ["metrics"] else make_app(store)
+    if sys.argv[5:] == ["files"]:
+        os.mkdir(f"{tmp}/metrics")
+        app = build_app(Settings(store, metrics_dir=f"{tmp}/metrics"))
+    else:
+        app = make_app(store, metrics=True) if sys.argv[5:] == ["metrics"] else make_app(store)
     envs = []
     for i in range(count):
         if operation == "GET one":
@@ -60,17 +66,17 @@ with tempfile.TemporaryDirectory() as tmp:
 """
 
 
-def instructions(tree: Path, kind: str, operation: str, count: int, metrics: bool) -> int:
+def instructions(tree: Path, kind: str, operation: str, count: int, metrics: str) -> int:
     # A fixed hash seed: the same dicts and sets, so the same count each run.
     run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                           sys.executable, "-c", CHILD, str(tree), kind, operation, str(count),
-                          *(["metrics"] if metrics else [])],
+                          *([metrics] if metrics else [])],
                          capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "0"})
     return int(re.search(r"Collected : (\d+)", run.stderr).group(1))
 
 
-def per_request(tree: Path, kind: str, operation: str, metrics: bool = False) -> float:
+def per_request(tree: Path, kind: str, operation: str, metrics: str = "") -> float:
     return ((instructions(tree, kind, operation, MANY, metrics)
              - instructions(tree, kind, operation, FEW, metrics)) / (MANY - FEW))
 
@@ -80,6 +86,8 @@ def main() -> int:
     parser.add_argument("--base", help="an earlier revision to compare with")
     parser.add_argument("--metrics", action="store_true",
                         help="this tree with metrics on, too")
+    parser.add_argument("--metrics-dir", action="store_true",
+                        help="with --metrics: counted in files (metrics_dir)")
     parser.add_argument("--only", choices=OPERATIONS, help="this operation alone")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
@@ -105,7 +113,8 @@ def main() -> int:
                         except subprocess.CalledProcessError:   # a tree that cannot run it
                             figures.append(float("nan"))
                     if args.metrics:
-                        figures.append(per_request(ROOT, kind, operation, metrics=True))
+                        figures.append(per_request(ROOT, kind, operation, metrics=(
+                            "files" if args.metrics_dir else "metrics")))
                     ratio = [f"{figures[1] / figures[0]:.3f}"] if args.base else []
                     if args.metrics:
                         ratio.append(f"{figures[-1] / figures[-2]:.3f}")

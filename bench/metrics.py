@@ -58,25 +58,30 @@ def measure(storage: str, metrics: bool, cwd: str, seconds: int) -> dict[str, fl
     extra = ["--no-access-log", *(["--metrics-port", "0"] if metrics else [])]
     server = overhttp.usersvc(storage, cwd, *extra)
     try:
-        overhttp.seed(server.port)
-        stop = threading.Event()
-        if metrics:
-            port = re.search(r"metrics at http://[^:]+:(\d+)/metrics", server.line).group(1)
-            scraper = scraping(int(port), stop)
-        try:
-            return {op: overhttp.load(server.port, method, path, seconds,
-                                      str(Path(cwd) / "post.lua"))
-                    for op, (method, path) in overhttp.OPERATIONS.items()}
-        finally:
-            stop.set()
-            if metrics:
-                scraper.join()
+        port = metrics and re.search(r"metrics at http://[^:]+:(\d+)/metrics", server.line).group(1)
+        return loaded(server.port, port and int(port), cwd, seconds)
     finally:
         server.stop()
 
 
+def loaded(port: int, metrics_port: int | None, cwd: str, seconds: int) -> dict[str, float]:
+    """Each operation's requests a second, on 1,000 users, the metrics port
+    (if any) scraped once a second meanwhile."""
+    overhttp.seed(port)
+    stop = threading.Event()
+    if metrics_port:
+        scraper = scraping(metrics_port, stop)
+    try:
+        return {op: overhttp.load(port, method, path, seconds, str(Path(cwd) / "post.lua"))
+                for op, (method, path) in overhttp.OPERATIONS.items()}
+    finally:
+        stop.set()
+        if metrics_port:
+            scraper.join()
+
+
 def gunicorn_measure(metrics: bool, cwd: str, seconds: int) -> dict[str, float]:
-    port = overhttp.free_port()
+    port, metrics_port = overhttp.free_port(), None
     env = {**os.environ, "USERSVC_STORAGE": f"sqlite:///{cwd}/u.db"}
     if metrics:
         (Path(cwd) / "metrics").mkdir()
@@ -94,17 +99,7 @@ def gunicorn_measure(metrics: bool, cwd: str, seconds: int) -> dict[str, float]:
                 break
             except OSError:
                 threading.Event().wait(0.05)
-        overhttp.seed(port)
-        stop = threading.Event()
-        if metrics:
-            scraper = scraping(metrics_port, stop)
-        try:
-            return {op: overhttp.load(port, method, path, seconds, str(Path(cwd) / "post.lua"))
-                    for op, (method, path) in overhttp.OPERATIONS.items()}
-        finally:
-            stop.set()
-            if metrics:
-                scraper.join()
+        return loaded(port, metrics_port, cwd, seconds)
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -19,7 +19,7 @@ from helpers import GUNICORN, Gunicorn, Served, call, free_port, race
 pytest.importorskip("prometheus_client", reason="pip install -e '.[metrics]'")
 from test_metrics import DURATION, operations, requests, samples  # noqa: E402
 
-from usersvc.metrics_shared import read  # noqa: E402
+from usersvc.metrics_files import read  # noqa: E402
 
 UWSGI = GUNICORN.with_name("uwsgi")
 SETUPS = [("gunicorn", worker, preload) for worker in ("sync", "gthread")

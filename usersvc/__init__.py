@@ -99,7 +99,7 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     Idempotency(settings.idempotency_ttl, owner,
                 lambda req, error: app.problem_response(req, Problem.from_error(error))).plug(app)
     if settings.metrics:
-        _metrics().new(__version__, app.stores, app.waiting, settings.metrics_dir).plug(app)   # the last to see an answer
+        _metrics(settings.metrics_dir)(__version__, app.stores, app.waiting).plug(app)   # the last to see an answer
     if isinstance(storage, str):
         store: Any = open_store(storage, (USER,) if collections is None else collections)
         app.on_close(store.close)
@@ -113,12 +113,17 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     return app
 
 
-def _metrics() -> Any:
-    """``usersvc.metrics``, or a one-line ``ImportError`` that says how to
-    install what it needs."""
+def _metrics(directory: str | None) -> Any:
+    """The app's metrics, to be made: ``metrics.Metrics``, or, counted in
+    files in ``directory`` with the other processes of a server,
+    ``metrics_shared.SharedMetrics``; or a one-line ``ImportError`` that
+    says how to install what they need."""
     try:
-        from . import metrics
+        if directory is None:
+            from .metrics import Metrics
+            return Metrics
+        from .metrics_shared import SharedMetrics
     except ImportError as e:
         raise ImportError(f"metrics need prometheus_client: {install_hint('metrics')} "
                           f"({e})") from None
-    return metrics
+    return lambda version, stores, waiting: SharedMetrics(version, stores, waiting, directory)

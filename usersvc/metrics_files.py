@@ -1,0 +1,173 @@
+"""The files a process counts its metrics in (``metrics_shared``'s), and
+reading every process's back: ``usersvc-PID.counts``, an array of numbers
+mapped into memory, and ``usersvc-PID.series``, a line for each series
+(its metric, its labels, and where its numbers are in the array), written
+before its first count. A count is an addition in memory: no lock, no
+system call, and the pages are the kernel's, kept when the process dies,
+killed or not. This module depends on nothing of usersvc's.
+"""
+from __future__ import annotations
+
+import functools
+import glob
+import json
+import logging
+import mmap
+import os
+import re
+import threading
+import weakref
+from array import array
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+log = logging.getLogger("usersvc")
+
+#: The numbers one process may hold: 8 MiB of address space, of which only
+#: the pages written take memory or disk. A histogram's series takes 21.
+SLOTS = 1 << 20
+#: The first numbers, which no series names: where a process counts what
+#: it has no room left for.
+UNREAD = 64
+
+
+class Counts:
+    """This process's numbers, in ``directory``. Each thread counts into
+    series of its own, its ``Part`` (so a count takes no lock; a scrape
+    adds the threads' series up as it adds the processes'), and a thread
+    that ends leaves its part to the next thread to start, which counts on
+    in it. A process makes its files at its first count; one forked from
+    another, files of its own."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._lock = threading.Lock()       # for new series, and the files
+        self.pid = 0                        # whose files these are (0: none yet)
+        self._full = False
+        self._left: deque[Part] = deque()   # the parts of threads that ended
+        self._threads = _Threads()
+        os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
+
+    def part(self) -> Part:
+        """This thread's part, in this process's files."""
+        part = self._threads.part
+        if part.pid != self.pid or not self.pid:   # its first count here
+            part = self._threads.part = self._take()
+        return part
+
+    def observe(self, part: Part, metric: str, labels: tuple[Any, ...],
+                bounds: Sequence[float], value: float) -> None:
+        """One observation of a histogram: the count of its bucket, and
+        the sum (laid out as ``tally.new_counts``)."""
+        at = self.at(part, metric, labels, len(bounds) + 2)
+        numbers = self.numbers
+        numbers[at + (0 if value <= bounds[0] else bisect_left(bounds, value))] += 1
+        numbers[at + len(bounds) + 1] += value
+
+    def add(self, part: Part, metric: str, labels: tuple[Any, ...], amount: float) -> None:
+        """A gauge's change (a scrape adds every thread's)."""
+        self.numbers[self.at(part, metric, labels, 1)] += amount
+
+    def set(self, part: Part, metric: str, labels: tuple[Any, ...], value: float) -> None:
+        """A gauge's value, for a gauge that one thread of a process sets."""
+        self.numbers[self.at(part, metric, labels, 1)] = value
+
+    def at(self, part: Part, metric: str, labels: tuple[Any, ...], size: int) -> int:
+        """Where the part's ``size`` numbers of the series begin in
+        ``numbers``; a new series is named in the series file before it is
+        counted. Past ``SLOTS``, a place no scrape reads."""
+        at = part.at.get((metric, labels))
+        if at is not None:
+            return at
+        with self._lock:
+            if self._used + size > SLOTS:
+                if not self._full:
+                    self._full = True
+                    log.error("metrics: %d numbers counted in this process, as many as it may "
+                              "hold; new series are not counted", SLOTS)
+                return 0
+            at = part.at[(metric, labels)] = self._used
+            self._used += size
+            os.write(self._series, (json.dumps([at, size, metric, labels]) + "\n").encode())
+            return at
+
+    def _take(self) -> Part:
+        """A part for this thread: one a thread that ended left, or new."""
+        with self._lock:
+            if not self.pid:
+                self._start()
+            part = self._left.popleft() if self._left else Part(self.pid)
+        weakref.finalize(threading.current_thread(), self._left.append, part)
+        return part
+
+    def _start(self) -> None:
+        pid = os.getpid()
+        path = os.path.join(self.directory, f"usersvc-{pid}")
+        with open(path + ".counts", "w+b") as file:
+            file.truncate(SLOTS * 8)
+            self.numbers = memoryview(mmap.mmap(file.fileno(), SLOTS * 8)).cast("d")
+        self._series = os.open(path + ".series", os.O_WRONLY | os.O_CREAT | os.O_TRUNC |
+                               os.O_APPEND, 0o644)
+        self._used = UNREAD
+        self.pid = pid
+
+
+def _forked(counts: weakref.ref[Counts]) -> None:
+    """In a forked process: files of its own at its first count (the
+    parent's parts, and lock, are the parent's)."""
+    found = counts()
+    if found is not None:
+        found.pid = 0
+        found._lock = threading.Lock()
+        found._left.clear()
+
+
+class Part:
+    """One thread's series in the files of process ``pid``: {(metric,
+    labels): where its numbers begin}; and the request it serves (its
+    method and when it began, ``SharedMetrics``')."""
+
+    __slots__ = ("pid", "at", "method", "started", "active", "requests", "operations")
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.at: dict[tuple[str, tuple[Any, ...]], int] = {}
+        self.method = ""
+        self.started = 0.0
+        # Found in ``at`` once, then here, by labels alone (the hot paths).
+        self.active: dict[str, int] = {}
+        self.requests: dict[tuple[str, str, int], int] = {}
+        self.operations: dict[tuple[str, str], int] = {}
+
+
+class _Threads(threading.local):
+    def __init__(self) -> None:         # in each thread, at its first use
+        self.part = Part(-1)            # none yet
+
+
+def read(directory: str) -> list[tuple[int, dict[tuple[str, tuple[Any, ...]], list[float]]]]:
+    """Every process's series in ``directory``, and their numbers, its
+    threads' added up: ``[(pid, {(metric, labels): numbers})]``."""
+    found = []
+    for path in glob.glob(os.path.join(directory, "usersvc-*.series")):
+        pid = int(re.search(r"usersvc-(\d+)\.series$", path).group(1))
+        try:
+            with open(path, "rb") as file:
+                lines = file.read().split(b"\n")[:-1]       # the last may be half written
+            series = [json.loads(line) for line in lines]
+            end = max((at + size for at, size, _, _ in series), default=0)
+            numbers = array("d")
+            with open(path[:-len(".series")] + ".counts", "rb") as file:
+                numbers.frombytes(file.read(end * 8))
+        except FileNotFoundError:
+            continue
+        summed: dict[tuple[str, tuple[Any, ...]], list[float]] = {}
+        for at, size, metric, labels in series:     # each thread's, added up
+            part = numbers[at:at + size].tolist()
+            earlier = summed.setdefault((metric, tuple(labels)), part)
+            if earlier is not part:
+                summed[(metric, tuple(labels))] = [a + b for a, b in zip(earlier, part)]
+        found.append((pid, summed))
+    return found
