@@ -17,7 +17,9 @@ time a request takes with metrics on, as a multiple of without.
 workers of 4 threads, on core 0) on a SQLite file, with
 ``USERSVC_METRICS_PORT`` and ``USERSVC_METRICS_DIR`` (every worker's
 counts in files, added up at the scrape, scraped once a second) and
-without, in turns, under the same load.
+without, in turns, under the same load. The directory is in memory
+(``/dev/shm``, as ``/run`` is on a server: docs/deploying.md), or with
+``--metrics-dir-on-disk`` beside the SQLite file.
 
 ``--instructions``: instead, serve.py itself under valgrind's callgrind,
 with metrics and without, serving 100 and then 300 requests (GET of one,
@@ -33,6 +35,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,14 +83,16 @@ def loaded(port: int, metrics_port: int | None, cwd: str, seconds: int) -> dict[
             scraper.join()
 
 
-def gunicorn_measure(metrics: bool, cwd: str, seconds: int) -> dict[str, float]:
+def gunicorn_measure(metrics: bool, cwd: str, seconds: int,
+                     on_disk: bool = False) -> dict[str, float]:
     port, metrics_port = overhttp.free_port(), None
     env = {**os.environ, "USERSVC_STORAGE": f"sqlite:///{cwd}/u.db"}
     if metrics:
-        (Path(cwd) / "metrics").mkdir()
+        directory = (Path(cwd) if on_disk or not Path("/dev/shm").is_dir() else
+                     Path(tempfile.mkdtemp(dir="/dev/shm"))) / "metrics"
+        directory.mkdir()
         metrics_port = overhttp.free_port()
-        env.update(USERSVC_METRICS_DIR=f"{cwd}/metrics",
-                   USERSVC_METRICS_PORT=str(metrics_port))
+        env.update(USERSVC_METRICS_DIR=str(directory), USERSVC_METRICS_PORT=str(metrics_port))
     process = subprocess.Popen(overhttp._pin(0) + [
         str(Path(overhttp.PYTHON).with_name("gunicorn")), "--bind", f"127.0.0.1:{port}",
         "--workers", "2", "--worker-class", "gthread", "--threads", "4", "usersvc.wsgi:app"],
@@ -103,6 +108,8 @@ def gunicorn_measure(metrics: bool, cwd: str, seconds: int) -> dict[str, float]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+        if metrics and not on_disk and directory.parent != Path(cwd):
+            shutil.rmtree(directory.parent)
 
 
 def served_instructions(storage: str, metrics: bool, method: str, path: str, count: int,
@@ -161,6 +168,8 @@ def main() -> int:
     parser.add_argument("--gunicorn", action="store_true",
                         help="instead, gunicorn's workers, with metrics summed over them and "
                              "without")
+    parser.add_argument("--metrics-dir-on-disk", action="store_true",
+                        help="with --gunicorn: the metrics' directory beside the SQLite file")
     parser.add_argument("--instructions", action="store_true",
                         help="instead, count serve.py's instructions a request under callgrind")
     args = parser.parse_args()
@@ -176,7 +185,8 @@ def main() -> int:
             for metrics in ((False, True) if r % 2 == 0 else (True, False)):
                 with tempfile.TemporaryDirectory() as tmp:
                     samples.setdefault((kind, metrics), []).append(
-                        gunicorn_measure(metrics, tmp, args.seconds) if args.gunicorn
+                        gunicorn_measure(metrics, tmp, args.seconds, args.metrics_dir_on_disk)
+                        if args.gunicorn
                         else measure(url(tmp), metrics, tmp, args.seconds))
     print("| requests per second | metrics off | metrics on | time ratio (on ÷ off) |")
     print("|---|---:|---:|---:|")
