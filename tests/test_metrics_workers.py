@@ -274,3 +274,19 @@ def test_metrics_that_cannot_be_served_are_one_line_and_gunicorn_stops(tmp_path,
     assert [line for line in done.stderr.splitlines() if line.startswith("usersvc:")] == [said]
     assert "Traceback" not in done.stderr
 
+
+
+def test_metrics_open_to_every_address_are_warned_of(tmp_path):
+    directory = tmp_path / "metrics"
+    directory.mkdir()
+    port = free_port()
+    served = Gunicorn(tmp_path, f"sqlite:///{tmp_path}/users.db", "sync", True,
+                      USERSVC_METRICS_DIR=str(directory), USERSVC_METRICS_PORT=str(port),
+                      USERSVC_METRICS_HOST="0.0.0.0")
+    try:
+        assert call(served.address, "GET", "/users")[0] == 200
+        assert requests(scrape(port), "GET", "/users", 200) == 1
+    finally:
+        assert served.stop() == 0
+    assert served.log().count("serving metrics on 0.0.0.0: anyone who can reach this address "
+                              "can read them") == 1

@@ -186,10 +186,10 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
             print(f"usersvc: cannot serve metrics on {settings.metrics_host} port "
                   f"{settings.metrics_port}: {_reason(e)}", file=sys.stderr)
             return 2
-    if settings.tokens is None and not _loopback(args.host):
+    if settings.tokens is None and not loopback(args.host):
         log.warning("listening on %s without --tokens-file: anyone who can reach this "
                     "address can read and change every user", args.host)
-    if metrics_server is not None and not _loopback(settings.metrics_host):
+    if metrics_server is not None and not loopback(settings.metrics_host):
         log.warning("serving metrics on %s: anyone who can reach this address can read "
                     "them (request rates by route, store timings); they have no token",
                     settings.metrics_host)
@@ -236,7 +236,7 @@ def _url(server: Any, prefix: str) -> str:
     return f"http://{host}:{port}{prefix}/"
 
 
-def _loopback(host: str) -> bool:
+def loopback(host: str) -> bool:
     """Whether every address ``host`` names is a loopback one."""
     try:
         infos = socket.getaddrinfo(host, None)

@@ -43,7 +43,13 @@ def from_environment(environ: Mapping[str, str]) -> Any:
         raise ValueError(f"cannot open storage {redact(settings.storage)}: {e}") from None
     if settings.metrics:
         from .metrics_shared import serve_from_any
+        from .server import loopback
         serve_from_any(app.metrics.registry, settings.metrics_host, settings.metrics_port)
+        if not loopback(settings.metrics_host):
+            logging.getLogger("usersvc").warning(
+                "serving metrics on %s: anyone who can reach this address can read them "
+                "(request rates by route, store timings); they have no token",
+                settings.metrics_host)
     if settings.storage.startswith("memory:"):
         logging.getLogger("usersvc").warning(
             "memory:// keeps the records in this process (%d) alone: under a server with "
