@@ -518,3 +518,32 @@ def test_a_metrics_dir_that_cannot_be_written_is_refused(tmp_path):
     with pytest.raises(ValueError, match="metrics_dir must be a directory usersvc can write "
                                          "to, not '.*nowhere'"):
         Settings("memory://", metrics_dir=str(tmp_path / "nowhere"))
+
+
+def test_processes_that_ended_are_folded_into_one_file_and_keep_their_counts(tmp_path):
+    """A server that replaces its workers (gunicorn's --max-requests): each
+    worker that ended is added into usersvc-ended.json and its files go;
+    its requests stay counted, scrape after scrape."""
+    from usersvc import Settings, build_app
+    worker = ("import sys; from usersvc import Settings, build_app; from webob import Request\n"
+              "app = build_app(Settings('memory://', metrics_dir=sys.argv[1]))\n"
+              "for _ in range(int(sys.argv[2])):\n"
+              "    Request.blank('/users').get_response(app)\n")
+    for n in (3, 4, 5):
+        subprocess.run([sys.executable, "-c", worker, str(tmp_path), str(n)], check=True)
+    assert len(list(tmp_path.glob("usersvc-*.series"))) == 3
+    app = build_app(Settings("memory://", metrics_dir=str(tmp_path)))
+    try:
+        for _ in range(2):          # the second scrape finds them folded already
+            found = samples(generate_latest(app.metrics.registry).decode())
+            assert requests(found, "GET", "/users", 200) == 12
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["usersvc-ended.json",
+                                                                  "usersvc-ended.lock"]
+        subprocess.run([sys.executable, "-c", worker, str(tmp_path), "6"], check=True)
+        Client(app).request("GET", "/users")        # this process's own, alive
+        found = samples(generate_latest(app.metrics.registry).decode())
+        assert requests(found, "GET", "/users", 200) == 12 + 6 + 1
+        assert len(list(tmp_path.glob("usersvc-*.series"))) == 1      # this process's
+        assert _active_now(found) == 0
+    finally:
+        app.close()

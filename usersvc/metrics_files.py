@@ -8,6 +8,8 @@ killed or not. This module depends on nothing of usersvc's.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import glob
 import json
@@ -20,7 +22,7 @@ import weakref
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 log = logging.getLogger("usersvc")
@@ -149,10 +151,14 @@ class _Threads(threading.local):
 
 def read(directory: str) -> list[tuple[int, dict[tuple[str, tuple[Any, ...]], list[float]]]]:
     """Every process's series in ``directory``, and their numbers, its
-    threads' added up: ``[(pid, {(metric, labels): numbers})]``."""
-    found = []
-    for path in glob.glob(os.path.join(directory, "usersvc-*.series")):
-        pid = int(re.search(r"usersvc-(\d+)\.series$", path).group(1))
+    threads' added up: ``[(pid, {(metric, labels): numbers})]``; those
+    of the processes ``fold_ended`` has folded, as one of pid 0."""
+    ended = _ended(directory)
+    found = [(0, {(metric, tuple(labels)): numbers
+                  for metric, labels, numbers in ended["series"]})] if ended["series"] else []
+    for pid, path in _files(directory):
+        if pid in ended["pids"]:
+            continue
         try:
             with open(path, "rb") as file:
                 lines = file.read().split(b"\n")[:-1]       # the last may be half written
@@ -163,11 +169,65 @@ def read(directory: str) -> list[tuple[int, dict[tuple[str, tuple[Any, ...]], li
                 numbers.frombytes(file.read(end * 8))
         except FileNotFoundError:
             continue
-        summed: dict[tuple[str, tuple[Any, ...]], list[float]] = {}
-        for at, size, metric, labels in series:     # each thread's, added up
-            part = numbers[at:at + size].tolist()
-            earlier = summed.setdefault((metric, tuple(labels)), part)
-            if earlier is not part:
-                summed[(metric, tuple(labels))] = [a + b for a, b in zip(earlier, part)]
-        found.append((pid, summed))
+        found.append((pid, _summed((metric, labels, numbers[at:at + size].tolist())
+                                   for at, size, metric, labels in series)))
     return found
+
+
+def fold_ended(directory: str, alive: Callable[[int], bool]) -> None:
+    """Add the numbers of the processes that have ended into one file,
+    ``usersvc-ended.json``, and remove theirs: a server that replaces its
+    workers often keeps a pair of files for each living one and one for all
+    the others. (Their gauges go too: a scrape counts none of pid 0's.)
+    One process folds at a time; one that stops halfway leaves the files
+    it folded listed, and the next removes them."""
+    with open(os.path.join(directory, "usersvc-ended.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ended = _ended(directory)
+        dead = [(pid, path) for pid, path in _files(directory)
+                if pid not in ended["pids"] and not alive(pid)]
+        if dead:
+            found = dict(read(directory))
+            series = [(metric, list(labels), numbers) for pid, _ in [(0, "")] + dead
+                      for (metric, labels), numbers in found.get(pid, {}).items()]
+            ended = {"pids": ended["pids"] + [pid for pid, _ in dead],
+                     "series": [[m, list(k), n] for (m, k), n in _summed(series).items()]}
+            _write_ended(directory, ended)
+        if ended["pids"]:
+            for pid in ended["pids"]:
+                for suffix in (".series", ".counts"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(os.path.join(directory, f"usersvc-{pid}{suffix}"))
+            _write_ended(directory, {"pids": [], "series": ended["series"]})
+
+
+def _summed(series: Any) -> dict[tuple[str, tuple[Any, ...]], list[float]]:
+    """``(metric, labels, numbers)`` added up by metric and labels."""
+    summed: dict[tuple[str, tuple[Any, ...]], list[float]] = {}
+    for metric, labels, numbers in series:
+        key = (metric, tuple(labels))
+        earlier = summed.get(key)
+        summed[key] = numbers if earlier is None else [a + b for a, b in zip(earlier, numbers)]
+    return summed
+
+
+def _files(directory: str) -> list[tuple[int, str]]:
+    """Each process's series file: ``[(pid, path)]``."""
+    return [(int(re.search(r"usersvc-(\d+)\.series$", path).group(1)), path)
+            for path in glob.glob(os.path.join(directory, "usersvc-*.series"))]
+
+
+def _ended(directory: str) -> dict[str, Any]:
+    try:
+        with open(os.path.join(directory, "usersvc-ended.json")) as file:
+            return json.load(file)
+    except FileNotFoundError:
+        return {"pids": [], "series": []}
+
+
+def _write_ended(directory: str, ended: dict[str, Any]) -> None:
+    """Replaced whole, so that a reader finds the old or the new."""
+    path = os.path.join(directory, "usersvc-ended.json")
+    with open(path + ".new", "w") as file:
+        json.dump(ended, file)
+    os.replace(path + ".new", path)

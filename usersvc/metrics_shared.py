@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry
 from .metrics import METHODS, Measured, Metrics, serve
 from .metrics_families import (COMMIT_BUCKETS, GROUP_BUCKETS, OPERATION_BUCKETS, POOL_GAUGES,
                                REQUEST_BUCKETS, Collector)
-from .metrics_files import Counts, read
+from .metrics_files import Counts, fold_ended, read
 from .request import Request, Response
 from .tally import Totals, totals
 
@@ -136,6 +136,7 @@ class SharedMetrics:
 
     def now(self) -> Scraped:
         """Every process's counts, as they are (``metrics.Collector``)."""
+        fold_ended(self.directory, _alive)
         return Scraped(read(self.directory), self._commits)
 
 
@@ -177,7 +178,7 @@ class Scraped:
     def _gauge(self, metric: str) -> dict[tuple[Any, ...], float]:
         summed: dict[tuple[Any, ...], float] = {}
         for pid, series in self._found:
-            if _alive(pid):
+            if pid and _alive(pid):     # (0: the processes that ended, folded)
                 for (name, labels), numbers in series.items():
                     if name == metric:
                         summed[labels] = summed.get(labels, 0) + numbers[0]
