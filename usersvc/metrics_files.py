@@ -19,7 +19,6 @@ import os
 import re
 import threading
 import weakref
-from array import array
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -153,25 +152,74 @@ def read(directory: str) -> list[tuple[int, dict[tuple[str, tuple[Any, ...]], li
     """Every process's series in ``directory``, and their numbers, its
     threads' added up: ``[(pid, {(metric, labels): numbers})]``; those
     of the processes ``fold_ended`` has folded, as one of pid 0."""
-    ended = _ended(directory)
-    found = [(0, {(metric, tuple(labels)): numbers
-                  for metric, labels, numbers in ended["series"]})] if ended["series"] else []
-    for pid, path in _files(directory):
-        if pid in ended["pids"]:
-            continue
+    reader = Reader(directory)
+    try:
+        return reader.read()
+    finally:
+        reader.close()
+
+
+class Reader:
+    """Reads ``directory`` again at each ``read()``, with the files it has
+    read before kept open: a process's series file read only as it grows,
+    its numbers from a mapping, so that a scrape makes few system calls
+    (each one lets a busy worker's threads take the interpreter back)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._open: dict[int, _Opened] = {}
+
+    def read(self, files: list[tuple[int, str]] | None = None
+             ) -> list[tuple[int, dict[tuple[str, tuple[Any, ...]], list[float]]]]:
+        """As ``read``, of ``files`` (``_files``'s; found here if not given)."""
+        ended = _ended(self.directory)
+        found = [(0, {(metric, tuple(labels)): numbers
+                      for metric, labels, numbers in ended["series"]})] if ended["series"] else []
+        files = files_in(self.directory) if files is None else files
+        for gone in set(self._open) - {pid for pid, _ in files}:
+            self._open.pop(gone).close()
+        for pid, path in files:
+            if pid in ended["pids"]:
+                continue
+            try:
+                opened = self._open.get(pid) or self._open.setdefault(pid, _Opened(path))
+                found.append((pid, opened.read()))
+            except (FileNotFoundError, ValueError):     # (folded meanwhile; or not yet sized)
+                self._open.pop(pid, None)
+        return found
+
+    def close(self) -> None:
+        while self._open:
+            self._open.popitem()[1].close()
+
+
+class _Opened:
+    """One process's files, open."""
+
+    def __init__(self, path: str) -> None:
+        self.series: list[Any] = []
+        with open(path[:-len(".series")] + ".counts", "rb") as file:
+            self._numbers = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        self._view = memoryview(self._numbers).cast("d")
         try:
-            with open(path, "rb") as file:
-                lines = file.read().split(b"\n")[:-1]       # the last may be half written
-            series = [json.loads(line) for line in lines]
-            end = max((at + size for at, size, _, _ in series), default=0)
-            numbers = array("d")
-            with open(path[:-len(".series")] + ".counts", "rb") as file:
-                numbers.frombytes(file.read(end * 8))
-        except FileNotFoundError:
-            continue
-        found.append((pid, _summed((metric, labels, numbers[at:at + size].tolist())
-                                   for at, size, metric, labels in series)))
-    return found
+            self._lines = open(path, "rb")
+        except OSError:
+            self._view.release()
+            self._numbers.close()
+            raise
+        self._rest = b""
+
+    def read(self) -> dict[tuple[str, tuple[Any, ...]], list[float]]:
+        *lines, self._rest = (self._rest + self._lines.read()).split(b"\n")
+        self.series += [json.loads(line) for line in lines]     # (the rest: half written)
+        view = self._view
+        return _summed((metric, labels, view[at:at + size].tolist())
+                       for at, size, metric, labels in self.series)
+
+    def close(self) -> None:
+        self._lines.close()
+        self._view.release()
+        self._numbers.close()
 
 
 def fold_ended(directory: str, alive: Callable[[int], bool]) -> None:
@@ -184,7 +232,7 @@ def fold_ended(directory: str, alive: Callable[[int], bool]) -> None:
     with open(os.path.join(directory, "usersvc-ended.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         ended = _ended(directory)
-        dead = [(pid, path) for pid, path in _files(directory)
+        dead = [(pid, path) for pid, path in files_in(directory)
                 if pid not in ended["pids"] and not alive(pid)]
         if dead:
             found = dict(read(directory))
@@ -211,7 +259,7 @@ def _summed(series: Any) -> dict[tuple[str, tuple[Any, ...]], list[float]]:
     return summed
 
 
-def _files(directory: str) -> list[tuple[int, str]]:
+def files_in(directory: str) -> list[tuple[int, str]]:
     """Each process's series file: ``[(pid, path)]``."""
     return [(int(re.search(r"usersvc-(\d+)\.series$", path).group(1)), path)
             for path in glob.glob(os.path.join(directory, "usersvc-*.series"))]

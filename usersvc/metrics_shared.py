@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry
 from .metrics import METHODS, Measured, Metrics, serve
 from .metrics_families import (COMMIT_BUCKETS, GROUP_BUCKETS, OPERATION_BUCKETS, POOL_GAUGES,
                                REQUEST_BUCKETS, Collector)
-from .metrics_files import Counts, fold_ended, read
+from .metrics_files import Counts, Reader, files_in, fold_ended
 from .request import Request, Response
 from .tally import Totals, totals
 
@@ -61,8 +61,15 @@ class SharedMetrics:
         self._pid = 0       # the process of the last request (a worker's first: not this)
         self._pools: list[Any] = []         # the stores with a PostgreSQL pool
         self._commits = False               # whether a store tells its commits
+        self._reader = Reader(directory)
+        self._reading = threading.Lock()    # (the reader's files: one scrape at a time)
 
-    plug = Metrics.plug         # the same starter, finisher and store wrapper
+    def plug(self, app: Any) -> SharedMetrics:
+        """As ``Metrics.plug`` (the same starter, finisher and store
+        wrapper); the files it reads are closed with the app."""
+        Metrics.plug(self, app)
+        app.on_close(self._reader.close)
+        return self
 
     def begin(self, req: Request) -> None:
         counts = self.counts
@@ -136,8 +143,13 @@ class SharedMetrics:
 
     def now(self) -> Scraped:
         """Every process's counts, as they are (``metrics.Collector``)."""
-        fold_ended(self.directory, _alive)
-        return Scraped(read(self.directory), self._commits)
+        with self._reading:
+            files = files_in(self.directory)
+            alive = {pid for pid, _ in files if _alive(pid)}
+            if len(alive) < len(files):         # some have ended: folded first
+                fold_ended(self.directory, alive.__contains__)
+                files = files_in(self.directory)
+            return Scraped(self._reader.read(files), alive, self._commits)
 
 
 class Scraped:
@@ -146,8 +158,9 @@ class Scraped:
     gauges over those alive."""
 
     def __init__(self, found: list[tuple[int, dict[tuple[str, tuple[Any, ...]], list[float]]]],
-                 commits: bool) -> None:
+                 alive: set[int], commits: bool) -> None:
         self._found = found
+        self._alive = alive          # the processes running (0, those folded, is not)
         self._commits = commits      # whether the stores have SQLite's commits to tell
 
     def requests(self) -> dict[Any, Totals]:
@@ -178,7 +191,7 @@ class Scraped:
     def _gauge(self, metric: str) -> dict[tuple[Any, ...], float]:
         summed: dict[tuple[Any, ...], float] = {}
         for pid, series in self._found:
-            if pid and _alive(pid):     # (0: the processes that ended, folded)
+            if pid in self._alive:
                 for (name, labels), numbers in series.items():
                     if name == metric:
                         summed[labels] = summed.get(labels, 0) + numbers[0]
