@@ -99,7 +99,8 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     Idempotency(settings.idempotency_ttl, owner,
                 lambda req, error: app.problem_response(req, Problem.from_error(error))).plug(app)
     if settings.metrics:
-        _metrics(settings.metrics_dir)(__version__, app.stores, app.waiting).plug(app)   # the last to see an answer
+        metrics = _metrics(settings.metrics_dir)
+        metrics(__version__, app.stores, app.waiting).plug(app)     # the last to see an answer
     if isinstance(storage, str):
         store: Any = open_store(storage, (USER,) if collections is None else collections)
         app.on_close(store.close)

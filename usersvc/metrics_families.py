@@ -99,7 +99,7 @@ def _histogram(name: str, labels: list[str], bounds: tuple[float, ...],
                totals: dict[Any, Totals],
                label_values: Callable[..., list[str]]) -> HistogramMetricFamily:
     family = HistogramMetricFamily(name, HELP[name], labels=labels)
-    les = [repr(float(b)) for b in bounds] + ["+Inf"]     # 0.005, 1.0: as Prometheus's clients write them
+    les = [repr(float(b)) for b in bounds] + ["+Inf"]     # 0.005, 1.0: as Prometheus writes them
     if not labels and not totals:       # one series, there from the start: zeros
         totals = {(): Totals([0] * len(les), 0.0)}
     for key, found in sorted(totals.items(), key=lambda kv: str(kv[0])):

@@ -99,7 +99,11 @@ class Counts:
         with self._lock:
             if not self.pid:
                 self._start()
-            part = self._left.popleft() if self._left else Part(self.pid)
+            if self._left:
+                part = self._left.popleft()
+            else:
+                part = Part(self.pid, self._made)
+                self._made += 1
         weakref.finalize(threading.current_thread(), self._left.append, part)
         return part
 
@@ -112,6 +116,7 @@ class Counts:
         self._series = os.open(path + ".series", os.O_WRONLY | os.O_CREAT | os.O_TRUNC |
                                os.O_APPEND, 0o644)
         self._used = UNREAD
+        self._made = 0
         self.pid = pid
 
 
@@ -130,15 +135,17 @@ class Part:
     labels): where its numbers begin}; and the request it serves (its
     method and when it began, ``SharedMetrics``')."""
 
-    __slots__ = ("pid", "at", "method", "started", "active", "requests", "operations")
+    __slots__ = ("pid", "number", "at", "method", "started", "serving", "requests",
+                 "operations")
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, number: int = 0) -> None:
         self.pid = pid
+        self.number = number                # the process's parts: 0, 1, 2...
         self.at: dict[tuple[str, tuple[Any, ...]], int] = {}
         self.method = ""
         self.started = 0.0
+        self.serving = -1                   # where it says what it serves (-1: not yet)
         # Found in ``at`` once, then here, by labels alone (the hot paths).
-        self.active: dict[str, int] = {}
         self.requests: dict[tuple[str, str, int], int] = {}
         self.operations: dict[tuple[str, str], int] = {}
 

@@ -22,6 +22,7 @@ import os
 import socket
 import threading
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Sequence
 from time import perf_counter
 from typing import Any
@@ -37,13 +38,18 @@ from .tally import Totals, totals
 
 log = logging.getLogger("usersvc")
 
-REQUESTS, OPERATIONS = "http_server_request_duration_seconds", "usersvc_store_operation_duration_seconds"
+REQUESTS = "http_server_request_duration_seconds"
+OPERATIONS = "usersvc_store_operation_duration_seconds"
 COMMITS, WRITES = "usersvc_sqlite_commit_duration_seconds", "usersvc_sqlite_commit_writes"
 #: A histogram's numbers: its buckets', one past them, the sum (``tally.new_counts``).
 _REQUEST_SIZE, _OPERATION_SIZE = len(REQUEST_BUCKETS) + 2, len(OPERATION_BUCKETS) + 2
 _FIRST_REQUEST, _FIRST_OPERATION = REQUEST_BUCKETS[0], OPERATION_BUCKETS[0]
-ACTIVE, WAITING, LIMIT = ("http_server_active_requests", "usersvc_feed_waiting_requests",
-                          "usersvc_feed_waiting_requests_limit")
+WAITING, LIMIT = "usersvc_feed_waiting_requests", "usersvc_feed_waiting_requests_limit"
+#: Each thread's one number for active requests: the method it serves now
+#: (0: none), in its own series, so a start and an end each write it once.
+SERVING = "serving"
+_CODES = {method: code for code, method in enumerate(sorted(METHODS) + ["_OTHER"], 1)}
+_METHOD_OF = {code: method for method, code in _CODES.items()}
 
 
 class SharedMetrics:
@@ -74,11 +80,11 @@ class SharedMetrics:
     def begin(self, req: Request) -> None:
         counts = self.counts
         part = counts.part()
-        part.method = method = req.method if req.method in METHODS else "_OTHER"
-        at = part.active.get(method)
-        if at is None:
-            at = part.active[method] = counts.at(part, ACTIVE, (method,), 1)
-        counts.numbers[at] += 1
+        code = _CODES.get(req.method)
+        part.method = req.method if code else "_OTHER"
+        if part.serving < 0:
+            part.serving = counts.at(part, SERVING, (part.number,), 1)
+        counts.numbers[part.serving] = code or _CODES["_OTHER"]     # (0: none)
         part.started = perf_counter()
 
     def end(self, req: Request, response: Response) -> None:
@@ -86,7 +92,7 @@ class SharedMetrics:
         part = counts.part()
         elapsed = perf_counter() - part.started
         numbers = counts.numbers
-        numbers[part.active[part.method]] -= 1
+        numbers[part.serving] = 0
         route = req.route       # with the application's root (a --prefix), as OpenTelemetry asks
         labels = (part.method, route and req.script_name + route, response.status)
         at = part.requests.get(labels)
@@ -170,7 +176,10 @@ class Scraped:
         return self._histogram(OPERATIONS, OPERATION_BUCKETS)
 
     def active(self) -> dict[str, int]:
-        return {labels[0]: int(n) for labels, n in self._gauge(ACTIVE).items()}
+        """What the living processes' threads serve now, by method."""
+        return Counter(_METHOD_OF[int(numbers[0])] for pid, series in self._found
+                       if pid in self._alive
+                       for (name, _), numbers in series.items() if name == SERVING and numbers[0])
 
     def waiting(self) -> tuple[int, int]:
         return (int(self._gauge(WAITING).get((), 0)), int(self._gauge(LIMIT).get((), 0)))
