@@ -229,24 +229,26 @@ class _Opened:
         self._numbers.close()
 
 
-def fold_ended(directory: str, alive: Callable[[int], bool]) -> None:
+def fold_ended(reader: Reader, alive: Callable[[int], bool]) -> None:
     """Add the numbers of the processes that have ended into one file,
     ``usersvc-ended.json``, and remove theirs: a server that replaces its
     workers often keeps a pair of files for each living one and one for all
     the others. (Their gauges go too: a scrape counts none of pid 0's.)
     One process folds at a time; one that stops halfway leaves the files
-    it folded listed, and the next removes them."""
+    it folded listed, and the next removes them. (``reader``: the files,
+    read as the scrape reads them.)"""
+    directory = reader.directory
     with open(os.path.join(directory, "usersvc-ended.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         ended = _ended(directory)
         dead = [(pid, path) for pid, path in files_in(directory)
                 if pid not in ended["pids"] and not alive(pid)]
         if dead:
-            found = dict(read(directory))
-            series = [(metric, list(labels), numbers) for pid, _ in [(0, "")] + dead
+            found = dict(reader.read())
+            series = [(metric, labels, numbers) for pid, _ in [(0, "")] + dead
                       for (metric, labels), numbers in found.get(pid, {}).items()]
             ended = {"pids": ended["pids"] + [pid for pid, _ in dead],
-                     "series": [[m, list(k), n] for (m, k), n in _summed(series).items()]}
+                     "series": [[m, k, n] for (m, k), n in _summed(series).items()]}
             _write_ended(directory, ended)
         if ended["pids"]:
             for pid in ended["pids"]:
