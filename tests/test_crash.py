@@ -20,6 +20,8 @@ import sqlite3
 import threading
 import time
 
+import pytest
+
 from helpers import Served
 
 ROUNDS = 3
@@ -177,3 +179,58 @@ def test_every_create_retried_with_its_key_after_sigkill_makes_one_user(tmp_path
         user = json.loads(answer)
         assert by_email[user["email"]] == user and etag == f'"{user["id"]}-1"'
 
+
+
+# -- batches: each whole or absent -------------------------------------------
+
+BATCH = 5
+
+
+def stream_batches(address, thread_no, acked, stop):
+    """POST batches of ``BATCH`` creates until the server dies; each 200 in
+    ``acked`` as (thread, n)."""
+    conn = http.client.HTTPConnection(*address, timeout=10)
+    n = 0
+    try:
+        while not stop.is_set():
+            n += 1
+            requests = [{"method": "POST", "path": "/users", "body": {
+                "name": f"B{thread_no} #{n} {i}", "email": f"b{thread_no}-{n}-{i}@example.org"}}
+                for i in range(BATCH)]
+            try:
+                conn.request("POST", "/batch", body=json.dumps({"requests": requests}),
+                             headers={"Content-Type": "application/json"})
+                response = conn.getresponse()
+                response.read()
+            except (OSError, http.client.HTTPException):
+                return
+            acked.append((thread_no, n) if response.status == 200 else ("unexpected", response.status))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_every_batch_is_whole_or_absent_after_sigkill(tmp_path, request, kind):
+    url = "sqlite:///users.db" if kind == "sqlite" else request.getfixturevalue("postgres_url")
+    served = Served("--storage", url, "--threads", "4", "--no-access-log", cwd=tmp_path)
+    acked: list = []
+    kill_under_writers(served, stream_batches, acked)
+    assert all(a[0] != "unexpected" for a in acked), [a for a in acked if a[0] == "unexpected"][:3]
+
+    served = Served("--storage", url, "--no-access-log", cwd=tmp_path)
+    try:
+        conn = http.client.HTTPConnection(*served.address, timeout=10)
+        users = every_user(conn)
+        conn.close()
+    finally:
+        assert served.stop() == 0
+    found: dict = {}
+    for user in users:
+        thread_no, n, _ = user["email"][1:].split("@")[0].split("-")
+        found.setdefault((int(thread_no), int(n)), []).append(user)
+    assert {len(made) for made in found.values()} == {BATCH}     # every batch whole, or absent
+    assert set(acked) <= set(found)                             # and every 200 there
+    for made in found.values():         # its records consecutive, in the order sent
+        ids = [u["id"] for u in made]
+        assert ids == list(range(ids[0], ids[0] + BATCH))
+        assert [u["name"][-1] for u in made] == [str(i) for i in range(BATCH)]

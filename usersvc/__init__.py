@@ -20,6 +20,7 @@ from typing import Any
 from . import pages
 from .app import App
 from .auth import Tokens
+from .batch import Batch
 from .cors import CORS
 from .fields import email, integer, text
 from .health import HEALTH_PATH, HealthCheck
@@ -30,8 +31,9 @@ from .problems import Problem
 from .release import VERSION as __version__
 from .release import install_hint
 from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
-                       DEFAULT_STORAGE, Settings)
+                       DEFAULT_MAX_BATCH, DEFAULT_STORAGE, Settings)
 from .storage import RecordStore, Storage, open_store
+from .storage.protocol import Atomic
 from .validation import USER, Schema
 
 __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
@@ -45,7 +47,8 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
              tokens: Mapping[str, str] | Tokens | None = None,
              cors_origins: Iterable[str] = (),
              max_waiting: int = DEFAULT_MAX_WAITING,
-             idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL, metrics: bool = False) -> App:
+             idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL, max_batch: int = DEFAULT_MAX_BATCH,
+             metrics: bool = False) -> App:
     """A WSGI app serving each of ``collections`` (default: ``USER`` alone)
     at ``/<plural>``, from ``storage``: a URL (``memory://``,
     ``sqlite:///users.db``, ``postgresql://...``) for a store the app opens
@@ -63,13 +66,15 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     worker threads (waitress's default is 4). ``idempotency_ttl``: how many
     seconds the answer to a POST or PATCH sent with an ``Idempotency-Key``
     is kept for its retries (default a day; see ``usersvc.idempotency``).
+    ``max_batch``: the most requests one ``POST /batch`` may hold (a store
+    of usersvc's makes them together or not at all; see ``usersvc.batch``).
     ``metrics``: count requests and store operations for Prometheus, in
     ``app.metrics.registry`` (needs the ``metrics`` extra; see
     ``usersvc.metrics``). A value it cannot use is a ``ValueError``
     (``usersvc.settings.SettingError``) that names it."""
     settings = Settings(storage, max_body_size=max_body_size, tokens=tokens,
                         cors_origins=cors_origins, max_waiting=max_waiting,
-                        idempotency_ttl=idempotency_ttl, metrics=metrics)
+                        idempotency_ttl=idempotency_ttl, max_batch=max_batch, metrics=metrics)
     return build_app(settings, collections)
 
 
@@ -84,9 +89,9 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     pages.plug(app)         # HTML for people, and the files the pages load
     # The service's own paths: its root, its description, its health.
     app.router.add("/", ServiceRoot(app.schemas, app.offers))
-    app.router.add(OPENAPI_PATH, OpenAPIDocument(app.schemas, secured=settings.tokens is not None,
-                                                 feeds=app.feeds,
-                                                 idempotency_ttl=settings.idempotency_ttl))
+    description = OpenAPIDocument(app.schemas, secured=settings.tokens is not None,
+                                  feeds=app.feeds, idempotency_ttl=settings.idempotency_ttl)
+    app.router.add(OPENAPI_PATH, description)
     app.router.add(HEALTH_PATH, HealthCheck(app.stores))
     app.open_paths.add(HEALTH_PATH)
     # The features the settings ask for, in the order a request meets them
@@ -96,8 +101,9 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     if settings.tokens is not None:
         settings.tokens.plug(app)
     owner = (lambda req: "") if settings.tokens is None else settings.tokens.owner
-    Idempotency(settings.idempotency_ttl, owner,
-                lambda req, error: app.problem_response(req, Problem.from_error(error))).plug(app)
+    keys = Idempotency(settings.idempotency_ttl, owner,
+                       lambda req, error: app.problem_response(req, Problem.from_error(error)))
+    keys.plug(app)
     if settings.metrics:
         metrics = _metrics(settings.metrics_dir)
         metrics(__version__, app.stores, app.waiting).plug(app)     # the last to see an answer
@@ -109,6 +115,9 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
         return app
     else:
         store = storage
+    if isinstance(store, Atomic):        # several writes at once: POST /batch
+        Batch(app, store, settings.max_batch, keys).plug(app)
+        description.max_batch = settings.max_batch
     for schema in store.schemas if collections is None else collections:
         app.add_collection(schema, store[schema.plural])
     return app

@@ -219,7 +219,7 @@ class App:
     def _options(self, route: Any) -> Response:
         headers = [("Allow", route.allow)]
         if "POST" in route.responders:
-            headers.append(("Accept-Post", ", ".join(BODY_TYPES)))
+            headers.append(("Accept-Post", ", ".join(getattr(route.resource, "accepts", BODY_TYPES))))
         if "PATCH" in route.responders:
             headers.append(("Accept-Patch", ", ".join(PATCH_TYPES)))
         return Response(204, headers=headers)

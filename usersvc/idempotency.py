@@ -82,17 +82,20 @@ class Idempotency:
         """The write hook (``resources``) for a collection kept in ``store``."""
         return KeyedWrite(self, isinstance(store, KeepsKeys) and store.keeps_keys)
 
-    def key(self, req: Request, fmt: Format | None,
-            respond: Callable[[Any], Response]) -> Key | None:
+    def key(self, req: Request, fmt: Format | None, respond: Callable[[Any], Response],
+            refused: Callable[[StoreError], Response] | None = None) -> Key | None:
         """The request's key (``None``: it sent none), whose answer is
-        ``respond(record)`` or the problem of the store's error."""
+        ``respond(record)`` or the problem of the store's error (``refused``:
+        another way to make it)."""
         value = req.environ.get(ENVIRON)
         if value is None:
             return None
         key = parse(value)
+        if refused is None:
+            refused = lambda error: self._problem(req, error)     # noqa: E731
 
         def answer(record: Any, error: StoreError | None) -> Answer:
-            response = respond(record) if error is None else self._problem(req, error)
+            response = respond(record) if error is None else refused(error)
             return Answer(response.status, tuple(response.headers), response.body,
                           response.vary)
         return Key(self._owner(req), key, fingerprint(req, fmt), time.time() + self.ttl, answer)

@@ -22,8 +22,8 @@ import waitress
 from . import USER, Mount, Schema, build_app
 from .ops import AccessLog
 from .release import VERSION, install_hint
-from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_STORAGE,
-                       SettingError, Settings, as_option)
+from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_SIZE,
+                       DEFAULT_STORAGE, SettingError, Settings, as_option)
 from .storage import redact
 
 log = logging.getLogger("usersvc")
@@ -79,6 +79,9 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--idempotency-ttl", default=str(DEFAULT_IDEMPOTENCY_TTL), metavar="SECONDS",
                    help="how long the answer to a POST or PATCH sent with an Idempotency-Key "
                         "is kept for its retries (default: %(default)s, a day)")
+    p.add_argument("--max-batch", default=str(DEFAULT_MAX_BATCH), metavar="N",
+                   help="the most requests one POST /batch may hold; more gets 413 "
+                        "(default: %(default)s)")
     p.add_argument("--no-access-log", dest="access_log", action="store_false",
                    help="do not log a line per request")
     p.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
@@ -110,7 +113,7 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
         p.error("--metrics-host needs --metrics-port (the port metrics are served on)")
     given = {name: getattr(args, name) for name in
              ("storage", "max_body_size", "prefix", "tokens_file", "idempotency_ttl",
-              "collections")}
+              "max_batch", "collections")}
     args.settings = Settings.from_text(
         {k: v for k, v in given.items() if v is not None}, as_option,
         cors_origins=args.cors_origin, max_waiting=args.threads // 2, access_log=args.access_log,

@@ -22,6 +22,8 @@ DEFAULT_MAX_WAITING = 2
 #: Seconds the answer to a write sent with an ``Idempotency-Key`` is kept:
 #: a day, as the draft suggests.
 DEFAULT_IDEMPOTENCY_TTL = 24 * 3600
+#: The most requests one ``POST /batch`` may hold.
+DEFAULT_MAX_BATCH = 100
 
 _ORIGIN = re.compile(r"https?://[^/\s]+")
 
@@ -55,7 +57,8 @@ class Settings:
     (``None``: no tokens asked for); ``cors_origins`` the origins
     (``scheme://host[:port]``, ``*`` for any) whose pages may call the app;
     ``max_waiting`` the requests that may wait for changes at once;
-    ``idempotency_ttl`` seconds; ``metrics`` counts for Prometheus (the
+    ``idempotency_ttl`` seconds; ``max_batch`` the most requests a
+    ``POST /batch`` may hold; ``metrics`` counts for Prometheus (the
     ``metrics`` extra). The rest are for a server around the app:
     ``prefix`` (a path to mount it under), ``access_log``,
     ``metrics_port`` / ``metrics_host`` (where a server serves the metrics),
@@ -70,6 +73,7 @@ class Settings:
     cors_origins: frozenset[str] = field(default_factory=frozenset)
     max_waiting: int = DEFAULT_MAX_WAITING
     idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL
+    max_batch: int = DEFAULT_MAX_BATCH
     metrics: bool = False
     prefix: str = ""
     access_log: bool = False
@@ -157,12 +161,12 @@ class Settings:
 #: What a server reads as text (options, variables): every field but
 #: ``tokens`` (read from ``tokens_file``) and ``metrics`` (on with a port).
 READ_FROM_TEXT = ("storage", "tokens_file", "cors_origins", "max_body_size", "prefix",
-                  "max_waiting", "access_log", "idempotency_ttl", "collections",
+                  "max_waiting", "access_log", "idempotency_ttl", "max_batch", "collections",
                   "metrics_port", "metrics_host", "metrics_dir")
 
 
 #: The whole numbers among the settings, and the least each may be.
-_LEAST = {"max_body_size": 1, "max_waiting": 0, "idempotency_ttl": 1}
+_LEAST = {"max_body_size": 1, "max_waiting": 0, "idempotency_ttl": 1, "max_batch": 1}
 
 
 def _whole(name: str, text: str) -> int:

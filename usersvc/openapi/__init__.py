@@ -65,6 +65,7 @@ class OpenAPIDocument:
         self.secured = secured
         self.idempotency_ttl = idempotency_ttl
         self.feeds = feeds          # the app's list, filled as collections are added
+        self.max_batch: int | None = None   # set where ``POST /batch`` is served
         self._cache: dict[tuple[str, int], bytes] = {}
 
     def on_get(self, req: Request, fmt: Format) -> Response:
@@ -73,6 +74,6 @@ class OpenAPIDocument:
         body = self._cache.get(key)
         if body is None:
             document = openapi(self.schemas, base, secured=self.secured, feeds=self.feeds,
-                               idempotency_ttl=self.idempotency_ttl)
+                               idempotency_ttl=self.idempotency_ttl, max_batch=self.max_batch)
             body = self._cache[key] = json.dumps(document, indent=1).encode()
         return revalidated(req, Response(200, body, [("Content-Type", JSON_TYPE)]))

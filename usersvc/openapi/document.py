@@ -11,6 +11,7 @@ from ..health import HEALTH_PATH
 from ..settings import DEFAULT_IDEMPOTENCY_TTL
 from ..storage import MAX_ID
 from ..validation import Schema
+from .batch import batch_paths
 from .feed import feed_link_header, feed_paths
 from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STORE, PAGE,
                     VARY, asset_paths, collection_names, common_schemas, content, header,
@@ -22,11 +23,13 @@ OPENAPI_PATH = "/openapi.json"
 
 
 def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False,
-            feeds: Collection[str] = (), idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL) -> dict[str, Any]:
+            feeds: Collection[str] = (), idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
+            max_batch: int | None = None) -> dict[str, Any]:
     """The OpenAPI 3.1 document for a service of these collections, served
     under ``base``; ``secured``: bearer tokens are on; ``feeds``: the
     collections (by plural) with a change feed; ``idempotency_ttl``: how
-    long an ``Idempotency-Key``'s answer is kept, in seconds."""
+    long an ``Idempotency-Key``'s answer is kept, in seconds; ``max_batch``:
+    the most requests of a ``POST /batch`` (``None``: not served)."""
     cached = {"ETag": BODY_ETAG, "Vary": VARY, "Cache-Control": CACHE}
     root_headers = {**cached, "Link": header('`<.../openapi.json>; rel="service-desc"`')}
     paths: dict[str, Any] = {
@@ -90,8 +93,11 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
             paths.update(feed_paths(schema, components["schemas"]))
             paths[f"/{schema.plural}"]["get"]["responses"]["200"]["headers"]["Link"] = \
                 feed_link_header()
+    if max_batch is not None:
+        paths.update(batch_paths(schemas, max_batch, idempotency_ttl, components["schemas"]))
     tags = [{"name": "service", "description": "The service root, this document, the health "
-                                               "check, the pages' style sheet and script."},
+                                               "check, batches, the pages' style sheet and "
+                                               "script."},
             *({"name": s.plural, "description": f"The {s.plural} collection and each {s.name}."}
               for s in schemas)]
     for path, item in paths.items():

@@ -26,6 +26,7 @@ DESCRIPTIONS = {
          "body that is missing, not UTF-8 or holds a DOCTYPE, or a bad query parameter.",
     403: "A write from a page of another site, refused by the cross-origin protection.",
     404: "There is no such record (never was, or was deleted).",
+    405: "The method is not allowed at that path (`Allow` says which are).",
     406: "None of the service's media types is acceptable (`available` lists them).",
     409: "A unique field's value (text compared ignoring case) belongs to another record; "
          "`errors` points at the field.",
@@ -247,6 +248,12 @@ def common_schemas() -> dict[str, Any]:
                 "available": {"type": "array", "items": {"type": "string", "xml": {"name": "i"}},
                               "xml": {"wrapped": True}},
                 "max_body_size": {"type": "integer"},
+                "max_batch": {"type": "integer"},
+                "request": {"type": "integer", "minimum": 0, "description":
+                            "A batch's answer: which of its requests failed (0: the first)."},
+                "headers": {"type": "object", "additionalProperties": {"type": "string"},
+                            "description": "A batch's answer: the headers the failed "
+                                           "request's own answer had (`Allow`...)."},
             },
         },
     }

@@ -167,16 +167,25 @@ END $$""")
         found[f"{w}_update"] = Object("trigger", t, (
             f"CREATE TRIGGER {w}_update AFTER UPDATE OF {', '.join(cols)} ON {t} FOR EACH ROW "
             f"WHEN ({changed}) EXECUTE FUNCTION {w}_sync()"))
-    # The transaction first takes a lock it holds until it ends (re-entrant:
-    # a restore of many records takes it once), so a writer that comes later
-    # waits here for the one before to commit: positions are handed out in
-    # commit order (``feed``). The key is the table's own oid, so stores in
-    # other schemas do not share it.
+    # Each statement's transaction first takes a lock it holds until it
+    # ends (re-entrant: a restore of many records takes it once), before
+    # the statement locks any row, so a writer that comes later waits here
+    # for the one before to commit: positions are handed out in commit order
+    # (``feed``), and a batch, which takes the locks of its collections
+    # first, never waits for a row that a writer waiting for it holds. The
+    # key is the table's own oid, so stores in other schemas do not share it.
+    found[f"{c}_lock"] = Object("function", t, f"""CREATE OR REPLACE FUNCTION {c}_lock() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock('{c}'::regclass::oid::bigint);
+    RETURN NULL;
+END $$""")
+    found[f"{c}_first"] = Object("trigger", t, (
+        f"CREATE TRIGGER {c}_first BEFORE INSERT OR UPDATE OR DELETE ON {t} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION {c}_lock()"))
     fields = list(table.schema.fields)
     kept = ", ".join(fields)
     found[f"{c}_record"] = Object("function", t, f"""CREATE OR REPLACE FUNCTION {c}_record() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_advisory_xact_lock('{c}'::regclass::oid::bigint);
     IF TG_OP = 'DELETE' THEN
         INSERT INTO {c} (id, seq) VALUES (OLD.id, nextval('{c}_seq'))
             ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, {', '.join(f'{f} = NULL' for f in [*fields, 'version'])};

@@ -23,7 +23,7 @@ from ..fields import words
 from ..validation import Schema
 from . import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
 from .keys import Key, MemoryKeys
-from .memory_bulk import MemoryBulk
+from .memory_bulk import MemoryBulk, atomically
 from .stored import Collections
 
 _log = logging.getLogger("usersvc.storage")
@@ -133,6 +133,8 @@ class MemoryStorage(Collections):
         self.keys = MemoryKeys()
         self.collections = {s.plural: MemoryRecords(s, self.keys) for s in self.schemas}
 
+    atomically = atomically         # a batch's writes (``Storage.atomically``)
+
     def close(self) -> None:
         self.stop_waiting()
 
@@ -146,7 +148,8 @@ class MemoryRecords(MemoryBulk):
     def __init__(self, schema: Schema, keys: MemoryKeys | None = None) -> None:
         self.schema = schema
         self._keys = MemoryKeys() if keys is None else keys     # the store's, shared
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()      # re-entered by a batch's writes (``undoing``)
+        self._undo: Any = None                # a batch's ``memory_bulk.Undo``, while it runs
         self._records: dict[int, Any] = {}
         self._make = schema.record._make
         self._names = tuple(schema.fields)
@@ -156,7 +159,7 @@ class MemoryRecords(MemoryBulk):
         self._seqs = SortedList()            # each record's latest position, sorted,
         self._id_at: dict[int, int] = {}     # and the record it belongs to;
         self._seq_of: dict[int, int] = {}    # id -> its position there
-        self._watch = Watch(lambda: self._seq)
+        self._watch = Watch(self.position)
         self._pid = os.getpid()
 
     def get(self, record_id: int) -> Any:
@@ -177,7 +180,7 @@ class MemoryRecords(MemoryBulk):
             self._last_id += 1
             record[0] = self._last_id
             record = self._make(record)
-            self._add(record)
+            self._put(None, record)
         self._watch.notify()
         return record
 
@@ -194,24 +197,27 @@ class MemoryRecords(MemoryBulk):
             self.schema.check_complete(new[1:-1])
             self._indexes.claim(new, record_id)
             new = self._make(new)
-            self._indexes.move(old, new)
-            self._records[record_id] = new
-            self._record(record_id)
+            self._put(old, new)
         self._watch.notify()
         return new
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
         with self._lock:
-            record = self._checked(record_id, precondition)
-            self._indexes.move(record, None)
-            del self._records[record_id]
-            self._record(record_id)
+            self._put(self._checked(record_id, precondition), None)
         self._watch.notify()
 
-    def _add(self, record: Any) -> None:
-        self._records[record.id] = record
-        self._indexes.move(None, record)
-        self._record(record.id)
+    def _put(self, old: Any, new: Any) -> None:
+        """``new`` in place of ``old`` (``None``: none), in the records, the
+        indexes and the feed; what it was, kept for a batch (``_undo``)."""
+        record_id = (old or new).id
+        if self._undo is not None:
+            self._undo.saw(record_id, old, self._seq_of.get(record_id))
+        if new is None:
+            del self._records[record_id]
+        else:
+            self._records[record_id] = new
+        self._indexes.move(old, new)
+        self._record(record_id)
 
     def _record(self, record_id: int) -> None:
         """The record's latest change is the next position."""

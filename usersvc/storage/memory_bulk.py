@@ -1,7 +1,7 @@
 """What the memory store does with many records at once: pages, counts,
 searches and the change feed (its ``Indexes`` walked: ``walk``,
-``matches``), and restoring a copy (``restore``), each under the
-collection's lock.
+``matches``), restoring a copy (``restore``), each under the collection's
+lock, and a batch's writes, made or undone together (``atomically``).
 
 ``touched`` counts the records each call has looked at, so tests can show
 what a page costs without timing it.
@@ -11,15 +11,18 @@ from __future__ import annotations
 import builtins
 import itertools
 import operator
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any, TypeVar
 
 from ..fields import words
 from ..validation import Schema
 from . import Conflict, Position, position
 from .feed import Change
+from .keys import Key
 from .stored import Restores, check_fresh_ids
 
+T = TypeVar("T")
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position
 
 
@@ -65,10 +68,12 @@ class MemoryBulk(Restores):
             return found
 
     def position(self) -> int:
-        return self._seq
+        """The feed's last position (while a batch runs: before it; a failed
+        batch's positions are never handed out again)."""
+        return self._seq if self._undo is None else self._undo.seq
 
     def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
-        return self._seq, self.list(**arguments)
+        return self.position(), self.list(**arguments)
 
     def wait(self, after: int, timeout: float) -> None:
         self._watch.wait(after, timeout)
@@ -91,8 +96,8 @@ class MemoryBulk(Restores):
             if len(ids) < max(len(records), len(changes)):
                 raise Conflict("Two of these records have the same id.")
             for record in sorted(records, key=lambda r: r.id):
-                self._add(self._make(record))
-            for record in records if changes else ():     # the positions _add gave, forgotten
+                self._put(None, self._make(record))
+            for record in records if changes else ():     # the positions _put gave, forgotten
                 del self._id_at[self._seq_of[record.id]]
                 self._seqs.remove(self._seq_of.pop(record.id))
             for change in changes:      # and each record or tombstone at the position given
@@ -104,7 +109,67 @@ class MemoryBulk(Restores):
             self._last_id = max(self._last_id, last_id, *ids)
         self._watch.notify()
 
+    @contextmanager
+    def undoing(self) -> Iterator[None]:
+        """The collection's lock, held around a batch's writes (which take it
+        again), and every change they made undone if the batch raises."""
+        with self._lock:
+            self._undo = undo = Undo(self._seq)
+            try:
+                yield
+            except BaseException:
+                self._undo = None
+                self._put_back(undo)
+                raise
+            finally:
+                self._undo = None
+        self._watch.notify()
+
+    def _put_back(self, undo: Undo) -> None:
+        """Each record a batch changed as it was, at its position: all of
+        theirs out of the indexes first, then all as they were (a unique
+        value one took from another is free again by then)."""
+        for record_id in undo.was:
+            current = self._records.pop(record_id, None)
+            if current is not None:
+                self._indexes.move(current, None)
+            self._seqs.remove(seq := self._seq_of.pop(record_id))
+            del self._id_at[seq]
+        for record_id, (old, seq) in undo.was.items():
+            if old is not None:
+                self._records[record_id] = old
+                self._indexes.move(None, old)
+            if seq is not None:
+                self._seqs.add(seq)
+                self._id_at[seq], self._seq_of[record_id] = record_id, seq
+
     # -- the records and their positions ---------------------------------
+
+
+class Undo:
+    """What a batch changed in one collection: each record it touched as it
+    was before (``None``: absent) and its position then; and the feed's
+    position when the batch began."""
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+        self.was: dict[int, tuple[Any, int | None]] = {}
+
+    def saw(self, record_id: int, old: Any, seq: int | None) -> None:
+        self.was.setdefault(record_id, (old, seq))
+
+
+def atomically(storage: Any, plurals: Iterable[str], run: Callable[[Any], T],
+               key: Key | None = None) -> Any:
+    """``Storage.atomically`` for a ``MemoryStorage``: the collections'
+    locks, taken in one order (no two batches wait for each other), held
+    while ``run`` writes; all its changes undone if it raises."""
+    if key is not None:
+        return storage.keys.once(key, lambda: atomically(storage, plurals, run))
+    with ExitStack() as held:
+        for plural in sorted(set(plurals)):
+            held.enter_context(storage.collections[plural].undoing())
+        return run(storage)
 
 
 def walk(indexes: Any, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:

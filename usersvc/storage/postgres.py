@@ -39,6 +39,7 @@ from .stored import Collections, redact
 from .postgres_migrations import migrate
 from .postgres_notify import Listener
 from .sql import POSTGRES, SQLRecords, Table
+from .sql_bulk import InTransaction
 
 T = TypeVar("T")
 
@@ -204,6 +205,29 @@ class PostgresStorage(Collections):
                 kept = self.keys.claimed(db, key)      # or taken since
                 return kept if kept is not None else self.keys.filled(
                     db, key, key.answer(None, refused))
+
+    def atomically(self, plurals: Iterable[str], run: Callable[[InTransaction], T],
+                   key: Key | None = None) -> Any:
+        """``Storage.atomically``: one transaction. The key's row is taken
+        first, then the feeds' locks of the collections named, in one order
+        (each write would take its own: ``ddl``), so that two batches never
+        wait for each other; with a key, ``run`` is a savepoint of its own,
+        so that a refused write's answer is kept in the same transaction."""
+        with self.transaction() as db:
+            kept = None if key is None else self.keys.claimed(db, key)
+            if kept is not None:
+                return kept
+            for plural in sorted(set(plurals)):
+                db.execute("SELECT pg_advisory_xact_lock(%s::regclass::oid::bigint)",
+                           (self.collections[plural].table.changes_table,))
+            unit = InTransaction(self, db)
+            if key is None:
+                return run(unit)
+
+            def attempt() -> T:
+                with db.transaction():
+                    return run(unit)
+            return self.keys.filled(db, key, key.outcome(attempt))
 
     @staticmethod
     def violated(error: psycopg.errors.UniqueViolation) -> str:

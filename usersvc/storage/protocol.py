@@ -187,6 +187,22 @@ class RecordStore(Protocol):
 
 
 @runtime_checkable
+class Atomic(Protocol):
+    """A store's capability: several writes, on any of its collections,
+    made together or not at all (``POST /batch``). Every store here has it;
+    an embedder's own may not."""
+
+    def atomically(self, plurals: Sequence[str], run: Any, key: Any = None) -> Any:
+        """``run(unit)``, where ``unit[plural]`` is each collection
+        ``plurals`` names, writing in one atomic step of the store (one
+        transaction; memory: their locks held): ``run``'s result, once
+        committed. If ``run`` raises, none of its writes is kept and the
+        error goes on. With ``key`` (``keys.Key``): the answer instead, kept
+        with the step (a refused write's too, the step's writes undone:
+        ``Key.outcome``); for a key kept before, its answer, nothing run."""
+
+
+@runtime_checkable
 class Storage(Protocol):
     """Every collection of one storage URL: ``storage[plural]``."""
 

@@ -6,11 +6,15 @@ A page in any order is a walk of one index (``ddl``: one on ``(<field>__key,
 id, version)`` for each sort and filter) from the last page's position
 (keyset paging): O(log N + limit); a search starts from the words that
 match (``q <= word < prefix_end(q)``) and sorts only those.
+
+A batch's writes are many records at once too: ``InTransaction`` is the
+store as they see it, every one of them in one transaction.
 """
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+import copy
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import Conflict, Position
@@ -224,3 +228,25 @@ def _raise_last_id(table: Any, db: Any, last_id: int) -> None:
     else:
         db.execute(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), %s) "
                    f"WHERE %s > ({table.last_id})", (last_id, last_id))
+
+
+class InTransaction:
+    """A SQL store as a batch's writes see it (``Storage.atomically``): its
+    collections (``unit[plural]``), each the store's own but writing, and
+    reading, in ``db``'s one transaction, which the store commits or undoes."""
+
+    def __init__(self, storage: Any, db: Any) -> None:
+        self.storage, self.db = storage, db
+        self.keys, self.health = storage.keys, storage.health
+        self.unique_violation, self.violated = storage.unique_violation, storage.violated
+
+    def __getitem__(self, plural: str) -> Any:
+        records = copy.copy(self.storage.collections[plural])
+        records.storage = self
+        return records
+
+    def write(self, op: Callable[[Any], Any]) -> Any:
+        return op(self.db)
+
+    def read(self, question: Any, read: Callable[[Any], Any]) -> Any:
+        return read(self.db)

@@ -31,7 +31,8 @@ from .evolution import declared, evolve
 from .keys import Answer, Key, SQLKeys
 from .sql import SQLITE, Table
 from .sqlite_connections import Connection, Connections, Writer
-from .sqlite_errors import retrying, roll_back
+from .sql_bulk import InTransaction
+from .sqlite_errors import is_lasting, retrying, roll_back
 from .sqlite_migrations import migrate
 from .sqlite_pages import SQLiteRecords
 from .stored import Collections
@@ -108,6 +109,34 @@ class SQLiteStorage(Collections):
         """``op``'s answer, kept with ``key`` in its transaction; or the one
         kept before. (The writer makes one write at a time, in every process.)"""
         return self.write(lambda db: self.keys.once(db, key, lambda: op(db)))
+
+    def atomically(self, plurals: Iterable[str], run: Callable[[InTransaction], T],
+                   key: Key | None = None) -> Any:
+        """``Storage.atomically``: one write of the writer, inside a savepoint
+        that is undone if ``run`` raises (the rest of its group goes on)."""
+        def step(db: Connection) -> tuple[Any, Exception | None]:
+            def attempt() -> T:
+                db.execute("SAVEPOINT batch")
+                try:
+                    result = run(InTransaction(self, db))
+                except BaseException:
+                    db.execute("ROLLBACK TO batch")
+                    db.execute("RELEASE batch")
+                    raise
+                db.execute("RELEASE batch")
+                return result
+            try:
+                return (attempt() if key is None else self.keys.once(db, key, attempt)), None
+            except Exception as e:      # undone: handed back, not raised (``Writer``)
+                if is_lasting(e) or not db.in_transaction:
+                    raise
+                return None, e
+        result, error = self.write(step)
+        for plural in plurals:
+            self.collections[plural].watch.notify()
+        if error is not None:
+            raise error
+        return result
 
     @staticmethod
     def violated(error: sqlite3.IntegrityError) -> str:

@@ -1,0 +1,225 @@
+"""``POST /batch``: several writes, on any collections of the app, made
+together or not at all (docs/api.md, "Batch writes").
+
+The batch document is read whole first (``read``): anything it may not
+hold is a 400 naming it, an empty list a 400, more than ``max_batch``
+requests a 413. Then its requests are made in order, each by the resource
+its path names (``resources.Collection``, ``Item``), exactly as if sent
+alone, but over the store's collections as one atomic step sees them
+(``Storage.atomically``: one transaction of a SQL store, SQLite's as one
+group of its writer; the memory store's locks held). The first request to
+fail ends the batch, its step undone: the answer is that request's status
+and problem, with ``"request": <index>``. Otherwise it is a 200 with every
+request's status, ``Location`` and ``ETag``, and body, in order.
+
+An ``Idempotency-Key`` keeps the whole answer with the step (a refused
+write's too, as for one request), and replays it.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from .idempotency import ENVIRON as KEY_ENVIRON
+from .idempotency import Idempotency, replayed
+from .problems import DOMAIN_ERRORS, Problem
+from .representation import JSON_TYPE, Format, Offers
+from .representation.json_format import JSON
+from .request import Request, Response
+from .resources import Records
+
+PATH = "/batch"
+#: What a batch's request may be, and the headers it may carry (their
+#: environ names), and the bodies those may say they are.
+METHODS = ("POST", "PUT", "PATCH", "DELETE")
+HEADERS = {"if-match": "HTTP_IF_MATCH", "if-none-match": "HTTP_IF_NONE_MATCH",
+           "content-type": "CONTENT_TYPE"}
+BODY_TYPES = (JSON_TYPE, "application/merge-patch+json")
+#: What a request's answer in the batch keeps of its headers.
+KEPT_HEADERS = ("Location", "ETag")
+#: The request headers a batch's requests do not inherit from the batch.
+_NOT_INHERITED = ("HTTP_IF_MATCH", "HTTP_IF_NONE_MATCH", KEY_ENVIRON, "CONTENT_LENGTH",
+                  "HTTP_TRANSFER_ENCODING", "QUERY_STRING")
+
+
+class Part(NamedTuple):
+    """One request of a batch: its method, path, headers (environ names)
+    and body (the JSON document's bytes; ``None``: none)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes | None
+
+
+class Batch:
+    """``/batch``: POST a batch (JSON only: answered in JSON)."""
+
+    offers = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON})
+    accepts = (JSON_TYPE,)          # what POST reads (OPTIONS: Accept-Post)
+
+    def __init__(self, app: Any, storage: Any, max_batch: int, keys: Idempotency) -> None:
+        self.app, self.storage, self.max_batch, self.keys = app, storage, max_batch, keys
+
+    def plug(self, app: Any) -> None:
+        app.router.add(PATH, self)
+
+    def on_post(self, req: Request, fmt: Format) -> Response:
+        parts = self.read(req)
+        # The collections the batch writes to, for the store to hold together.
+        plurals = []
+        for part in parts:
+            found = self.app.router.match(part.path)
+            if found is not None and isinstance(found[0].resource, Records):
+                plurals.append(found[0].resource.schema.plural)
+        at: list[int | None] = [None]   # the request being made: the one that failed, if one does
+
+        def run(unit: Any) -> list[Response]:
+            stores: dict[str, Any] = {}
+            answers = []
+            for at[0], part in enumerate(parts):
+                answers.append(self._make(req, fmt, unit, stores, part))
+            return answers
+        try:
+            if KEY_ENVIRON in req.environ:
+                return replayed(self.storage.atomically(plurals, run, self.keys.key(
+                    req, fmt, self._answer, lambda error: self.app.problem_response(
+                        req, _of_request(error, at[0])))))
+            return self._answer(self.storage.atomically(plurals, run))
+        except (Problem, *DOMAIN_ERRORS) as error:
+            raise _of_request(error, at[0]) from None
+
+    def read(self, req: Request) -> list[Part]:
+        """The batch's requests, or a 400, 413 or 415 saying what is wrong."""
+        media_type = (req.content_type or "").partition(";")[0].strip().lower()
+        if media_type != JSON_TYPE:
+            raise Problem(415, f"A batch is {JSON_TYPE}, in UTF-8.",
+                          headers=[("Accept-Post", JSON_TYPE)])
+        if not req.body:
+            raise Problem(400, "The request needs a body.")
+        try:
+            document = JSON.parse(req.body.decode("utf-8"), None)
+        except UnicodeDecodeError as e:
+            raise Problem(400, f"The body is not valid UTF-8 (byte {e.start}).") from None
+        if not isinstance(document, dict) or "requests" not in document:
+            raise _wrong("", 'is not an object with "requests", a list of requests')
+        for name in document:
+            if name != "requests":
+                raise _wrong(f"/{_escaped(name)}", "is not a member of a batch")
+        requests = document["requests"]
+        if not isinstance(requests, list) or not requests:
+            raise _wrong("/requests", "must be a list of one request or more")
+        if len(requests) > self.max_batch:
+            raise Problem(413, f"A batch holds at most {self.max_batch} requests; this one "
+                               f"holds {len(requests)}.", max_batch=self.max_batch)
+        return [_part(request, f"/requests/{i}") for i, request in enumerate(requests)]
+
+    def _make(self, req: Request, fmt: Format, unit: Any, stores: dict[str, Any],
+              part: Part) -> Response:
+        """One request, made by its resource over ``unit``'s collections."""
+        found = self.app.router.match(part.path)
+        if found is None:
+            raise Problem(404, "There is nothing at this path.")
+        route, params = found
+        if part.method not in route.responders:
+            raise Problem(405, f"The method {part.method} is not allowed here.",
+                          headers=[("Allow", route.allow)])
+        if not isinstance(route.resource, Records):
+            raise Problem(400, f"A batch holds writes to records: {part.path} is neither "
+                               "a collection nor a record.")
+        plural = route.resource.schema.plural
+        if plural not in stores:
+            stores[plural] = unit[plural]
+            for wrap in self.app.store_wrappers:    # as the app's own (metrics)
+                stores[plural] = wrap(plural, stores[plural])
+        resource = copy.copy(route.resource)
+        resource.store, resource.write = stores[plural], None
+        responder: Callable[..., Response] = getattr(resource, "on_" + part.method.lower())
+        return responder(_request(req, part), fmt, **params)
+
+    @staticmethod
+    def _answer(answers: list[Response]) -> Response:
+        """The 200: each request's status, kept headers and body, in order."""
+        items = []
+        for answer in answers:
+            headers = json.dumps({k: v for k, v in answer.headers if k in KEPT_HEADERS},
+                                 separators=(",", ":"))
+            item = b'{"status":%d,"headers":%s' % (answer.status, headers.encode())
+            items.append(item + (b'}' if answer.status == 204 else
+                                 b',"body":' + answer.body + b'}'))
+        return Response(200, b'{"responses":[' + b",".join(items) + b"]}",
+                        [("Content-Type", JSON_TYPE)])
+
+
+def _part(request: Any, at: str) -> Part:
+    """One request of the batch document, checked (``at``: its pointer)."""
+    if not isinstance(request, dict):
+        raise _wrong(at, "is not an object with a method and a path")
+    for name in request:
+        if name not in ("method", "path", "headers", "body"):
+            raise _wrong(f"{at}/{_escaped(name)}", "is not a member of a request in a batch "
+                                                   "(method, path, headers, body)")
+    method, path = request.get("method"), request.get("path")
+    if method not in METHODS:
+        raise _wrong(f"{at}/method", f"must be one of {', '.join(METHODS)}")
+    if not isinstance(path, str) or not path.startswith("/") or "?" in path or "#" in path:
+        raise _wrong(f"{at}/path", "must be a path from the service's root (/users/7), "
+                                   "without a query")
+    headers = request.get("headers", {})
+    if not isinstance(headers, dict):
+        raise _wrong(f"{at}/headers", "must be an object of header names and values")
+    environ = {"CONTENT_TYPE": JSON_TYPE}
+    for name, value in headers.items():
+        if name.lower() not in HEADERS or not isinstance(value, str):
+            raise _wrong(f"{at}/headers/{_escaped(name)}", "may be only If-Match, "
+                         "If-None-Match or Content-Type, each a string")
+        environ[HEADERS[name.lower()]] = value
+    if environ["CONTENT_TYPE"].partition(";")[0].strip().lower() not in BODY_TYPES:
+        raise _wrong(f"{at}/headers", f"names a Content-Type a batch cannot hold "
+                                      f"(it holds {' or '.join(BODY_TYPES)})")
+    if "body" not in request:
+        return Part(method, path, environ, None)
+    if method == "DELETE":
+        raise _wrong(f"{at}/body", "a DELETE has no body")
+    body = json.dumps(request["body"], ensure_ascii=False, separators=(",", ":"))
+    return Part(method, path, environ, body.encode())
+
+
+def _request(batch: Request, part: Part) -> Request:
+    """The request ``part`` is, as if sent alone beside the batch: the
+    batch's environ (its host, mount point, token...) with the part's
+    method, path, headers and body, asking for JSON."""
+    environ = dict(batch.environ)
+    for name in _NOT_INHERITED:
+        environ.pop(name, None)
+    environ.update(part.headers, REQUEST_METHOD=part.method, PATH_INFO=part.path,
+                   HTTP_ACCEPT=JSON_TYPE)
+    req = Request(environ)
+    req.body = part.body or b""
+    return req
+
+
+def _of_request(error: Exception, index: int | None) -> Problem:
+    """The problem a batch's request failed with, naming it (``index``),
+    its headers (``Allow``...) as a member: they speak of its target, not
+    of ``/batch``. A 5xx is the store's, not the request's."""
+    problem = error if isinstance(error, Problem) else Problem.from_error(error)
+    if index is not None and problem.status < 500:
+        problem.extensions["request"] = index
+        if problem.headers:
+            problem.extensions["headers"] = dict(problem.headers)
+            problem.headers = []
+    return problem
+
+
+def _wrong(at: str, detail: str) -> Problem:
+    """A 400 for the batch document itself, pointing where."""
+    return Problem(400, "The batch document is not one usersvc can make.",
+                   errors=[(at, detail)])
+
+
+def _escaped(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
