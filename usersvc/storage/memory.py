@@ -177,8 +177,7 @@ class MemoryRecords(MemoryBulk):
         self.schema.check_complete(record[1:-1])
         with self._lock:
             self._indexes.claim(record, 0)
-            self._last_id += 1
-            record[0] = self._last_id
+            record[0] = self._last_id = self._last_id + 1
             record = self._make(record)
             self._put(None, record)
         self._watch.notify()
@@ -207,30 +206,25 @@ class MemoryRecords(MemoryBulk):
         self._watch.notify()
 
     def _put(self, old: Any, new: Any) -> None:
-        """``new`` in place of ``old`` (``None``: none), in the records, the
-        indexes and the feed; what it was, kept for a batch (``_undo``)."""
+        """``new`` in place of ``old`` (``None``: none), in the records and the
+        indexes, at the feed's next position; what it was, kept for a batch."""
         record_id = (old or new).id
+        was = self._seq_of.get(record_id)
         if self._undo is not None:
-            self._undo.saw(record_id, old, self._seq_of.get(record_id))
+            self._undo.saw(record_id, old, was)
+        if self._pid != os.getpid():
+            self._forked()
         if new is None:
             del self._records[record_id]
         else:
             self._records[record_id] = new
         self._indexes.move(old, new)
-        self._record(record_id)
-
-    def _record(self, record_id: int) -> None:
-        """The record's latest change is the next position."""
-        if self._pid != os.getpid():
-            self._forked()
-        old = self._seq_of.get(record_id)
-        if old is not None:
-            self._seqs.remove(old)
-            del self._id_at[old]
+        if was is not None:
+            self._seqs.remove(was)
+            del self._id_at[was]
         seq = self._seq = self._seq + 1
         self._seqs.add(seq)
-        self._id_at[seq] = record_id
-        self._seq_of[record_id] = seq
+        self._id_at[seq], self._seq_of[record_id] = record_id, seq
 
     def _forked(self) -> None:
         """A write in a process forked from the one that made the store (a

@@ -159,10 +159,10 @@ class Writer:
     waits for the disk, new writes queue up and make the next group, so
     the busier it is, the more writes share each sync.
 
-    Every write makes at most one change, in its last statement, so one
-    that fails in a group has changed nothing: SQLite undoes a failed
-    statement by itself and the transaction goes on (no savepoints needed;
-    ``_commit`` checks that nothing changed)."""
+    A write that fails in a group has changed nothing: each makes one change
+    (SQLite undoes a failed statement by itself, and the group goes on), or,
+    a batch, undoes its own in a savepoint and hands its error back, not
+    raised (``SQLiteStorage.atomically``); ``_commit`` checks the rest."""
 
     def __init__(self, connect: Callable[[], Any], health: WriteHealth,
                  timeout: float) -> None:
