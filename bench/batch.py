@@ -14,16 +14,14 @@ SQLite (one commit for the batch), at most 10x in memory.
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhttp import _pin, sqlite_usersvc, usersvc  # noqa: E402
+from overhttp import scripted_load, sqlite_usersvc, usersvc  # noqa: E402
 
 # Every run its own e-mails: wrk's math.random is the same in every run.
 ONE = """
@@ -51,13 +49,7 @@ end
 
 def rate(port: int, script: str, seconds: int, connections: int, lua: Path) -> float:
     lua.write_text(script)
-    out = subprocess.run(_pin(1) + ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s",
-                                    str(lua), f"http://127.0.0.1:{port}/"],
-                         capture_output=True, text=True, timeout=seconds + 60).stdout
-    found = re.search(r"Requests/sec:\s+([0-9.]+)", out)
-    if not found or "Non-2xx" in out:
-        raise RuntimeError(f"wrk: {out}")
-    return float(found.group(1))
+    return scripted_load(port, str(lua), seconds, connections)
 
 
 def main() -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -115,14 +114,7 @@ def post_rate(port: int, cwd: str, keyed: bool) -> float:
     lua = Path(cwd) / "keyed.lua"
     run = time.time_ns()
     lua.write_text(KEYED_LUA % (run, run))
-    out = subprocess.run(overhttp._pin(1) + ["wrk", "-t1", "-c8", "-d3s", "-s", str(lua),
-                                             f"http://127.0.0.1:{port}/users"],
-                         capture_output=True, text=True, timeout=120).stdout
-    import re
-    match = re.search(r"Requests/sec:\s+([0-9.]+)", out)
-    if not match or "Non-2xx" in out:
-        raise RuntimeError(f"wrk: {out}")
-    return float(match.group(1))
+    return overhttp.scripted_load(port, str(lua), path="/users")
 
 
 def main() -> int:

@@ -156,6 +156,19 @@ def load(port: int, method: str, path: str, seconds: int, lua: str) -> float:
     return _python_load(port, method, path, seconds)
 
 
+def scripted_load(port: int, lua: str, seconds: int = 3, connections: int = 8,
+                  path: str = "/") -> float:
+    """Requests per second of wrk -t1 running the Lua script in the file
+    ``lua`` (its ``request`` makes each request); any non-2xx is an error."""
+    out = subprocess.run(_pin(1) + ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", lua,
+                                    f"http://127.0.0.1:{port}{path}"],
+                         capture_output=True, text=True, timeout=seconds + 60).stdout
+    match = re.search(r"Requests/sec:\s+([0-9.]+)", out)
+    if not match or "Non-2xx" in out:
+        raise RuntimeError(f"wrk: {out}")
+    return float(match.group(1))
+
+
 def _python_load(port: int, method: str, path: str, seconds: float) -> float:
     deadline = time.monotonic() + seconds
     counts = [0] * 8
