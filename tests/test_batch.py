@@ -18,7 +18,7 @@ import pytest
 from books import BOOKS
 from conftest import LINT_EXEMPT, Client, lint_exchange, problem
 
-from usersvc import USER, Schema, make_app, text
+from usersvc import USER, Mount, Schema, make_app, text
 
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
 DUNE = {"title": "Dune", "isbn": "0441013597", "year": 1965}
@@ -229,6 +229,17 @@ def test_the_default_limit_is_a_hundred(store_url):
         assert len(client.get("/books?limit=1000").json) == 100
 
 
+def test_under_a_mount_point_paths_are_the_service_s_and_urls_carry_the_prefix():
+    app = make_app("memory://")
+    client = BatchClient(Mount("/v1", app))
+    made = client.post("/v1/batch", json_body={"requests": [VALID[0]]})
+    assert made.json["responses"][0]["headers"]["Location"] == "http://localhost/v1/users/1"
+    body = problem(client.post("/v1/batch", json_body={"requests": [
+        {**VALID[0], "path": "/v1/users"}]}), 404)
+    assert body["request"] == 0
+    app.close()
+
+
 def test_batch_is_not_a_collection_name():
     things = Schema("thing", "batch", {"title": text(10)})
     with pytest.raises(ValueError, match="/batch is served already"):
@@ -331,18 +342,19 @@ def test_a_refused_batch_s_answer_is_kept_with_its_key_and_nothing_else(library)
 def test_a_batch_needs_a_write_token_and_is_refused_from_another_site(store_url):
     for client in serving(store_url, tokens={"r" * 16: "read", "w" * 16: "write"},
                           cors_origins=["https://app.example"]):
-        assert batch(client, VALID[0], headers={"Authorization": "Bearer " + "r" * 16}).status_code == 403
+        reader, writer = "Bearer " + "r" * 16, "Bearer " + "w" * 16
+        assert batch(client, VALID[0], headers={"Authorization": reader}).status_code == 403
         assert batch(client, VALID[0]).status_code == 401
         assert batch(client, VALID[0], headers={
-            "Authorization": "Bearer " + "w" * 16, "Origin": "https://evil.example"}).status_code == 403
-        assert client.get("/users", headers={"Authorization": "Bearer " + "w" * 16}).json == []
+            "Authorization": writer, "Origin": "https://evil.example"}).status_code == 403
+        assert client.get("/users", headers={"Authorization": writer}).json == []
         preflight = client.request("OPTIONS", "/batch", headers={
             "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
             "Access-Control-Request-Headers": "authorization, content-type, idempotency-key"})
         assert preflight.headers["Access-Control-Allow-Origin"] == "https://app.example"
         assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
         made = batch(client, VALID[0], headers={
-            "Authorization": "Bearer " + "w" * 16, "Origin": "https://app.example"})
+            "Authorization": writer, "Origin": "https://app.example"})
         assert made.status_code == 200
         assert made.headers["Access-Control-Allow-Origin"] == "https://app.example"
 
