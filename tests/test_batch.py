@@ -193,6 +193,31 @@ def test_a_batch_document_usersvc_cannot_make_is_a_400_naming_what(library, docu
     assert everything(library) == before
 
 
+@pytest.mark.parametrize("raw, status, pointer", [
+    ('{"requests": [{"method": "POST", "path": "/users", "body": '
+     '{"name": "A\\ud800", "email": "a@example.org"}}]}', 422, "/name"),
+    ('{"requests": [{"method": "POST", "path": "/users", "body": '
+     '{"name": "A", "name": "B", "email": "a@example.org"}}]}', 422, "/name"),
+    ('{"requests": [{"method": "POST", "path": "/users", "body": '
+     '{"name": "A", "email": "a@example.org", "x": [{"y": 1, "y": 2}]}}]}', 422, "/y"),
+    ('{"requests": [], "requests": []}', 400, ""),
+    ('{"requests": [{"method": "POST", "method": "PUT", "path": "/users"}]}', 400,
+     "/requests/0"),
+    ('{"requests": [{"method": "POST", "path": "/users", "body": {"n": NaN}}]}', 400, None),
+    ('{"requests": [{"method": "POST", "path": "/users", "body": ' + "[" * 30_000 + "]" * 30_000
+     + "}]}", 400, None),
+    ('[{"method": "POST", "path": "/users"}]', 400, ""),
+    ('"requests"', 400, ""),
+])
+def test_a_hostile_batch_is_a_4xx_that_changes_nothing(library, raw, status, pointer):
+    before = everything(library)
+    body = problem(library.post("/batch", body=raw, content_type="application/json"), status)
+    if pointer is not None:
+        assert [e["pointer"] for e in body["errors"]] == [pointer]
+        assert body.get("request") == (0 if status == 422 else None)
+    assert everything(library) == before
+
+
 def test_a_batch_is_json_and_only_json(library):
     response = library.post("/batch", body="<requests/>", content_type="application/xml")
     assert problem(response, 415) and response.headers["Accept-Post"] == "application/json"

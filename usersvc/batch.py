@@ -27,6 +27,7 @@ from .idempotency import Idempotency, replayed
 from .problems import DOMAIN_ERRORS, Problem
 from .representation import JSON_TYPE, Format, Offers
 from .representation.json_format import JSON
+from .validation import Invalid, pointer
 from .request import Request, Response
 from .resources import Records
 
@@ -46,12 +47,49 @@ _NOT_INHERITED = ("HTTP_IF_MATCH", "HTTP_IF_NONE_MATCH", KEY_ENVIRON, "CONTENT_L
 
 class Part(NamedTuple):
     """One request of a batch: its method, path, headers (environ names)
-    and body (the JSON document's bytes; ``None``: none)."""
+    and body (the JSON document's bytes; ``None``: none), or what it is
+    refused with when its turn comes (``refused``)."""
 
     method: str
     path: str
     headers: dict[str, str]
     body: bytes | None
+    refused: Exception | None = None
+
+
+class _Twice(dict):
+    """An object of a batch document that names a member more than once
+    (``twice``, the first such name): read whole, and refused where it is."""
+
+    twice = ""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) == len(pairs):
+        return found
+    twice = _Twice(found)
+    twice.twice = next(n for i, (n, _) in enumerate(pairs) if n in dict(pairs[:i]))
+    return twice
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_no_constant)
+
+
+def _twice(value: Any) -> str | None:
+    """The first member name an object in ``value`` gives twice, or ``None``."""
+    if isinstance(value, _Twice):
+        return value.twice
+    for inner in value.values() if isinstance(value, dict) else (
+            value if isinstance(value, list) else ()):
+        found = _twice(inner)
+        if found is not None:
+            return found
+    return None
 
 
 class Batch:
@@ -100,9 +138,15 @@ class Batch:
         if not req.body:
             raise Problem(400, "The request needs a body.")
         try:
-            document = JSON.parse(req.body.decode("utf-8"), None)
+            document = _DECODER.decode(req.body.decode("utf-8"))
         except UnicodeDecodeError as e:
             raise Problem(400, f"The body is not valid UTF-8 (byte {e.start}).") from None
+        except RecursionError:
+            raise Problem(400, "The JSON body is nested too deeply.") from None
+        except ValueError as e:     # as json_format says it: not JSON, NaN, a number too long
+            raise Problem(400, f"The body is not valid JSON: {e}.") from None
+        if isinstance(document, _Twice):
+            raise _wrong("", f"names {document.twice!r} more than once")
         if not isinstance(document, dict) or "requests" not in document:
             raise _wrong("", 'is not an object with "requests", a list of requests')
         for name in document:
@@ -119,6 +163,8 @@ class Batch:
     def _make(self, req: Request, fmt: Format, unit: Any, stores: dict[str, Any],
               part: Part) -> Response:
         """One request, made by its resource over ``unit``'s collections."""
+        if part.refused is not None:
+            raise part.refused
         found = self.app.router.match(part.path)
         if found is None:
             raise Problem(404, "There is nothing at this path.")
@@ -157,6 +203,9 @@ def _part(request: Any, at: str) -> Part:
     """One request of the batch document, checked (``at``: its pointer)."""
     if not isinstance(request, dict):
         raise _wrong(at, "is not an object with a method and a path")
+    for name, value in (("", request), ("/headers", request.get("headers"))):
+        if isinstance(value, _Twice):
+            raise _wrong(at + name, f"names {value.twice!r} more than once")
     for name in request:
         if name not in ("method", "path", "headers", "body"):
             raise _wrong(f"{at}/{_escaped(name)}", "is not a member of a request in a batch "
@@ -183,8 +232,12 @@ def _part(request: Any, at: str) -> Part:
         return Part(method, path, environ, None)
     if method == "DELETE":
         raise _wrong(f"{at}/body", "a DELETE has no body")
-    body = json.dumps(request["body"], ensure_ascii=False, separators=(",", ":"))
-    return Part(method, path, environ, body.encode())
+    twice = _twice(request["body"])
+    if twice is not None:       # as the body would be alone: a 422, when its turn comes
+        return Part(method, path, environ, None, Invalid(
+            "The body names a member more than once.", [(pointer(twice), "appears more than once")]))
+    # ASCII escapes: a lone surrogate ("\ud800") reads back as it was sent.
+    return Part(method, path, environ, json.dumps(request["body"], separators=(",", ":")).encode())
 
 
 def _request(batch: Request, part: Part) -> Request:
