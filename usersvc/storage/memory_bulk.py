@@ -114,12 +114,13 @@ class MemoryBulk(Restores):
         """The collection's lock, held around a batch's writes (which take it
         again), and every change they made undone if the batch raises."""
         with self._lock:
-            self._undo = undo = Undo(self._seq)
+            self._undo = undo = Undo(self._seq, self._last_id)
             try:
                 yield
             except BaseException:
                 self._undo = None
                 self._put_back(undo)
+                self._last_id = undo.last_id    # its ids never were (as in SQLite)
                 raise
             finally:
                 self._undo = None
@@ -149,10 +150,10 @@ class MemoryBulk(Restores):
 class Undo:
     """What a batch changed in one collection: each record it touched as it
     was before (``None``: absent) and its position then; and the feed's
-    position when the batch began."""
+    position and the last id when the batch began."""
 
-    def __init__(self, seq: int) -> None:
-        self.seq = seq
+    def __init__(self, seq: int, last_id: int) -> None:
+        self.seq, self.last_id = seq, last_id
         self.was: dict[int, tuple[Any, int | None]] = {}
 
     def saw(self, record_id: int, old: Any, seq: int | None) -> None:
