@@ -68,9 +68,13 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found = dict(pairs)
     if len(found) == len(pairs):
         return found
-    twice = _Twice(found)
-    twice.twice = next(n for i, (n, _) in enumerate(pairs) if n in dict(pairs[:i]))
-    return twice
+    twice, seen = _Twice(found), set()
+    for name, _ in pairs:
+        if name in seen:
+            twice.twice = name
+            return twice
+        seen.add(name)
+    return twice        # (not reached: some name came twice)
 
 
 def _no_constant(name: str) -> Any:
