@@ -82,6 +82,9 @@ def _no_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_no_constant)
+# Made once (json.dumps with options makes a new encoder each call). ASCII
+# escapes: a lone surrogate ("\ud800") in a body reads back as it was sent.
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 def _twice(value: Any) -> str | None:
@@ -119,10 +122,10 @@ class Batch:
         at: list[int | None] = [None]   # the request being made: the one that failed, if one does
 
         def run(unit: Any) -> list[Response]:
-            stores: dict[str, Any] = {}
+            views: dict[int, Any] = {}      # each resource over the unit's store, made once
             answers = []
             for at[0], part in enumerate(parts):
-                answers.append(self._make(req, fmt, unit, stores, part))
+                answers.append(self._make(req, fmt, unit, views, part))
             return answers
         try:
             if KEY_ENVIRON in req.environ:
@@ -164,7 +167,7 @@ class Batch:
                                f"holds {len(requests)}.", max_batch=self.max_batch)
         return [_part(request, f"/requests/{i}") for i, request in enumerate(requests)]
 
-    def _make(self, req: Request, fmt: Format, unit: Any, stores: dict[str, Any],
+    def _make(self, req: Request, fmt: Format, unit: Any, views: dict[int, Any],
               part: Part) -> Response:
         """One request, made by its resource over ``unit``'s collections."""
         if part.refused is not None:
@@ -179,13 +182,14 @@ class Batch:
         if not isinstance(route.resource, Records):
             raise Problem(400, f"A batch holds writes to records: {part.path} is neither "
                                "a collection nor a record.")
-        plural = route.resource.schema.plural
-        if plural not in stores:
-            stores[plural] = unit[plural]
+        resource = views.get(id(route.resource))
+        if resource is None:
+            plural = route.resource.schema.plural
+            store = unit[plural]
             for wrap in self.app.store_wrappers:    # as the app's own (metrics)
-                stores[plural] = wrap(plural, stores[plural])
-        resource = copy.copy(route.resource)
-        resource.store, resource.write = stores[plural], None
+                store = wrap(plural, store)
+            resource = views[id(route.resource)] = copy.copy(route.resource)
+            resource.store, resource.write = store, None
         responder: Callable[..., Response] = getattr(resource, "on_" + part.method.lower())
         return responder(_request(req, part), fmt, **params)
 
@@ -194,8 +198,7 @@ class Batch:
         """The 200: each request's status, kept headers and body, in order."""
         items = []
         for answer in answers:
-            headers = json.dumps({k: v for k, v in answer.headers if k in KEPT_HEADERS},
-                                 separators=(",", ":"))
+            headers = _ENCODER.encode({k: v for k, v in answer.headers if k in KEPT_HEADERS})
             item = b'{"status":%d,"headers":%s' % (answer.status, headers.encode())
             items.append(item + (b'}' if answer.status == 204 else
                                  b',"body":' + answer.body + b'}'))
@@ -240,8 +243,7 @@ def _part(request: Any, at: str) -> Part:
     if twice is not None:       # as the body would be alone: a 422, when its turn comes
         return Part(method, path, environ, None, Invalid(
             "The body names a member more than once.", [(pointer(twice), "appears more than once")]))
-    # ASCII escapes: a lone surrogate ("\ud800") reads back as it was sent.
-    return Part(method, path, environ, json.dumps(request["body"], separators=(",", ":")).encode())
+    return Part(method, path, environ, _ENCODER.encode(request["body"]).encode())
 
 
 def _request(batch: Request, part: Part) -> Request:
