@@ -262,3 +262,46 @@ def test_the_server_refuses_a_stored_collection_it_cannot_open_in_one_line(tmp_p
     assert done.stderr == ("usersvc: cannot open storage sqlite:///library.db: books.author: "
                            "a stored field the schema lacks (dropping or renaming it is an "
                            "explicit migration)\n")
+
+
+# -- a rule narrowed ---------------------------------------------------------
+
+def test_a_narrowed_rule_is_refused_naming_a_record_that_breaks_it_and_changes_nothing(url):
+    wide = Schema("book", "books", {"title": text(200), "isbn": text(20),
+                                    "year": integer(0, 9999)}, optional=("year",))
+    storage = open_store(url, (wide,))
+    storage["books"].create(title="Dune", isbn="0441013597", year=1965)
+    storage["books"].create(title="The Left Hand of Darkness", isbn="0441478123")
+    storage.close()
+    for narrow, said in [
+            (Schema("book", "books", {"title": text(5), "isbn": text(20), "year": integer(0, 9999)},
+                    optional=("year",)), "books.title: declared text(5), but the stored book 2 "),
+            (Schema("book", "books", {"title": text(200), "isbn": text(20),
+                                      "year": integer(0, 1900)}, optional=("year",)),
+             "books.year: declared integer(0, 1900), but the stored book 1 ")]:
+        with pytest.raises(SchemaMismatch) as refused:
+            open_store(url, (narrow,))
+        assert str(refused.value).startswith(said) and "must be" in str(refused.value)
+    storage = open_store(url, (wide,))          # nothing changed: the wide rule opens as before
+    assert [b.title for b in storage["books"].list()] == ["Dune", "The Left Hand of Darkness"]
+    storage.close()
+
+
+def test_a_narrowed_rule_every_stored_value_keeps_to_is_applied_and_said(url, caplog):
+    wide = Schema("book", "books", {"title": text(200), "isbn": text(20)})
+    storage = open_store(url, (wide,))
+    storage["books"].create(title="Dune", isbn="0441013597")
+    storage.close()
+    narrow = Schema("book", "books", {"title": text(10), "isbn": text(20)})
+    with caplog.at_level(logging.INFO, logger="usersvc.storage"):
+        storage = open_store(url, (narrow,))
+    try:
+        assert "books: title is now text(10), was text(200) (every stored value keeps to it)" \
+            in caplog.messages
+        assert storage["books"].get(1).title == "Dune"
+    finally:
+        storage.close()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="usersvc.storage"):
+        open_store(url, (narrow,)).close()       # recorded: the next open says nothing
+    assert not [m for m in caplog.messages if "text(10)" in m]

@@ -7,8 +7,10 @@ makes processes open one at a time, ``evolve`` compares them with the
 schema's, as Django's migration autodetector and Alembic's compare do: a
 new collection gets its tables; an added optional field, a column; a
 filter, sort, search or uniqueness, its column, filled, and its index (a
-uniqueness the records break is refused, naming a value); what is no
-longer declared, dropped; an object whose statement changed, made again.
+uniqueness the records break is refused, naming a value); a field's
+changed rule (``text(100)`` to ``text(5)``), held to every stored value (a
+value it refuses is refused, naming the record); what is no longer
+declared, dropped; an object whose statement changed, made again.
 
 Versions are never touched (every ETag stays valid) and no feed entry is
 made. What cannot be done safely (a stored field the schema lacks, a
@@ -73,6 +75,10 @@ def evolve(db: Any, table: Table) -> None:
         stored, objects = json.loads(row[0]), json.loads(row[1])
         renamed = _rename(db, table, stored)
     _check(stored, want, plural)
+    for field, kind in want["fields"].items():     # a rule changed: every value held to it
+        was = stored["fields"].get(field, {}).get("rule")
+        if was is not None and was != kind["rule"]:     # (None: recorded before rules were)
+            _check_values(db, table, field)
     changes = [] if row is None else list(_changes(stored, want))
     wanted = ddl.objects(table)
     for name, (kind, on, sql) in sorted(objects.items(), key=_drop_order):
@@ -112,9 +118,12 @@ _ROLES = {"unique": "unique", "filters": "a filter", "sorts": "a sort",
 def _changes(stored: dict[str, Any], want: dict[str, Any]) -> Iterator[str]:
     """What bringing ``stored`` up to ``want`` does, one phrase a change
     (after any rename, which ``_rename`` says)."""
-    for field in want["fields"]:
-        if field not in stored["fields"]:
-            yield f"{field} added, optional ({want['fields'][field]['type']})"
+    for field, kind in want["fields"].items():
+        was = stored["fields"].get(field)
+        if was is None:
+            yield f"{field} added, optional ({kind['type']})"
+        elif was.get("rule") not in (None, kind["rule"]):     # (None: not recorded before)
+            yield f"{field} is now {kind['rule']}, was {was['rule']} (every stored value keeps to it)"
     for role, said in _ROLES.items():
         for field in sorted(set(want[role]) - set(stored[role])):
             yield f"{field} is now {said}"
@@ -228,6 +237,21 @@ def _check_unique(db: Any, table: Table, field: str) -> None:
         compared = " (compared case-folded)" if field in table.keys else ""
         raise SchemaMismatch(f"{table.name}.{field}: declared unique, but more than one "
                              f"stored {table.schema.name} has {row[0]!r}{compared}")
+
+
+def _check_values(db: Any, table: Table, field: str) -> None:
+    """Refuse a field's rule that a stored value breaks (a narrowed
+    ``text(n)`` or ``integer`` bound), naming the first such record."""
+    kind = table.schema.fields[field]
+    for record_id, value in db.execute(f"SELECT id, {field} FROM {table.name} "
+                                       f"WHERE {field} IS NOT NULL ORDER BY id"):
+        try:
+            kind(kind.from_stored(value))
+        except ValueError as refused:       # FieldError
+            raise SchemaMismatch(
+                f"{table.name}.{field}: declared {kind!r}, but the stored {table.schema.name} "
+                f"{record_id} {refused} (narrowing a rule needs every stored value to keep "
+                "to it)") from None
 
 
 def _exists(db: Any, name: str, dialect: Dialect) -> bool:

@@ -73,11 +73,11 @@ class SchemaMismatch(ValueError):
 
 def declaration(schema: Schema) -> dict[str, Any]:
     """What a store records of the schema, to compare at its next open:
-    each field's stored type and whether it may be absent, and what is
-    indexed. (Not the rules' bounds: those hold for what is sent, and a
-    store keeps whatever passed them.)"""
+    each field's stored type, its rule as declared (``text(100)``: the
+    kind's ``repr``; when it changes, every stored value is held to the
+    new one) and whether it may be absent, and what is indexed."""
     return {"name": schema.name, "plural": schema.plural, "order": list(schema.fields),
-            "fields": {f: {"type": kind.type, "optional": f in schema.optional}
+            "fields": {f: {"type": kind.type, "rule": repr(kind), "optional": f in schema.optional}
                        for f, kind in schema.fields.items()},
             "unique": sorted(schema.unique), "filters": sorted(schema.filters),
             "sorts": sorted(schema.sorts[1:]), "words": sorted(schema.words),
