@@ -72,9 +72,11 @@ def server(tmp_path) -> Iterator[tuple[str, int]]:
     app.close()
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A store URL for an empty schema of its own on the test server."""
+@pytest.fixture(scope="session")
+def postgres_admin() -> Iterator[Any]:
+    """One connection to the test server for a worker's whole run, that
+    makes and drops the tests' schemas (a connection is a server process:
+    one a test cost a fork each)."""
     if not POSTGRES_URL:
         unavailable("USERSVC_TEST_POSTGRES_URL is not set "
                     "(e.g. postgresql://127.0.0.1:5432/test)")
@@ -82,17 +84,23 @@ def postgres_url() -> Iterator[str]:
         import psycopg
     except ImportError:
         unavailable("psycopg is not installed: pip install -e '.[test,postgres]'")
-    schema = f"usersvc_test_{uuid.uuid4().hex[:12]}"
     try:
         admin = psycopg.connect(POSTGRES_URL, autocommit=True)
     except psycopg.OperationalError as e:
         unavailable(f"cannot reach {POSTGRES_URL}: {e}")
     with admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-        try:
-            yield with_search_path(POSTGRES_URL, schema)
-        finally:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+        yield admin
+
+
+@pytest.fixture
+def postgres_url(postgres_admin) -> Iterator[str]:
+    """A store URL for an empty schema of its own on the test server."""
+    schema = f"usersvc_test_{uuid.uuid4().hex[:12]}"
+    postgres_admin.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield with_search_path(POSTGRES_URL, schema)
+    finally:
+        postgres_admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def with_search_path(url: str, schema: str) -> str:

@@ -465,7 +465,7 @@ def seen(client) -> list:
 
 
 @pytest.mark.parametrize("kind", ["sqlite://", "sqlite-file"])
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(max_examples=25, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=st.lists(st.lists(REQUEST, min_size=1, max_size=5), min_size=1, max_size=4))
 def test_every_store_answers_each_batch_as_the_memory_store_does(tmp_path, kind, batches):
