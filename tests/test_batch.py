@@ -197,6 +197,8 @@ def test_a_failed_batch_answers_with_its_request_s_errors_and_headers(library):
     ({"requests": [{**VALID[0], "headers": {"Idempotency-Key": "k"}}]},
      "/requests/0/headers/Idempotency-Key"),
     ({"requests": [{**VALID[0], "headers": {"If-Match": 7}}]}, "/requests/0/headers/If-Match"),
+    ({"requests": [{**VALID[1], "headers": {"If-Match": '"1-1"', "if-match": '"1-2"'}}]},
+     "/requests/0/headers/if-match"),
     ({"requests": [{**VALID[0], "headers": {"Content-Type": "application/xml"}}]},
      "/requests/0/headers"),
 ])

@@ -226,12 +226,15 @@ def _part(request: Any, at: str) -> Part:
     headers = request.get("headers", {})
     if not isinstance(headers, dict):
         raise _wrong(f"{at}/headers", "must be an object of header names and values")
-    environ = {"CONTENT_TYPE": JSON_TYPE}
+    environ: dict[str, str] = {}
     for name, value in headers.items():
         if name.lower() not in HEADERS or not isinstance(value, str):
             raise _wrong(f"{at}/headers/{_escaped(name)}", "may be only If-Match, "
                          "If-None-Match or Content-Type, each a string")
+        if HEADERS[name.lower()] in environ:        # If-Match and if-match: which one?
+            raise _wrong(f"{at}/headers/{_escaped(name)}", "names a header given already")
         environ[HEADERS[name.lower()]] = value
+    environ.setdefault("CONTENT_TYPE", JSON_TYPE)
     if environ["CONTENT_TYPE"].partition(";")[0].strip().lower() not in BODY_TYPES:
         raise _wrong(f"{at}/headers", f"names a Content-Type a batch cannot hold "
                                       f"(it holds {' or '.join(BODY_TYPES)})")
