@@ -39,6 +39,10 @@ STORES = [
 ]
 if POSTGRES_URL or POSTGRES_REQUIRED:
     STORES.append(pytest.param("{postgres}", id="postgres"))
+#: For tests of what is judged before any store is asked (negotiation,
+#: request bodies, the formats): the memory store, and the SQLite file a
+#: server keeps by default (a module's own ``store_url`` takes these).
+BEFORE_THE_STORE = [STORES[0], STORES[2]]
 
 
 def pytest_report_header(config):

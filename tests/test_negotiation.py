@@ -3,10 +3,16 @@ with q-values (docs/api.md, "Representations"), or 406 before anything changes."
 from __future__ import annotations
 
 import pytest
-from conftest import problem, snapshot
+from conftest import BEFORE_THE_STORE, problem, snapshot
 
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
 ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
+
+
+@pytest.fixture(params=BEFORE_THE_STORE)
+def store_url(request, tmp_path):
+    """What these tests check is judged before any store is asked."""
+    return request.param.format(tmp=tmp_path)
 
 
 @pytest.mark.parametrize("accept, expected", [

@@ -3,7 +3,7 @@ entities, DOCTYPEs refused, the wrong shape a 422)."""
 from __future__ import annotations
 
 import pytest
-from conftest import problem, snapshot
+from conftest import BEFORE_THE_STORE, problem, snapshot
 
 
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
@@ -50,6 +50,12 @@ def test_xml_id_may_be_sent_on_put_as_text(client):
     assert client.put("/users/1", body=body, content_type="text/xml").status_code == 200
     body = "<user><id>01x</id><name>Ada</name><email>ada@example.org</email></user>"
     problem(client.put("/users/1", body=body, content_type="text/xml"), 422)
+
+
+@pytest.fixture(params=BEFORE_THE_STORE)
+def store_url(request, tmp_path):
+    """What these tests check is judged before any store is asked."""
+    return request.param.format(tmp=tmp_path)
 
 
 @pytest.mark.parametrize("body, pointer", [
