@@ -113,19 +113,17 @@ class Batch:
 
     def on_post(self, req: Request, fmt: Format) -> Response:
         parts = self.read(req)
+        routes = [self.app.router.match(part.path) for part in parts]
         # The collections the batch writes to, for the store to hold together.
-        plurals = []
-        for part in parts:
-            found = self.app.router.match(part.path)
-            if found is not None and isinstance(found[0].resource, Records):
-                plurals.append(found[0].resource.schema.plural)
+        plurals = [found[0].resource.schema.plural for found in routes
+                   if found is not None and isinstance(found[0].resource, Records)]
         at: list[int | None] = [None]   # the request being made: the one that failed, if one does
 
         def run(unit: Any) -> list[Response]:
             views: dict[int, Any] = {}      # each resource over the unit's store, made once
             answers = []
-            for at[0], part in enumerate(parts):
-                answers.append(self._make(req, fmt, unit, views, part))
+            for at[0], (part, found) in enumerate(zip(parts, routes)):
+                answers.append(self._make(req, fmt, unit, views, part, found))
             return answers
         try:
             if KEY_ENVIRON in req.environ:
@@ -168,11 +166,11 @@ class Batch:
         return [_part(request, f"/requests/{i}") for i, request in enumerate(requests)]
 
     def _make(self, req: Request, fmt: Format, unit: Any, views: dict[int, Any],
-              part: Part) -> Response:
-        """One request, made by its resource over ``unit``'s collections."""
+              part: Part, found: Any) -> Response:
+        """One request, made by its resource (``found``: its route, matched
+        once) over ``unit``'s collections."""
         if part.refused is not None:
             raise part.refused
-        found = self.app.router.match(part.path)
         if found is None:
             raise Problem(404, "There is nothing at this path.")
         route, params = found
