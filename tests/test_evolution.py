@@ -176,7 +176,7 @@ REFUSED = [
     (Schema("book", "books", {"title": text(200), "isbn": text(20)}, optional=("isbn",)),
      "books.isbn: made optional"),
     (Schema("book", "books", {"title": text(200), "isbn": text(20)}, unique=("isbn", "title")),
-     "books.title: declared unique, but more than one stored book has 'dune' (compared case-folded)"),
+     "books.title: declared unique, but more than one stored book has 'Dune' (compared case-folded)"),
 ]
 
 

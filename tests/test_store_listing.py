@@ -35,7 +35,7 @@ def model(users, *, sort="id", reverse=False, email=None, q=None):
     kept = [u for u in users
             if (email is None or u.email.casefold() == email.casefold())
             and (q is None or any(k.startswith(q.casefold()) for k in search_keys(USER, u)))]
-    return sorted(kept, key=lambda u: position(u, sort), reverse=reverse)
+    return sorted(kept, key=lambda u: position(USER, u, sort), reverse=reverse)
 
 
 def walk(store, limit, **arguments):
@@ -46,7 +46,7 @@ def walk(store, limit, **arguments):
         pages.append(page)
         if len(page) < limit:
             return pages
-        after = position(page[-1], arguments.get("sort", "id"))
+        after = position(store.schema, page[-1], arguments.get("sort", "id"))
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_a_walk_that_meets_writes_skips_nothing_that_stayed_and_repeats_nothing(
         seen += [u.id for u in page]
         if len(page) < 4:
             break
-        after = position(page[-1], sort)
+        after = position(store.schema, page[-1], sort)
         create(), create()
         victim = max(initial - deleted - set(seen), default=None)
         if victim is not None:

@@ -22,7 +22,8 @@ from .app import App
 from .auth import Tokens
 from .batch import Batch
 from .cors import CORS
-from .fields import email, integer, text
+from .fields import email, text
+from .kinds import integer
 from .health import HEALTH_PATH, HealthCheck
 from .idempotency import Idempotency
 from .mount import Mount

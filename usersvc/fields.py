@@ -1,7 +1,8 @@
-"""The kinds of field a schema declares: ``text(n)``, ``email`` and
-``integer(minimum, maximum)``, each one class (``Field``); an embedder's own
-kind is a subclass. Each rule checks the value most requests send first, so
-that a valid value costs one test; only a failing one is looked at again.
+"""What a kind of field is (``Field``), and the kinds users have: ``text(n)``
+and ``email``. Every other kind is one class in ``usersvc.kinds``; an
+embedder's own kind is a subclass too. Each rule checks the value most
+requests send first, so that a valid value costs one test; only a failing
+one is looked at again.
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from typing import Any
 
 #: The largest integer any store keeps: SQLite's (and PostgreSQL's bigint).
 MAX_INTEGER = 2**63 - 1
-_XML_INT = re.compile(r"-?[0-9]{1,20}")
 
 
 class FieldError(ValueError):
@@ -37,14 +37,21 @@ COLUMN_TYPES = {"text": {"sqlite": "TEXT", "postgres": "text"},       # per SQL 
 
 class Field:
     """A kind of field: how a value is checked (``__call__``), read from XML
-    (``from_xml``) and written as text (``to_text``: XML, pages), kept
-    (``type``, ``column_type``) and read back (``from_stored``), described
-    in OpenAPI (``describe``, ``describe_stored``) and asked for in a page
-    (``input_type``). Text kinds are compared case-folded by the stores."""
+    and a query string (``from_xml``, ``from_query``) and written as text
+    (``to_text``: XML, pages), kept (``type``, ``column_type``) and read
+    back (``from_stored``), compared and ordered by the stores (``key``, in a
+    ``key_type`` column where it is not the value; ``is_key``: a cursor's),
+    described in OpenAPI (``describe``, ``describe_stored``) and asked for
+    in a page (``input_type`` and ``input_attributes``, ``input_value``;
+    ``options``: a ``<select>``'s)."""
 
-    type = "text"           # how a store keeps it: "text" or "integer"
+    type = "text"           # what a store keeps: changing it is a migration (``converted``)
     input_type = "text"     # the HTML input that asks for it
+    input_attributes = ""   # and what else it needs (' step="any"')
     noun = ""               # what a sentence calls a value ("": the field's name)
+    filterable = True       # a list may be filtered by it (equality)
+    key_type = "text"       # a ``key``'s column (kinds that override ``key``): or "integer"
+    options: tuple[str, ...] = ()
 
     def __call__(self, value: Any) -> Any:
         """A value as sent (JSON's, or ``from_xml``'s), cleaned; else ``FieldError``."""
@@ -54,11 +61,26 @@ class Field:
         """The value an XML element's text stands for, for ``__call__``."""
         return text
 
+    def from_query(self, text: str) -> Any:
+        """A filter's value in a query string (as XML writes it), checked."""
+        return self(self.from_xml(text))
+
     def to_text(self, value: Any) -> str:       # as XML and the pages write it
         return str(value)
 
+    def input_value(self, value: Any) -> str:   # as a page's input holds it
+        return self.to_text(value)
+
     def from_stored(self, value: Any) -> Any:   # as a SQL store reads it back
         return value
+
+    def key(self, value: Any) -> Any:
+        """How the stores compare and order a value (unique, filters, sorts)."""
+        return value
+
+    def is_key(self, key: Any) -> bool:
+        """Whether ``key`` (a cursor's, which a client could have written) is one."""
+        return type(key) is str and not UNENCODABLE.search(key)
 
     def column_type(self, dialect: str) -> str:
         """The column that keeps it in a SQL ``dialect`` (``sqlite``, ``postgres``)."""
@@ -76,7 +98,14 @@ class Field:
         return f"{type(self).__name__.lower()}"
 
 
-class Text(Field):
+class Folded(Field):
+    """A text kind, compared and ordered case-folded (``str.casefold``)."""
+
+    key = staticmethod(str.casefold)        # type: ignore[assignment]
+    from_query = staticmethod(str)          # type: ignore[assignment]  # any text: matches or not
+
+
+class Text(Folded):
     """A string: trimmed, 1 to ``max_length`` code points, and no control
     characters (Unicode category Cc) inside."""
 
@@ -105,43 +134,8 @@ class Text(Field):
         return f"text({self.max_length})"
 
 
-class Integer(Field):
-    """A whole number from ``minimum`` to ``maximum``: a JSON integer (not a
-    boolean, a float or a string), or in XML the element's decimal text."""
-
-    type = "integer"
-    input_type = "number"
-
-    def __init__(self, minimum: int, maximum: int) -> None:
-        if not -MAX_INTEGER <= minimum <= maximum <= MAX_INTEGER:
-            raise ValueError(f"integer(minimum, maximum) needs -2**63 < minimum <= "
-                             f"maximum < 2**63, not {minimum}, {maximum}")
-        self.minimum = minimum
-        self.maximum = maximum
-
-    def __call__(self, value: Any) -> int:
-        if type(value) is int and self.minimum <= value <= self.maximum:
-            return value
-        if type(value) is not int:
-            raise FieldError("must be a whole number")
-        raise FieldError(f"must be from {self.minimum} to {self.maximum}")
-
-    def from_xml(self, text: str) -> Any:
-        stripped = text.strip()     # its trimmed decimal text (20 digits at most: no longer int)
-        return int(stripped) if _XML_INT.fullmatch(stripped) else text
-
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return {"type": "integer", "minimum": self.minimum, "maximum": self.maximum}
-
-    def describe_stored(self) -> dict[str, Any]:
-        return self.describe()
-
-    def __repr__(self) -> str:
-        return f"integer({self.minimum}, {self.maximum})"
-
-
-#: The kinds with parameters, by the names a declaration uses: ``text(200)``.
-text, integer = Text, Integer
+#: A kind with parameters, by the name a declaration uses: ``text(200)``.
+text = Text
 
 
 # -- the e-mail address ------------------------------------------------------
@@ -156,7 +150,7 @@ _EMAIL = re.compile(
 EMAIL_MAX_LENGTH = 254
 
 
-class Email(Field):
+class Email(Folded):
     """An e-mail address: trimmed, at most 254 characters, and valid as the
     WHATWG HTML standard defines it for ``<input type=email>``."""
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote_plus, urlencode
 
+from .fields import FieldError
 from .problems import Problem
 from .request import Request
 from .storage import MAX_ID, Position, position
@@ -75,11 +76,12 @@ class Listing:
     sort: str = "id"
     reverse: bool = False
     after: Position | None = None
-    filters: dict[str, str] = field(default_factory=dict)
+    filters: dict[str, Any] = field(default_factory=dict)
     q: str | None = None
     query: dict[str, list[str]] = field(default_factory=dict)   # as sent
     # What a cursor is bound to: the collection, the order, the filters.
     context: bytes = b""
+    schema: Schema | None = None
 
     @classmethod
     def read(cls, schema: Schema, query: dict[str, list[str]]) -> Listing:
@@ -89,18 +91,18 @@ class Listing:
         q = one.get("q")
         if q is not None and not 1 <= len(q) <= MAX_Q:
             raise Problem(400, f"The query parameter q must be 1 to {MAX_Q} characters long.")
-        filters = {name: one[name] for name in schema.filters if name in one}
+        filters = {name: _filter(schema, name, one[name]) for name in schema.filters if name in one}
         listing = cls(limit=whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), sort=sort,
-                      reverse=reverse, q=q, query=query, filters=filters)
+                      reverse=reverse, q=q, query=query, filters=filters, schema=schema)
         if sort != "id":
-            listing.context = json.dumps([schema.plural, one["sort"], sorted(filters.items()),
-                                          q]).encode()
+            listing.context = json.dumps([schema.plural, one["sort"], sorted(
+                (name, one[name]) for name in filters), q]).encode()
         if "cursor" in one:
             if "after" in one:
                 raise Problem(400, "Give after or cursor, not both.")
             if sort == "id":
                 raise Problem(400, "cursor is for the other orders; id order goes on by after.")
-            listing.after = _read_cursor(one["cursor"], listing.context)
+            listing.after = _read_cursor(one["cursor"], listing.context, schema.fields[sort])
         if "after" in one:
             if sort != "id":
                 raise Problem(400, "after is for id order; pages in other orders "
@@ -135,7 +137,7 @@ class Listing:
         if self.sort == "id":
             at = f"after={last.id}"
         else:       # a cursor is base64url: nothing in it to escape
-            at = "cursor=" + _write_cursor(position(last, self.sort), self.context)
+            at = "cursor=" + _write_cursor(position(self.schema, last, self.sort), self.context)
         return f"{kept}&{at}&limit={self.limit}" if kept else f"{at}&limit={self.limit}"
 
 
@@ -174,6 +176,14 @@ def whole_number(one: dict[str, str], name: str, default: int, low: int, high: i
     return int(value)
 
 
+def _filter(schema: Schema, name: str, text: str) -> Any:
+    """A filter's value, as its kind reads it (``Field.from_query``); else 400."""
+    try:
+        return schema.fields[name].from_query(text)
+    except FieldError as e:
+        raise Problem(400, f"The query parameter {name} {e}.") from None
+
+
 def _sort(schema: Schema, value: str) -> tuple[str, bool]:
     name = value[1:] if value.startswith("-") else value
     if name not in schema.sorts:
@@ -189,9 +199,13 @@ def _write_cursor(at: Position, context: bytes) -> str:
     return base64.urlsafe_b64encode(check + payload).rstrip(b"=").decode()
 
 
-def _read_cursor(cursor: str, context: bytes) -> Position:
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(name)      # NaN, Infinity: no kind's key
+
+
+def _read_cursor(cursor: str, context: bytes, kind: Any) -> Position:
     """The position a cursor holds, if it is one this service wrote for
-    this order and these filters."""
+    this order and these filters, with a key of the order's kind."""
     refused = Problem(400, "The cursor is not one the service wrote for this order and these "
                            "filters, or it was altered: follow the next link as given.")
     if len(cursor) > MAX_CURSOR or not _BASE64URL.fullmatch(cursor):
@@ -204,13 +218,10 @@ def _read_cursor(cursor: str, context: bytes) -> Position:
     if not hmac.compare_digest(check, hashlib.sha256(context + b"\0" + payload).digest()[:_CHECK]):
         raise refused
     try:
-        key, record_id = json.loads(payload)
+        key, record_id = json.loads(payload, parse_constant=_refuse_constant)
     except (ValueError, TypeError):
         raise refused from None
-    if not (isinstance(key, str) and type(record_id) is int and 0 < record_id <= MAX_ID):
+    # (A key a store could not compare, such as a lone surrogate, is no kind's.)
+    if not (kind.is_key(key) and type(record_id) is int and 0 < record_id <= MAX_ID):
         raise refused
-    try:
-        key.encode("utf-8")         # no lone surrogates: a store could not compare it
-    except UnicodeEncodeError:
-        raise refused from None
     return (key, record_id)

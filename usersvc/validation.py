@@ -57,13 +57,13 @@ class Schema:
     ``id`` is every record's first field: assigned by the store, read-only.
     ``fields`` maps each other field, in representation order, to its kind.
     ``optional`` fields may be absent (every other field is required);
-    ``unique`` fields belong to one record at most (text compared
-    case-folded); ``filters`` are text fields a list may be filtered by
-    (exact, ignoring case); ``sorts`` text fields it may be ordered by
-    (case-folded, then by id) beside ``id``; the search ``q`` matches the
-    start of any word of a ``words`` field and the start of a whole
-    ``prefixes`` field, case-folded. ``renamed`` maps a field to the name it
-    was stored under: an explicit migration, done once when a store opens.
+    ``unique`` fields belong to one record at most; ``filters`` are fields a
+    list may be filtered by (equal values), ``sorts`` required fields it may
+    be ordered by (then by id) beside ``id``; each compared as its kind's
+    ``key`` says (text case-folded). The search ``q`` matches the start of
+    any word of a ``words`` text field and the start of a whole ``prefixes``
+    one, case-folded. ``renamed`` maps a field to the name it was stored
+    under: an explicit migration, done once when a store opens.
     """
 
     def __init__(self, name: str, plural: str, fields: Mapping[str, Field], *,
@@ -87,14 +87,14 @@ class Schema:
                                  f"{', '.join(sorted(RESERVED))})")
             if not isinstance(kind, Field):
                 raise ValueError(f"{plural}.{field}: not a field kind (text(n), email, "
-                                 f"integer(minimum, maximum)): {kind!r}")
+                                 f"integer(minimum, maximum)... a Field): {kind!r}")
         self.field_names = ("id", *self.fields)
         self.optional = self._names("optional", optional)
         self.required = tuple(f for f in self.fields if f not in self.optional)
         self._required = frozenset(self.required)
         self.unique = self._names("unique", unique)
-        self.filters = self._names("filters", filters, text_only=True)
-        self.sorts = ("id", *self._names("sorts", sorts, text_only=True))
+        self.filters = self._names("filters", filters)
+        self.sorts = ("id", *self._names("sorts", sorts))
         self.words = self._names("words", words, text_only=True)
         self.prefixes = self._names("prefixes", prefixes, text_only=True)
         for field in self.sorts[1:]:
@@ -107,8 +107,8 @@ class Schema:
             if field not in self.fields or old in self.fields or not _NAME.fullmatch(old):
                 raise ValueError(f"{plural}: renamed maps a field to the name it had, "
                                  f"which is no longer a field: {field!r}: {old!r}")
-        #: Text fields the stores keep case-folded too: compared, ordered or searched whole.
-        self.keyed = tuple(f for f in self.fields if self.fields[f].type == "text" and (
+        #: Fields whose key the SQL stores keep too: compared, ordered or searched whole.
+        self.keyed = tuple(f for f in self.fields if type(self.fields[f]).key is not Field.key and (
             f in self.unique or f in self.filters or f in self.sorts or f in self.prefixes))
         #: One stored version of a record, made by name (``record_type``).
         self.record = record_type(name.title().replace("_", ""), ("id", *self.fields, "version"),
@@ -121,8 +121,9 @@ class Schema:
         for field in names:
             if field not in self.fields:
                 raise ValueError(f"{self.plural}: {what} names {field!r}, which is not a field")
-            if text_only and self.fields[field].type != "text":
-                raise ValueError(f"{self.plural}.{field}: {what} are for text fields")
+            if (text_only and self.fields[field].type != "text" or what == "filters"
+                    and not self.fields[field].filterable):
+                raise ValueError(f"{self.plural}.{field}: {what} cannot be {self.fields[field]!r}")
         return names
 
     def __repr__(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..fields import Folded
 from ..idempotency import BARE, MAX_LENGTH, QUOTED
 from ..listing import DEFAULT_LIMIT, MAX_CURSOR, MAX_LIMIT, MAX_Q
 from ..representation import JSON_TYPE
@@ -81,7 +82,7 @@ def list_parameters(schema: Schema) -> list[dict[str, Any]]:
         query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
                         "default": DEFAULT_LIMIT}, "How many records a page holds at most."),
         *([query("sort", {"type": "string", "enum": orders, "default": "id"},
-                 "The order: by id, or by a field case-folded and then by id; "
+                 "The order: by id, or by a field (text case-folded) and then by id; "
                  "a leading `-` reverses it.")] if sorted_too else []),
         query("after", {"type": "integer", "minimum": 0, "maximum": MAX_ID},
               "In id order only: the records past this id (for `-id`, below it). "
@@ -94,6 +95,9 @@ def list_parameters(schema: Schema) -> list[dict[str, Any]]:
         *(query(f, {"type": "string"},
                 f"Only the {schema.name} with this {f}, ignoring case "
                 "(any text: one that no record has finds nothing).")
+          if isinstance(schema.fields[f], Folded) else
+          query(f, schema.fields[f].describe(), f"Only the {schema.plural} with this {f} "
+                "(a value not of its kind is a 400).")
           for f in schema.filters),
         *([query("q", {"type": "string", "minLength": 1, "maxLength": MAX_Q},
                  "Search: the records with a word of "
@@ -199,7 +203,7 @@ def request_schema(schema: Schema, required: bool, in_xml: bool) -> dict[str, An
         if field in schema.unique:
             described = {**described, "description": (described.get("description", "") +
                                                        " Unique" + (", ignoring case."
-                                                       if kind.type == "text" else ".")).strip()}
+                                                       if isinstance(kind, Folded) else ".")).strip()}
         if field in schema.optional:
             described = {**described, "description": (described.get("description", "") +
                                                        " Optional: may be left out.").strip()}

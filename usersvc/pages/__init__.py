@@ -38,7 +38,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
 
 _FOLDER = files(__package__)
 _TEMPLATES = {name: Template(_FOLDER.joinpath(f"{name}.html").read_text(encoding="utf-8"))
-              for name in ("layout", "root", "collection", "search", "record", "field",
+              for name in ("layout", "root", "collection", "search", "record", "field", "select",
                            "problem", "token")}
 
 
@@ -160,12 +160,28 @@ def _inputs(schema: Schema, form: str, values: Mapping[str, Any]) -> Html:
     place for its error; an optional one may be left empty. The service
     checks every rule; the browser only those an input type checks the same
     way (the field kind's ``input_type``), since ``maxlength`` would count
-    UTF-16 units, not characters."""
-    return Html("".join(
-        fill("field", id=f"{form}-{name}", name=name, value=values.get(name, ""),
-             type=rule.input_type,
-             required=Html("" if name in schema.optional else " required"))
-        for name, rule in schema.fields.items()))
+    UTF-16 units, not characters. A kind with ``options`` is a ``<select>``
+    (an optional one's first option: none); a checkbox is never required
+    (unticked is false)."""
+    return Html("".join(_input(f"{form}-{name}", name, kind, values.get(name),
+                               name in schema.optional) for name, kind in schema.fields.items()))
+
+
+def _input(id: str, name: str, kind: Any, value: Any, optional: bool) -> Html:
+    required = "" if optional else " required"
+    if kind.options:
+        chosen = None if value is None else kind.input_value(value)
+        options = [*[""] * (optional or chosen is None), *kind.options]
+        return fill("select", id=id, name=name, required=Html(required), options=Html("".join(
+            f'<option{" selected" * (o == chosen)} value="{escape(o)}">{escape(o)}</option>'
+            for o in options)))
+    if kind.input_type == "checkbox":
+        attributes = ' value="true"' + " checked" * bool(value)
+    else:
+        text = "" if value is None else kind.input_value(value)
+        attributes = f' value="{escape(text)}"{required}'
+    return fill("field", id=id, name=name, type=kind.input_type,
+                attributes=Html(attributes + kind.input_attributes))
 
 
 def _search_hint(schema: Schema) -> str:

@@ -87,15 +87,29 @@
     await go(form.dataset.next || response.headers.get("Location") || form.dataset.url);
   }
 
+  // A field's value as JSON has it: a number input's a number (the
+  // service checks it), a datetime-local input's an instant in UTC (the
+  // page shows and asks for UTC), any other the text.
+  function value(input) {
+    if (input.type === "number" && !Number.isNaN(input.valueAsNumber)) return input.valueAsNumber;
+    if (input.type === "datetime-local") {
+      return (input.value.length === 16 ? input.value + ":00" : input.value) + "Z";
+    }
+    return input.value;
+  }
+
   document.addEventListener("submit", (event) => {
     const form = event.target;
     if (form.matches("form.record")) {
       event.preventDefault();
       const fields = {};
-      for (const input of form.querySelectorAll("input[name]")) {
+      for (const input of form.querySelectorAll("input[name], select[name]")) {
+        if (input.type === "checkbox") {
+          fields[input.name] = input.checked;                  // unticked: false
+          continue;
+        }
         if (input.value === "" && !input.required) continue;   // an optional field left empty: absent
-        const number = input.type === "number" ? input.valueAsNumber : NaN;
-        fields[input.name] = Number.isNaN(number) ? input.value : number;
+        fields[input.name] = value(input);
       }
       send(form, form.dataset.method, JSON.stringify(fields));
     } else if (form.matches("form.token")) {

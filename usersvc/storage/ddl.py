@@ -4,8 +4,9 @@ tables (``create_tables``), a field's columns (``column``, ``key_column``,
 each a name and its statement, which ``evolution`` records and compares.
 
 A record's row: ``id``, each field, ``version``, and what SQL cannot
-compute as Python does: ``<field>__key``, a text field's case-folded value
-(unique, filtered, sorted or searched whole), and ``<field>__words``, a
+compute as Python does: ``<field>__key``, a value's key where it is not
+the value (``Field.key``: text case-folded; unique, filtered, sorted or
+searched whole), and ``<field>__words``, a
 ``words`` field's case-folded words. Keys compare in code point order
 (``BINARY``, ``COLLATE "C"``), as Python's ``str`` does. Triggers, in each
 write's transaction, keep the search words (``<name>_words``) and the feed
@@ -33,7 +34,9 @@ def column(table: Table, field: str) -> str:
 
 
 def key_column(table: Table, field: str) -> str:
-    return f"{field}__key {table.dialect.key_type}"
+    """A field's key (``Field.key``): text in code point order, or an integer."""
+    text = table.schema.fields[field].key_type == "text"
+    return f"{field}__key {table.dialect.key_type if text else COLUMN_TYPES['integer'][table.dialect.name]}"
 
 
 def words_column(table: Table, field: str) -> str:
@@ -70,8 +73,9 @@ def objects(table: Table) -> dict[str, Object]:
             "index", t, f"CREATE UNIQUE INDEX {t}_{field}_unique ON {t} ({indexed})")
     for field in dict.fromkeys((*s.sorts[1:], *s.filters)):
         if field not in s.unique:
+            indexed = f"{field}__key" if field in table.keys else field
             found[f"{t}_{field}_order"] = Object(
-                "index", t, f"CREATE INDEX {t}_{field}_order ON {t} ({field}__key, id, version)")
+                "index", t, f"CREATE INDEX {t}_{field}_order ON {t} ({indexed}, id, version)")
     triggers = _sqlite_triggers if table.dialect is SQLITE else _postgres_triggers
     found.update(triggers(table))
     return found

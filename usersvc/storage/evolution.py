@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
 
+from ..fields import Folded
 from ..validation import Schema
 from .stored import SchemaMismatch, declaration, schema_from
 from . import ddl
@@ -153,8 +154,9 @@ def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
     rename = lambda names: sorted(renames.get(n, n) for n in names)    # noqa: E731
     stored["fields"] = {renames.get(f, f): kind for f, kind in stored["fields"].items()}
     stored["order"] = [renames.get(f, f) for f in stored.get("order", stored["fields"])]
-    for what in ("unique", "filters", "sorts", "words", "prefixes"):
-        stored[what] = rename(stored[what])
+    for what in ("unique", "filters", "sorts", "words", "prefixes", "keyed"):
+        if what in stored:
+            stored[what] = rename(stored[what])
     return True
 
 
@@ -185,7 +187,10 @@ def _check(stored: dict[str, Any], want: dict[str, Any], plural: str) -> None:
 
 
 def _keyed(declaration: dict[str, Any]) -> set[str]:
-    """The fields that have a ``__key`` column (``Schema.keyed``)."""
+    """The fields that have a ``__key`` column (``Schema.keyed``; recorded
+    since kinds other than text have keys, and before that text's)."""
+    if "keyed" in declaration:
+        return set(declaration["keyed"])
     return {f for f, kind in declaration["fields"].items() if kind["type"] == "text" and (
         f in declaration["unique"] or f in declaration["filters"]
         or f in declaration["sorts"] or f in declaration["prefixes"])}
@@ -212,7 +217,8 @@ def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[st
         db.execute(f"ALTER TABLE {t} DROP COLUMN {field}__words")
     for field in sorted(new_keys - old_keys):
         db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.key_column(table, field)}")
-        _fill(db, table, f"{field}__key", field, str.casefold)
+        kind = table.schema.fields[field]
+        _fill(db, table, f"{field}__key", field, lambda value: kind.key(kind.from_stored(value)))
     for field in sorted(new_words - old_words):
         db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.words_column(table, field)}")
         _fill(db, table, f"{field}__words", field, table.dialect.words_value)
@@ -231,12 +237,16 @@ def _fill(db: Any, table: Table, column: str, field: str, derive: Any) -> None:
 def _check_unique(db: Any, table: Table, field: str) -> None:
     """Refuse a uniqueness that two stored records break."""
     column = f"{field}__key" if field in table.keys else field
-    row = db.execute(f"SELECT {column} FROM {table.name} WHERE {column} IS NOT NULL "
-                     f"GROUP BY {column} HAVING count(*) > 1 LIMIT 1").fetchone()
+    t = table.name
+    row = db.execute(f"SELECT {field} FROM {t} WHERE {column} = (SELECT {column} FROM {t} WHERE "
+                     f"{column} IS NOT NULL GROUP BY {column} HAVING count(*) > 1 LIMIT 1) "
+                     "LIMIT 1").fetchone()
     if row is not None:
-        compared = " (compared case-folded)" if field in table.keys else ""
+        compared = " (compared case-folded)" if isinstance(table.schema.fields[field],
+                                                              Folded) else ""
         raise SchemaMismatch(f"{table.name}.{field}: declared unique, but more than one "
-                             f"stored {table.schema.name} has {row[0]!r}{compared}")
+                             f"stored {table.schema.name} has "
+                             f"{table.schema.fields[field].from_stored(row[0])!r}{compared}")
 
 
 def _check_values(db: Any, table: Table, field: str) -> None:

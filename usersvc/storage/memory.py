@@ -31,10 +31,10 @@ _log = logging.getLogger("usersvc.storage")
 
 class Indexes:
     """A collection's indexes, by its schema: ids, sorted; per unique field,
-    its keys (case-folded text, or the value) to ids, and per other filter,
-    to sets of ids; per sort and prefix field, ``(case-folded value, id)``
-    sorted; for ``q`` in words fields, the distinct words, sorted, each with
-    its records' ids."""
+    its keys (``Field.key``: text case-folded) to ids, and per other filter,
+    to sets of ids; per sort and prefix field, ``(key, id)`` sorted; for
+    ``q`` in words fields, the distinct words, sorted, each with its
+    records' ids."""
 
     def __init__(self, schema: Schema) -> None:
         self.schema, self.ids = schema, SortedList()
@@ -44,23 +44,19 @@ class Indexes:
         # PERF: each write walks these, made once from the schema: (a
         # field's place in a record, and its index of each kind, or None).
         place = {f: i for i, f in enumerate(schema.record._fields)}
-        self._claims = tuple((f, place[f], keys) for f, keys in self.unique.items())
+        key = {f: kind.key for f, kind in schema.fields.items()}
+        self._claims = tuple((f, place[f], keys, key[f]) for f, keys in self.unique.items())
         self._indexed = tuple((place[f], self.unique.get(f), self.filtered.get(f),
-                               self.orders.get(f))
+                               self.orders.get(f), key[f])
                               for f in dict.fromkeys((*self.unique, *self.filtered, *self.orders)))
         self._word_places = tuple(place[f] for f in schema.words)
         self.all_words = SortedList()           # distinct words, sorted
         self.named: dict[str, set[int]] = {}  # word -> ids of the records with it
 
-    @staticmethod
-    def key(value: Any) -> Any:
-        """How a value is compared: text case-folded, an integer as it is."""
-        return value.casefold() if type(value) is str else value
-
     def claim(self, record: list[Any], record_id: int) -> None:
         """Raise ``Conflict`` if a unique value belongs to another record."""
-        for field, at, keys in self._claims:
-            holder = keys.get(Indexes.key(record[at]))
+        for field, at, keys, key in self._claims:
+            holder = None if record[at] is None else keys.get(key(record[at]))
             if holder is not None and holder != record_id:
                 raise Conflict.taken(self.schema, field, record[at])
 
@@ -72,12 +68,13 @@ class Indexes:
             self.ids.add(record_id)
         elif new is None:
             self.ids.remove(record_id)
-        for at, unique, filtered, order in self._indexed:
+        for at, unique, filtered, order, key in self._indexed:
             before = None if old is None else old[at]
             after = None if new is None else new[at]
             if before == after:
                 continue
-            before, after = Indexes.key(before), Indexes.key(after)
+            before = None if before is None else key(before)
+            after = None if after is None else key(after)
             if before == after:         # (a change of case only)
                 continue
             if unique is not None:

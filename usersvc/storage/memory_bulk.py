@@ -34,19 +34,20 @@ class MemoryBulk(Restores):
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
              after: Position | None = None, q: str | None = None,
-             **filters: str) -> builtins.list[Any]:
+             **filters: Any) -> builtins.list[Any]:
         with self._lock:
             if not filters and q is None:
                 ids = walk(self._indexes, sort, reverse, after)
                 page = list(map(self._records.__getitem__, itertools.islice(ids, limit)))
             else:
                 found = sorted(self._matches(filters, q),
-                               key=lambda r: position(r, sort), reverse=reverse)
-                page = list(itertools.islice(past(found, sort, reverse, after), limit))
+                               key=lambda r: position(self.schema, r, sort), reverse=reverse)
+                page = list(itertools.islice(past(self.schema, found, sort, reverse, after),
+                                             limit))
             self.touched += len(page)
             return page
 
-    def count(self, *, q: str | None = None, **filters: str) -> int:
+    def count(self, *, q: str | None = None, **filters: Any) -> int:
         with self._lock:
             if not filters and q is None:
                 return len(self._records)
@@ -193,14 +194,14 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
     one range of the words and of each prefix field's index for ``q``."""
     ids: set[int] | None = None
     for field, value in filters.items():
-        key = value.casefold()         # a filter is a text field
+        if field not in indexes.unique and field not in indexes.filtered:
+            raise TypeError(f"{indexes.schema.plural} cannot be filtered by {field}")
+        key = indexes.schema.fields[field].key(value)
         if field in indexes.unique:
             holder = indexes.unique[field].get(key)
             found = set() if holder is None else {holder}
-        elif field in indexes.filtered:
-            found = set(indexes.filtered[field].get(key, ()))
         else:
-            raise TypeError(f"{indexes.schema.plural} cannot be filtered by {field}")
+            found = set(indexes.filtered[field].get(key, ()))
         ids = found if ids is None else ids & found
     if q is not None:
         prefix = q.casefold()
@@ -223,15 +224,15 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
     return ids
 
 
-def past(records: list[Any], sort: str, reverse: bool,
-          after: Position | None) -> Iterable[Any]:
+def past(schema: Schema, records: list[Any], sort: str, reverse: bool,
+         after: Position | None) -> Iterable[Any]:
     """The records (sorted by ``sort``) that come after the position ``after``."""
     if after is None:
         return records
     start: Any = after        # an id in id order, a (key, id) pair in the others
     if reverse:
-        return (r for r in records if position(r, sort) < start)
-    return (r for r in records if position(r, sort) > start)
+        return (r for r in records if position(schema, r, sort) < start)
+    return (r for r in records if position(schema, r, sort) > start)
 
 
 def claim_all(indexes: Any, records: Sequence[Any]) -> None:
@@ -240,7 +241,8 @@ def claim_all(indexes: Any, records: Sequence[Any]) -> None:
     seen: dict[str, set[Any]] = {f: set(keys) for f, keys in indexes.unique.items()}
     for record in records:
         for field, keys in seen.items():
-            key = indexes.key(getattr(record, field))
+            value = getattr(record, field)
+            key = None if value is None else indexes.schema.fields[field].key(value)
             if key is not None and key in keys:
                 raise Conflict(f"The store already holds a {indexes.schema.name} with "
                                f"this {field}: {getattr(record, field)}.", field)

@@ -118,22 +118,23 @@ class Precondition:
         return True
 
 
-#: Where a page starts: an id (id order), or a case-folded value and an id.
-Position = Union[int, tuple[str, int]]
+#: Where a page starts: an id (id order), or a value's key and an id.
+Position = Union[int, tuple[Any, int]]
 
 
-def position(record: Any, sort: str) -> Position:
-    """Where ``record`` stands in ``sort`` order, as ``list(after=...)`` takes it."""
+def position(schema: Schema, record: Any, sort: str) -> Position:
+    """Where ``record`` stands in ``sort`` order, as ``list(after=...)``
+    takes it: its id, or its value's key (``Field.key``) and its id."""
     if sort == "id":
         return record.id
-    return (getattr(record, sort).casefold(), record.id)
+    return (schema.fields[sort].key(getattr(record, sort)), record.id)
 
 
 class RecordStore(Protocol):
     """One collection's records, as the HTTP layer needs them (``schema``:
     what they are). Every method is safe to call from several threads at
-    once. Values arrive validated and cleaned by the schema; text keys are
-    compared case-folded (``str.casefold``). Every store here also keeps a
+    once. Values arrive validated and cleaned by the schema, and are
+    compared by their kinds' keys (``Field.key``: text case-folded). Every store here also keeps a
     change feed (``feed.ChangeFeed``)."""
 
     schema: Schema
@@ -143,19 +144,19 @@ class RecordStore(Protocol):
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
              after: Position | None = None, q: str | None = None,
-             **filters: str) -> list[Any]:
+             **filters: Any) -> list[Any]:
         """Up to ``limit`` records in ``sort`` order, backwards if ``reverse``,
         from just past ``after`` (``None``: from the first).
 
-        Orders: ``id``, and each of ``schema.sorts``, by the case-folded
-        value and then by id. A position is an id in id order and a
-        ``(case-folded value, id)`` pair in the others (``position``).
-        Filters, all of which must hold: one per ``schema.filters`` field,
-        the records whose value equals it, case-folded; ``q``, the records
+        Orders: ``id``, and each of ``schema.sorts``, by the value's key
+        and then by id. A position is an id in id order and a ``(key, id)``
+        pair in the others (``position``). Filters, all of which must
+        hold: one per ``schema.filters`` field, the records whose value has
+        the same key as the one given; ``q``, the records
         of which a search key (a word of a ``words`` field, a ``prefixes``
         field whole) starts with it."""
 
-    def count(self, *, q: str | None = None, **filters: str) -> int:
+    def count(self, *, q: str | None = None, **filters: Any) -> int:
         """How many records the filters of ``list`` keep, on all pages."""
 
     def create(self, *, key: Any = None, **fields: Any) -> Any:

@@ -105,10 +105,10 @@ class Table(PageQueries):
     def row_of(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The columns that these fields' values set, by name: the values,
         then the keys and words of those that have them."""
-        row = dict(fields)
+        row, kinds = dict(fields), self.schema.fields
         for field in self.keys:
             if field in fields:
-                row[f"{field}__key"] = None if fields[field] is None else fields[field].casefold()
+                row[f"{field}__key"] = None if fields[field] is None else kinds[field].key(fields[field])
         for field in self.schema.words:
             if field in fields:
                 row[f"{field}__words"] = self.dialect.words_value(fields[field])

@@ -63,7 +63,7 @@ class PageQueries:
 
     def page(self, *, limit: int, sort: str = "id", reverse: bool = False,
              after: Position | None = None, q: str | None = None, columns: str | None = None,
-             **filters: str) -> tuple[str, list[Any]]:
+             **filters: Any) -> tuple[str, list[Any]]:
         """The query for ``RecordStore.list`` with these arguments, and its
         parameters; ``columns="u.id, u.version"`` asks only for each
         record's id and version."""
@@ -82,7 +82,7 @@ class PageQueries:
             query = self._pages[shape] = self._page_sql(*shape)
         return query, params
 
-    def count(self, *, q: str | None = None, **filters: str) -> tuple[str, list[Any]]:
+    def count(self, *, q: str | None = None, **filters: Any) -> tuple[str, list[Any]]:
         """The query for ``RecordStore.count`` with these filters, and its parameters."""
         end = q is not None and prefix_end(q.casefold()) is not None
         source, where = self._filtered(tuple(filters), q is not None, end)
@@ -93,7 +93,8 @@ class PageQueries:
         (the id after it could never decide)."""
         if sort == "id":
             return ("u.id",)
-        return (f"u.{sort}__key",) if sort in self.schema.unique else (f"u.{sort}__key", "u.id")
+        column = f"u.{sort}__key" if sort in self.keys else f"u.{sort}"
+        return (column,) if sort in self.schema.unique else (column, "u.id")
 
     def _filter_params(self, filters: dict[str, str], q: str | None) -> list[Any]:
         params: list[Any] = []
@@ -101,7 +102,8 @@ class PageQueries:
             prefix = q.casefold()
             end = prefix_end(prefix)
             params += [prefix] if end is None else [prefix, end]
-        params += [value.casefold() for value in filters.values()]
+        kinds = self.schema.fields
+        params += [kinds[field].key(value) for field, value in filters.items()]
         return params
 
     def _page_sql(self, columns: str | None, sort: str, reverse: bool, has_after: bool,
@@ -132,7 +134,8 @@ class PageQueries:
         for field in filters:
             if field not in self.schema.filters:
                 raise TypeError(f"{self.name} cannot be filtered by {field}")
-            where.append(f"u.{field}__key = {mark}")
+            where.append(f"u.{field}__key = {mark}" if field in self.keys
+                         else f"u.{field} = {mark}")
         return source, where
 
 
@@ -146,7 +149,7 @@ class SQLBulk(Restores):
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
              after: Position | None = None, q: str | None = None,
-             **filters: str) -> builtins.list[Any]:
+             **filters: Any) -> builtins.list[Any]:
         arguments: dict[str, Any] = dict(limit=limit, sort=sort, reverse=reverse, after=after,
                                          q=q, **filters)
         return self.storage.read((self.table.name, *arguments.items()),
@@ -161,7 +164,7 @@ class SQLBulk(Restores):
     def _page(self, db: Any, arguments: dict[str, Any]) -> builtins.list[Any]:
         return list(map(self._make, db.execute(*self.table.page(**arguments))))
 
-    def count(self, *, q: str | None = None, **filters: str) -> int:
+    def count(self, *, q: str | None = None, **filters: Any) -> int:
         query, params = self.table.count(q=q, **filters)
         return int(self.storage.read(None, lambda db: db.execute(query, params).fetchone()[0]))
 

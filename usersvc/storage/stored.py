@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..fields import MAX_INTEGER, Field, integer, text
+from ..fields import MAX_INTEGER, Field, text
+from ..kinds import integer
 from ..validation import Schema
 from . import Conflict
 
@@ -81,7 +82,7 @@ def declaration(schema: Schema) -> dict[str, Any]:
                        for f, kind in schema.fields.items()},
             "unique": sorted(schema.unique), "filters": sorted(schema.filters),
             "sorts": sorted(schema.sorts[1:]), "words": sorted(schema.words),
-            "prefixes": sorted(schema.prefixes)}
+            "prefixes": sorted(schema.prefixes), "keyed": sorted(schema.keyed)}
 
 
 def schema_from(declaration: dict[str, Any]) -> Schema:

@@ -1,0 +1,6 @@
+"""The kinds of field beyond users' ``text`` and ``email``, one class each,
+one module each: what a kind is, and how to write one, is ``fields.Field``.
+"""
+from .integer import integer
+
+__all__ = ["integer"]

@@ -1,0 +1,51 @@
+"""``integer(minimum, maximum)``: a whole number within bounds."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..fields import MAX_INTEGER, Field, FieldError
+
+_XML_INT = re.compile(r"-?[0-9]{1,20}")
+
+
+class Integer(Field):
+    """A whole number from ``minimum`` to ``maximum``: a JSON integer (not a
+    boolean, a float or a string), or in XML the element's decimal text."""
+
+    type = "integer"
+    input_type = "number"
+
+    def __init__(self, minimum: int, maximum: int) -> None:
+        if not -MAX_INTEGER <= minimum <= maximum <= MAX_INTEGER:
+            raise ValueError(f"integer(minimum, maximum) needs -2**63 < minimum <= "
+                             f"maximum < 2**63, not {minimum}, {maximum}")
+        self.minimum = minimum
+        self.maximum = maximum
+
+    def __call__(self, value: Any) -> int:
+        if type(value) is int and self.minimum <= value <= self.maximum:
+            return value
+        if type(value) is not int:
+            raise FieldError("must be a whole number")
+        raise FieldError(f"must be from {self.minimum} to {self.maximum}")
+
+    def from_xml(self, text: str) -> Any:
+        stripped = text.strip()     # its trimmed decimal text (20 digits at most: no longer int)
+        return int(stripped) if _XML_INT.fullmatch(stripped) else text
+
+    def describe(self, in_xml: bool = False) -> dict[str, Any]:
+        return {"type": "integer", "minimum": self.minimum, "maximum": self.maximum}
+
+    def describe_stored(self) -> dict[str, Any]:
+        return self.describe()
+
+    def __repr__(self) -> str:
+        return f"integer({self.minimum}, {self.maximum})"
+
+    def is_key(self, key: Any) -> bool:
+        return type(key) is int and -MAX_INTEGER <= key <= MAX_INTEGER
+
+
+#: The name a declaration uses: ``integer(0, 9999)``.
+integer = Integer
