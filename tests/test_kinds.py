@@ -18,7 +18,7 @@ import pytest
 from conftest import Client, problem
 from helpers import link_to
 
-from usersvc import Schema, boolean, make_app, text
+from usersvc import Schema, boolean, choice, date, datetime, make_app, number, text, url
 from usersvc.fields import Field
 from usersvc.storage import open_store
 
@@ -52,6 +52,74 @@ KINDS = {
         order=[False, True],
         filter_bad=["yes", "", "2", "True"],
         same=(True, True)),
+    "number": Case(
+        number(-1000, 1000),
+        good=[(7, 7, "7"), (7.0, 7, "7"), (0.1, 0.1, "0.1"), (-2.5, -2.5, "-2.5"),
+              (1e-7, 1e-7, "1e-07"), (1000, 1000, "1000"), (-0.0, 0, "0")],
+        bad=[True, False, "7", "0.1", 1000.5, -1001, 10**400, [], {}],
+        xml=[("7", 7), ("7.0", 7), (" 0.25 ", 0.25), ("-1e2", -100), ("1E-3", 0.001)],
+        xml_bad=["seven", "0x10", "1,5", "Infinity", "NaN", "1e400", ".5", "+1", "1001"],
+        order=[-1000, -2.5, 0, 0.1, 7, 7.5, 1000],
+        same=(0.5, 0.5)),
+    "date": Case(
+        date,
+        good=[("2026-12-01", "2026-12-01", "2026-12-01"), ("2024-02-29", "2024-02-29", "2024-02-29"),
+              ("0001-01-01", "0001-01-01", "0001-01-01")],
+        bad=["2026-02-29", "2026-13-01", "2026-12-1", "20261201", "2026-12-01T00:00:00Z",
+             " 2026-12-01", "2026-12-01 ", "１９９９-01-01", 20261201, True, [], {}],
+        xml=[("2026-12-01", "2026-12-01"), (" 2026-12-01\n", "2026-12-01")],
+        xml_bad=["2026-02-30", "tomorrow", "2026/12/01"],
+        order=["0001-01-01", "1999-12-31", "2026-02-28", "2026-12-01", "9999-12-31"],
+        filter_bad=["2026-02-30", "today", ""],
+        same=("2026-12-01", "2026-12-01")),
+    "datetime": Case(
+        datetime,
+        good=[("2026-11-25T20:57:01Z", "2026-11-25T20:57:01Z", "2026-11-25T20:57:01Z"),
+              ("2026-11-25T21:57:01.120+01:00", "2026-11-25T20:57:01.12Z",
+               "2026-11-25T20:57:01.12Z"),
+              ("2026-11-25t20:57:01.000000z", "2026-11-25T20:57:01Z", "2026-11-25T20:57:01Z"),
+              ("2026-01-01T00:30:00.000001+05:45", "2025-12-31T18:45:00.000001Z",
+               "2025-12-31T18:45:00.000001Z")],
+        bad=["2026-11-25T20:57:01", "2026-11-25T20:57Z", "2026-11-25 20:57:01Z",
+             "2026-11-25T20:57:01.1234567Z", "2026-11-25T24:00:00Z", "2026-11-25T20:57:60Z",
+             "2026-02-30T00:00:00Z", "2026-11-25T20:57:01+24:00", "2026-11-25T20:57:01+01:60",
+             "0001-01-01T00:30:00+01:00", "9999-12-31T23:59:59-00:01", 1764104221, True, {}],
+        xml=[("2026-11-25T20:57:01Z", "2026-11-25T20:57:01Z"),
+             (" 2026-11-25T15:57:01.5-05:00 ", "2026-11-25T20:57:01.5Z")],
+        xml_bad=["now", "2026-11-25"],
+        # by instant: 01.5 comes after 01, though "." sorts before "Z"
+        order=["0001-01-01T00:00:00Z", "1969-12-31T23:59:59.999999Z", "1970-01-01T00:00:00Z",
+               "2026-11-25T20:57:01Z", "2026-11-25T20:57:01.5Z", "2026-11-25T20:57:02Z",
+               "9999-12-31T23:59:59.999999Z"],
+        same=("2026-11-25T20:57:01Z", "2026-11-25T21:57:01.000+01:00")),
+    "choice": Case(
+        choice("low", "normal", "high"),
+        good=[("low", "low", "low"), ("high", "high", "high")],
+        bad=["Low", " low", "low ", "urgent", "", 0, True, ["low"], {}],
+        xml=[("normal", "normal"), (" high\n", "high")],
+        xml_bad=["HIGH", "medium", ""],
+        order=["low", "normal", "high"],        # as declared, not alphabetically
+        filter_bad=["urgent", "LOW", ""],
+        same=("normal", "normal")),
+    "url": Case(
+        url,
+        good=[("https://example.org/a?b=c#d", "https://example.org/a?b=c#d",
+               "https://example.org/a?b=c#d"),
+              ("HTTP://Example.org:8080", "HTTP://Example.org:8080", "HTTP://Example.org:8080"),
+              ("http://[::1]/x", "http://[::1]/x", "http://[::1]/x"),
+              ("https://例え.jp/パス", "https://例え.jp/パス", "https://例え.jp/パス"),
+              ("https://e.org/" + "a" * 2034, "https://e.org/" + "a" * 2034,
+               "https://e.org/" + "a" * 2034)],
+        bad=["example.org", "/relative", "ftp://example.org/", "javascript:alert(1)",
+             "https://", "https:///path", "https://exa mple.org/", "https://e.org/\n",
+             " https://e.org/", "https://e.org:port/", "https://[::1/", "https://e.org/\ud800",
+             "https://e.org/" + "a" * 2035, 1, True, {}],
+        xml=[(" https://example.org/ ", "https://example.org/"),
+             ("https://e.org/?a=1&amp;b=2", "https://e.org/?a=1&b=2")],
+        xml_bad=["mailto:a@example.org", "https://"],
+        order=["http://a.example/", "https://A.example/", "https://a.example/"],
+        filter_bad=["example.org", ""],
+        same=("https://example.org/", "https://example.org/")),
 }
 
 

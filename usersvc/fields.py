@@ -84,7 +84,7 @@ class Field:
 
     def column_type(self, dialect: str) -> str:
         """The column that keeps it in a SQL ``dialect`` (``sqlite``, ``postgres``)."""
-        return COLUMN_TYPES[self.type][dialect]
+        return COLUMN_TYPES.get(self.type, COLUMN_TYPES["text"])[dialect]   # text: any other
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
         """The JSON Schema of a value a request may send."""

@@ -1,0 +1,102 @@
+"""``date`` and ``datetime``: a calendar date, and an instant (RFC 3339)."""
+from __future__ import annotations
+
+import re
+from datetime import date as Day, datetime as Instant, timedelta, timezone
+from typing import Any
+
+from ..fields import Field, FieldError
+
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# RFC 3339 §5.6's date-time, with at most 6 fraction digits (a microsecond).
+_DATETIME = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+                       r"(?:\.([0-9]+))?(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))")
+_EPOCH = Instant(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+class Date(Field):
+    """A calendar date, ``YYYY-MM-DD`` (RFC 3339's full-date), that exists
+    (no 2026-02-30); ordered by date."""
+
+    type = "date"
+    input_type = "date"
+
+    def __call__(self, value: Any) -> str:
+        if type(value) is str and _DATE.fullmatch(value):
+            try:
+                Day.fromisoformat(value)
+            except ValueError:
+                raise FieldError("must be a date that exists") from None
+            return value
+        raise FieldError("must be a date: YYYY-MM-DD")
+
+    def from_xml(self, text: str) -> Any:
+        return text.strip()
+
+    def is_key(self, key: Any) -> bool:
+        return type(key) is str and _DATE.fullmatch(key) is not None
+
+    def describe(self, in_xml: bool = False) -> dict[str, Any]:
+        return {"type": "string", "format": "date"}
+
+    def describe_stored(self) -> dict[str, Any]:
+        return self.describe()
+
+
+class DateTime(Field):
+    """An instant: RFC 3339's date-time with an offset (``Z`` or ``+hh:mm``;
+    without one, a time is no instant), a fraction of at most 6 digits.
+    Kept as the instant, written in UTC with ``Z``, seconds always, and the
+    fraction as sent without trailing zeros (``2026-11-25T21:57:01.5+01:00``
+    is ``2026-11-25T20:57:01.5Z``); ordered by instant; not a filter (an
+    instant's equality is no way to find a record)."""
+
+    type = "datetime"
+    input_type = "datetime-local"   # in UTC: the page says so, and its script adds the Z
+    input_attributes = ' step="any"'
+    filterable = False
+    key_type = "integer"            # microseconds since 1970 (before it: below zero)
+
+    def __call__(self, value: Any) -> str:
+        m = _DATETIME.fullmatch(value) if type(value) is str else None
+        if m is None:
+            raise FieldError("must be a date and time with an offset (RFC 3339): "
+                             "2026-11-25T20:57:01Z or 2026-11-25T21:57:01+01:00")
+        year, month, day, hour, minute, second, fraction, sign, hours, minutes = m.groups()
+        if fraction is not None and len(fraction) > 6:
+            raise FieldError("must have at most 6 digits after the seconds")
+        try:
+            offset = timedelta(hours=int(hours or 0), minutes=int(minutes or 0))
+            if int(minutes or 0) > 59:
+                raise ValueError
+            at = Instant(int(year), int(month), int(day), int(hour), int(minute), int(second),
+                         tzinfo=timezone(-offset if sign == "-" else offset)).astimezone(timezone.utc)
+        except (ValueError, OverflowError):
+            raise FieldError("must be a date and time that exists, in UTC from year 1 "
+                             "to 9999") from None
+        fraction = (fraction or "").rstrip("0")
+        return (f"{at.year:04d}-{at.month:02d}-{at.day:02d}T{at.hour:02d}:{at.minute:02d}:"
+                f"{at.second:02d}{'.' * bool(fraction)}{fraction}Z")
+
+    def from_xml(self, text: str) -> Any:
+        return text.strip()
+
+    def input_value(self, value: Any) -> str:
+        return value[:-1]       # datetime-local has no offset: the page shows UTC
+
+    def key(self, value: str) -> int:
+        return (Instant.fromisoformat(value[:-1] + "+00:00") - _EPOCH) // _MICROSECOND
+
+    def is_key(self, key: Any) -> bool:
+        return type(key) is int and -2**62 < key < 2**62
+
+    def describe(self, in_xml: bool = False) -> dict[str, Any]:
+        return {"type": "string", "format": "date-time"}
+
+    def describe_stored(self) -> dict[str, Any]:
+        return self.describe()
+
+
+#: A calendar date, and an instant (kinds with no parameters: ``{"due": date}``).
+date, datetime = Date(), DateTime()

@@ -1,0 +1,53 @@
+"""``url``: an absolute http or https URL."""
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..fields import UNENCODABLE, Field, FieldError
+
+MAX_URL = 2048
+# A scheme, an authority, and the rest: nothing blank, no control characters.
+_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\x00-\x20\x7f-\x9f/?#]+[^\x00-\x20\x7f-\x9f]*")
+
+
+class Url(Field):
+    """An absolute ``http`` or ``https`` URL with a host, at most 2,048
+    characters, kept exactly as sent (in XML, the element's text trimmed);
+    compared as sent, not case-folded."""
+
+    type = "url"
+    input_type = "url"
+    noun = "URL"
+
+    def __call__(self, value: Any) -> str:
+        if type(value) is str and len(value) <= MAX_URL and _URL.fullmatch(value) and (
+                not UNENCODABLE.search(value) and _has_host(value)):
+            return value
+        if type(value) is str and len(value) > MAX_URL:
+            raise FieldError(f"must be at most {MAX_URL} characters long")
+        raise FieldError("must be an absolute http or https URL")
+
+    def from_xml(self, text: str) -> Any:
+        return text.strip()
+
+    def describe(self, in_xml: bool = False) -> dict[str, Any]:
+        return {"type": "string", "format": "uri", "maxLength": MAX_URL,
+                "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+\\S*$"}
+
+    def describe_stored(self) -> dict[str, Any]:
+        return self.describe()
+
+
+def _has_host(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+        parts.port          # a port that is not a number is a ValueError
+    except ValueError:
+        return False
+    return bool(parts.hostname)
+
+
+#: An absolute http or https URL (a kind with no parameters: ``{"link": url}``).
+url = Url()
