@@ -1,8 +1,8 @@
 """A collection that says everything a ``Schema`` can: every kind of field,
 optional and required, unique, filtered, sorted and searched.
 
-    THINGS + USER: ``test_every_kind_store`` holds it to ``store_contract``
-    on every store, beside its own questions.
+    THINGS + USER (its ``owner``: a user): ``test_every_kind_store`` holds
+    it to ``store_contract`` on every store, beside its own questions.
 """
 from __future__ import annotations
 
@@ -10,14 +10,16 @@ import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from usersvc import Schema, boolean, choice, date, datetime, email, integer, number, text, url
+from usersvc import (Schema, boolean, choice, date, datetime, email, integer, number, ref, text,
+                     url)
 
 THINGS = Schema(
     "thing", "things",
     {"title": text(100), "code": text(20), "contact": email, "count": integer(-5, 5000),
      "done": boolean, "weight": number(0, 1000), "due": date, "at": datetime,
-     "level": choice("low", "normal", "high"), "link": url, "note": text(200)},
-    optional=("contact", "weight", "due", "link", "note"),
+     "level": choice("low", "normal", "high"), "link": url, "note": text(200),
+     "owner": ref("users")},
+    optional=("contact", "weight", "due", "link", "note", "owner"),
     unique=("code", "contact", "at", "link"),
     filters=("code", "contact", "count", "done", "due", "level", "link"),
     sorts=("title", "count", "done", "at", "level"),

@@ -10,16 +10,24 @@ from conftest import opened
 from store_contract import Contract
 
 from usersvc import USER
-from usersvc.storage import Conflict
+from usersvc.storage import Conflict, open_store
+from usersvc.transfer import copy_store
 
 EVERY_OPTIONAL = {"contact": "a@example.org", "weight": 0.5, "due": "2026-12-01",
-                  "link": "https://example.org/", "note": "a note"}
+                  "link": "https://example.org/", "note": "a note", "owner": 1}
 
 
 @pytest.fixture
-def things(store_url):
+def storage(store_url):
+    """Things and users, with user 1 (every optional field's owner)."""
     for storage in opened(store_url, (USER, THINGS)):
-        yield storage["things"]
+        storage["users"].create(name="Ada", email="ada@example.org")
+        yield storage
+
+
+@pytest.fixture
+def things(storage):
+    return storage["things"]
 
 
 @pytest.fixture
@@ -60,3 +68,27 @@ def test_every_unique_field_is_unique_as_its_kind_compares(things, field, first,
     with pytest.raises(Conflict) as taken:
         things.create(**{**make("B"), field: second})
     assert taken.value.errors == [(f"/{field}", "is already taken")]
+
+
+def test_usersvc_copy_moves_every_kind_from_a_sqlite_file_into_each_store(tmp_path, store_url):
+    source = open_store(f"sqlite:///{tmp_path}/source.db", (USER, THINGS))
+    storage = open_store(store_url, (USER, THINGS))
+    try:
+        source["users"].create(name="Ada", email="ada@example.org")
+        make = thing_maker()
+        for n in range(20):
+            extra = {**EVERY_OPTIONAL, "contact": f"a{n}@example.org",
+                     "link": f"https://example.org/{n}"} if n % 2 else {}
+            thing = source["things"].create(**make(f"thing {n}"), **extra)
+        source["things"].delete(thing.id)
+        declared = open_store(f"sqlite:///{tmp_path}/source.db", None)    # as the file says
+        copy_store(declared, storage, batch=7)
+        declared.close()
+        for plural in ("users", "things"):
+            assert storage[plural].list(limit=100) == source[plural].list(limit=100)
+        # The copy's kinds are the stored ones: a choice orders as declared.
+        assert ([t.level for t in storage["things"].list(sort="level", limit=3)]
+                == ["low"] * 3)
+    finally:
+        source.close()
+        storage.close()

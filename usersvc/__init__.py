@@ -23,7 +23,7 @@ from .auth import Tokens
 from .batch import Batch
 from .cors import CORS
 from .fields import email, text
-from .kinds import boolean, choice, date, datetime, integer, number, url
+from .kinds import boolean, choice, date, datetime, integer, number, ref, url
 from .health import HEALTH_PATH, HealthCheck
 from .idempotency import Idempotency
 from .mount import Mount
@@ -38,7 +38,7 @@ from .storage.protocol import Atomic
 from .validation import USER, Schema
 
 __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
-           "boolean", "number", "date", "datetime", "choice", "url",
+           "boolean", "number", "date", "datetime", "choice", "url", "ref",
            "RecordStore", "Storage", "Settings", "open_store", "DEFAULT_STORAGE",
            "DEFAULT_MAX_BODY_SIZE"]
 

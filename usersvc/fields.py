@@ -52,6 +52,7 @@ class Field:
     filterable = True       # a list may be filtered by it (equality)
     key_type = "text"       # a ``key``'s column (kinds that override ``key``): or "integer"
     options: tuple[str, ...] = ()
+    refers_to: str | None = None    # a ``ref``'s collection (``storage.references``)
 
     def __call__(self, value: Any) -> Any:
         """A value as sent (JSON's, or ``from_xml``'s), cleaned; else ``FieldError``."""

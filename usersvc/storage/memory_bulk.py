@@ -20,6 +20,7 @@ from ..validation import Schema
 from . import Conflict, Position, position
 from .feed import Change
 from .keys import Key
+from .references import Inside
 from .stored import Restores, check_fresh_ids
 
 T = TypeVar("T")
@@ -171,7 +172,7 @@ def atomically(storage: Any, plurals: Iterable[str], run: Callable[[Any], T],
     with ExitStack() as held:
         for plural in sorted(set(plurals)):
             held.enter_context(storage.collections[plural].undoing())
-        return run(storage)
+        return run(Inside(storage))
 
 
 def walk(indexes: Any, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:

@@ -35,6 +35,7 @@ from ..validation import Schema
 from . import Conflict, NotFound, StaleVersion, StoreUnavailable, WriteHealth
 from .evolution import declared, evolve
 from .keys import Answer, Key, SQLKeys
+from .references import references
 from .stored import Collections, redact
 from .postgres_migrations import migrate
 from .postgres_notify import Listener
@@ -118,6 +119,7 @@ class PostgresStorage(Collections):
                 migrate(db)
                 tables = [Table(s, POSTGRES) for s in (declared(db, POSTGRES) if schemas is None
                                                        else schemas)]
+                references([t.schema for t in tables])  # each ref's collection is here, or none is made
                 for table in tables:
                     evolve(db, table)
         except PoolTimeout as e:
@@ -131,6 +133,7 @@ class PostgresStorage(Collections):
         self.schemas = tuple(t.schema for t in tables)
         self.keys = SQLKeys("%s")
         self.collections = {t.name: PostgresRecords(self, t, LISTEN_FALLBACK) for t in tables}
+        self.refer()
         # Other processes' commits wake the waiters by NOTIFY; asking for the
         # position every LISTEN_FALLBACK seconds covers a lost listener.
         self._conninfo = conninfo

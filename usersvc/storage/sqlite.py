@@ -35,6 +35,7 @@ from .sql_bulk import InTransaction
 from .sqlite_errors import is_lasting, retrying, roll_back
 from .sqlite_migrations import migrate
 from .sqlite_pages import SQLiteRecords
+from .references import references
 from .stored import Collections
 
 T = TypeVar("T")
@@ -67,6 +68,7 @@ class SQLiteStorage(Collections):
         self.schemas = tuple(t.schema for t in tables)
         interval = POLL_INTERVAL if self.writer is not None else None   # a private database: none
         self.collections = {t.name: SQLiteRecords(self, t, interval) for t in tables}
+        self.refer()
         self.read = self.connections.answered
         #: Run ``op`` in a write transaction; what it returns, once committed.
         self.write: Callable[[Callable[[sqlite3.Connection], Any]], Any] = (
@@ -81,6 +83,7 @@ class SQLiteStorage(Collections):
         with self.transaction() as db:
             migrate(db)
             tables[:] = [Table(s, SQLITE) for s in (declared(db, SQLITE) if schemas is None else schemas)]
+            references([t.schema for t in tables])      # each ref's collection is here, or none is made
             for table in tables:
                 evolve(db, table)
 

@@ -12,9 +12,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..fields import MAX_INTEGER, Field, text
-from ..kinds import integer
+from ..kinds import integer, kind_of, number
 from ..validation import Schema
 from . import Conflict
+from .references import References, Referring, references
+
+MAX_DOUBLE = 1.7976931348623157e308       # (sys.float_info.max)
 
 
 class SchemaTooNew(RuntimeError):
@@ -29,12 +32,21 @@ class SchemaTooNew(RuntimeError):
 
 
 class Collections:
-    """A store's collections by plural, as ``Storage`` asks for them."""
+    """A store's collections by plural, as ``Storage`` asks for them: each
+    that refers or is referred to checking its references (``refer``)."""
 
     collections: dict[str, Any]
+    references: dict[str, References] = {}
+    checked: dict[str, Referring] = {}
 
     def __getitem__(self, plural: str) -> Any:
-        return self.collections[plural]
+        return self.checked.get(plural) or self.collections[plural]
+
+    def refer(self) -> None:
+        """Once ``collections`` are made: wrap those with references."""
+        self.references = references([r.schema for r in self.collections.values()])
+        self.checked = {plural: Referring(self.collections[plural], refs, self)
+                        for plural, refs in self.references.items()}
 
     def stop_waiting(self) -> None:
         for records in self.collections.values():
@@ -88,10 +100,13 @@ def declaration(schema: Schema) -> dict[str, Any]:
 def schema_from(declaration: dict[str, Any]) -> Schema:
     """A schema with a stored declaration's fields, indexes and names,
     and no bounds on its values (for ``usersvc copy``, which moves
-    records that passed their own schema's rules)."""
-    kinds = {"text": text(2**31), "integer": integer(-MAX_INTEGER, MAX_INTEGER)}
+    records that passed their own schema's rules); a kind without bounds
+    as its rule names it (``kinds.kind_of``: ``choice('low', 'high')``)."""
+    loose = {"text": text(2**31), "integer": integer(-MAX_INTEGER, MAX_INTEGER),
+             "number": number(-MAX_DOUBLE, MAX_DOUBLE)}
     order = declaration.get("order") or list(declaration["fields"])
-    fields = {f: kinds[declaration["fields"][f]["type"]] for f in order}
+    fields = {f: loose.get(kind["type"]) or kind_of(kind["rule"])
+              for f in order for kind in [declaration["fields"][f]]}
     return Schema(declaration["name"], declaration["plural"], fields,
                   optional=[f for f, kind in declaration["fields"].items() if kind["optional"]],
                   **{what: declaration[what] for what in ("unique", "filters", "sorts", "words",

@@ -1,0 +1,155 @@
+"""docs/api.md, "References": a ``ref("users")`` field names a user that
+exists when the write is made, checked in the write's atomic step; a user
+that a task names cannot be deleted (409, nothing deleted). On every
+store, over HTTP and through the storage protocol, alone, in a batch, and
+raced from many threads."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from conftest import Client, problem
+from helpers import race
+
+from usersvc import USER, Schema, boolean, make_app, ref, text
+from usersvc.storage import Conflict, NotFound, open_store
+from usersvc.storage.references import Dangling
+
+TASKS = Schema("task", "tasks", {"title": text(50), "done": boolean, "owner": ref("users"),
+                                 "parent": ref("tasks")},
+               optional=("owner", "parent"), filters=("done",))
+ADA = {"name": "Ada", "email": "ada@example.org"}
+
+
+@pytest.fixture
+def storage(store_url):
+    storage = open_store(store_url, (USER, TASKS))
+    yield storage
+    storage.close()
+
+
+@pytest.fixture
+def client(storage):
+    return Client(make_app(storage))
+
+
+def everything(client: Client) -> tuple[list, list]:
+    return client.get("/users").json, client.get("/tasks").json
+
+
+def test_a_ref_names_a_record_that_exists_and_a_named_record_stays(client):
+    response = client.post("/tasks", json_body={"title": "a", "done": False, "owner": 1})
+    assert problem(response, 422)["errors"] == [{"pointer": "/owner",
+                                                 "detail": "there is no user 1"}]
+    assert everything(client) == ([], [])
+    ada = client.post("/users", json_body=ADA).json
+    task = client.post("/tasks", json_body={"title": "a", "done": False, "owner": ada["id"]}).json
+    assert task["owner"] == ada["id"]
+    # Changed to a user that is not there: refused, nothing changed.
+    response = client.patch(f"/tasks/{task['id']}", json_body={"owner": 99},
+                            content_type="application/merge-patch+json")
+    assert problem(response, 422)["detail"] == "There is no user 99."
+    before = everything(client)
+    assert before[1] == [task]
+    # The user it names cannot be deleted; the detail names the tasks.
+    detail = problem(client.delete(f"/users/{ada['id']}"), 409)["detail"]
+    assert "tasks" in detail and "owner" in detail
+    assert everything(client) == before
+    # Once no task names it, it can.
+    client.patch(f"/tasks/{task['id']}", json_body={"owner": None},
+                 content_type="application/merge-patch+json")
+    assert client.delete(f"/users/{ada['id']}").status_code == 204
+    # A task may name a task, itself included; it cannot be deleted while another does.
+    child = client.post("/tasks", json_body={"title": "b", "done": True,
+                                             "parent": task["id"]}).json
+    assert problem(client.delete(f"/tasks/{task['id']}"), 409)
+    assert client.delete(f"/tasks/{child['id']}").status_code == 204
+    assert client.delete(f"/tasks/{task['id']}").status_code == 204
+
+
+def test_a_list_is_filtered_by_a_ref_and_xml_writes_it_as_decimal_text(client):
+    client.post("/users", json_body=ADA)
+    client.post("/users", json_body={"name": "Bo", "email": "bo@example.org"})
+    for owner in (1, 2, 1, None):
+        client.post("/tasks", json_body={"title": "t", "done": False,
+                                         **({} if owner is None else {"owner": owner})})
+    assert [t["id"] for t in client.get("/tasks?owner=1").json] == [1, 3]
+    assert client.get("/tasks?owner=3").json == []
+    assert problem(client.get("/tasks?owner=x"), 400)
+    body = "<task><title>x</title><done>false</done><owner> 2 </owner></task>"
+    made = client.post("/tasks", body=body, content_type="application/xml")
+    assert made.status_code == 201 and made.json["owner"] == 2
+    assert "<owner>2</owner>" in client.get(made.headers["Location"],
+                                            headers={"Accept": "application/xml"}).text
+    body = "<task><title>x</title><done>false</done><owner>7</owner></task>"
+    assert problem(client.post("/tasks", body=body, content_type="application/xml"), 422)
+
+
+def test_the_storage_protocol_checks_references_too(storage):
+    users, tasks = storage["users"], storage["tasks"]
+    with pytest.raises(Dangling) as dangling:
+        tasks.create(title="a", done=False, owner=5)
+    assert dangling.value.errors == [("/owner", "there is no user 5")]
+    user = users.create(**ADA)
+    task = tasks.create(title="a", done=False, owner=user.id)
+    with pytest.raises(Conflict):
+        users.delete(user.id)
+    assert users.get(user.id) == user and tasks.list() == [task]
+    with pytest.raises(NotFound):
+        users.delete(99)
+
+
+def test_a_batch_may_name_what_it_made_and_is_refused_whole_for_what_is_not_there(client):
+    made = client.post("/batch", json_body={"requests": [
+        {"method": "POST", "path": "/users", "body": ADA},
+        {"method": "POST", "path": "/tasks", "body": {"title": "a", "done": False,
+                                                      "owner": 1}}]})
+    assert made.status_code == 200, made.text
+    before = everything(client)
+    refused = client.post("/batch", json_body={"requests": [
+        {"method": "POST", "path": "/tasks", "body": {"title": "b", "done": False,
+                                                      "owner": 1}},
+        {"method": "POST", "path": "/tasks", "body": {"title": "c", "done": False,
+                                                      "owner": 2}}]})
+    assert problem(refused, 422)["request"] == 1
+    assert everything(client) == before
+    refused = client.post("/batch", json_body={"requests": [
+        {"method": "DELETE", "path": "/users/1"}, {"method": "DELETE", "path": "/tasks/1"}]})
+    assert problem(refused, 409)["request"] == 0
+    assert everything(client) == before
+    done = client.post("/batch", json_body={"requests": [
+        {"method": "DELETE", "path": "/tasks/1"}, {"method": "DELETE", "path": "/users/1"}]})
+    assert done.status_code == 200 and everything(client) == ([], [])
+
+
+def test_racing_deletes_and_references_never_leave_a_task_naming_no_user(storage):
+    users, tasks = storage["users"], storage["tasks"]
+    ids = [users.create(name=f"u{i}", email=f"u{i}@example.org").id for i in range(6)]
+
+    def act(i):
+        user = ids[i // 4]
+        if i % 4 == 0:
+            return users.delete(user)
+        return tasks.create(title=f"t{i}", done=False, owner=user)
+    results = race(24, act)
+    for result in results:
+        assert result is None or isinstance(result, (Conflict, Dangling)) or result.owner
+    remaining = {u.id for u in users.list(limit=100)}
+    for task in tasks.list(limit=100):
+        assert task.owner in remaining
+    for user, deleted in zip(ids, results[::4]):
+        made = [r for r in results if getattr(r, "owner", None) == user]
+        # Deleted: no task named it; kept: it was refused because one did.
+        assert (deleted is None) == (user not in remaining)
+        assert (not made) if deleted is None else isinstance(deleted, Conflict)
+
+
+def test_a_ref_to_a_collection_the_store_does_not_hold_is_refused_at_open(tmp_path):
+    path = tmp_path / "t.db"
+    with pytest.raises(ValueError, match="tasks.owner: refers to users"):
+        open_store(f"sqlite:///{path}", (TASKS,))
+    tables = sqlite3.connect(path).execute(
+        "SELECT name FROM sqlite_master WHERE name = 'tasks'").fetchall()
+    assert tables == []
+    with pytest.raises(ValueError, match="refers to users"):
+        open_store("memory://", (TASKS,))
