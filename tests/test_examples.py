@@ -15,7 +15,9 @@ line are not run but understood:
   script that serves as serve.py does (``examples/library.py``, or one the
   page has the reader write);
 - ``$ cat FILE`` shows a file the reader is to write: the test writes it;
-- ``...`` in an answer stands for any lines.
+- ``...`` in an answer stands for any lines, and a time the store wrote
+  (``created``, ``updated``: ``2026-11-25T20:57:01.120Z``, always three
+  fraction digits) for any such time.
 
 Headers that differ from run to run or belong to the server, not the app
 (``Date``, ``Server``, ``Content-Length``, ``X-Request-Id``, ``Connection``)
@@ -34,6 +36,7 @@ from helpers import Served
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MASKED = ("date:", "server:", "content-length:", "x-request-id:", "connection:")
+STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
 def transcript(page: Path) -> list[tuple[str, list[str]]]:
@@ -74,7 +77,8 @@ def matches(actual: list[str], expected: list[str]) -> bool:
         return not actual
     if expected[0] == "...":
         return any(matches(actual[k:], expected[1:]) for k in range(len(actual) + 1))
-    return bool(actual) and actual[0] == expected[0] and matches(actual[1:], expected[1:])
+    return bool(actual) and (STAMP.sub("*", actual[0]) == STAMP.sub("*", expected[0])
+                             and matches(actual[1:], expected[1:]))
 
 
 def shown(output: str) -> list[str]:

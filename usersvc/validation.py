@@ -9,11 +9,12 @@ fix its request in one go.
 from __future__ import annotations
 
 import re
-from collections import namedtuple
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .fields import Field, FieldError, email, text
+from .kinds.dates import stamp
+from .records import migrations, record_type
 
 class Invalid(Exception):
     """A document is well-formed but not a valid record (HTTP 422); ``errors``
@@ -23,19 +24,6 @@ class Invalid(Exception):
         super().__init__(detail)
         self.detail = detail
         self.errors = list(errors)
-
-
-def record_type(name: str, names: tuple[str, ...], optional: Iterable[str]) -> type:
-    """A named tuple of ``names`` made by name only (``User(id=1, name=...,
-    email=..., version=1)``; an optional field left out is ``None``), so that
-    a field added to a schema never shifts another's value. The stores make
-    theirs from rows in this order with ``_make``."""
-    base = namedtuple(name, names)      # type: ignore[misc]
-    absent = dict.fromkeys(optional)
-
-    def __new__(cls: type, **values: Any) -> Any:
-        return base.__new__(cls, **{**absent, **values})
-    return type(name, (base,), {"__slots__": (), "__new__": __new__})
 
 
 def pointer(*names: str) -> str:
@@ -62,15 +50,21 @@ class Schema:
     be ordered by (then by id) beside ``id``; each compared as its kind's
     ``key`` says (text case-folded). The search ``q`` matches the start of
     any word of a ``words`` text field and the start of a whole ``prefixes``
-    one, case-folded. ``renamed`` maps a field to the name it was stored
-    under: an explicit migration, done once when a store opens.
+    one, case-folded. ``timestamps``: read-only ``created`` and
+    ``updated`` fields, sorts, set by the store (``kinds.dates.Stamp``).
+    The explicit migrations a SQL store does once, when it opens: each field
+    ``renamed`` from the name it had, ``dropped`` stored fields, fields
+    ``converted`` by a function of each stored value, ``defaults`` for a
+    new required field or one made required (docs/api.md).
     """
 
     def __init__(self, name: str, plural: str, fields: Mapping[str, Field], *,
                  optional: Iterable[str] = (), unique: Iterable[str] = (),
                  filters: Iterable[str] = (), sorts: Iterable[str] = (),
                  words: Iterable[str] = (), prefixes: Iterable[str] = (),
-                 renamed: Mapping[str, str] | None = None) -> None:
+                 timestamps: bool = False, renamed: Mapping[str, str] | None = None,
+                 dropped: Iterable[str] = (), converted: Mapping[str, Any] | None = None,
+                 defaults: Mapping[str, Any] | None = None) -> None:
         for what, value in (("name", name), ("plural", plural)):
             if not isinstance(value, str) or not _NAME.fullmatch(value):
                 raise ValueError(f"a schema's {what} must be lower case letters, digits "
@@ -88,15 +82,19 @@ class Schema:
             if not isinstance(kind, Field):
                 raise ValueError(f"{plural}.{field}: not a field kind (text(n), email, "
                                  f"integer(minimum, maximum)... a Field): {kind!r}")
+        self.read_only = frozenset(("created", "updated") if timestamps else ())
+        if self.read_only & self.fields.keys():
+            raise ValueError(f"{plural}: timestamps are the fields created and updated")
+        self.fields.update(dict.fromkeys(sorted(self.read_only), stamp))
         self.field_names = ("id", *self.fields)
         self.optional = self._names("optional", optional)
-        self.required = tuple(f for f in self.fields if f not in self.optional)
+        self.required = tuple(f for f in self.fields if f not in {*self.optional, *self.read_only})
         self._required = frozenset(self.required)
         self.unique = self._names("unique", unique)
         declared = self._names("filters", filters)      # and every ref (what deletes look up)
         self.filters = declared + tuple(f for f, kind in self.fields.items()
                                         if kind.refers_to and f not in declared)
-        self.sorts = ("id", *self._names("sorts", sorts))
+        self.sorts = ("id", *dict.fromkeys((*self._names("sorts", sorts), *sorted(self.read_only))))
         self.words = self._names("words", words, text_only=True)
         self.prefixes = self._names("prefixes", prefixes, text_only=True)
         for field in self.sorts[1:]:
@@ -104,11 +102,7 @@ class Schema:
                 raise ValueError(f"{plural}.{field}: an optional field cannot be a sort "
                                  "(a record without it has no place in the order)")
         self.searchable = bool(self.words or self.prefixes)
-        self.renamed = dict(renamed or {})
-        for field, old in self.renamed.items():
-            if field not in self.fields or old in self.fields or not _NAME.fullmatch(old):
-                raise ValueError(f"{plural}: renamed maps a field to the name it had, "
-                                 f"which is no longer a field: {field!r}: {old!r}")
+        migrations(self, renamed, dropped, converted, defaults)      # (``records.migrations``)
         #: Fields whose key the SQL stores keep too: compared, ordered or searched whole.
         self.keyed = tuple(f for f in self.fields if type(self.fields[f]).key is not Field.key and (
             f in self.unique or f in self.filters or f in self.sorts or f in self.prefixes))
@@ -222,6 +216,9 @@ class Schema:
                 errors.append((pointer(key), "is required and cannot be null"))
         if not partial and not self._required <= document.keys():
             errors += [(pointer(f), "is required") for f in self.required if f not in document]
+        if record_id is None and not self.read_only.isdisjoint(document):     # (else: compared)
+            errors += [(pointer(f), "is set by the service and cannot be sent")
+                       for f in sorted(self.read_only & document.keys())]
         if errors:
             n = len(errors)
             raise Invalid(f"The {self.name} has {n} invalid field{'s' * (n != 1)}.",

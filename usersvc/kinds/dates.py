@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import time
 from datetime import date as Day, datetime as Instant, timedelta, timezone
 from typing import Any
 
@@ -100,3 +101,36 @@ class DateTime(Field):
 
 #: A calendar date, and an instant (kinds with no parameters: ``{"due": date}``).
 date, datetime = Date(), DateTime()
+
+
+class Stamp(DateTime):
+    """When the store wrote a record (``Schema(..., timestamps=True)``):
+    ``created`` and ``updated``, read-only, in UTC with exactly three
+    fraction digits (``2026-11-25T20:57:01.120Z``), ordered as written
+    (the text is as long for every instant, so it orders as the instant)."""
+
+    key = Field.key         # type: ignore[assignment]
+    key_type = "text"
+
+    def __call__(self, value: Any) -> str:
+        """A value a client sent back: the same instant, written as a stamp
+        (an instant with more precision than a millisecond is none)."""
+        instant = super().__call__(value)
+        seconds, _, fraction = instant[:-1].partition(".")
+        if len(fraction) > 3:
+            raise FieldError("must be a time the service wrote (milliseconds)")
+        return f"{seconds}.{fraction:0<3}Z"
+
+    def __repr__(self) -> str:
+        return "stamp"
+
+
+def now() -> str:
+    """This instant, as a stamp: one clock read."""
+    ns = time.time_ns()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10**9)) + (
+        f".{ns // 10**6 % 1000:03d}Z")
+
+
+#: ``created`` and ``updated`` (``Schema(..., timestamps=True)``).
+stamp = Stamp()

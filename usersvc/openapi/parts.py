@@ -187,7 +187,12 @@ def record_schemas(schema: Schema) -> tuple[dict[str, Any], dict[str, Any]]:
     properties: dict[str, Any] = {"id": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
     for field, kind in schema.fields.items():
         properties[field] = kind.describe_stored()
-    record = {"type": "object", "properties": properties, "required": ["id", *schema.required],
+        if field in schema.read_only:
+            properties[field] = {**properties[field], "readOnly": True, "description":
+                                 f"When the service {field} the {schema.name} (UTC, in "
+                                 "milliseconds); a PUT or PATCH may send it back unchanged."}
+    record = {"type": "object", "properties": properties,
+              "required": ["id", *schema.required, *sorted(schema.read_only)],
               "additionalProperties": False, "xml": {"name": schema.name}}
     return record, record
 
@@ -199,6 +204,8 @@ def request_schema(schema: Schema, required: bool, in_xml: bool) -> dict[str, An
     a patch."""
     properties = {}
     for field, kind in schema.fields.items():
+        if field in schema.read_only:
+            continue
         described = kind.describe(in_xml)
         if field in schema.unique:
             described = {**described, "description": (described.get("description", "") +

@@ -164,7 +164,8 @@ def _inputs(schema: Schema, form: str, values: Mapping[str, Any]) -> Html:
     (an optional one's first option: none); a checkbox is never required
     (unticked is false)."""
     return Html("".join(_input(f"{form}-{name}", name, kind, values.get(name),
-                               name in schema.optional) for name, kind in schema.fields.items()))
+                               name in schema.optional) for name, kind in schema.fields.items()
+                        if name not in schema.read_only))
 
 
 def _input(id: str, name: str, kind: Any, value: Any, optional: bool) -> Html:

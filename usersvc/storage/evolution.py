@@ -12,10 +12,13 @@ changed rule (``text(100)`` to ``text(5)``), held to every stored value (a
 value it refuses is refused, naming the record); what is no longer
 declared, dropped; an object whose statement changed, made again.
 
-Versions are never touched (every ETag stays valid) and no feed entry is
-made. What cannot be done safely (a stored field the schema lacks, a
-changed type, a new required field, a field made required or optional) is
-refused with ``SchemaMismatch``, one line, before anything is changed.
+Versions are not touched (every ETag stays valid) and no feed entry is
+made, but by the explicit migrations the schema declares (``reshape``:
+renamed, dropped, converted, defaults, timestamps turned on), which give
+each record they change a new version. What cannot be done safely and no
+migration declares (a stored field the schema lacks, a changed type, a new
+required field, a field made required or optional) is refused with
+``SchemaMismatch``, one line, before anything is changed.
 """
 from __future__ import annotations
 
@@ -24,10 +27,10 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
 
-from ..fields import Folded
 from ..validation import Schema
 from .stored import SchemaMismatch, declaration, schema_from
-from . import ddl
+from . import ddl, reshape
+from ..kinds.dates import now
 from .sql import POSTGRES, SQLITE, Dialect, Table
 
 log = logging.getLogger("usersvc.storage")
@@ -75,32 +78,44 @@ def evolve(db: Any, table: Table) -> None:
     else:
         stored, objects = json.loads(row[0]), json.loads(row[1])
         renamed = _rename(db, table, stored)
-    _check(stored, want, plural)
+    todo = [] if row is None else reshape.steps(table.schema, stored, want)
+    _check(stored, want, plural, {step.field for step in todo})
     for field, kind in want["fields"].items():     # a rule changed: every value held to it
         was = stored["fields"].get(field, {}).get("rule")
-        if was is not None and was != kind["rule"]:     # (None: recorded before rules were)
-            _check_values(db, table, field)
-    changes = [] if row is None else list(_changes(stored, want))
+        if was is not None and was != kind["rule"] and field not in table.schema.converted:
+            reshape.check_values(db, table, field)     # (None: recorded before rules were)
+    changes = [] if row is None else list(_changes(stored, want, todo))
     wanted = ddl.objects(table)
     for name, (kind, on, sql) in sorted(objects.items(), key=_drop_order):
-        # A function is replaced where it stands (its trigger depends on it).
-        if name not in wanted or (wanted[name].sql != sql and kind != "function"):
+        # A function is replaced where it stands (its trigger depends on it);
+        # before a migration's columns change, every object goes.
+        if name not in wanted or (wanted[name].sql != sql and kind != "function") or todo:
             db.execute(_drop(table, kind, name, on))
             del objects[name]
+    when = now()        # the one time of every timestamp the migrations set
+    touched, done = reshape.apply(db, table, stored, todo, when) if todo else (set(), [])
     _change_columns(db, table, stored, want)
-    if _search_keys(stored) != _search_keys(want):
+    if _search_keys(stored) != _search_keys(want) or todo:
         db.execute(f"DELETE FROM {table.words_table}")
         if table.schema.searchable:
             db.execute(ddl.fill_words(table))
     for field in want["unique"]:
         if row is not None and field not in stored["unique"]:
-            _check_unique(db, table, field)
+            reshape.check_unique(db, table, field)
     for name, made in sorted(wanted.items(), key=lambda item: _create_order(item[1].kind)):
         if name not in objects or objects[name][2] != made.sql:
             db.execute(made.sql)
             objects[name] = list(made)
-    if renamed:     # every record's representation changed: so must its ETags (and the feed says so)
-        db.execute(f"UPDATE {table.name} SET version = version + 1")
+    # Each record whose representation changed gets a new version (a new
+    # ETag, and the feed's entry), and with timestamps a new ``updated``.
+    stamp = ", updated = " + mark if table.schema.read_only else ""
+    if renamed:
+        db.execute(f"UPDATE {table.name} SET version = version + 1{stamp}",
+                   (when,) if stamp else ())
+    elif touched:
+        db.cursor().executemany(
+            f"UPDATE {table.name} SET version = version + 1{stamp} WHERE id = {mark}",
+            [(when, i) if stamp else (i,) for i in sorted(touched)])
     record = (json.dumps(want, sort_keys=True), json.dumps(objects, sort_keys=True), plural)
     if row is None:
         db.execute(f"INSERT INTO {COLLECTIONS} (declaration, objects, plural) "
@@ -108,7 +123,7 @@ def evolve(db: Any, table: Table) -> None:
     elif (json.loads(record[0]), json.loads(record[1])) != (stored, json.loads(row[1])):
         db.execute(f"UPDATE {COLLECTIONS} SET declaration = {mark}, objects = {mark} "
                    f"WHERE plural = {mark}", record)
-    for change in changes:      # each declaration change applied, in one line (at the open)
+    for change in [*done, *changes]:    # each change applied, in one line (at the open)
         log.info("%s: %s", plural, change)
 
 
@@ -116,19 +131,23 @@ _ROLES = {"unique": "unique", "filters": "a filter", "sorts": "a sort",
           "words": "searched by its words", "prefixes": "searched by its start"}
 
 
-def _changes(stored: dict[str, Any], want: dict[str, Any]) -> Iterator[str]:
+def _changes(stored: dict[str, Any], want: dict[str, Any], todo: list[Any]) -> Iterator[str]:
     """What bringing ``stored`` up to ``want`` does, one phrase a change
-    (after any rename, which ``_rename`` says)."""
+    (after any rename, which ``_rename`` says, and beside the migrations
+    ``todo``, which ``reshape`` says)."""
+    migrated = {step.field for step in todo}
     for field, kind in want["fields"].items():
         was = stored["fields"].get(field)
+        if field in migrated:
+            continue
         if was is None:
             yield f"{field} added, optional ({kind['type']})"
         elif was.get("rule") not in (None, kind["rule"]):     # (None: not recorded before)
             yield f"{field} is now {kind['rule']}, was {was['rule']} (every stored value keeps to it)"
     for role, said in _ROLES.items():
-        for field in sorted(set(want[role]) - set(stored[role])):
+        for field in sorted(set(want[role]) - set(stored[role]) - migrated):
             yield f"{field} is now {said}"
-        for field in sorted(set(stored[role]) - set(want[role])):
+        for field in sorted(set(stored[role]) - set(want[role]) - migrated):
             yield f"{field} is no longer {said}"
 
 
@@ -142,7 +161,7 @@ def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
     if not renames:
         return False
     t, c = table.name, table.changes_table
-    suffixes = {"__key": _keyed(stored), "__words": set(stored["words"])}
+    suffixes = {"__key": reshape.keyed(stored), "__words": set(stored["words"])}
     for old, new in renames.items():
         for name in (t, c):
             db.execute(f"ALTER TABLE {name} RENAME COLUMN {old} TO {new}")
@@ -160,18 +179,22 @@ def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
     return True
 
 
-def _check(stored: dict[str, Any], want: dict[str, Any], plural: str) -> None:
-    """Refuse what cannot be done in place, naming the field."""
+def _check(stored: dict[str, Any], want: dict[str, Any], plural: str,
+           migrated: set[str]) -> None:
+    """Refuse what cannot be done in place and no migration declared does
+    (``migrated``: the fields a declared one changes), naming the field."""
     if stored["name"] != want["name"]:
         raise SchemaMismatch(f"{plural}: stored as records named {stored['name']!r}, "
                              f"declared as {want['name']!r}")
     old, new = stored["fields"], want["fields"]
     for field in old:
-        if field not in new:
+        if field not in new and field not in migrated:
             raise SchemaMismatch(f"{plural}.{field}: a stored field the schema lacks "
                                  "(dropping or renaming it is an explicit migration)")
     for field, kind in new.items():
         was = old.get(field)
+        if field in migrated:
+            continue
         if was is None and not kind["optional"]:
             raise SchemaMismatch(f"{plural}.{field}: a new required field (the records "
                                  "stored before have no value: declare it optional)")
@@ -184,16 +207,6 @@ def _check(stored: dict[str, Any], want: dict[str, Any], plural: str) -> None:
         if was is not None and not was["optional"] and kind["optional"]:
             raise SchemaMismatch(f"{plural}.{field}: made optional (its column must be "
                                  "made again: an explicit migration)")
-
-
-def _keyed(declaration: dict[str, Any]) -> set[str]:
-    """The fields that have a ``__key`` column (``Schema.keyed``; recorded
-    since kinds other than text have keys, and before that text's)."""
-    if "keyed" in declaration:
-        return set(declaration["keyed"])
-    return {f for f, kind in declaration["fields"].items() if kind["type"] == "text" and (
-        f in declaration["unique"] or f in declaration["filters"]
-        or f in declaration["sorts"] or f in declaration["prefixes"])}
 
 
 def _search_keys(declaration: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -209,7 +222,7 @@ def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[st
             db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.column(table, field)}")
             kind = table.schema.fields[field].column_type(table.dialect.name)
             db.execute(f"ALTER TABLE {c} ADD COLUMN {field} {kind}")
-    old_keys, new_keys = _keyed(stored), _keyed(want)
+    old_keys, new_keys = reshape.keyed(stored), reshape.keyed(want)
     old_words, new_words = set(stored["words"]), set(want["words"])
     for field in sorted(old_keys - new_keys):
         db.execute(f"ALTER TABLE {t} DROP COLUMN {field}__key")
@@ -232,36 +245,6 @@ def _fill(db: Any, table: Table, column: str, field: str, derive: Any) -> None:
         cursor = db.cursor()
         cursor.executemany(f"UPDATE {table.name} SET {column} = {mark} WHERE id = {mark}",
                            [(derive(value), record_id) for record_id, value in rows])
-
-
-def _check_unique(db: Any, table: Table, field: str) -> None:
-    """Refuse a uniqueness that two stored records break."""
-    column = f"{field}__key" if field in table.keys else field
-    t = table.name
-    row = db.execute(f"SELECT {field} FROM {t} WHERE {column} = (SELECT {column} FROM {t} WHERE "
-                     f"{column} IS NOT NULL GROUP BY {column} HAVING count(*) > 1 LIMIT 1) "
-                     "LIMIT 1").fetchone()
-    if row is not None:
-        compared = " (compared case-folded)" if isinstance(table.schema.fields[field],
-                                                              Folded) else ""
-        raise SchemaMismatch(f"{table.name}.{field}: declared unique, but more than one "
-                             f"stored {table.schema.name} has "
-                             f"{table.schema.fields[field].from_stored(row[0])!r}{compared}")
-
-
-def _check_values(db: Any, table: Table, field: str) -> None:
-    """Refuse a field's rule that a stored value breaks (a narrowed
-    ``text(n)`` or ``integer`` bound), naming the first such record."""
-    kind = table.schema.fields[field]
-    for record_id, value in db.execute(f"SELECT id, {field} FROM {table.name} "
-                                       f"WHERE {field} IS NOT NULL ORDER BY id"):
-        try:
-            kind(kind.from_stored(value))
-        except ValueError as refused:       # FieldError
-            raise SchemaMismatch(
-                f"{table.name}.{field}: declared {kind!r}, but the stored {table.schema.name} "
-                f"{record_id} {refused} (narrowing a rule needs every stored value to keep "
-                "to it)") from None
 
 
 def _exists(db: Any, name: str, dialect: Dialect) -> bool:

@@ -129,7 +129,7 @@ class MemoryStorage(Collections):
         self.schemas = tuple(schemas)
         self.keys = MemoryKeys()
         self.collections = {s.plural: MemoryRecords(s, self.keys) for s in self.schemas}
-        self.refer()
+        self.check()
 
     atomically = atomically         # a batch's writes (``Storage.atomically``)
 

@@ -20,7 +20,7 @@ from ..validation import Schema
 from . import Conflict, Position, position
 from .feed import Change
 from .keys import Key
-from .references import Inside
+from .checked import Inside
 from .stored import Restores, check_fresh_ids
 
 T = TypeVar("T")

@@ -133,7 +133,7 @@ class PostgresStorage(Collections):
         self.schemas = tuple(t.schema for t in tables)
         self.keys = SQLKeys("%s")
         self.collections = {t.name: PostgresRecords(self, t, LISTEN_FALLBACK) for t in tables}
-        self.refer()
+        self.check()
         # Other processes' commits wake the waiters by NOTIFY; asking for the
         # position every LISTEN_FALLBACK seconds covers a lost listener.
         self._conninfo = conninfo

@@ -19,7 +19,7 @@ from typing import Any
 
 from . import Conflict, Position
 from .feed import Change
-from .references import Referring
+from .checked import within
 from .stored import Restores, check_fresh_ids
 
 LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
@@ -247,8 +247,7 @@ class InTransaction:
     def __getitem__(self, plural: str) -> Any:
         records = copy.copy(self.storage.collections[plural])
         records.storage = self
-        refs = self.storage.references.get(plural)
-        return records if refs is None else Referring(records, refs, self, inside=True)
+        return within(self.storage, records, self)
 
     def write(self, op: Callable[[Any], Any]) -> Any:
         return op(self.db)

@@ -68,7 +68,7 @@ class SQLiteStorage(Collections):
         self.schemas = tuple(t.schema for t in tables)
         interval = POLL_INTERVAL if self.writer is not None else None   # a private database: none
         self.collections = {t.name: SQLiteRecords(self, t, interval) for t in tables}
-        self.refer()
+        self.check()
         self.read = self.connections.answered
         #: Run ``op`` in a write transaction; what it returns, once committed.
         self.write: Callable[[Callable[[sqlite3.Connection], Any]], Any] = (

@@ -15,7 +15,8 @@ from ..fields import MAX_INTEGER, Field, text
 from ..kinds import integer, kind_of, number
 from ..validation import Schema
 from . import Conflict
-from .references import References, Referring, references
+from .checked import Checked
+from .references import References, references
 
 MAX_DOUBLE = 1.7976931348623157e308       # (sys.float_info.max)
 
@@ -33,20 +34,22 @@ class SchemaTooNew(RuntimeError):
 
 class Collections:
     """A store's collections by plural, as ``Storage`` asks for them: each
-    that refers or is referred to checking its references (``refer``)."""
+    with references or timestamps checked and set around its writes
+    (``check``; ``checked.Checked``)."""
 
     collections: dict[str, Any]
     references: dict[str, References] = {}
-    checked: dict[str, Referring] = {}
+    checked: dict[str, Checked] = {}
 
     def __getitem__(self, plural: str) -> Any:
         return self.checked.get(plural) or self.collections[plural]
 
-    def refer(self) -> None:
-        """Once ``collections`` are made: wrap those with references."""
+    def check(self) -> None:
+        """Once ``collections`` are made: wrap those that need it."""
         self.references = references([r.schema for r in self.collections.values()])
-        self.checked = {plural: Referring(self.collections[plural], refs, self)
-                        for plural, refs in self.references.items()}
+        self.checked = {plural: Checked(records, self.references.get(plural), self)
+                        for plural, records in self.collections.items()
+                        if plural in self.references or records.schema.read_only}
 
     def stop_waiting(self) -> None:
         for records in self.collections.values():
@@ -94,7 +97,8 @@ def declaration(schema: Schema) -> dict[str, Any]:
                        for f, kind in schema.fields.items()},
             "unique": sorted(schema.unique), "filters": sorted(schema.filters),
             "sorts": sorted(schema.sorts[1:]), "words": sorted(schema.words),
-            "prefixes": sorted(schema.prefixes), "keyed": sorted(schema.keyed)}
+            "prefixes": sorted(schema.prefixes), "keyed": sorted(schema.keyed),
+            "timestamps": bool(schema.read_only)}
 
 
 def schema_from(declaration: dict[str, Any]) -> Schema:
@@ -105,9 +109,11 @@ def schema_from(declaration: dict[str, Any]) -> Schema:
     loose = {"text": text(2**31), "integer": integer(-MAX_INTEGER, MAX_INTEGER),
              "number": number(-MAX_DOUBLE, MAX_DOUBLE)}
     order = declaration.get("order") or list(declaration["fields"])
+    timestamps = declaration.get("timestamps", False)       # (created and updated: its own)
     fields = {f: loose.get(kind["type"]) or kind_of(kind["rule"])
-              for f in order for kind in [declaration["fields"][f]]}
-    return Schema(declaration["name"], declaration["plural"], fields,
+              for f in order for kind in [declaration["fields"][f]]
+              if not (timestamps and f in ("created", "updated"))}
+    return Schema(declaration["name"], declaration["plural"], fields, timestamps=timestamps,
                   optional=[f for f, kind in declaration["fields"].items() if kind["optional"]],
                   **{what: declaration[what] for what in ("unique", "filters", "sorts", "words",
                                                           "prefixes")})
