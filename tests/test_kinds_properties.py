@@ -162,16 +162,16 @@ def test_every_store_answers_random_requests_on_random_kinds_as_the_memory_store
     schema = data.draw(collections(), label="schema")
     script = data.draw(st.lists(requests(schema), min_size=1, max_size=25), label="requests")
     expected = answers(make_app(open_store("memory://", (USER, schema))), script)
-    for url in other_urls():
-        storage = open_store(url, (USER, schema))
+    for store_url in other_urls():
+        storage = open_store(store_url, (USER, schema))
         try:
             for step, got, wanted in zip(script, answers(make_app(storage), script), expected):
                 if got != wanted and got[0] == wanted[0] == 409:
                     # Two unique fields taken at once: each store names one of them
                     # (memory the first declared; a database the index it met first).
                     named = [a[1]["errors"][0]["pointer"][1:] for a in (got, wanted)]
-                    assert all(f in schema.unique and f in step[2] for f in named), (url, step)
+                    assert all(f in schema.unique and f in step[2] for f in named), (store_url, step)
                     continue
-                assert got == wanted, (url, schema.fields, step)
+                assert got == wanted, (store_url, schema.fields, step)
         finally:
             storage.close()
