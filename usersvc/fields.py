@@ -42,12 +42,13 @@ class Field:
     back (``from_stored``), compared and ordered by the stores (``key``, in a
     ``key_type`` column where it is not the value; ``is_key``: a cursor's),
     described in OpenAPI (``describe``, ``describe_stored``) and asked for
-    in a page (``input_type`` and ``input_attributes``, ``input_value``;
-    ``options``: a ``<select>``'s)."""
+    in a page (``input_type``, ``input_attributes``, ``input_hint``,
+    ``input_value``; ``options``: a ``<select>``'s)."""
 
     type = "text"           # what a store keeps: changing it is a migration (``converted``)
     input_type = "text"     # the HTML input that asks for it
-    input_attributes = ""   # and what else it needs (' step="any"')
+    input_attributes = ""   # and what else it needs (' step="any"'),
+    input_hint = ""         # and what a person should know beside it
     noun = ""               # what a sentence calls a value ("": the field's name)
     filterable = True       # a list may be filtered by it (equality)
     key_type = "text"       # a ``key``'s column (kinds that override ``key``): or "integer"

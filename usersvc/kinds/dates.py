@@ -56,6 +56,7 @@ class DateTime(Field):
     type = "datetime"
     input_type = "datetime-local"   # in UTC: the page says so, and its script adds the Z
     input_attributes = ' step="any"'
+    input_hint = "in UTC"
     filterable = False
     key_type = "integer"            # microseconds since 1970 (before it: below zero)
 

@@ -181,7 +181,8 @@ def _input(id: str, name: str, kind: Any, value: Any, optional: bool) -> Html:
     else:
         text = "" if value is None else kind.input_value(value)
         attributes = f' value="{escape(text)}"{required}'
-    return fill("field", id=id, name=name, type=kind.input_type,
+    hint = f'<span class="hint">{escape(kind.input_hint)}</span>' if kind.input_hint else ""
+    return fill("field", id=id, name=name, type=kind.input_type, hint=Html(hint),
                 attributes=Html(attributes + kind.input_attributes))
 
 

@@ -1,0 +1,113 @@
+"""The pages of a collection of every kind (``examples/tasks.py``'s tasks),
+as a person uses them in a real browser: each kind asked with its input (a
+checkbox, a ``<select>``, a number that takes a fraction, a date, a
+``datetime-local`` in UTC, a URL), a task made and changed through the
+forms, and what the service kept read back over HTTP."""
+from __future__ import annotations
+
+import json
+import sys
+
+import chromium
+import pytest
+from helpers import ROOT, call
+
+from usersvc import USER, make_app
+
+chromium.require()
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "examples"))
+from tasks import TASKS  # noqa: E402
+
+FAULTS = ("Content Security Policy", "Refused to", "Uncaught")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = chromium.start()
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def service():
+    app = make_app("memory://", collections=(USER, TASKS))
+    server = chromium.serve(app)
+    yield f"http://127.0.0.1:{server.effective_port}", ("127.0.0.1", server.effective_port)
+    chromium.stop(server)
+    app.close()
+
+
+def field(browser, form, name):
+    return browser.find_element(By.CSS_SELECTOR, f"{form} [name={name}]")
+
+
+def put(browser, element, value):
+    """A value into an input as the browser's own picker leaves it (typing
+    into date inputs depends on the locale)."""
+    browser.execute_script("arguments[0].value = arguments[1]", element, value)
+
+
+def heading_is(text):
+    return lambda b: b.find_element(By.TAG_NAME, "h1").text == text
+
+
+def test_a_task_is_made_and_changed_through_the_inputs_of_its_kinds(service, browser, tmp_path):
+    base, address = service
+    status, _, _ = call(address, "POST", "/users", {"name": "Ada", "email": "ada@example.org"})
+    assert status == 201
+    browser.get(base + "/tasks")
+    form = "form.record"
+    kinds = {name: (field(browser, form, name).tag_name,
+                    field(browser, form, name).get_attribute("type"))
+             for name in ("title", "done", "estimate", "due", "remind_at", "priority", "link",
+                          "owner")}
+    assert kinds == {"title": ("input", "text"), "done": ("input", "checkbox"),
+                     "estimate": ("input", "number"), "due": ("input", "date"),
+                     "remind_at": ("input", "datetime-local"), "priority": ("select", "select-one"),
+                     "link": ("input", "url"), "owner": ("input", "number")}
+    # created and updated are the service's: no input asks for them.
+    assert browser.find_elements(By.CSS_SELECTOR, f"{form} [name=created]") == []
+
+    field(browser, form, "title").send_keys("Write the notes")
+    field(browser, form, "done").click()
+    field(browser, form, "estimate").send_keys("2.5")
+    put(browser, field(browser, form, "due"), "2026-12-01")
+    put(browser, field(browser, form, "remind_at"), "2026-11-30T08:00")
+    Select(field(browser, form, "priority")).select_by_visible_text("high")
+    field(browser, form, "link").send_keys("https://example.org/notes")
+    field(browser, form, "owner").send_keys("1")
+    browser.save_screenshot(str(tmp_path / "new-task.png"))
+    browser.find_element(By.CSS_SELECTOR, f"{form} p.actions button").click()
+    WebDriverWait(browser, 10).until(heading_is("Write the notes"))
+
+    task_url = browser.current_url
+    kept = json.loads(call(address, "GET", task_url.removeprefix(base))[2])
+    assert {k: v for k, v in kept.items() if k not in ("created", "updated")} == {
+        "id": 1, "title": "Write the notes", "done": True, "estimate": 2.5, "due": "2026-12-01",
+        "remind_at": "2026-11-30T08:00:00Z", "priority": "high",
+        "link": "https://example.org/notes", "owner": 1}
+
+    # The edit form holds what was kept, each in its input; untick, reschedule.
+    assert field(browser, form, "done").is_selected()
+    assert Select(field(browser, form, "priority")).first_selected_option.text == "high"
+    assert field(browser, form, "remind_at").get_attribute("value") == "2026-11-30T08:00"
+    field(browser, form, "done").click()
+    put(browser, field(browser, form, "remind_at"), "2026-12-01T07:30:15")
+    browser.save_screenshot(str(tmp_path / "edit-task.png"))
+    browser.find_element(By.CSS_SELECTOR, f"{form} p.actions button").click()
+    WebDriverWait(browser, 10).until(lambda b: b.find_element(By.CSS_SELECTOR, ".flash").text
+                                     == "Saved.")
+    kept = json.loads(call(address, "GET", task_url.removeprefix(base))[2])
+    assert kept["done"] is False and kept["remind_at"] == "2026-12-01T07:30:15Z"
+    assert kept["updated"] >= kept["created"]
+
+    # A value the service refuses is shown beside its input.
+    put(browser, field(browser, form, "owner"), "99")
+    browser.find_element(By.CSS_SELECTOR, f"{form} p.actions button").click()
+    WebDriverWait(browser, 10).until(
+        lambda b: b.find_element(By.ID, "edit-owner-error").text == "there is no user 99")
+    assert [e["message"] for e in browser.get_log("browser")
+            if any(f in e["message"] for f in FAULTS)] == []
