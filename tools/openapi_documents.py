@@ -1,5 +1,6 @@
-"""Write the OpenAPI document usersvc serves, in open and in token mode, to
-files (for the linters in tools/lint-openapi.sh):
+"""Write the OpenAPI document usersvc serves, in open and in token mode, and
+with the tasks of examples/tasks.py (every kind of field), to files (for
+the linters in tools/lint-openapi.sh):
 
     .venv/bin/python tools/openapi_documents.py OUT_DIR
 
@@ -13,14 +14,17 @@ from pathlib import Path
 
 from webob import Request
 
-from usersvc import make_app
+from usersvc import USER, make_app
 
 TOKEN = "r" * 20        # a read token, for token mode
 
 
 def main(out: Path) -> None:
-    for mode, tokens in (("open", None), ("tokens", {TOKEN: "read"})):
-        app = make_app("memory://", tokens=tokens)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    from tasks import TASKS        # every kind of field: examples/tasks.py
+    for mode, tokens, collections in (("open", None, None), ("tokens", {TOKEN: "read"}, None),
+                                      ("tasks", None, (USER, TASKS))):
+        app = make_app("memory://", tokens=tokens, collections=collections)
         request = Request.blank("/openapi.json")
         if tokens:
             request.headers["Authorization"] = f"Bearer {TOKEN}"
