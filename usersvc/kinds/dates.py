@@ -68,6 +68,15 @@ class DateTime(Field):
         year, month, day, hour, minute, second, fraction, sign, hours, minutes = m.groups()
         if fraction is not None and len(fraction) > 6:
             raise FieldError("must have at most 6 digits after the seconds")
+        fraction = (fraction or "").rstrip("0")
+        if sign is None:        # in UTC already (Z): a time that exists is kept as written
+            try:
+                Instant(int(year), int(month), int(day), int(hour), int(minute), int(second))
+            except ValueError:
+                raise FieldError("must be a date and time that exists, in UTC from year 1 "
+                                 "to 9999") from None
+            return (f"{year}-{month}-{day}T{hour}:{minute}:{second}"
+                    f"{'.' * bool(fraction)}{fraction}Z")
         try:
             offset = timedelta(hours=int(hours or 0), minutes=int(minutes or 0))
             if int(minutes or 0) > 59:
@@ -77,7 +86,6 @@ class DateTime(Field):
         except (ValueError, OverflowError):
             raise FieldError("must be a date and time that exists, in UTC from year 1 "
                              "to 9999") from None
-        fraction = (fraction or "").rstrip("0")
         return (f"{at.year:04d}-{at.month:02d}-{at.day:02d}T{at.hour:02d}:{at.minute:02d}:"
                 f"{at.second:02d}{'.' * bool(fraction)}{fraction}Z")
 

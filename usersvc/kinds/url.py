@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..fields import UNENCODABLE, Field, FieldError
 
 MAX_URL = 2048
-# A scheme, an authority, and the rest: nothing blank, no control characters.
-_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\x00-\x20\x7f-\x9f/?#]+[^\x00-\x20\x7f-\x9f]*")
+# A scheme, an authority (user information, a host, a port of digits), and
+# the rest (a path, a query, a fragment): nothing blank, no control characters.
+_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://(?:[^\x00-\x20\x7f-\x9f/?#@]*@)?"
+                  r"(?:\[[0-9A-Fa-f:.]+\]|[^\x00-\x20\x7f-\x9f/?#@:\[\]]+)(?::[0-9]*)?"
+                  r"(?:[/?#][^\x00-\x20\x7f-\x9f]*)?")
 
 
 class Url(Field):
@@ -23,7 +25,7 @@ class Url(Field):
 
     def __call__(self, value: Any) -> str:
         if type(value) is str and len(value) <= MAX_URL and _URL.fullmatch(value) and (
-                not UNENCODABLE.search(value) and _has_host(value)):
+                not UNENCODABLE.search(value)):
             return value
         if type(value) is str and len(value) > MAX_URL:
             raise FieldError(f"must be at most {MAX_URL} characters long")
@@ -38,15 +40,6 @@ class Url(Field):
 
     def describe_stored(self) -> dict[str, Any]:
         return self.describe()
-
-
-def _has_host(value: str) -> bool:
-    try:
-        parts = urlsplit(value)
-        parts.port          # a port that is not a number is a ValueError
-    except ValueError:
-        return False
-    return bool(parts.hostname)
 
 
 #: An absolute http or https URL (a kind with no parameters: ``{"link": url}``).

@@ -67,7 +67,7 @@ class Checked:
         def run(unit: Any) -> Any:
             self._check_targets(unit, fields)
             return _records(unit, self.schema.plural).create(**fields)
-        return self._step(self.writing, run, key)
+        return self._step(self.writing, run, key, one_write=True)
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
                key: Any = None, **fields: Any) -> Any:
@@ -87,7 +87,7 @@ class Checked:
                 fields["updated"] = max(now(), current.updated)    # (a clock set back)
             self._check_targets(unit, fields)
             return records.update(record_id, precondition=precondition, **fields)
-        return self._step(self.writing, run, key)
+        return self._step(self.writing, run, key, one_write=True)
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
         if not self.referrers:
@@ -102,10 +102,10 @@ class Checked:
                     raise Referred(self.schema, record_id, referrer, field)
         return self._step(self.deleting, run, None)
 
-    def _step(self, plurals: list[str], run: Any, key: Any) -> Any:
+    def _step(self, plurals: list[str], run: Any, key: Any, one_write: bool = False) -> Any:
         if self.inside:         # a batch's: its key is the batch's
             return run(self.storage)
-        return self.storage.atomically(plurals, run, key=key)
+        return self.storage.atomically(plurals, run, key=key, one_write=one_write)
 
     def _check_targets(self, unit: Any, fields: dict[str, Any]) -> None:
         for field, target in self.targets:
@@ -119,8 +119,7 @@ class Checked:
 
 def _records(unit: Any, plural: str) -> Any:
     """A unit's collection itself (not its ``Checked``)."""
-    records = unit[plural]
-    return records.records if isinstance(records, Checked) else records
+    return unit.raw(plural)
 
 
 class Inside:
@@ -132,6 +131,9 @@ class Inside:
 
     def __getitem__(self, plural: str) -> Any:
         return within(self.storage, self.storage.collections[plural], self)
+
+    def raw(self, plural: str) -> Any:
+        return self.storage.collections[plural]
 
 
 def within(storage: Any, records: Any, unit: Any) -> Any:

@@ -210,7 +210,7 @@ class PostgresStorage(Collections):
                     db, key, key.answer(None, refused))
 
     def atomically(self, plurals: Iterable[str], run: Callable[[InTransaction], T],
-                   key: Key | None = None) -> Any:
+                   key: Key | None = None, *, one_write: bool = False) -> Any:
         """``Storage.atomically``: one transaction. The key's row is taken
         first, then the feeds' locks of the collections named, in one order
         (each write would take its own: ``ddl``), so that two batches never

@@ -245,9 +245,12 @@ class InTransaction:
         self.unique_violation, self.violated = storage.unique_violation, storage.violated
 
     def __getitem__(self, plural: str) -> Any:
+        return within(self.storage, self.raw(plural), self)
+
+    def raw(self, plural: str) -> Any:
         records = copy.copy(self.storage.collections[plural])
         records.storage = self
-        return within(self.storage, records, self)
+        return records
 
     def write(self, op: Callable[[Any], Any]) -> Any:
         return op(self.db)

@@ -114,11 +114,14 @@ class SQLiteStorage(Collections):
         return self.write(lambda db: self.keys.once(db, key, lambda: op(db)))
 
     def atomically(self, plurals: Iterable[str], run: Callable[[InTransaction], T],
-                   key: Key | None = None) -> Any:
+                   key: Key | None = None, *, one_write: bool = False) -> Any:
         """``Storage.atomically``: one write of the writer, inside a savepoint
-        that is undone if ``run`` raises (the rest of its group goes on)."""
+        that is undone if ``run`` raises (the rest of its group goes on); a
+        ``one_write`` needs none (a statement that fails undoes itself)."""
         def step(db: Connection) -> tuple[Any, Exception | None]:
             def attempt() -> T:
+                if one_write:
+                    return run(InTransaction(self, db))
                 db.execute("SAVEPOINT batch")
                 try:
                     result = run(InTransaction(self, db))
