@@ -167,6 +167,12 @@ def test_a_value_of_the_kind_is_kept_and_answered_as_the_kind_says(client, case)
         response = client.post("/samples", body=body, content_type="application/xml")
         assert response.status_code == 201, (sent_text, response.text)
         assert client.get(response.headers["Location"]).json["value"] == answered
+    # The feed tells each record as a GET does, in JSON and in XML.
+    for change in client.get("/samples/changes").json:
+        assert change["sample"] == client.get(f"/samples/{change['id']}").json
+    feed = client.get("/samples/changes", headers={"Accept": "application/xml"}).text
+    assert feed.count("<value>") == len(case.good) + len(case.xml)
+    assert all(f"<value>{written}</value>" in feed for _, _, written in case.good)
 
 
 @pytest.mark.parametrize("store_url", ["memory://"])

@@ -7,11 +7,14 @@ refuses the open, naming the record, and changes nothing."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from contextlib import contextmanager
 
 import pytest
 from conftest import POSTGRES_REQUIRED, POSTGRES_URL
-from helpers import race
+from helpers import ROOT, race
 
 from usersvc import USER, Schema, integer, make_app, text
 from usersvc.storage import SchemaMismatch, open_store
@@ -174,3 +177,14 @@ def test_a_migration_is_declared_with_what_it_needs(url):
         open_store(url, (USER, declared(fields={"note": None})))
     with pytest.raises(SchemaMismatch, match="books.year: stored as text, declared as integer"):
         open_store(url, (USER, declared(fields={"year": integer(0, 9999)})))
+
+
+def test_a_migration_declared_wrong_stops_serve_py_in_one_line(tmp_path):
+    (tmp_path / "wrong.py").write_text(
+        "from usersvc import Schema, text\n"
+        "T = Schema('task', 'tasks', {'title': text(5)}, defaults={'title': ''})\n")
+    done = subprocess.run([sys.executable, str(ROOT / "serve.py"), "--collections", "wrong:T",
+                           "--port", "0"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "tasks.title: the default '' must not be empty" in done.stderr

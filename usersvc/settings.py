@@ -213,6 +213,8 @@ def read_collections(text: str) -> tuple[Any, ...]:
             value = getattr(importlib.import_module(module_name), name)
         except ImportError as e:
             raise SettingError("collections", f"cannot be used: {entry}: {e}") from None
+        except ValueError as e:     # a declaration the module makes refused (``Schema``)
+            raise SettingError("collections", f"cannot be used: {module_name}: {e}") from None
         except AttributeError:
             raise SettingError("collections", f"cannot be used: {module_name} has no "
                                               f"{name}") from None
