@@ -2,8 +2,8 @@
 
     app = make_app("sqlite:///library.db", collections=(USER, BOOKS))
 
-Declared once: every store keeps its records (``test_books_store`` holds
-each to ``store_contract``), with the year optional, the ISBN unique, the
+Declared once: every store keeps its records (``test_books_store``), with
+the year optional, the ISBN unique, the
 title searched by its words and the ISBN by its start.
 """
 from __future__ import annotations

@@ -17,7 +17,7 @@ never reused, a new version on every change, ``NotFound`` and
 ``StaleVersion``, preconditions checked atomically with the write, and
 pages by id. ``test_store_contract`` runs it on every user store, with the
 users' own promises (e-mail uniqueness, ``restore``) beside it;
-``test_books_store`` runs it on the example books store.
+``test_every_kind_store`` runs it on a collection of every kind.
 """
 from __future__ import annotations
 

@@ -1,14 +1,13 @@
-"""The store contract (``store_contract``) for books (``books.BOOKS``) on
-every store: a collection declared once is kept as the users are."""
+"""Books (``books.BOOKS``) beside users on every store: what a second
+collection asks (an optional field, its own ids and feed, its orders and
+searches). The store contract (``store_contract``) runs on users and on
+``every_kind.THINGS``, which says all that books say and more
+(``test_every_kind_store``)."""
 from __future__ import annotations
-
-import itertools
 
 import pytest
 from books import BOOKS
-from store_contract import *  # noqa: F403  (the suite's tests)
 from conftest import opened
-from store_contract import Contract
 
 from usersvc import USER
 from usersvc.storage import Conflict
@@ -22,12 +21,6 @@ def library(store_url):
 @pytest.fixture
 def books(library):
     return library["books"]
-
-
-@pytest.fixture
-def contract(books):
-    numbers = itertools.count(1)
-    return Contract(books, lambda text: {"title": text, "isbn": f"isbn-{next(numbers)}"})
 
 
 def test_an_optional_field_is_absent_until_given_and_removed_by_none(books):

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from conftest import snapshot
+from conftest import BEFORE_THE_STORE, snapshot
 from helpers import Served, call
 from webob import Request
 
@@ -220,6 +220,13 @@ def send(address, raw, timeout=15):
 def test_the_corpus_is_large():
     assert len(CORPUS) >= 100
     assert len({c.name for c in CORPUS}) == len(CORPUS)
+
+
+@pytest.fixture(params=BEFORE_THE_STORE)
+def store_url(request, tmp_path):
+    """Hostile input is judged before any store is asked (the few valid
+    cases' writes are every store's, asked in test_resources.py)."""
+    return request.param.format(tmp=tmp_path)
 
 
 @pytest.fixture(scope="module")
