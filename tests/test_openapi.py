@@ -188,7 +188,7 @@ seed = {SEED}
 
 [generation]
 mode = "all"
-max-examples = 15
+max-examples = 8
 
 [checks.positive_data_acceptance]
 expected-statuses = ["2xx", "3xx", "404", "409", "412", "422"]
