@@ -90,14 +90,6 @@ def per_request(kind: str, operation: str, collection: str) -> float:
     return (many - few) / (counted.MANY - counted.FEW)
 
 
-USER_POST = """
-local n = 0
-request = function()
-  n = n + 1
-  local body = string.format('{"name": "One", "email": "o%s-%%d@example.org"}', n)
-  return wrk.format("POST", "/users", {["Content-Type"] = "application/json"}, body)
-end
-"""
 TASK_POST = """
 local n = 0
 request = function()
@@ -111,6 +103,7 @@ end
 
 
 def over_http(rounds: int, seconds: int) -> None:
+    from batch import ONE as USER_POST      # a user's POST, each its own e-mail
     from overhttp import Server, scripted_load
     ratios: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory() as cwd:

@@ -14,6 +14,8 @@ import pytest
 import waitress
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+#: What a page's console must never hold: a blocked load or script, an error.
+FAULTS = ("Content Security Policy", "Refused to", "Uncaught")
 REQUIRED = os.environ.get("USERSVC_TEST_BROWSER_REQUIRED") == "1"
 
 
@@ -36,6 +38,20 @@ def serve(app, host="127.0.0.1", threads=4):
 
 def stop(server):
     server.trigger.pull_trigger(server.close)
+
+
+def faults(driver):
+    """The console's messages since last asked that are ``FAULTS``."""
+    return [e["message"] for e in driver.get_log("browser")
+            if any(f in e["message"] for f in FAULTS)]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a test module (``start``)."""
+    driver = start()
+    yield driver
+    driver.quit()
 
 
 def start(width=1200, height=900):

@@ -25,14 +25,8 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 READER, WRITER = "reader-0123456789abcdef", "writer-0123456789abcdef"
-FAULTS = ("Content Security Policy", "Refused to", "Uncaught")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    driver = chromium.start()
-    yield driver
-    driver.quit()
+browser = chromium.browser
+faults = chromium.faults
 
 
 def open_service(**options):
@@ -55,11 +49,6 @@ def guarded():
     yield base, ("127.0.0.1", server.effective_port)
     chromium.stop(server)
     app.close()
-
-
-def faults(browser):
-    return [e["message"] for e in browser.get_log("browser")
-            if any(f in e["message"] for f in FAULTS)]
 
 
 @pytest.fixture(autouse=True)
