@@ -2,7 +2,6 @@
 one module each: what a kind is, and how to write one, is ``fields.Field``.
 """
 import ast
-import sys
 from typing import Any
 
 from ..fields import Field
@@ -20,7 +19,7 @@ def kind_of(rule: str) -> Any:
     """The kind a stored declaration's rule (a kind's ``repr``) names:
     ``boolean``, ``choice('low', 'high')``; ``ValueError`` for another."""
     name, _, arguments = rule.partition("(")
-    made = getattr(sys.modules[__name__], name, None) if name in __all__ else None
+    made = globals().get(name) if name in __all__ else None
     try:
         if arguments and isinstance(made, type):       # a kind with parameters: a class
             return made(*ast.literal_eval(f"({arguments[:-1]},)"))
