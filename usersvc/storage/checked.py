@@ -50,8 +50,8 @@ class Checked:
         self.targets = () if refs is None else refs.targets
         self.referrers = () if refs is None else refs.referrers
         self.stamps = schema.read_only
-        self.writing = [schema.plural, *(target.plural for _, target in self.targets)]
-        self.deleting = [schema.plural, *(referrer.plural for referrer, _ in self.referrers)]
+        self.writing = (schema.plural, *(target.plural for _, target in self.targets))
+        self.deleting = (schema.plural, *(referrer.plural for referrer, _ in self.referrers))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.records, name)
@@ -102,7 +102,7 @@ class Checked:
                     raise Referred(self.schema, record_id, referrer, field)
         return self._step(self.deleting, run, None)
 
-    def _step(self, plurals: list[str], run: Any, key: Any, one_write: bool = False) -> Any:
+    def _step(self, plurals: tuple[str, ...], run: Any, key: Any, one_write: bool = False) -> Any:
         if self.inside:         # a batch's: its key is the batch's
             return run(self.storage)
         return self.storage.atomically(plurals, run, key=key, one_write=one_write)
