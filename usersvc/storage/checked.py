@@ -61,7 +61,7 @@ class Checked:
             if not self.stamps.isdisjoint(fields):
                 raise TypeError(f"created and updated are set by the store ({self.schema.plural})")
             fields["created"] = fields["updated"] = now()
-        if not self.targets:
+        if not self.targets or not any(fields.get(f) is not None for f, _ in self.targets):
             return self.records.create(key=key, **fields)
 
         def run(unit: Any) -> Any:
