@@ -46,6 +46,15 @@ def faults(driver):
             if any(f in e["message"] for f in FAULTS)]
 
 
+def wait(driver, condition, timeout=10):
+    """Until ``condition`` holds (a page the script swaps in, or a reload,
+    makes the old one's elements stale: that is not yet, not an error)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+    return WebDriverWait(driver, timeout, ignored_exceptions=(
+        StaleElementReferenceException,)).until(condition)
+
+
 @pytest.fixture(scope="module")
 def browser():
     """One headless Chromium for a test module (``start``)."""

@@ -233,3 +233,11 @@ def test_openapi_and_the_pages_say_what_the_kind_takes(client, case):
         assert '<select id="new-value" name="value" required' in page
     else:
         assert f'<input id="new-value" name="value" type="{case.kind.input_type}"' in page
+    # The optional field may be left without a value: an empty input, or a
+    # select's empty first option (an optional boolean's too: a checkbox
+    # has no "none").
+    if case.kind.options or case.kind.input_type == "checkbox":
+        assert '<select id="new-spare" name="spare" data-type' in page
+        assert '<option value="">(none)</option>' in page.split('id="new-spare"')[1].split("</select>")[0]
+    else:
+        assert f'<input id="new-spare" name="spare" type="{case.kind.input_type}" value=""' in page

@@ -15,18 +15,15 @@ from helpers import call
 from usersvc import make_app
 
 chromium.require()
-from selenium.common.exceptions import (  # noqa: E402
-    NoAlertPresentException,
-    StaleElementReferenceException,
-)
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 READER, WRITER = "reader-0123456789abcdef", "writer-0123456789abcdef"
 browser = chromium.browser
 faults = chromium.faults
+wait = chromium.wait
 
 
 def open_service(**options):
@@ -56,13 +53,6 @@ def clean_console(browser):
     browser.get_log("browser")          # what earlier tests left
     yield
     assert faults(browser) == []
-
-
-def wait(browser, condition, timeout=10):
-    """Until ``condition`` holds (a page the script swaps in makes the old
-    one's elements stale: that is not yet, not an error)."""
-    return WebDriverWait(browser, timeout, ignored_exceptions=(
-        StaleElementReferenceException,)).until(condition)
 
 
 def text_of(browser, selector):

@@ -2,7 +2,8 @@
 as a person uses them in a real browser: each kind asked with its input (a
 checkbox, a ``<select>``, a number that takes a fraction, a date, a
 ``datetime-local`` in UTC, a URL), a task made and changed through the
-forms, and what the service kept read back over HTTP."""
+forms, and what the service kept read back over HTTP; and an optional
+boolean set, cleared and set false through its ``<select>``."""
 from __future__ import annotations
 
 import json
@@ -12,16 +13,17 @@ import chromium
 import pytest
 from helpers import ROOT, call
 
-from usersvc import USER, make_app
+from usersvc import USER, Schema, boolean, make_app, text
 
 chromium.require()
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "examples"))
 from tasks import TASKS  # noqa: E402
 
 browser = chromium.browser
+wait = chromium.wait
 
 @pytest.fixture
 def service():
@@ -73,7 +75,7 @@ def test_a_task_is_made_and_changed_through_the_inputs_of_its_kinds(service, bro
     field(browser, form, "owner").send_keys("1")
     browser.save_screenshot(str(tmp_path / "new-task.png"))
     browser.find_element(By.CSS_SELECTOR, f"{form} p.actions button").click()
-    WebDriverWait(browser, 10).until(heading_is("Write the notes"))
+    wait(browser, heading_is("Write the notes"))
 
     task_url = browser.current_url
     kept = json.loads(call(address, "GET", task_url.removeprefix(base))[2])
@@ -90,8 +92,7 @@ def test_a_task_is_made_and_changed_through_the_inputs_of_its_kinds(service, bro
     put(browser, field(browser, form, "remind_at"), "2026-12-01T07:30:15")
     browser.save_screenshot(str(tmp_path / "edit-task.png"))
     browser.find_element(By.CSS_SELECTOR, f"{form} p.actions button").click()
-    WebDriverWait(browser, 10).until(lambda b: b.find_element(By.CSS_SELECTOR, ".flash").text
-                                     == "Saved.")
+    wait(browser, lambda b: b.find_element(By.CSS_SELECTOR, ".flash").text == "Saved.")
     kept = json.loads(call(address, "GET", task_url.removeprefix(base))[2])
     assert kept["done"] is False and kept["remind_at"] == "2026-12-01T07:30:15Z"
     assert kept["updated"] >= kept["created"]
@@ -99,6 +100,43 @@ def test_a_task_is_made_and_changed_through_the_inputs_of_its_kinds(service, bro
     # A value the service refuses is shown beside its input.
     put(browser, field(browser, form, "owner"), "99")
     browser.find_element(By.CSS_SELECTOR, f"{form} p.actions button").click()
-    WebDriverWait(browser, 10).until(
-        lambda b: b.find_element(By.ID, "edit-owner-error").text == "there is no user 99")
+    wait(browser, lambda b: b.find_element(By.ID, "edit-owner-error").text
+         == "there is no user 99")
     assert chromium.faults(browser) == []
+
+
+NOTES = Schema("note", "notes", {"text": text(100), "pinned": boolean}, optional=("pinned",))
+
+
+def test_an_optional_boolean_is_set_cleared_and_set_false_through_its_select(browser, tmp_path):
+    # A checkbox has no "none": an optional boolean is a select of none,
+    # true and false, so a page can clear it as the API can (null).
+    app = make_app("memory://", collections=(NOTES,))
+    server = chromium.serve(app)
+    base, address = f"http://127.0.0.1:{server.effective_port}", ("127.0.0.1", server.effective_port)
+    try:
+        browser.get(base + "/notes")
+        form = "form.record"
+        pinned = Select(field(browser, form, "pinned"))
+        assert [o.get_attribute("value") for o in pinned.options] == ["", "true", "false"]
+        field(browser, form, "text").send_keys("Buy milk")
+        pinned.select_by_value("true")
+        browser.find_element(By.CSS_SELECTOR, f"{form} p.actions button").click()
+        wait(browser, heading_is("Buy milk"))
+        path = browser.current_url.removeprefix(base)
+        assert json.loads(call(address, "GET", path)[2])["pinned"] is True
+
+        for choice, kept in (("", None), ("false", False)):
+            pinned = Select(field(browser, form, "pinned"))
+            pinned.select_by_value(choice)
+            browser.save_screenshot(str(tmp_path / f"note-pinned-{choice or 'none'}.png"))
+            browser.find_element(By.CSS_SELECTOR, f"{form} p.actions button").click()
+            wait(browser, lambda b: b.find_element(By.CSS_SELECTOR, ".flash").text == "Saved.")
+            assert json.loads(call(address, "GET", path)[2]).get("pinned") is kept, choice
+            browser.refresh()
+            assert Select(field(browser, form, "pinned")).first_selected_option.get_attribute(
+                "value") == choice
+        assert chromium.faults(browser) == []
+    finally:
+        chromium.stop(server)
+        app.close()

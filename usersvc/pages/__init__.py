@@ -161,8 +161,9 @@ def _inputs(schema: Schema, form: str, values: Mapping[str, Any]) -> Html:
     checks every rule; the browser only those an input type checks the same
     way (the field kind's ``input_type``), since ``maxlength`` would count
     UTF-16 units, not characters. A kind with ``options`` is a ``<select>``
-    (an optional one's first option: none); a checkbox is never required
-    (unticked is false)."""
+    (an optional one's first option: "(none)"); a checkbox is never required
+    (unticked is false), so an optional one is a ``<select>`` of none,
+    true and false: it can be left without a value, or cleared."""
     return Html("".join(_input(f"{form}-{name}", name, kind, values.get(name),
                                name in schema.optional) for name, kind in schema.fields.items()
                         if name not in schema.read_only))
@@ -170,12 +171,15 @@ def _inputs(schema: Schema, form: str, values: Mapping[str, Any]) -> Html:
 
 def _input(id: str, name: str, kind: Any, value: Any, optional: bool) -> Html:
     required = "" if optional else " required"
-    if kind.options:
+    choices = kind.options or (("true", "false") if optional and kind.input_type == "checkbox"
+                               else ())
+    if choices:     # (the page's script sends a boolean's as one: data-type)
         chosen = None if value is None else kind.input_value(value)
-        options = [*[""] * (optional or chosen is None), *kind.options]
-        return fill("select", id=id, name=name, required=Html(required), options=Html("".join(
-            f'<option{" selected" * (o == chosen)} value="{escape(o)}">{escape(o)}</option>'
-            for o in options)))
+        options = [*[""] * (optional or chosen is None), *choices]
+        return fill("select", id=id, name=name, attributes=Html(
+            f'{required} data-type="{escape(kind.type)}"'), options=Html("".join(
+                f'<option{" selected" * (o == chosen)} value="{escape(o)}">'
+                f'{escape(o or "(none)" * optional)}</option>' for o in options)))
     if kind.input_type == "checkbox":
         attributes = ' value="true"' + " checked" * bool(value)
     else:

@@ -89,9 +89,11 @@
 
   // A field's value as JSON has it: a number input's a number (the
   // service checks it), a datetime-local input's an instant in UTC (the
-  // page shows and asks for UTC), any other the text.
+  // page shows and asks for UTC), a boolean's select true or false, any
+  // other the text.
   function value(input) {
     if (input.type === "number" && !Number.isNaN(input.valueAsNumber)) return input.valueAsNumber;
+    if (input.dataset.type === "boolean") return input.value === "true";
     if (input.type === "datetime-local") {
       return (input.value.length === 16 ? input.value + ":00" : input.value) + "Z";
     }
