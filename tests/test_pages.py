@@ -196,6 +196,24 @@ def test_pages_under_a_prefix_link_under_it():
     app.close()
 
 
+def test_every_page_links_every_collection_of_the_app():
+    import sys
+    from helpers import ROOT
+    sys.path.insert(0, str(ROOT / "examples"))
+    from tasks import TASKS
+
+    from usersvc import USER
+    app = make_app("memory://", collections=(USER, TASKS))
+    client = Client(app)
+    client.post("/users", json_body={"name": "Ada", "email": "ada@example.org"})
+    client.post("/tasks", json_body={"title": "Write", "done": False, "priority": "low"})
+    for path in ("/", "/users", "/users/1", "/tasks", "/tasks/1", "/tasks/99"):
+        response = client.get(path, headers={"Accept": "text/html"})
+        nav = response.text.split('<nav aria-label="Collections">')[1].split("</nav>")[0]
+        assert nav == '<a href="/users">users</a><a href="/tasks">tasks</a>', path
+    app.close()
+
+
 def test_json_is_unchanged_for_clients_that_ask_for_it(client):
     client.create()
     for accept in (None, "*/*", "application/json", "application/*"):

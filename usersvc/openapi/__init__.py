@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from xml.sax.saxutils import quoteattr
 
-from ..pages import HTML, root_page
+from ..pages import HTMLFormat, root_page
 from ..representation import JSON, JSON_TYPE, XML, Format, Offers
 from ..request import Request, Response
 from ..resources import revalidated
@@ -37,7 +37,7 @@ class ServiceRoot:
         links = [{"rel": "collection", "href": f"{base}/{s.plural}", "title": s.plural}
                  for s in self.schemas]
         links.append({"rel": "service-desc", "href": base + OPENAPI_PATH, "type": JSON_TYPE})
-        if fmt is HTML:
+        if isinstance(fmt, HTMLFormat):
             response = root_page(req, self.schemas)
             response.headers.append(("Link", f'<{base}{OPENAPI_PATH}>; rel="service-desc"'))
             return revalidated(req, response)

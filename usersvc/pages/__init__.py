@@ -102,9 +102,11 @@ def root_page(req: Request, schemas: Sequence[Schema]) -> Response:
 
 
 def collection_page(req: Request, schema: Schema, rows: bytes, count: int,
-                    next_url: str | None, q: str | None) -> Response:
+                    next_url: str | None, q: str | None,
+                    schemas: Sequence[Schema] = ()) -> Response:
     """A page of records: a table of ``rows`` (made by the HTML format), the
-    link to the next page, the search box and the form to create one."""
+    link to the next page, the search box and the form to create one
+    (``schemas``: the collections the nav links to; none: this one)."""
     url = f"{_base(req)}/{schema.plural}"
     title = schema.plural.capitalize()
     search = Html("")
@@ -124,12 +126,14 @@ def collection_page(req: Request, schema: Schema, rows: bytes, count: int,
     main = fill("collection", title=title, search=search, summary=summary, headings=headings,
                 rows=Html(rows.decode()), pages=Html(" ".join(links)), name=schema.name,
                 url=url, inputs=_inputs(schema, "new", {}))
-    return page(req, 200, f"{title}{' matching ' + q if q else ''}", main, (schema,))
+    return page(req, 200, f"{title}{' matching ' + q if q else ''}", main, schemas or (schema,))
 
 
-def record_page(req: Request, schema: Schema, record: Any, tag: str) -> Response:
+def record_page(req: Request, schema: Schema, record: Any, tag: str,
+                schemas: Sequence[Schema] = ()) -> Response:
     """One record: its fields and ETag, a form to edit it, a button to
-    delete it, and its JSON and XML representations."""
+    delete it, and its JSON and XML representations (``schemas``: as
+    ``collection_page``'s)."""
     collection_url = f"{_base(req)}/{schema.plural}"
     values = schema.as_dict(record)
     first = next(iter(schema.fields), "id")
@@ -141,7 +145,7 @@ def record_page(req: Request, schema: Schema, record: Any, tag: str) -> Response
                 inputs=_inputs(schema, "edit", values),
                 json=JSON.render_record(schema, record).decode(),
                 xml=XML.render_record(schema, record).decode())
-    return page(req, 200, f"{heading} ({schema.name} {record.id})", main, (schema,))
+    return page(req, 200, f"{heading} ({schema.name} {record.id})", main, schemas or (schema,))
 
 
 def problem_page(req: Request, problem: Mapping[str, Any],
@@ -203,11 +207,16 @@ def _base(req: Request) -> str:
 
 class HTMLFormat(Format):
     """HTML, for people in browsers: every value through ``html.escape``
-    (a name ``<script>`` is the text ``&lt;script&gt;``)."""
+    (a name ``<script>`` is the text ``&lt;script&gt;``). Each page's nav
+    links to ``collections`` (an app's list, so those added later are
+    there too), or to the page's own collection."""
 
     name = "html"
     media_type = "text/html; charset=utf-8"
     problem_type = media_type
+
+    def __init__(self, collections: Sequence[Schema] = ()) -> None:
+        self.collections = collections
 
     def render(self, schema, record):
         """One row: each field, the id and the first other field linking
@@ -246,33 +255,34 @@ class HTMLFormat(Format):
         raise Problem(415, "HTML is never read as a request body.")
 
     def answer(self, req, status, kept, record, tag):
-        response = record_page(req, kept.schema, record, tag)
+        response = record_page(req, kept.schema, record, tag, self.collections)
         response.status = status
         return response
 
     def answer_list(self, req, kept, records, next_url, q):
         rows, _ = kept.many(records, self)
         # The page around the rows: its own tag, from its bytes.
-        return collection_page(req, kept.schema, rows, len(records), next_url, q), None
+        return (collection_page(req, kept.schema, rows, len(records), next_url, q,
+                                self.collections), None)
 
     def answer_problem(self, req, problem, schemas):
         return problem_page(req, problem, schemas)
 
 
 HTML = HTMLFormat()
-#: What an app offers once the pages are plugged in: HTML last, so JSON,
-#: then XML, win a tie (``*/*``), and a browser, which asks for
-#: ``text/html`` first, gets the page.
-HTML_OFFERS = {HTML_TYPE: HTML, f"{HTML_TYPE};charset=utf-8": HTML}
 
 
 def plug(app: Any) -> None:
     """Offer HTML for records, lists and problems, and serve the files the
     pages load (open without a token: a browser sends none for a style sheet).
     Before any collection is added: a collection's routes take the offers
-    as they are then."""
-    app.offers = app.offers.plus(HTML_OFFERS)
-    app.problem_offers = app.problem_offers.plus(HTML_OFFERS)
+    as they are then. HTML is offered last, so JSON, then XML, win a tie
+    (``*/*``), and a browser, which asks for ``text/html`` first, gets the
+    page; its pages' nav links to every collection of the app."""
+    html = HTMLFormat(app.schemas)
+    offers = {HTML_TYPE: html, f"{HTML_TYPE};charset=utf-8": html}
+    app.offers = app.offers.plus(offers)
+    app.problem_offers = app.problem_offers.plus(offers)
     for path, asset in ASSETS.items():
         app.router.add(path, StaticFile(asset))
     app.open_paths.update(ASSETS)
