@@ -3,11 +3,11 @@ stands beside (the ``# PERF:`` comments quote these figures):
 
     .venv/bin/python bench/fastpaths.py
 
-- the JSON writer for flat records (``json_format._flat``) against
+- the JSON writer for records (``json_format._written``) against
   ``JSONEncoder.encode`` of the same record as a dict;
 - the quick JSON decoder (``json_format._decode``) against
   ``JSONDecoder.decode``;
-- a plain query split as it is (``Request.query``) against reading it
+- a plain query split as it is (``listing.query_of``) against reading it
   with UTF-8 and percent-decoding;
 - the words of ASCII text (``fields.words``) by a table, against the
   regular expression that keeps combining marks in any other text;
@@ -28,8 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from webob.acceptparse import create_accept_header  # noqa: E402
 
-from usersvc.representation.json_format import _DECODER, _ENCODER, _decode, _flat  # noqa: E402
-from usersvc.request import _PLAIN_QUERY, Request  # noqa: E402
+from usersvc.representation.json_format import _DECODER, _ENCODER, _decode, _written  # noqa: E402
+from usersvc import listing  # noqa: E402
+from usersvc.request import Request  # noqa: E402
 from usersvc.representation import DEFAULT, best_offer  # noqa: E402
 from usersvc.validation import USER  # noqa: E402
 
@@ -47,7 +48,7 @@ def per_call(action, number: int) -> float:
 def main() -> None:
     user = User(id=1, name="Ada Lovelace", email="ada@example.org", version=1)
     rows = [
-        ("JSON record: _flat", per_call(lambda: _flat(USER.field_names, user[:-1]), 100_000)),
+        ("JSON record: _written", per_call(lambda: _written(USER.field_names, user), 100_000)),
         ("JSON record: JSONEncoder.encode", per_call(
             lambda: _ENCODER.encode(USER.as_dict(user)).encode(), 100_000)),
     ]
@@ -55,15 +56,15 @@ def main() -> None:
     rows.append(("JSON body: _decode", per_call(lambda: _decode(body), 100_000)))
     rows.append(("JSON body: JSONDecoder.decode", per_call(lambda: _DECODER.decode(body), 100_000)))
     plain = Request({"QUERY_STRING": "limit=100&after=7"})
-    rows.append(("query 'limit=100&after=7': Request.query", per_call(plain.query, 100_000)))
-    pattern = _PLAIN_QUERY.pattern
+    rows.append(("query 'limit=100&after=7': query_of", per_call(
+        lambda: listing.query_of(plain), 100_000)))
+    pattern = listing._PLAIN_QUERY
     try:
-        _PLAIN_QUERY_OFF = re.compile("(?!)")   # matches nothing: the general path every time
-        import usersvc.request as request_module
-        request_module._PLAIN_QUERY = _PLAIN_QUERY_OFF
-        rows.append(("query 'limit=100&after=7': decoded", per_call(plain.query, 100_000)))
+        listing._PLAIN_QUERY = re.compile("(?!)")   # matches nothing: the general path every time
+        rows.append(("query 'limit=100&after=7': decoded", per_call(
+            lambda: listing.query_of(plain), 100_000)))
     finally:
-        request_module._PLAIN_QUERY = re.compile(pattern)
+        listing._PLAIN_QUERY = pattern
     name = "Ada Lovelace-Byron"
     rows.append((f"words of {name!r}: ASCII table", per_call(lambda: words(name), 100_000)))
     rows.append((f"words of {name!r}: expression", per_call(

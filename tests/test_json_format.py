@@ -44,7 +44,7 @@ def test_a_stored_record_renders_as_its_fields_do(user):
 @given(st.lists(st.one_of(st.text(), st.integers(min_value=-2**70, max_value=2**70)),
                 min_size=1, max_size=4))
 def test_the_flat_writer_and_the_encoder_agree_on_any_strings_and_ints(values):
-    # _flat is the fast path beside JSONEncoder; both must give the same bytes.
+    # _written is the fast path beside JSONEncoder; both must give the same bytes.
     record = {f"k{i}\u00e9\"": value for i, value in enumerate(values)}
     expected = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
     assert JSON.render(USER, record) == expected

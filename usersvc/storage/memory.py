@@ -19,10 +19,9 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
-from ..fields import Field, words
+from ..fields import words
 from ..validation import Schema
 from . import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
-from .checked import Inside
 from .keys import Key, MemoryKeys
 from .memory_bulk import MemoryBulk, atomically
 from .stored import Collections
@@ -45,8 +44,7 @@ class Indexes:
         # PERF: each write walks these, made once from the schema: (a
         # field's place in a record, and its index of each kind, or None).
         place = {f: i for i, f in enumerate(schema.record._fields)}
-        key = {f: None if type(kind).key is Field.key else kind.key     # None: the value
-               for f, kind in schema.fields.items()}
+        key = {f: kind.key for f, kind in schema.fields.items()}
         self._claims = tuple((f, place[f], keys, key[f]) for f, keys in self.unique.items())
         self._indexed = tuple((place[f], self.unique.get(f), self.filtered.get(f),
                                self.orders.get(f), key[f])
@@ -58,8 +56,7 @@ class Indexes:
     def claim(self, record: list[Any], record_id: int) -> None:
         """Raise ``Conflict`` if a unique value belongs to another record."""
         for field, at, keys, key in self._claims:
-            value = record[at]
-            holder = None if value is None else keys.get(value if key is None else key(value))
+            holder = None if record[at] is None else keys.get(key(record[at]))
             if holder is not None and holder != record_id:
                 raise Conflict.taken(self.schema, field, record[at])
 
@@ -76,11 +73,10 @@ class Indexes:
             after = None if new is None else new[at]
             if before == after:
                 continue
-            if key is not None:
-                before = None if before is None else key(before)
-                after = None if after is None else key(after)
-                if before == after:         # (a change of case only)
-                    continue
+            before = None if before is None else key(before)
+            after = None if after is None else key(after)
+            if before == after:         # (a change of case only)
+                continue
             if unique is not None:
                 if before is not None:
                     del unique[before]
@@ -92,11 +88,7 @@ class Indexes:
                     if not filtered[before]:
                         del filtered[before]
                 if after is not None:
-                    ids = filtered.get(after)
-                    if ids is None:
-                        filtered[after] = {record_id}
-                    else:
-                        ids.add(record_id)
+                    filtered.setdefault(after, set()).add(record_id)
             if order is not None:
                 if before is not None:
                     order.remove((before, record_id))
@@ -137,7 +129,6 @@ class MemoryStorage(Collections):
         self.schemas = tuple(schemas)
         self.keys = MemoryKeys()
         self.collections = {s.plural: MemoryRecords(s, self.keys) for s in self.schemas}
-        self.inside = Inside(self)      # what a step's ``run`` is given (``atomically``)
         self.held: dict[tuple[str, ...], list[Any]] = {}    # collections -> their locks, in order
         self.check()
 
@@ -235,9 +226,8 @@ class MemoryRecords(MemoryBulk):
         self._id_at[seq], self._seq_of[record_id] = record_id, seq
 
     def _forked(self) -> None:
-        """A write in a process forked from the one that made the store (a
-        server's workers after ``--preload``): each process has its own copy
-        from here on, and none sees another's writes. Said once a process."""
+        """A write in a process forked from the one that made the store (workers
+        after ``--preload``): its own copy from here on. Said once a process."""
         self._pid = os.getpid()
         _log.warning("memory:// is one process's: process %d writes to its own copy of %s, "
                      "which no other process sees (use SQLite or PostgreSQL with several "

@@ -19,6 +19,7 @@ from ..fields import words
 from ..validation import Schema
 from . import Conflict, Position, position
 from .feed import Change
+from .checked import Inside
 from .keys import Key
 from .stored import Restores, check_fresh_ids
 
@@ -179,14 +180,14 @@ def atomically(storage: Any, plurals: Iterable[str], run: Callable[[Any], T],
         for lock in locks:
             lock.acquire()
         try:
-            return run(storage.inside)
+            return run(Inside(storage))
         finally:
             for lock in reversed(locks):
                 lock.release()
     with ExitStack() as held:
         for plural in sorted(set(plurals)):
             held.enter_context(storage.collections[plural].undoing())
-        return run(storage.inside)
+        return run(Inside(storage))
 
 
 def walk(indexes: Any, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:

@@ -63,11 +63,7 @@ class Dialect:
         return found if self.arrays else _WORDS(found)
 
 
-#: A list of words as a JSON array (PERF: made once; json.dumps with an
-#: option makes an encoder each call).
-_WORDS = json.JSONEncoder(ensure_ascii=False).encode
-
-
+_WORDS = json.JSONEncoder(ensure_ascii=False).encode   # (PERF: json.dumps makes one a call)
 # SQLite's planner takes a CROSS JOIN's tables in the order written: the
 # matching words first, then their records by id. AUTOINCREMENT: never an id again.
 SQLITE = Dialect("sqlite", "?", "CROSS JOIN", "TEXT", "TEXT",
