@@ -70,6 +70,20 @@ def test_every_unique_field_is_unique_as_its_kind_compares(things, field, first,
     assert taken.value.errors == [(f"/{field}", "is already taken")]
 
 
+def test_a_write_taking_every_unique_value_at_once_names_one_field(things, store_url):
+    # Which one is the store's (docs/api.md): the first declared on memory
+    # and PostgreSQL, which check in that order; the last on SQLite, which
+    # checks a table's unique indexes newest first.
+    make = thing_maker()
+    held = {"code": "c-x", "contact": "x@example.org", "at": "2026-11-25T20:57:01Z",
+            "link": "https://example.org/x"}
+    things.create(**{**make("A"), **held})
+    with pytest.raises(Conflict) as taken:
+        things.create(**{**make("B"), **held})
+    named = THINGS.unique[-1] if store_url.startswith("sqlite") else THINGS.unique[0]
+    assert taken.value.errors == [(f"/{named}", "is already taken")]
+
+
 def test_usersvc_copy_moves_every_kind_from_a_sqlite_file_into_each_store(tmp_path, store_url):
     source = open_store(f"sqlite:///{tmp_path}/source.db", (USER, THINGS))
     storage = open_store(store_url, (USER, THINGS))

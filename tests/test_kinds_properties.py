@@ -168,7 +168,8 @@ def test_every_store_answers_random_requests_on_random_kinds_as_the_memory_store
             for step, got, wanted in zip(script, answers(make_app(storage), script), expected):
                 if got != wanted and got[0] == wanted[0] == 409:
                     # Two unique fields taken at once: each store names one of them
-                    # (memory the first declared; a database the index it met first).
+                    # (memory and PostgreSQL the first declared, SQLite the last:
+                    # docs/api.md).
                     named = [a[1]["errors"][0]["pointer"][1:] for a in (got, wanted)]
                     assert all(f in schema.unique and f in step[2] for f in named), (store_url, step)
                     continue
