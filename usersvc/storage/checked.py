@@ -61,7 +61,7 @@ class Checked:
             if not self.stamps.isdisjoint(fields):
                 raise TypeError(f"created and updated are set by the store ({self.schema.plural})")
             fields["created"] = fields["updated"] = now()
-        if not self.targets or not any(fields.get(f) is not None for f, _ in self.targets):
+        if not self._names_a_record(fields):
             return self.records.create(key=key, **fields)
 
         def run(unit: Any) -> Any:
@@ -72,7 +72,7 @@ class Checked:
     def update(self, record_id: int, *, precondition: Precondition | None = None,
                key: Any = None, **fields: Any) -> Any:
         sent = {f: fields.pop(f) for f in self.stamps if f in fields}
-        if not self.stamps and not any(fields.get(f) is not None for f, _ in self.targets):
+        if not self.stamps and not self._names_a_record(fields):
             return self.records.update(record_id, precondition=precondition, key=key, **fields)
 
         def run(unit: Any) -> Any:
@@ -101,6 +101,10 @@ class Checked:
                 if _records(unit, referrer.plural).count(**{field: record_id}):
                     raise Referred(self.schema, record_id, referrer, field)
         return self._step(self.deleting, run, None)
+
+    def _names_a_record(self, fields: dict[str, Any]) -> bool:
+        """Whether a write gives a reference a value (a record to look for)."""
+        return bool(self.targets) and any(fields.get(f) is not None for f, _ in self.targets)
 
     def _step(self, plurals: tuple[str, ...], run: Any, key: Any, one_write: bool = False) -> Any:
         if self.inside:         # a batch's: its key is the batch's
