@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
 from pathlib import Path
 
 import pytest
@@ -38,21 +38,38 @@ def call(address, method, path, body=None, headers=None):
         conn.close()
 
 
-def race(n, action):
+#: How long a raced action may take, at most, before the test fails as a
+#: hang (a deadlock): far above what the slowest machine needs.
+DEADLINE = 60.0
+
+
+def race(n, action, deadline=DEADLINE):
     """``action(i)`` for i in range(n), on n threads released together (a
     barrier widens the race; never a sleep); the results in order, with an
-    exception raised in place of its result."""
+    exception raised in place of its result. A thread still running after
+    ``deadline`` seconds fails the test (it is left behind, a daemon: a
+    hang fails a test and never hangs the suite)."""
     barrier = threading.Barrier(n)
+    results = [None] * n
 
     def run(i):
-        barrier.wait()
         try:
-            return action(i)
+            barrier.wait(deadline)
+            results[i] = action(i)
         except Exception as e:   # collected, then asserted on
-            return e
+            results[i] = e
 
-    with ThreadPoolExecutor(n) as pool:
-        return list(pool.map(run, range(n)))
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    end = time.monotonic() + deadline
+    for thread in threads:
+        thread.join(max(0.0, end - time.monotonic()))
+    hung = sum(thread.is_alive() for thread in threads)
+    if hung:
+        pytest.fail(f"{hung} of {n} raced threads still running after {deadline} s: a hang",
+                    pytrace=False)
+    return results
 
 
 class Served:

@@ -6,10 +6,11 @@ raced from many threads."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 
 import pytest
 from conftest import Client, problem
-from helpers import race
+from helpers import DEADLINE, race
 
 from usersvc import USER, Schema, boolean, make_app, ref, text
 from usersvc.storage import Conflict, NotFound, open_store
@@ -153,3 +154,113 @@ def test_a_ref_to_a_collection_the_store_does_not_hold_is_refused_at_open(tmp_pa
     assert tables == []
     with pytest.raises(ValueError, match="refers to users"):
         open_store("memory://", (TASKS,))
+
+
+def _batch(client, *requests):
+    return client.post("/batch", json_body={"requests": list(requests)})
+
+
+def test_batches_single_writes_and_deletes_across_collections_never_wait_for_each_other(client):
+    """One lock order (docs/architecture.md): a batch that deletes a user
+    (users, then tasks for its check) beside single writes and batches of
+    tasks naming users (tasks, then users) once deadlocked the memory store;
+    on PostgreSQL a batch naming a user checked it unlocked, and a task was
+    left naming a deleted user. Four kinds of writer, raced, each request
+    under the race's deadline; then no task names a missing user."""
+    keep = client.post("/users", json_body=ADA).json["id"]
+    latest = [keep]         # the last user made: what the tasks name
+
+    def act(i):
+        for n in range(60):
+            if i == 0:      # a user made, then deleted by a batch
+                made = client.post("/users", json_body={"name": "u", "email": f"u{n}@x.org"})
+                latest[0] = made.json["id"]
+                _batch(client, {"method": "DELETE", "path": f"/users/{latest[0]}"})
+            elif i == 1:    # single writes naming the latest user (and the next)
+                client.post("/tasks", json_body={"title": "t", "done": False,
+                                                 "owner": latest[0] + n % 2})
+            elif i == 2:    # a tasks batch naming a user late
+                _batch(client, *[{"method": "POST", "path": "/tasks",
+                                  "body": {"title": "b", "done": False}}] * 3,
+                       {"method": "POST", "path": "/tasks",
+                        "body": {"title": "late", "done": False, "owner": latest[0]}})
+            else:           # a users batch deleting one, then writing another
+                _batch(client, {"method": "DELETE", "path": f"/users/{latest[0]}"},
+                       *[{"method": "PATCH", "path": f"/users/{keep}",
+                          "headers": {"content-type": "application/merge-patch+json"},
+                          "body": {"name": f"n{n}"}}] * 5)
+            # a task deleted now and then, so users can go
+            if i == 1 and n % 3 == 0:
+                for task in client.get("/tasks?limit=5").json:
+                    client.delete(f"/tasks/{task['id']}")
+    for result in race(4, act):
+        assert result is None, result
+    users = {u["id"] for u in client.get("/users?limit=1000").json}
+    owners = {t["owner"] for t in client.get("/tasks?limit=1000").json if "owner" in t}
+    assert owners <= users
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_a_batch_deleting_a_user_and_a_batch_naming_it_never_both_win(client, attempt):
+    """Two batches overlapping by milliseconds: one deletes user 2 first
+    (then writes user 1 many times), one writes a task many times and then
+    makes a task naming user 2. Whichever comes second sees the other:
+    never both 200 with a task naming no user."""
+    one = client.post("/users", json_body=ADA).json["id"]
+    two = client.post("/users", json_body={"name": "B", "email": "b@x.org"}).json["id"]
+    task = client.post("/tasks", json_body={"title": "t", "done": False}).json["id"]
+    patch = {"content-type": "application/merge-patch+json"}
+
+    def act(i):
+        if i == 0:
+            return _batch(client, {"method": "DELETE", "path": f"/users/{two}"},
+                          *[{"method": "PATCH", "path": f"/users/{one}", "headers": patch,
+                             "body": {"name": f"n{n}"}} for n in range(99)])
+        return _batch(client, *[{"method": "PATCH", "path": f"/tasks/{task}", "headers": patch,
+                                 "body": {"title": f"n{n}"}} for n in range(30)],
+                      {"method": "POST", "path": "/tasks",
+                       "body": {"title": "t", "done": False, "owner": two}})
+    deleted, named = (r.status_code for r in race(2, act))
+    assert (deleted, named) in ((200, 422), (409, 200)), (deleted, named)
+    users = {u["id"] for u in client.get("/users").json}
+    assert {t["owner"] for t in client.get("/tasks").json if "owner" in t} <= users
+
+
+def test_after_a_refused_delete_or_a_failed_batch_the_feed_ends_where_it_did(storage, client):
+    """The feed's position is its last entry's: a delete refused with 409
+    (a task names the user) and a failed batch add none, so a client at
+    the end of the feed waits for the next change, not at once (memory
+    once answered every ``wait`` at once until the next write)."""
+    ada = client.post("/users", json_body=ADA).json["id"]
+    client.post("/tasks", json_body={"title": "t", "done": False, "owner": ada})
+    end = storage["users"].position()
+    assert [c.seq for c in storage["users"].changes(after=0)] == [end]
+    problem(client.delete(f"/users/{ada}"), 409)
+    refused = _batch(client, {"method": "POST", "path": "/users",
+                              "body": {"name": "B", "email": "b@x.org"}},
+                     {"method": "DELETE", "path": f"/users/{ada}"})
+    assert problem(refused, 409)["request"] == 1
+    assert storage["users"].position() == end
+    assert storage["users"].changes(after=end) == []
+    answers = []
+    waiting = threading.Thread(target=lambda: answers.append(
+        client.get(f"/users/changes?after={end}&wait=30")))
+    waiting.start()
+    made = client.post("/users", json_body={"name": "C", "email": "c@x.org"}).json
+    waiting.join(DEADLINE)
+    assert not waiting.is_alive()
+    assert [e["id"] for e in answers[0].json] == [made["id"]]     # not [] at once
+
+
+def test_a_failed_batchs_ids_are_never_handed_out_again(storage, client):
+    """Every store alike (PostgreSQL's sequences are not undone; memory and
+    SQLite keep theirs as taken too): ids increase and are never reused."""
+    first = client.post("/users", json_body=ADA).json["id"]
+    refused = _batch(client, {"method": "POST", "path": "/users",
+                              "body": {"name": "B", "email": "b@x.org"}},
+                     {"method": "POST", "path": "/tasks",
+                      "body": {"title": "t", "done": False, "owner": 999}})
+    assert problem(refused, 422)["request"] == 1
+    assert storage["users"].last_id() == first + 1
+    again = client.post("/users", json_body={"name": "B", "email": "b@x.org"}).json["id"]
+    assert again == first + 2

@@ -50,8 +50,7 @@ class Checked:
         self.targets = () if refs is None else refs.targets
         self.referrers = () if refs is None else refs.referrers
         self.stamps = schema.read_only
-        self.writing = (schema.plural, *(target.plural for _, target in self.targets))
-        self.deleting = (schema.plural, *(referrer.plural for referrer, _ in self.referrers))
+        self.own = (schema.plural,)     # the step holds what it checks too (``Collections.locked``)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.records, name)
@@ -67,7 +66,7 @@ class Checked:
         def run(unit: Any) -> Any:
             self._check_targets(unit, fields)
             return _records(unit, self.schema.plural).create(**fields)
-        return self._step(self.writing, run, key, one_write=True)
+        return self._step(run, key, one_write=True)
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
                key: Any = None, **fields: Any) -> Any:
@@ -87,7 +86,7 @@ class Checked:
                 fields["updated"] = max(now(), current.updated)    # (a clock set back)
             self._check_targets(unit, fields)
             return records.update(record_id, precondition=precondition, **fields)
-        return self._step(self.writing, run, key, one_write=True)
+        return self._step(run, key, one_write=True)
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
         if not self.referrers:
@@ -100,16 +99,16 @@ class Checked:
             for referrer, field in self.referrers:
                 if _records(unit, referrer.plural).count(**{field: record_id}):
                     raise Referred(self.schema, record_id, referrer, field)
-        return self._step(self.deleting, run, None)
+        return self._step(run, None)
 
     def _names_a_record(self, fields: dict[str, Any]) -> bool:
         """Whether a write gives a reference a value (a record to look for)."""
         return bool(self.targets) and any(fields.get(f) is not None for f, _ in self.targets)
 
-    def _step(self, plurals: tuple[str, ...], run: Any, key: Any, one_write: bool = False) -> Any:
+    def _step(self, run: Any, key: Any, one_write: bool = False) -> Any:
         if self.inside:         # a batch's: its key is the batch's
             return run(self.storage)
-        return self.storage.atomically(plurals, run, key=key, one_write=one_write)
+        return self.storage.atomically(self.own, run, key=key, one_write=one_write)
 
     def _check_targets(self, unit: Any, fields: dict[str, Any]) -> None:
         for field, target in self.targets:

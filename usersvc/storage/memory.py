@@ -154,7 +154,8 @@ class MemoryRecords(MemoryBulk):
         self._names = tuple(schema.fields)
         self._indexes = Indexes(schema)
         self._last_id = 0
-        self._seq = 0                        # the feed's last position
+        self._seq = 0                        # the last position handed out,
+        self._last = 0                       # and the feed's last entry's (below it after a failed batch)
         self._seqs = SortedList()            # each record's latest position, sorted,
         self._id_at: dict[int, int] = {}     # and the record it belongs to;
         self._seq_of: dict[int, int] = {}    # id -> its position there
@@ -221,7 +222,7 @@ class MemoryRecords(MemoryBulk):
         if was is not None:
             self._seqs.remove(was)
             del self._id_at[was]
-        seq = self._seq = self._seq + 1
+        seq = self._seq = self._last = self._seq + 1
         self._seqs.add(seq)
         self._id_at[seq], self._seq_of[record_id] = record_id, seq
 

@@ -212,15 +212,17 @@ class PostgresStorage(Collections):
     def atomically(self, plurals: Iterable[str], run: Callable[[InTransaction], T],
                    key: Key | None = None, *, one_write: bool = False) -> Any:
         """``Storage.atomically``: one transaction. The key's row is taken
-        first, then the feeds' locks of the collections named, in one order
-        (each write would take its own: ``ddl``), so that two batches never
-        wait for each other; with a key, ``run`` is a savepoint of its own,
+        first, then the feeds' locks of the collections it writes and of
+        those their references make it read, in the one order
+        (``Collections.locked``; each write would take its own: ``ddl``),
+        so that no two steps wait for each other, and no reference is
+        checked against a collection another step is changing; with a key, ``run`` is a savepoint of its own,
         so that a refused write's answer is kept in the same transaction."""
         with self.transaction() as db:
             kept = None if key is None else self.keys.claimed(db, key)
             if kept is not None:
                 return kept
-            for plural in sorted(set(plurals)):
+            for plural in self.locked(plurals):
                 db.execute("SELECT pg_advisory_xact_lock(%s::regclass::oid::bigint)",
                            (self.collections[plural].table.changes_table,))
             unit = InTransaction(self, db)

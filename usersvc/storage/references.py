@@ -53,14 +53,6 @@ class References:
     targets: tuple[tuple[str, Schema], ...]
     referrers: tuple[tuple[Schema, str], ...]
 
-    def writing(self) -> list[str]:
-        """The collections a write holds: its own and those it names."""
-        return [self.schema.plural, *(target.plural for _, target in self.targets)]
-
-    def deleting(self) -> list[str]:
-        """The collections a delete holds: its own and those that name it."""
-        return [self.schema.plural, *(referrer.plural for referrer, _ in self.referrers)]
-
 
 def references(schemas: Sequence[Schema]) -> dict[str, References]:
     """Each collection's references, by plural (only those with any);

@@ -126,7 +126,15 @@ class SQLiteStorage(Collections):
                 try:
                     result = run(InTransaction(self, db))
                 except BaseException:
+                    # Undone, but the ids and positions it took stay taken,
+                    # as PostgreSQL's sequences do: never handed out again.
+                    taken = db.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
                     db.execute("ROLLBACK TO batch")
+                    db.executemany("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?",
+                                   [(seq, name) for name, seq in taken])
+                    db.executemany("INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT "
+                                   "EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)",
+                                   [(name, seq, name) for name, seq in taken])
                     db.execute("RELEASE batch")
                     raise
                 db.execute("RELEASE batch")

@@ -8,7 +8,7 @@ storage URL as logs may show it (``redact``).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..fields import MAX_INTEGER, Field, text
@@ -50,6 +50,26 @@ class Collections:
         self.checked = {plural: Checked(records, self.references.get(plural), self)
                         for plural, records in self.collections.items()
                         if plural in self.references or records.schema.read_only}
+        self._locked: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def locked(self, plurals: Iterable[str]) -> tuple[str, ...]:
+        """The collections an atomic step that writes to ``plurals`` holds,
+        in the one order every step of every store takes them (by plural,
+        after an idempotency key's own lock): those it writes, and those
+        their writes read to check references (the collections they name,
+        and those that name them). A step reads no other; so no two steps
+        ever wait for each other (docs/architecture.md, "One lock order")."""
+        plurals = tuple(plurals)
+        found = self._locked.get(plurals)
+        if found is None:
+            involved = set(plurals)
+            for plural in plurals:
+                refs = self.references.get(plural)
+                if refs is not None:
+                    involved.update(target.plural for _, target in refs.targets)
+                    involved.update(referrer.plural for referrer, _ in refs.referrers)
+            found = self._locked[plurals] = tuple(sorted(involved))
+        return found
 
     def stop_waiting(self) -> None:
         for records in self.collections.values():
