@@ -13,6 +13,8 @@ _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # RFC 3339 §5.6's date-time, with at most 6 fraction digits (a microsecond).
 _DATETIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}"
                        r"(?:\.([0-9]+))?(?:[Zz]|([+-][0-9]{2}:[0-9]{2}))")
+# A stamp as the store writes it: UTC, milliseconds.
+_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 _EPOCH = Instant(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -123,6 +125,9 @@ class Stamp(DateTime):
 
     key = Field.key         # type: ignore[assignment]
     key_type = "text"
+
+    def is_key(self, key: Any) -> bool:
+        return type(key) is str and _STAMP.fullmatch(key) is not None
 
     def __call__(self, value: Any) -> str:
         """A value a client sent back: the same instant, written as a stamp
