@@ -6,13 +6,14 @@ and ``?sort=-updated`` once failed at page 2 on every store: a stamp's
 cursor was refused as no stamp's key.)"""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from conftest import Client
 from every_kind import THINGS, thing_maker
 
-from usersvc import USER, Schema, make_app
+from usersvc import USER, Schema, listing, make_app
 from usersvc.storage import open_store
 from usersvc.storage.protocol import position
 
@@ -64,3 +65,25 @@ def test_every_order_pages_both_ways_with_and_without_a_filter(client, sort, rev
     walked = _walk(client, f"/things?sort={'-' * reverse}{sort}&limit=3{query}")
     assert walked == expected
     assert len(expected) > 3
+
+
+@pytest.mark.parametrize("name", [*STAMPED.filters, "q"])
+def test_a_nul_in_a_filter_or_a_search_finds_nothing_on_every_store(client, name):
+    """No stored value holds NUL (PostgreSQL cannot even be sent one: it
+    was a 500 there): a filter or search holding one finds nothing, or is
+    a 400 where the kind reads its value, on every store alike."""
+    answer = client.get(f"/things?{name}=a%00b")
+    assert answer.status_code in (200, 400), answer.text
+    if answer.status_code == 200:
+        assert answer.json == []
+    else:
+        assert name in answer.json["detail"]
+
+
+def test_a_cursor_holding_a_nul_is_refused_on_every_store(client):
+    context = json.dumps(["things", "title", [], None]).encode()
+    cursor = listing._write_cursor(["t\x00", 1], context)
+    answer = client.get(f"/things?sort=title&cursor={cursor}")
+    assert answer.status_code == 400 and "cursor" in answer.json["detail"]
+    assert client.get(f"/things?sort=title&cursor={listing._write_cursor(['t', 1], context)}"
+                      ).status_code == 200      # (the same cursor, without it: taken)

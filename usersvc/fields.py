@@ -82,7 +82,7 @@ class Field:
 
     def is_key(self, key: Any) -> bool:
         """Whether ``key`` (a cursor's, which a client could have written) is one."""
-        return type(key) is str and not UNENCODABLE.search(key)
+        return type(key) is str and not UNENCODABLE.search(key) and "\x00" not in key
 
     def column_type(self, dialect: str) -> str:
         """The column that keeps it in a SQL ``dialect`` (``sqlite``, ``postgres``)."""

@@ -37,6 +37,14 @@ def prefix_end(prefix: str) -> str | None:
     return stripped[:-1] + chr(following)
 
 
+def _sendable(param: Any) -> Any:
+    """A filter's or search's value as a database can be sent it: NUL,
+    which no stored value holds and PostgreSQL cannot be sent, as U+FFFE,
+    which no stored value holds either (every text kind refuses it), so
+    it matches nothing, as it does in memory."""
+    return param.replace("\x00", "\ufffe") if type(param) is str and "\x00" in param else param
+
+
 class PageQueries:
     """The queries of ``RecordStore.list`` and ``count``, the feed's and a
     restore's (a ``Table``'s)."""
@@ -104,7 +112,7 @@ class PageQueries:
             params += [prefix] if end is None else [prefix, end]
         kinds = self.schema.fields
         params += [kinds[field].key(value) for field, value in filters.items()]
-        return params
+        return [_sendable(p) for p in params]
 
     def _page_sql(self, columns: str | None, sort: str, reverse: bool, has_after: bool,
                   filters: tuple[str, ...], has_q: bool, has_end: bool) -> str:
