@@ -12,7 +12,7 @@ from helpers import link_to
 from webob import Request
 
 from usersvc.storage.memory import MemoryRecords
-from usersvc import USER, App, Mount, make_app
+from usersvc import USER, App, Mount, Schema, make_app
 
 
 def test_make_app_takes_a_storage_url(tmp_path):
@@ -163,3 +163,13 @@ def test_kept_encodings_never_serve_another_records_bytes_even_from_a_broken_sto
     assert b"C" in client.get("/books/1", headers=headers).body
     page = client.get("/books", headers=headers).body
     assert b"C" in page and b"A" not in page
+
+
+def test_a_collection_without_a_field_of_its_own_is_refused_where_it_is_declared():
+    """Once accepted, and every POST was a 500."""
+    empty = Schema("e", "empties", {})
+    for url in ("memory://", "sqlite://"):
+        with pytest.raises(ValueError, match="empties: a collection needs at least one field"):
+            make_app(url, collections=(USER, empty))
+    with pytest.raises(ValueError, match="empties: a collection needs at least one field"):
+        make_app("memory://").add_collection(empty, None)

@@ -3,11 +3,12 @@ sources gave it (make_app's keywords, serve.py's options, USERSVC_*
 variables), said in that source's spelling."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, Served, call
 
 from usersvc import Settings, make_app
 from usersvc.settings import SettingError, as_option, as_variable
@@ -117,3 +118,32 @@ def test_serve_py_serves_the_collections_it_is_told_and_refuses_a_bad_one_in_one
                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (
         2, "usersvc: --collections cannot be used: usersvc has no BOOKS\n")
+
+
+@pytest.mark.parametrize("module, problem", [
+    ("from usersvc import Schema\nT = Schema('e', 'empties', {})\n",
+     "cannot open storage memory://: empties: a collection needs at least one field of its own"),
+    ("raise RuntimeError('no database configured')\n",
+     "--collections cannot be used: tracker raised RuntimeError: no database configured"),
+    ("import no_such_thing_here\n",
+     "--collections cannot be used: tracker:T: No module named 'no_such_thing_here'"),
+])
+def test_serve_py_refuses_a_module_that_fails_in_one_line(tmp_path, module, problem):
+    """The module is found in the directory serve.py starts in (as gunicorn
+    and uWSGI find theirs), and whatever it raises is one line, exit 2."""
+    (tmp_path / "tracker.py").write_text(module)
+    done = subprocess.run([sys.executable, str(ROOT / "serve.py"), "--storage", "memory://",
+                           "--port", "0", "--collections", "tracker:T"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (2, f"usersvc: {problem}\n")
+
+
+def test_serve_py_imports_collections_from_the_directory_it_starts_in(tmp_path):
+    (tmp_path / "tracker.py").write_text(
+        "from usersvc import Schema, text\nISSUES = Schema('issue', 'issues', {'title': text(9)})\n")
+    served = Served("--storage", "memory://", "--collections", "tracker:ISSUES", cwd=tmp_path)
+    try:
+        status, _, body = call(served.address, "POST", "/issues", {"title": "first"})
+        assert status == 201 and json.loads(body)["title"] == "first"
+    finally:
+        served.stop()

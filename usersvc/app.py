@@ -92,6 +92,7 @@ class App:
     def add_collection(self, schema: Schema, store: Any) -> None:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from
         ``store``, and ``/<schema.plural>/changes`` if it keeps a feed."""
+        schema.check_collection()
         if self.router.match(f"/{schema.plural}") is not None:
             raise ValueError(f"/{schema.plural} is served already")
         self.schemas.append(schema)

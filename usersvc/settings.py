@@ -200,9 +200,13 @@ def read_collections(text: str) -> tuple[Any, ...]:
     (``examples.library:BOOKS``): each NAME a ``Schema``, or a tuple of
     them. Users come first unless the list says otherwise: a tuple is a
     whole set of collections, and a list that names a ``users`` collection
-    places it itself."""
+    places it itself. A module is found as Python finds it, and in the
+    working directory first, as gunicorn and uWSGI find theirs."""
     import importlib
+    import sys
     from .validation import USER, Schema
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     schemas: list[Schema] = []
     whole = False
     for entry in (e.strip() for e in text.split(",")):
@@ -218,6 +222,9 @@ def read_collections(text: str) -> tuple[Any, ...]:
         except AttributeError:
             raise SettingError("collections", f"cannot be used: {module_name} has no "
                                               f"{name}") from None
+        except Exception as e:      # the module itself failed: one line, not its traceback
+            raise SettingError("collections", f"cannot be used: {module_name} raised "
+                                              f"{type(e).__name__}: {e}") from None
         found = tuple(value) if isinstance(value, (tuple, list)) else (value,)
         if not found or not all(isinstance(schema, Schema) for schema in found):
             raise SettingError("collections", f"cannot be used: {entry} is not a Schema "

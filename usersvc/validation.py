@@ -125,6 +125,13 @@ class Schema:
     def __repr__(self) -> str:
         return f"<Schema {self.plural}>"
 
+    def check_collection(self) -> None:
+        """``ValueError`` unless records of this schema can be stored and
+        served: a collection needs a field of its own (a schema without
+        one only describes a document, as ``/healthz``'s does)."""
+        if not self.fields.keys() - self.read_only:
+            raise ValueError(f"{self.plural}: a collection needs at least one field of its own")
+
     def text_of(self, name: str, value: Any) -> str:
         """A member's value as text (XML, pages): its kind's ``to_text``."""
         return self.fields[name].to_text(value) if name in self.fields else str(value)

@@ -26,6 +26,8 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
         plurals = [s.plural for s in schemas]
         if not schemas or len(set(plurals)) < len(plurals):
             raise ValueError(f"a store needs one schema per collection, each once: {plurals}")
+        for schema in schemas:
+            schema.check_collection()
     scheme, sep, rest = url.partition("://")
     if not sep:
         raise ValueError(f"not a storage URL: {url!r} (try memory:// or sqlite:///users.db)")
