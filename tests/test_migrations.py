@@ -16,7 +16,7 @@ import pytest
 from conftest import POSTGRES_REQUIRED, POSTGRES_URL
 from helpers import ROOT, race
 
-from usersvc import USER, Schema, integer, make_app, text
+from usersvc import USER, Schema, choice, integer, make_app, text
 from usersvc.storage import SchemaMismatch, open_store
 
 FIELDS = {"title": text(200), "isbn": text(20), "year": text(10), "note": text(100)}
@@ -28,6 +28,13 @@ BOOKS = [("Dune", "0441013597", "1965", "a classic"), ("Emma", "x-2", "1815", No
 SQL_STORES = [pytest.param("sqlite", id="sqlite-file")]
 if POSTGRES_URL or POSTGRES_REQUIRED:
     SQL_STORES.append(pytest.param("postgres", id="postgres"))
+
+
+@pytest.fixture(params=SQL_STORES)
+def empty_url(request, tmp_path):
+    """An empty SQL store's URL."""
+    return (request.getfixturevalue("postgres_url") if request.param == "postgres"
+            else f"sqlite:///{tmp_path}/empty.db")
 
 
 @pytest.fixture(params=SQL_STORES)
@@ -188,3 +195,65 @@ def test_a_migration_declared_wrong_stops_serve_py_in_one_line(tmp_path):
                           timeout=60, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "tasks.title: the default '' must not be empty" in done.stderr
+
+
+# -- found from outside: each change once, whatever is declared beside it -----
+
+def test_a_conversion_is_done_once_and_a_later_change_beside_it_does_not_run_it_again(
+        url, caplog):
+    """Once, each start logged the conversion again, a new version and feed
+    entry each time (the stored declaration kept the old type); with the
+    converter still declared, a later change of the same field's rule ran
+    it again (and failed with a traceback)."""
+    converted = declared(fields={"year": integer(0, 9999)}, converted={"year": int})
+    (records, feed), said = logged(caplog, converted, url)
+    assert said == ["books: year converted from text(10) to integer(0, 9999) (3 records)"]
+    for _ in range(2):          # opened again: nothing to do, nothing done
+        assert logged(caplog, converted, url) == ((records, feed), [])
+    narrowed = declared(fields={"year": integer(0, 3000)}, converted={"year": int})
+    (again, later), said = logged(caplog, narrowed, url)
+    assert said == ["books: year is now integer(0, 3000), was integer(0, 9999) "
+                    "(every stored value keeps to it)"]
+    assert (again, later) == (records, feed)        # a rule held, no record changed
+    assert logged(caplog, narrowed, url) == ((records, feed), [])
+
+
+def test_a_choices_values_changed_keep_its_filters_and_sorts_true(empty_url):
+    """The stored keys (a choice's place among its values) follow the rule:
+    once, ?level=high found nothing and ?level=normal the old high."""
+    url = empty_url
+    before = Schema("item", "items", {"name": text(9), "level": choice("low", "high")},
+                    filters=("level",), sorts=("level",))
+    after = Schema("item", "items", {"name": text(9), "level": choice("low", "normal", "high")},
+                   filters=("level",), sorts=("level",))
+    storage = open_store(url, (before,))
+    storage["items"].create(name="a", level="high")
+    storage["items"].create(name="b", level="low")
+    storage.close()
+    storage = open_store(url, (after,))
+    try:
+        items = storage["items"]
+        items.create(name="c", level="normal")
+        assert [i.name for i in items.list(level="high")] == ["a"]
+        assert [i.name for i in items.list(level="normal")] == ["c"]
+        assert [i.name for i in items.list(sort="level")] == ["b", "c", "a"]
+        assert [i.name for i in items.list(sort="level", reverse=True)] == ["a", "c", "b"]
+    finally:
+        storage.close()
+
+
+@pytest.mark.parametrize("how", ["converted", "defaults"])
+def test_a_migration_that_makes_a_unique_field_collide_is_refused_in_one_line(
+        url, caplog, how):
+    """Once a driver's traceback; now the one-line refusal, nothing changed."""
+    unique_note = declared(unique=("isbn", "note"))    # two books have no note
+    if how == "converted":
+        schema = declared(fields={"isbn": integer(0, 9)}, converted={"isbn": lambda v: 1})
+    else:
+        schema = declared(optional=("year",), unique=("isbn", "note"), defaults={"note": "same"})
+    with opened(url, unique_note) as books:
+        before = state(books)
+    with pytest.raises(SchemaMismatch, match=r"declared unique, but more than one stored book"):
+        open_store(url, (USER, schema))
+    with opened(url, unique_note) as books:
+        assert state(books) == before

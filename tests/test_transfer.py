@@ -5,8 +5,10 @@ PostgreSQL by the command line, the case that matters."""
 from __future__ import annotations
 
 import io
+import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from books import BOOKS
@@ -141,3 +143,26 @@ def test_the_usersvc_command_refuses_a_bad_url(source_url):
     err = io.StringIO()
     assert main([source_url, "nosuch://x"], stderr=err) == 2
     assert "cannot open nosuch://x" in err.getvalue()
+
+
+def test_a_copy_never_writes_to_its_source_and_records_the_declaration_as_it_was(
+        source_url, store_url, caplog):
+    """The source file is byte for byte as it was after a copy, made or
+    refused (once its declaration was rewritten loose, text(200) as
+    text(2147483648)); the copy records the same declaration, so the next
+    start of either changes nothing and logs nothing."""
+    if store_url in ("memory://", "sqlite://"):
+        pytest.skip("a store of one process: nothing opens it again")
+    path = Path(source_url.removeprefix("sqlite:///"))
+    before = path.read_bytes()
+    assert main([source_url, store_url], stderr=io.StringIO()) == 0
+    assert path.read_bytes() == before
+    assert main([source_url, store_url], stderr=io.StringIO()) == 1    # refused: not empty
+    assert path.read_bytes() == before
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="usersvc.storage"):
+        for url in (source_url, store_url):
+            open_store(url, (USER, BOOKS)).close()
+    assert [r.getMessage() for r in caplog.records if r.name == "usersvc.storage"
+            and "writes in" not in r.getMessage()] == []
+    assert path.read_bytes() == before

@@ -4,7 +4,7 @@ one module each: what a kind is, and how to write one, is ``fields.Field``.
 import ast
 from typing import Any
 
-from ..fields import Field
+from ..fields import Field, email, text
 from .boolean import boolean
 from .choice import choice
 from .dates import date, datetime
@@ -17,9 +17,10 @@ from .url import url
 
 def kind_of(rule: str) -> Any:
     """The kind a stored declaration's rule (a kind's ``repr``) names:
-    ``boolean``, ``choice('low', 'high')``; ``ValueError`` for another."""
+    ``text(200)``, ``boolean``, ``choice('low', 'high')``; ``ValueError``
+    for another."""
     name, _, arguments = rule.partition("(")
-    made = globals().get(name) if name in __all__ else None
+    made = globals().get(name) if name in (*__all__, "text", "email") else None
     try:
         if arguments and isinstance(made, type):       # a kind with parameters: a class
             return made(*ast.literal_eval(f"({arguments[:-1]},)"))

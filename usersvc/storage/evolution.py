@@ -79,11 +79,14 @@ def evolve(db: Any, table: Table) -> None:
         stored, objects = json.loads(row[0]), json.loads(row[1])
         renamed = _rename(db, table, stored)
     todo = [] if row is None else reshape.steps(table.schema, stored, want)
-    _check(stored, want, plural, {step.field for step in todo})
-    for field, kind in want["fields"].items():     # a rule changed: every value held to it
+    migrated = {step.field for step in todo}
+    _check(stored, want, plural, migrated)
+    ruled = set()       # the fields whose rule changed in place: every value held to it
+    for field, kind in want["fields"].items():
         was = stored["fields"].get(field, {}).get("rule")
-        if was is not None and was != kind["rule"] and field not in table.schema.converted:
+        if was is not None and was != kind["rule"] and field not in migrated:
             reshape.check_values(db, table, field)     # (None: recorded before rules were)
+            ruled.add(field)
     changes = [] if row is None else list(_changes(stored, want, todo))
     wanted = ddl.objects(table)
     for name, (kind, on, sql) in sorted(objects.items(), key=_drop_order):
@@ -95,12 +98,16 @@ def evolve(db: Any, table: Table) -> None:
     when = now()        # the one time of every timestamp the migrations set
     touched, done = reshape.apply(db, table, stored, todo, when) if todo else (set(), [])
     _change_columns(db, table, stored, want)
+    for field in sorted(ruled & reshape.keyed(want) & reshape.keyed(stored)):
+        # A key follows the rule (a choice's place among its values): made again.
+        kind = table.schema.fields[field]
+        _fill(db, table, f"{field}__key", field, lambda value: kind.key(kind.from_stored(value)))
     if _search_keys(stored) != _search_keys(want) or todo:
         db.execute(f"DELETE FROM {table.words_table}")
         if table.schema.searchable:
             db.execute(ddl.fill_words(table))
-    for field in want["unique"]:
-        if row is not None and field not in stored["unique"]:
+    for field in want["unique"]:        # newly unique, or its values changed by a migration
+        if row is not None and (field not in stored["unique"] or field in migrated):
             reshape.check_unique(db, table, field)
     for name, made in sorted(wanted.items(), key=lambda item: _create_order(item[1].kind)):
         if name not in objects or objects[name][2] != made.sql:
@@ -120,7 +127,7 @@ def evolve(db: Any, table: Table) -> None:
     if row is None:
         db.execute(f"INSERT INTO {COLLECTIONS} (declaration, objects, plural) "
                    f"VALUES ({mark}, {mark}, {mark})", record)
-    elif (json.loads(record[0]), json.loads(record[1])) != (stored, json.loads(row[1])):
+    elif (want, objects) != (json.loads(row[0]), json.loads(row[1])):    # (``stored`` moved along)
         db.execute(f"UPDATE {COLLECTIONS} SET declaration = {mark}, objects = {mark} "
                    f"WHERE plural = {mark}", record)
     for change in [*done, *changes]:    # each change applied, in one line (at the open)

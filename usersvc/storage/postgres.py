@@ -120,7 +120,7 @@ class PostgresStorage(Collections):
                 tables = [Table(s, POSTGRES) for s in (declared(db, POSTGRES) if schemas is None
                                                        else schemas)]
                 references([t.schema for t in tables])  # each ref's collection is here, or none is made
-                for table in tables:
+                for table in tables if schemas is not None else ():  # as recorded: as it is
                     evolve(db, table)
         except PoolTimeout as e:
             self._pool.close()

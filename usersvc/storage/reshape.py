@@ -33,9 +33,8 @@ def steps(schema: Schema, stored: dict[str, Any], want: dict[str, Any]) -> list[
     found = [Step("dropped", f) for f in schema.dropped if f in stored["fields"]]
     for field, kind in want["fields"].items():
         was = stored["fields"].get(field)
-        if field in schema.converted and was is not None and (
-                was["type"], was.get("rule")) != (kind["type"], kind["rule"]):
-            found.append(Step("converted", field))
+        if field in schema.converted and was is not None and was["type"] != kind["type"]:
+            found.append(Step("converted", field))      # (once: then the type is the one stored)
         elif field in schema.read_only and was is None:
             found.append(Step("stamped", field))
         elif field in schema.defaults and not kind["optional"] and (was is None or was["optional"]):

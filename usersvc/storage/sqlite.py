@@ -84,7 +84,7 @@ class SQLiteStorage(Collections):
             migrate(db)
             tables[:] = [Table(s, SQLITE) for s in (declared(db, SQLITE) if schemas is None else schemas)]
             references([t.schema for t in tables])      # each ref's collection is here, or none is made
-            for table in tables:
+            for table in tables if schemas is not None else ():    # as recorded: as it is
                 evolve(db, table)
 
     @contextmanager

@@ -122,15 +122,17 @@ def declaration(schema: Schema) -> dict[str, Any]:
 
 
 def schema_from(declaration: dict[str, Any]) -> Schema:
-    """A schema with a stored declaration's fields, indexes and names,
-    and no bounds on its values (for ``usersvc copy``, which moves
-    records that passed their own schema's rules); a kind without bounds
-    as its rule names it (``kinds.kind_of``: ``choice('low', 'high')``)."""
+    """The schema a stored declaration records: its fields, each of the
+    kind its rule names (``kinds.kind_of``: ``text(200)``,
+    ``choice('low', 'high')``), its indexes and names (for ``usersvc
+    copy``, which opens a store as it recorded itself, and makes the copy
+    record the same). A field recorded before rules were is of its type,
+    without bounds."""
     loose = {"text": text(2**31), "integer": integer(-MAX_INTEGER, MAX_INTEGER),
              "number": number(-MAX_DOUBLE, MAX_DOUBLE)}
     order = declaration.get("order") or list(declaration["fields"])
     timestamps = declaration.get("timestamps", False)       # (created and updated: its own)
-    fields = {f: loose.get(kind["type"]) or kind_of(kind["rule"])
+    fields = {f: kind_of(kind["rule"]) if "rule" in kind else loose[kind["type"]]
               for f in order for kind in [declaration["fields"][f]]
               if not (timestamps and f in ("created", "updated"))}
     return Schema(declaration["name"], declaration["plural"], fields, timestamps=timestamps,
