@@ -18,7 +18,7 @@ import pytest
 from conftest import POSTGRES_REQUIRED, POSTGRES_URL, unavailable, with_search_path
 from helpers import Served, call, check_release_0_1_0, load_release_dump, page_shapes, race
 
-from usersvc import USER
+from usersvc import USER, text
 from usersvc.storage import SchemaTooNew, StoreUnavailable, open_store
 
 if not (POSTGRES_URL or POSTGRES_REQUIRED):
@@ -360,3 +360,48 @@ def test_a_follower_never_passes_a_change_that_commits_later(url, sql):
         assert follow_past_a_held_writer(storage["users"], url, sql, naive=False) == ["Held", "Later"]
     finally:
         storage.close()
+
+
+@pytest.fixture
+def icu_url(postgres_admin):
+    """A database of its own whose collation is ICU's en-US (case before
+    code point: ``a`` before ``B``), dropped afterwards."""
+    name = f"usersvc_icu_{uuid.uuid4().hex[:12]}"
+    try:
+        postgres_admin.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' "
+                               "LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'")
+    except psycopg.Error as e:
+        unavailable(f"cannot make a database with an ICU collation here: {e}")
+    parts = urlsplit(POSTGRES_URL)
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        postgres_admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def test_every_kind_orders_in_code_points_whatever_the_databases_collation(icu_url):
+    """Found from outside: url, date and the other kinds kept as their own
+    value were ordered by the database's collation (an ICU en-US database
+    put https://B... last); memory and SQLite put it first. Every store
+    orders alike, in code points."""
+    from usersvc import Schema, date, url
+    marks = Schema("mark", "marks", {"link": url, "day": date, "note": text(9)},
+                   sorts=("link", "note"), filters=("link", "day"))
+    links = ["https://b.example/a", "https://B.example/z", "https://a.example/q",
+             "https://_.example/"]
+    stores = [open_store(icu_url, (marks,)), open_store("memory://", (marks,))]
+    try:
+        answers = []
+        for storage in stores:
+            for n, link in enumerate(links):
+                storage["marks"].create(link=link, day=f"2026-01-0{n + 1}", note=link[8])
+            answers.append([(m.link, m.id) for m in storage["marks"].list(sort="link")])
+            answers.append([m.id for m in storage["marks"].list(sort="link", reverse=True)])
+            after = storage["marks"].list(sort="link", limit=2)[-1]
+            answers.append([m.id for m in storage["marks"].list(
+                sort="link", after=("https://_.example/", after.id))])
+        assert answers[:3] == answers[3:]
+        assert [link for link, _ in answers[0]] == sorted(links)
+    finally:
+        for storage in stores:
+            storage.close()

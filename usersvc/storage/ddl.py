@@ -68,12 +68,12 @@ def objects(table: Table) -> dict[str, Object]:
     s, t = table.schema, table.name
     found: dict[str, Object] = {}
     for field in s.unique:
-        indexed = f"{field}__key" if field in table.keys else field
+        indexed = table.compared(field)
         found[f"{t}_{field}_unique"] = Object(
             "index", t, f"CREATE UNIQUE INDEX {t}_{field}_unique ON {t} ({indexed})")
     for field in dict.fromkeys((*s.sorts[1:], *s.filters)):
         if field not in s.unique:
-            indexed = f"{field}__key" if field in table.keys else field
+            indexed = table.compared(field)
             found[f"{t}_{field}_order"] = Object(
                 "index", t, f"CREATE INDEX {t}_{field}_order ON {t} ({indexed}, id, version)")
     triggers = _sqlite_triggers if table.dialect is SQLITE else _postgres_triggers

@@ -96,12 +96,25 @@ class PageQueries:
         source, where = self._filtered(tuple(filters), q is not None, end)
         return f"SELECT count(*) FROM {source}{_where(where)}", self._filter_params(filters, q)
 
+    def compared(self, field: str) -> str:
+        """What a field is compared and ordered by, in filters, orders and
+        their indexes: its key's column, or its own; text in code point
+        order on every store, whatever the database's collation (on
+        PostgreSQL, ``COLLATE "C"``: an ICU database ordered
+        ``https://B...`` after ``https://a...``)."""
+        if field in self.keys:
+            return f"{field}__key"
+        if self.dialect.name == "postgres" and self.schema.fields[field].column_type(
+                "postgres") == "text":
+            return f'{field} COLLATE "C"'
+        return field
+
     def _order(self, sort: str) -> tuple[str, ...]:
         """The columns an order walks. A unique key orders the records alone
         (the id after it could never decide)."""
         if sort == "id":
             return ("u.id",)
-        column = f"u.{sort}__key" if sort in self.keys else f"u.{sort}"
+        column = f"u.{self.compared(sort)}"
         return (column,) if sort in self.schema.unique else (column, "u.id")
 
     def _filter_params(self, filters: dict[str, str], q: str | None) -> list[Any]:
@@ -142,8 +155,7 @@ class PageQueries:
         for field in filters:
             if field not in self.schema.filters:
                 raise TypeError(f"{self.name} cannot be filtered by {field}")
-            where.append(f"u.{field}__key = {mark}" if field in self.keys
-                         else f"u.{field} = {mark}")
+            where.append(f"u.{self.compared(field)} = {mark}")
         return source, where
 
 
