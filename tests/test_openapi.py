@@ -342,3 +342,18 @@ def test_every_operation_is_tagged_named_and_described_and_head_is_as_get(tokens
     assert len(ids) == len(set(ids)) and all(re.fullmatch("[a-z][A-Za-z]+", i) for i in ids)
     problem_type = document["components"]["schemas"]["Problem"]["properties"]["type"]
     assert "const" not in problem_type and problem_type["format"] == "uri-reference"
+
+
+def test_the_kinds_table_says_what_a_text_fields_schema_holds():
+    """docs/api.md's kinds table names the keywords of ``text(n)``'s schema
+    (it once said ``maxLength``, which the document does not give)."""
+    from usersvc import text
+    described = text(5).describe()
+    row = next(line for line in (ROOT / "docs" / "api.md").read_text().splitlines()
+               if line.startswith("| `text(n)` |"))
+    said = row.rsplit("|", 2)[1]
+    for keyword in ("pattern", "maxLength"):
+        assert (keyword in described) == (f"`{keyword}` (" in said or said.strip().endswith(
+            f"`{keyword}`")), keyword
+    assert re.fullmatch(described["pattern"], "  12345 ") and not re.fullmatch(
+        described["pattern"], "123456")
