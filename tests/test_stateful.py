@@ -1,0 +1,262 @@
+"""Features tested together: a stateful property test (hypothesis'
+``RuleBasedStateMachine``) drives single writes, batches, keyed retries,
+references and deletes on two related collections (users, and tasks that
+may name a user) through the WSGI app, against a plain model, on every
+store, each request under a deadline. After every step: each collection
+is what the model says, no task names a missing user, e-mails are unique,
+the feed replayed from 0 equals the collection, and positions never go
+back. (Features verified one at a time broke where they met: a batch
+beside single writes deadlocked, two batches left a dangling reference.)
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+from conftest import Client, with_search_path
+from helpers import DEADLINE
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+
+from usersvc import USER, Schema, boolean, make_app, ref, text
+from usersvc.storage import open_store
+
+TASKS = Schema("task", "tasks", {"title": text(20), "done": boolean, "owner": ref("users")},
+               optional=("owner",), filters=("done",))
+EMAILS = ["a@x.org", "A@x.org", "b@x.org", "c@x.org", "d@x.org"]   # two alike, case-folded
+MERGE = "application/merge-patch+json"
+
+
+def within(deadline, call):
+    """``call()``'s result; a call still running after ``deadline`` seconds
+    fails the test (a hang fails it; it never hangs the suite)."""
+    done: list = []
+    thread = threading.Thread(target=lambda: done.append(call()), daemon=True)
+    thread.start()
+    thread.join(deadline)
+    if thread.is_alive():
+        pytest.fail(f"a request did not answer within {deadline} s", pytrace=False)
+    assert done, "the request raised (see the thread's traceback above)"
+    return done[0]
+
+
+class Model:
+    """What the service should hold: users and tasks by id, plain dicts."""
+
+    def __init__(self):
+        self.users: dict[int, dict] = {}
+        self.tasks: dict[int, dict] = {}
+
+    def copy(self):
+        model = Model()
+        model.users = {i: dict(u) for i, u in self.users.items()}
+        model.tasks = {i: dict(t) for i, t in self.tasks.items()}
+        return model
+
+    def expect(self, op):
+        """The status ``op`` gets against this model (and the model
+        changed as it would be, for what succeeds but creates)."""
+        kind, *args = op
+        if kind == "user":
+            email = args[0]
+            taken = any(u["email"].casefold() == email.casefold() for u in self.users.values())
+            return 409 if taken else 201
+        if kind == "task":
+            owner = args[1]
+            return 422 if owner is not None and owner not in self.users else 201
+        if kind == "delete user":
+            if args[0] not in self.users:
+                return 404
+            if any(t.get("owner") == args[0] for t in self.tasks.values()):
+                return 409
+            del self.users[args[0]]
+            return 204
+        if kind == "delete task":
+            if args[0] not in self.tasks:
+                return 404
+            del self.tasks[args[0]]
+            return 204
+        if kind == "own":       # (the reference is checked first: 422 before 404)
+            task, owner = args
+            if owner is not None and owner not in self.users:
+                return 422
+            if task not in self.tasks:
+                return 404
+            if owner is None:
+                self.tasks[task].pop("owner", None)
+            else:
+                self.tasks[task]["owner"] = owner
+            return 200
+        raise AssertionError(op)
+
+    def created(self, op, body):
+        if op[0] == "user":
+            self.users[body["id"]] = {"name": "N", "email": op[1]}
+        else:
+            self.tasks[body["id"]] = {"title": op[1], "done": False,
+                                      **({} if op[2] is None else {"owner": op[2]})}
+
+
+def request_of(op):
+    """A batch request (and a single one: method, path, body, type)."""
+    kind, *args = op
+    if kind == "user":
+        return {"method": "POST", "path": "/users", "body": {"name": "N", "email": args[0]}}
+    if kind == "task":
+        return {"method": "POST", "path": "/tasks", "body": {
+            "title": args[0], "done": False, **({} if args[1] is None else {"owner": args[1]})}}
+    if kind == "delete user":
+        return {"method": "DELETE", "path": f"/users/{args[0]}"}
+    if kind == "delete task":
+        return {"method": "DELETE", "path": f"/tasks/{args[0]}"}
+    return {"method": "PATCH", "path": f"/tasks/{args[0]}", "body": {"owner": args[1]},
+            "headers": {"content-type": MERGE}}
+
+
+class Together(RuleBasedStateMachine):
+    """One store, an app over it, and the model; ``opener()`` gives a fresh store."""
+
+    opener = None
+
+    def __init__(self):
+        super().__init__()
+        self.storage, self.closer = type(self).opener()
+        self.client = Client(make_app(self.storage))
+        self.model = Model()
+        self.positions = {"users": 0, "tasks": 0}
+        self.keyed: dict[str, tuple] = {}       # key -> (op, status, body)
+
+    def teardown(self):
+        self.storage.close()
+        self.closer()
+
+    # -- what a step may name -------------------------------------------------
+
+    def _id(self, data, ids):
+        """An id that is there, or one that is not (a deleted or unknown one)."""
+        return data.draw(st.sampled_from(sorted(ids) + [999]) if ids else st.just(999))
+
+    def _op(self, data):
+        kind = data.draw(st.sampled_from(["user", "task", "delete user", "delete task", "own"]))
+        if kind == "user":
+            return ("user", data.draw(st.sampled_from(EMAILS)))
+        owner = data.draw(st.one_of(st.none(), st.just(0))) if kind in ("task", "own") else 0
+        if owner is not None:
+            owner = self._id(data, self.model.users)
+        if kind == "task":
+            return ("task", data.draw(st.sampled_from(["t", "u"])), owner)
+        if kind == "own":
+            return ("own", self._id(data, self.model.tasks), owner)
+        return (kind, self._id(data, self.model.users if kind == "delete user"
+                               else self.model.tasks))
+
+    def _send(self, op, headers=None):
+        r = request_of(op)
+        return within(DEADLINE, lambda: self.client.request(
+            r["method"], r["path"], json_body=r.get("body"),
+            content_type=r.get("headers", {}).get("content-type"), headers=headers))
+
+    # -- the steps -------------------------------------------------------------
+
+    @rule(data=st.data())
+    def single(self, data):
+        op = self._op(data)
+        expected = self.model.expect(op)
+        answer = self._send(op)
+        assert answer.status_code == expected, (op, answer.text)
+        if expected == 201:
+            self.model.created(op, answer.json)
+
+    @rule(data=st.data(), size=st.integers(1, 4))
+    def batch(self, data, size):
+        ops, trial = [], self.model.copy()
+        statuses = []
+        for _ in range(size):
+            op = self._op(data)
+            ops.append(op)
+        answer = within(DEADLINE, lambda: self.client.post(
+            "/batch", json_body={"requests": [request_of(op) for op in ops]}))
+        for at, op in enumerate(ops):
+            status = trial.expect(op)
+            statuses.append(status)
+            if status >= 400:       # the batch ends here, undone
+                assert answer.status_code == status, (ops, answer.text)
+                assert answer.json["request"] == at
+                return
+            if status == 201:       # (its id, known once the batch answers: a stand-in)
+                trial.created(op, {"id": -1 - at})
+        assert answer.status_code == 200, (ops, answer.text)
+        assert [r["status"] for r in answer.json["responses"]] == statuses
+        for at, op in enumerate(ops):
+            if statuses[at] == 201:
+                held = trial.users if op[0] == "user" else trial.tasks
+                held[answer.json["responses"][at]["body"]["id"]] = held.pop(-1 - at)
+        self.model = trial
+
+    @rule(data=st.data(), again=st.booleans())
+    def keyed(self, data, again):
+        """A keyed write, or the retry of one kept before: the same answer,
+        nothing written twice."""
+        if again and self.keyed:
+            key = data.draw(st.sampled_from(sorted(self.keyed)))
+            op, status, body = self.keyed[key]
+            answer = self._send(op, {"Idempotency-Key": key})
+            assert (answer.status_code, answer.body) == (status, body)
+            return
+        op = ("user", data.draw(st.sampled_from(EMAILS)))
+        key = uuid.uuid4().hex
+        expected = self.model.expect(op)
+        answer = self._send(op, {"Idempotency-Key": key})
+        assert answer.status_code == expected, answer.text
+        if expected == 201:
+            self.model.created(op, answer.json)
+        self.keyed[key] = (op, answer.status_code, answer.body)
+
+    # -- after every step ------------------------------------------------------
+
+    @invariant()
+    def holds(self):
+        users = {u.pop("id"): u for u in self.client.get("/users?limit=1000").json}
+        tasks = {t.pop("id"): t for t in self.client.get("/tasks?limit=1000").json}
+        assert users == self.model.users
+        assert tasks == self.model.tasks
+        assert {t["owner"] for t in tasks.values() if "owner" in t} <= users.keys()
+        emails = [u["email"].casefold() for u in users.values()]
+        assert len(emails) == len(set(emails))
+        for plural, held in (("users", users), ("tasks", tasks)):
+            store = self.storage[plural]
+            replayed: dict[int, dict] = {}
+            for change in store.changes(after=0, limit=1000):
+                if change.record is None:
+                    replayed.pop(change.id, None)
+                else:
+                    replayed[change.id] = change.record
+            assert sorted(replayed) == sorted(held)
+            position = store.position()
+            assert position >= self.positions[plural]
+            self.positions[plural] = position
+
+
+def test_every_write_path_together_holds_to_the_model(store_url, request, tmp_path):
+    """On every store: fresh per example (a file or a schema of its own)."""
+    made = iter(range(10**6))
+
+    def opener():
+        n = next(made)
+        if store_url.startswith("sqlite:///"):
+            return open_store(f"sqlite:///{tmp_path}/s{n}.db", (USER, TASKS)), lambda: None
+        if store_url.startswith("postgres"):
+            admin = request.getfixturevalue("postgres_admin")
+            schema = f"usersvc_state_{uuid.uuid4().hex[:12]}"
+            admin.execute(f"CREATE SCHEMA {schema}")
+            from conftest import POSTGRES_URL
+            return (open_store(with_search_path(POSTGRES_URL, schema), (USER, TASKS)),
+                    lambda: admin.execute(f"DROP SCHEMA {schema} CASCADE"))
+        return open_store(store_url, (USER, TASKS)), lambda: None
+
+    machine = type("TogetherOn", (Together,), {"opener": staticmethod(opener)})
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=25, stateful_step_count=30, deadline=None, derandomize=True,
+        suppress_health_check=list(HealthCheck)))
