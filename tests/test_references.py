@@ -264,3 +264,14 @@ def test_a_failed_batchs_ids_are_never_handed_out_again(storage, client):
     assert storage["users"].last_id() == first + 1
     again = client.post("/users", json_body={"name": "B", "email": "b@x.org"}).json["id"]
     assert again == first + 2
+
+
+def test_a_write_to_a_missing_or_changed_record_naming_a_missing_one_is_404_or_412(client):
+    """The record the URL names is looked at first: 404 (or 412 for another
+    version) before the 422 for a record the body names."""
+    patch = "application/merge-patch+json"
+    problem(client.patch("/tasks/99", json_body={"owner": 99}, content_type=patch), 404)
+    task = client.post("/tasks", json_body={"title": "a", "done": False}).json["id"]
+    problem(client.patch(f"/tasks/{task}", json_body={"owner": 99}, content_type=patch,
+                         headers={"If-Match": '"9-9"'}), 412)
+    problem(client.patch(f"/tasks/{task}", json_body={"owner": 99}, content_type=patch), 422)

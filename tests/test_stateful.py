@@ -78,12 +78,12 @@ class Model:
                 return 404
             del self.tasks[args[0]]
             return 204
-        if kind == "own":       # (the reference is checked first: 422 before 404)
+        if kind == "own":       # (the task first: 404 before 422)
             task, owner = args
-            if owner is not None and owner not in self.users:
-                return 422
             if task not in self.tasks:
                 return 404
+            if owner is not None and owner not in self.users:
+                return 422
             if owner is None:
                 self.tasks[task].pop("owner", None)
             else:

@@ -75,11 +75,13 @@ class Checked:
             return self.records.update(record_id, precondition=precondition, key=key, **fields)
 
         def run(unit: Any) -> Any:
+            # The record first, then its version: a 404 or 412 comes before
+            # anything the body says (a 422 for a record it names).
             records = _records(unit, self.schema.plural)
+            current = records.get(record_id)
+            if precondition is not None and not precondition.allows(current.version):
+                raise StaleVersion(record_id)
             if self.stamps:
-                current = records.get(record_id)
-                if precondition is not None and not precondition.allows(current.version):
-                    raise StaleVersion(record_id)
                 for field, value in sent.items():
                     if value is not None and value != getattr(current, field):
                         raise NotCurrent(field)
