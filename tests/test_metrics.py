@@ -547,3 +547,42 @@ def test_processes_that_ended_are_folded_into_one_file_and_keep_their_counts(tmp
         assert _active_now(found) == 0
     finally:
         app.close()
+
+
+def test_a_worker_that_starts_during_a_scrape_is_not_folded_as_ended(tmp_path, monkeypatch):
+    """A scrape lists the files, then folds the processes that ended: a
+    worker whose files appeared in between was folded as ended, its files
+    removed, and what it counted afterwards lost (1,950 of 2,000 counted
+    with workers forked while scraping)."""
+    from usersvc import Settings, build_app, metrics_shared
+    worker = ("import sys; from usersvc import Settings, build_app; from webob import Request\n"
+              "app = build_app(Settings('memory://', metrics_dir=sys.argv[1]))\n"
+              "for _ in range(3):\n"
+              "    Request.blank('/users').get_response(app)\n"
+              "print('ready', flush=True); sys.stdin.readline()\n"
+              "for _ in range(4):\n"
+              "    Request.blank('/users').get_response(app)\n")
+    subprocess.run([sys.executable, "-c", worker, str(tmp_path)], input="\n", text=True,
+                   check=True, capture_output=True)        # one that ended: to fold
+    late = subprocess.Popen([sys.executable, "-c", worker, str(tmp_path)], text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert late.stdout.readline() == "ready\n"
+        listed = metrics_shared.files_in
+
+        def before_it_started(directory):       # the listing a scrape made a moment earlier
+            return [(pid, path) for pid, path in listed(directory) if pid != late.pid]
+        monkeypatch.setattr(metrics_shared, "files_in", before_it_started)
+        app = build_app(Settings("memory://", metrics_dir=str(tmp_path)))
+        try:
+            generate_latest(app.metrics.registry)
+            monkeypatch.setattr(metrics_shared, "files_in", listed)
+            assert (tmp_path / f"usersvc-{late.pid}.series").exists()
+            late.communicate("\n", timeout=60)
+            found = samples(generate_latest(app.metrics.registry).decode())
+            assert requests(found, "GET", "/users", 200) == 7 + 7     # each worker's 3 and 4
+        finally:
+            app.close()
+    finally:
+        late.kill()
+        late.communicate()

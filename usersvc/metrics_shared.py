@@ -153,7 +153,7 @@ class SharedMetrics:
             files = files_in(self.directory)
             alive = {pid for pid, _ in files if _alive(pid)}
             if len(alive) < len(files):         # some have ended: folded first
-                fold_ended(self._reader, alive.__contains__)
+                fold_ended(self._reader, _alive)     # (asked again: one may have started since)
                 files = files_in(self.directory)
             return Scraped(self._reader.read(files), alive, self._commits)
 
