@@ -1,6 +1,6 @@
 """Declaration changes are idempotent (docs/api.md, "Changing a
 declaration"): hypothesis makes sequences of changes (a field added,
-dropped, converted, made required by a default, renamed, its rule
+dropped, converted, made required by a default or optional again, renamed, its rule
 narrowed, a choice's values changed), with records written between them,
 as an app's declaration would grow, each migration kept declared once
 made; after each change is opened, opening the same declaration again
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from usersvc import Schema, choice, integer, text
 from usersvc.storage import open_store
 
-CHANGES = ["add", "drop", "convert", "require", "rename", "narrow", "choice"]
+CHANGES = ["add", "drop", "convert", "require", "loosen", "rename", "narrow", "choice"]
 SQL_STORES = [pytest.param("sqlite", id="sqlite-file")]
 if POSTGRES_URL or POSTGRES_REQUIRED:
     SQL_STORES.append(pytest.param("postgres", id="postgres"))
@@ -65,6 +65,11 @@ class Declared:
             if name in self.optional:
                 self.optional.discard(name)
                 self.defaults[name] = "none"
+        elif what == "loosen":
+            name = "remark" if "remark" in fields else "note"
+            if name not in self.optional:
+                self.optional.add(name)
+                self.defaults.pop(name, None)
         elif what == "rename" and "note" in fields:
             fields["remark"] = fields.pop("note")
             self.renamed["remark"] = "note"

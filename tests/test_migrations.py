@@ -257,3 +257,18 @@ def test_a_migration_that_makes_a_unique_field_collide_is_refused_in_one_line(
         open_store(url, (USER, schema))
     with opened(url, unique_note) as books:
         assert state(books) == before
+
+
+def test_a_required_field_made_optional_is_done_in_place_changing_no_record(url, caplog):
+    """Once refused as needing "an explicit migration", which none was."""
+    with opened(url, V1) as books:
+        before = state(books)
+    loosened = declared(optional=("year", "note", "isbn"))
+    (records, feed), said = logged(caplog, loosened, url)
+    assert said == ["books: isbn is now optional (no record changed)"]
+    assert (records, feed) == before
+    assert logged(caplog, loosened, url) == ((records, feed), [])
+    with opened(url, loosened) as books:
+        made = books.create(title="Anon")       # no isbn: now it may be absent
+        assert made.isbn is None and books.get(made.id).isbn is None
+        assert [b.title for b in books.list(isbn="x-2")] == ["Emma"]     # its index kept

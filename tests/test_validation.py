@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import pytest
+from conftest import Client
 from hypothesis import given
 from hypothesis import strategies as st
 
-from usersvc.fields import _NOT_WORD, _separator, words
-from usersvc.validation import USER, Invalid, pointer
+from usersvc.fields import _NOT_WORD, _separator, text, words
+from usersvc.validation import USER, Invalid, Schema, pointer
 
 OK = {"name": "Ada Lovelace", "email": "ada@example.org"}
 
@@ -162,3 +163,21 @@ def test_a_record_is_made_by_name_only_and_an_optional_field_left_out_is_none():
         USER.record(1, "Ada", "a@example.org", 2)       # by position: a field added would shift
     with pytest.raises(TypeError):
         USER.record(id=1, name="Ada", version=2)        # a required field missing
+
+
+@pytest.mark.parametrize("name, said", [("user", "a user"), ("issue", "an issue"),
+                                        ("item", "an item"), ("order", "an order"),
+                                        ("umbrella", "an umbrella"), ("unit", "a unit"),
+                                        ("book", "a book"), ("entry", "an entry")])
+def test_what_is_said_of_one_record_takes_the_article_its_name_is_said_with(name, said):
+    """Once "a issue" in problems, OpenAPI and the feed's description."""
+    from usersvc import make_app
+    from usersvc.validation import with_article
+    assert with_article(name) == said
+    schema = Schema(name, name + "s", {"title": text(9)})
+    client = Client(make_app("memory://", collections=(schema,)))
+    answer = client.post(f"/{name}s", json_body={"title": "a", "colour": "red"})
+    assert answer.json["errors"] == [{"pointer": "/colour",
+                                      "detail": f"is not a field of {said}"}]
+    paths = client.get("/openapi.json").json["paths"]
+    assert paths[f"/{name}s"]["post"]["summary"] == f"Create {said}."

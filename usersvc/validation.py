@@ -39,6 +39,14 @@ RESERVED = frozenset({"id", "version", "seq", "limit", "sort", "after", "cursor"
                       "reverse", "precondition"})
 
 
+def with_article(noun: str) -> str:
+    """``noun`` after its indefinite article, chosen by how it is said
+    (as far as its letters tell): "a user", "an issue", "a unit"."""
+    said_with_a_vowel = noun[:1] in "aeio" or (
+        noun[:1] == "u" and not noun.startswith(("uni", "use", "usu", "uti", "ur", "uk")))
+    return f"{'an' if said_with_a_vowel else 'a'} {noun}"
+
+
 class Schema:
     """A kind of record: its names, its fields, and what a store does with them.
 
@@ -73,6 +81,7 @@ class Schema:
             raise ValueError(f"a schema's name and plural must differ: {name!r}")
         self.name = name
         self.plural = plural
+        self.a_name = with_article(name)        # "a user", "an issue": in what is said of one
         self.fields = dict(fields)
         for field, kind in self.fields.items():
             if not _NAME.fullmatch(field) or field in RESERVED:
@@ -164,16 +173,16 @@ class Schema:
         if None in values:
             for field, value in zip(self.fields, values):
                 if value is None and field in self._required:
-                    raise TypeError(f"a {self.name} needs a value for {field}")
+                    raise TypeError(f"{self.a_name} needs a value for {field}")
 
     def check_names(self, fields: dict[str, Any]) -> None:
         """``TypeError`` for a name that is not a field, or ``None`` (absent)
         for a required field."""
         for field, value in fields.items():
             if field not in self.fields:
-                raise TypeError(f"{field} is not a field of a {self.name}")
+                raise TypeError(f"{field} is not a field of {self.a_name}")
             if value is None and field not in self.optional:
-                raise TypeError(f"a {self.name} needs a value for {field}")
+                raise TypeError(f"{self.a_name} needs a value for {field}")
 
     def for_create(self, document: Any) -> dict[str, Any]:
         """The fields of a new record: the required ones and any optional
@@ -197,8 +206,8 @@ class Schema:
     def _check(self, document: Any, record_id: int | None,
                partial: bool) -> dict[str, Any]:
         if not isinstance(document, dict):
-            raise Invalid(f"The body must be a {self.name} object.",
-                          [("", f"must be a {self.name} object")])
+            raise Invalid(f"The body must be {self.a_name} object.",
+                          [("", f"must be {self.a_name} object")])
         errors: list[tuple[str, str]] = []
         cleaned: dict[str, Any] = {}
         fields = self.fields
@@ -214,7 +223,7 @@ class Schema:
                 if problem:
                     errors.append((pointer(key), problem))
             elif rule is None:
-                errors.append((pointer(key), f"is not a field of a {self.name}"))
+                errors.append((pointer(key), f"is not a field of {self.a_name}"))
             elif key in self.optional:
                 cleaned[key] = None             # null: no value (left out, or removed)
             elif partial:

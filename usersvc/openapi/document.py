@@ -188,7 +188,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
                 s304=not_modified(BODY_ETAG, **list_headers())),
         },
         "post": {
-            "operationId": f"create{name}", "summary": f"Create a {schema.name}.",
+            "operationId": f"create{name}", "summary": f"Create {schema.a_name}.",
             "description": f"The new {schema.name}, with the id the service gave it, its URL "
                            "in `Location` and its version in `ETag`.",
             "parameters": [keyed],
@@ -218,7 +218,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
                 "ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE}}, s304=not_modified(ETAG)),
         },
         "put": {
-            "operationId": f"replace{name}", "summary": f"Replace a {schema.name}: every field.",
+            "operationId": f"replace{name}", "summary": f"Replace {schema.a_name}: every field.",
             "description": "Every field is required. With `If-Match`, only if the record is "
                            "still at that version (else 412, and nothing changes).",
             "parameters": [if_match, if_none_match],
@@ -228,7 +228,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
         },
         "patch": {
             "operationId": f"patch{name}",
-            "summary": f"Change some fields of a {schema.name} (JSON Merge Patch, RFC 7396).",
+            "summary": f"Change some fields of {schema.a_name} (JSON Merge Patch, RFC 7396).",
             "description": "The fields sent are changed, the others kept; `null` for a "
                            "required field is a 422. `If-Match` as for PUT.",
             "parameters": [if_match, if_none_match, keyed],
@@ -238,7 +238,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             "responses": operation_responses(404, 412, *body_statuses, s200=one),
         },
         "delete": {
-            "operationId": f"delete{name}", "summary": f"Delete a {schema.name}.",
+            "operationId": f"delete{name}", "summary": f"Delete {schema.a_name}.",
             "description": "Deleting again is a 404. `If-Match` as for PUT.",
             "parameters": [if_match, if_none_match],
             "responses": operation_responses(403, 404, 406, 412, 503, s204={

@@ -31,11 +31,11 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
     schemas[f"{name}Changed"] = {
         "type": "object", "required": ["seq", "id", schema.name], "additionalProperties": False,
         "properties": {**position, schema.name: {"$ref": f"#/components/schemas/{name}"}},
-        "description": f"A {schema.name} as it is after its latest change."}
+        "description": f"{schema.a_name.capitalize()} as it is after its latest change."}
     schemas[f"{name}Deleted"] = {
         "type": "object", "required": ["seq", "id", "deleted"], "additionalProperties": False,
         "properties": {**position, "deleted": {"const": True}},
-        "description": f"A {schema.name} that was deleted (a tombstone)."}
+        "description": f"{schema.a_name.capitalize()} that was deleted (a tombstone)."}
     schemas[f"{name}Change"] = {"oneOf": [{"$ref": f"#/components/schemas/{name}Changed"},
                                           {"$ref": f"#/components/schemas/{name}Deleted"}]}
     schemas[f"{name}ChangeList"] = {"type": "array", "items": {"$ref": f"#/components/schemas/{name}Change"}}

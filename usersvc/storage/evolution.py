@@ -17,7 +17,7 @@ made, but by the explicit migrations the schema declares (``reshape``:
 renamed, dropped, converted, defaults, timestamps turned on), which give
 each record they change a new version. What cannot be done safely and no
 migration declares (a stored field the schema lacks, a changed type, a new
-required field, a field made required or optional) is refused with
+required field, a field made required) is refused with
 ``SchemaMismatch``, one line, before anything is changed.
 """
 from __future__ import annotations
@@ -204,16 +204,14 @@ def _check(stored: dict[str, Any], want: dict[str, Any], plural: str,
             continue
         if was is None and not kind["optional"]:
             raise SchemaMismatch(f"{plural}.{field}: a new required field (the records "
-                                 "stored before have no value: declare it optional)")
+                                 "stored before have no value: declare it optional, or "
+                                 "give them one with defaults=)")
         if was is not None and was["type"] != kind["type"]:
             raise SchemaMismatch(f"{plural}.{field}: stored as {was['type']}, declared as "
                                  f"{kind['type']} (a change of type is an explicit migration)")
         if was is not None and was["optional"] and not kind["optional"]:
             raise SchemaMismatch(f"{plural}.{field}: made required (the records stored "
-                                 "before may have no value)")
-        if was is not None and not was["optional"] and kind["optional"]:
-            raise SchemaMismatch(f"{plural}.{field}: made optional (its column must be "
-                                 "made again: an explicit migration)")
+                                 "before may have no value: give them one with defaults=)")
 
 
 def _search_keys(declaration: dict[str, Any]) -> tuple[list[str], list[str]]:

@@ -173,7 +173,7 @@ class MemoryRecords(MemoryBulk):
             return self._keys.once(key, lambda: self.create(**fields))
         record = [None, *map(fields.pop, self._names, itertools.repeat(None)), 1]
         if fields:
-            raise TypeError(f"not fields of a {self.schema.name}: {', '.join(fields)}")
+            raise TypeError(f"not fields of {self.schema.a_name}: {', '.join(fields)}")
         self.schema.check_complete(record[1:-1])
         with self._lock:
             self._indexes.claim(record, 0)
@@ -192,7 +192,7 @@ class MemoryRecords(MemoryBulk):
             old = self._checked(record_id, precondition)
             new = [record_id, *map(fields.pop, self._names, old[1:-1]), old.version + 1]
             if fields:
-                raise TypeError(f"not fields of a {self.schema.name}: {', '.join(fields)}")
+                raise TypeError(f"not fields of {self.schema.a_name}: {', '.join(fields)}")
             self.schema.check_complete(new[1:-1])
             self._indexes.claim(new, record_id)
             new = self._make(new)

@@ -262,7 +262,7 @@ def claim_all(indexes: Any, records: Sequence[Any]) -> None:
             value = getattr(record, field)
             key = None if value is None else indexes.schema.fields[field].key(value)
             if key is not None and key in keys:
-                raise Conflict(f"The store already holds a {indexes.schema.name} with "
+                raise Conflict(f"The store already holds {indexes.schema.a_name} with "
                                f"this {field}: {getattr(record, field)}.", field)
             keys.add(key)
 

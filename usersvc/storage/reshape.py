@@ -24,7 +24,8 @@ from .stored import SchemaMismatch
 
 
 class Step(NamedTuple):
-    kind: str       # "dropped", "converted", "default" (a field made or made required), "stamped"
+    kind: str       # "dropped", "converted", "default" (a field made or made required),
+                    # "stamped", "optional" (a required field made optional)
     field: str
 
 
@@ -39,6 +40,8 @@ def steps(schema: Schema, stored: dict[str, Any], want: dict[str, Any]) -> list[
             found.append(Step("stamped", field))
         elif field in schema.defaults and not kind["optional"] and (was is None or was["optional"]):
             found.append(Step("default", field))
+        elif was is not None and not was["optional"] and kind["optional"]:
+            found.append(Step("optional", field))      # (loses nothing: done in place)
     return found
 
 
@@ -74,6 +77,9 @@ def apply(db: Any, table: Table, stored: dict[str, Any], todo: list[Step],
             touched |= changed
             said.append(f"{field} converted from {was.get('rule', was['type'])} to {kind!r} "
                         f"({_count(changed)})")
+        elif step.kind == "optional":       # the same values, in a column that may be empty
+            values = {i: kind.from_stored(old) for i, old in rows}
+            said.append(f"{field} is now optional (no record changed)")
         else:
             value = when if step.kind == "stamped" else schema.defaults[field]
             was_kind = schema.fields[field]
