@@ -3,6 +3,7 @@ flat records gives the encoder's very bytes."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from hypothesis import given
@@ -80,3 +81,19 @@ def test_the_quick_decoder_and_the_json_decoder_agree_on_values_and_errors(text)
         assert str(raised.value) == str(e)
     else:
         assert _decode(text) == expected
+
+
+def test_a_number_too_long_to_read_is_a_400_in_jsons_words():
+    """Once the 400 named Python's sys.set_int_max_str_digits()."""
+    from conftest import Client
+
+    from usersvc import make_app
+    client = Client(make_app("memory://"))
+    long = "9" * 5000
+    for path, body in (("/users", '{"name": "A", "email": "a@x.org", "n": %s}' % long),
+                       ("/batch", '{"requests": [{"method": "POST", "path": "/users", '
+                                  '"body": {"n": %s}}]}' % long)):
+        answer = client.post(path, body=body, content_type="application/json")
+        assert answer.status_code == 400
+        assert answer.json["detail"] == ("The body is not valid JSON: a number has more than "
+                                         f"{sys.get_int_max_str_digits()} digits.")

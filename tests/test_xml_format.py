@@ -123,3 +123,18 @@ def test_xml_declaring_another_encoding_is_still_read_as_utf8(client):
     body = '<?xml version="1.0" encoding="ISO-8859-1"?><user><name>Zoë</name><email>z@example.org</email></user>'
     response = client.post("/users", body=body.encode("utf-8"), content_type="application/xml")
     assert response.json["name"] == "Zoë"
+
+
+def test_an_empty_required_element_is_refused_as_jsons_null_is():
+    """Once ``<due/>`` said "must be a date", where JSON's null said it is required."""
+    from conftest import Client
+
+    from usersvc import Schema, date, make_app, text
+    notes = Schema("note", "notes", {"text": text(9), "due": date})
+    client = Client(make_app("memory://", collections=(notes,)))
+    for body, content_type in (('<note><text>a</text><due/></note>', "application/xml"),
+                               ('{"text": "a", "due": null}', "application/json")):
+        answer = client.post("/notes", body=body, content_type=content_type)
+        assert answer.status_code == 422
+        assert answer.json["errors"] == [{"pointer": "/due",
+                                          "detail": "is required and cannot be null"}]

@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 from .idempotency import ENVIRON as KEY_ENVIRON
 from .idempotency import Idempotency, replayed
 from .problems import DOMAIN_ERRORS, Problem
-from .representation import JSON_TYPE, Format, Offers
-from .representation.json_format import JSON
+from .representation import JSON_TYPE, Format, Offers, body_format
+from .representation.json_format import JSON, not_json
 from .validation import Invalid, pointer
 from .request import Request, Response
 from .resources import Records
@@ -149,7 +149,7 @@ class Batch:
         except RecursionError:
             raise Problem(400, "The JSON body is nested too deeply.") from None
         except ValueError as e:     # as json_format says it: not JSON, NaN, a number too long
-            raise Problem(400, f"The body is not valid JSON: {e}.") from None
+            raise not_json(e) from None
         if isinstance(document, _Twice):
             raise _wrong("", f"names {document.twice!r} more than once")
         if not isinstance(document, dict) or "requests" not in document:
@@ -233,9 +233,13 @@ def _part(request: Any, at: str) -> Part:
             raise _wrong(f"{at}/headers/{_escaped(name)}", "names a header given already")
         environ[HEADERS[name.lower()]] = value
     environ.setdefault("CONTENT_TYPE", JSON_TYPE)
-    if environ["CONTENT_TYPE"].partition(";")[0].strip().lower() not in BODY_TYPES:
+    content_type = environ["CONTENT_TYPE"]
+    if (content_type.partition(";")[0].strip().lower() not in BODY_TYPES
+            or body_format(content_type, patch=method == "PATCH") is not JSON):
+        # (here, not as the request's 415 when its turn comes, which would
+        # offer XML: a batch holds none)
         raise _wrong(f"{at}/headers", f"names a Content-Type a batch cannot hold "
-                                      f"(it holds {' or '.join(BODY_TYPES)})")
+                                      f"(it holds {' or '.join(BODY_TYPES)}, in UTF-8)")
     if "body" not in request:
         return Part(method, path, environ, None)
     if method == "DELETE":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -131,9 +132,17 @@ class JSONFormat(Format):
         except RecursionError:
             raise Problem(400, "The JSON body is nested too deeply.") from None
         except ValueError as e:
-            # JSONDecodeError, NaN/Infinity, and integers longer than
-            # sys.get_int_max_str_digits() all land here.
-            raise Problem(400, f"The body is not valid JSON: {e}.") from None
+            raise not_json(e) from None
+
+
+def not_json(error: ValueError) -> Problem:
+    """The 400 for a body the decoder refused (``JSONDecodeError``,
+    NaN or Infinity, an integer longer than Python reads), in the words of
+    JSON, not of Python's internals."""
+    said = str(error)
+    if said.startswith("Exceeds the limit"):        # (it names sys.set_int_max_str_digits())
+        said = f"a number has more than {sys.get_int_max_str_digits()} digits"
+    return Problem(400, f"The body is not valid JSON: {said}.")
 
 
 JSON = JSONFormat()

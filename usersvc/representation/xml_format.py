@@ -137,8 +137,10 @@ class _Document:
             value = "".join(chunks)
             if name == "id" and _XML_INT.fullmatch(value):
                 doc[name] = int(value)
-            elif name in schema.optional and not value.strip():
-                doc[name] = None        # XML's null: an empty element is no value
+            elif not value.strip() and (name in schema.optional or name in schema.fields
+                                        and schema.fields[name].type != "text"):
+                doc[name] = None        # XML's null: an empty element is no value (a required
+                                        # field's refused as JSON's null is; text's as empty)
             elif name in schema.fields:
                 doc[name] = schema.fields[name].from_xml(value)     # as the kind reads it
             else:
