@@ -147,7 +147,8 @@ def test_the_openapi_document_describes_books_from_their_schema(library):
 
 def test_a_books_page_asks_for_the_required_fields_and_a_number_for_the_year(library):
     page = library.get("/books", headers={"Accept": "text/html"}).text
-    assert '<input id="new-year" name="year" type="number" value=""\n aria-describedby' in page
+    assert ('<input id="new-year" name="year" type="number" value="" min="0" max="9999"\n'
+            ' aria-describedby') in page      # its bounds, which the browser checks too
     assert '<input id="new-title" name="title" type="text" value="" required' in page
     library.post("/books", json_body={"title": "Emma", "isbn": "x-1"})
     page = library.get("/books", headers={"Accept": "text/html"}).text

@@ -221,3 +221,25 @@ def test_json_is_unchanged_for_clients_that_ask_for_it(client):
         response = client.get("/users/1", headers=headers)
         assert response.content_type == "application/json"
         assert "Content-Security-Policy" not in response.headers
+
+
+def test_a_ref_links_to_the_record_it_names_and_number_inputs_carry_their_bounds():
+    """Once a ref was a bare number in the table and on the record's page,
+    and no input carried min or max."""
+    from usersvc import USER, Mount, Schema, integer, number, ref, text
+    tasks = Schema("task", "tasks", {"title": text(9), "owner": ref("users"),
+                                     "size": integer(1, 5), "weight": number(0, 2.5)},
+                   optional=("owner", "size", "weight"))
+    for prefix in ("", "/v1"):
+        app = make_app("memory://", collections=(USER, tasks))
+        client = Client(Mount(prefix, app) if prefix else app)
+        client.post(f"{prefix}/users", json_body={"name": "Ada", "email": "ada@x.org"})
+        client.post(f"{prefix}/tasks", json_body={"title": "t", "owner": 1})
+        html = {"Accept": "text/html"}
+        listed = client.get(f"{prefix}/tasks", headers=html).text
+        assert '<td><a href="users/1">1</a></td>' in listed     # beside the row's tasks/1
+        shown = client.get(f"{prefix}/tasks/1", headers=html).text
+        assert f'<dt>owner</dt><dd><a href="{prefix}/users/1">1</a></dd>' in shown
+        assert 'name="owner" type="number" value="1" min="1" max="9223372036854775807"' in shown
+        assert 'name="size" type="number" value="" min="1" max="5"' in shown
+        assert 'name="weight" type="number" value="" step="any" min="0" max="2.5"' in shown

@@ -22,6 +22,7 @@ class Integer(Field):
                              f"maximum < 2**63, not {minimum}, {maximum}")
         self.minimum = minimum
         self.maximum = maximum
+        self.input_attributes = f' min="{minimum}" max="{maximum}"'   # the browser checks them too
 
     def __call__(self, value: Any) -> int:
         if type(value) is int and self.minimum <= value <= self.maximum:

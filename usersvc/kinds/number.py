@@ -35,6 +35,7 @@ class Number(Field):
             raise ValueError(f"number(minimum, maximum) needs finite bounds, minimum <= "
                              f"maximum, not {minimum}, {maximum}")
         self.minimum, self.maximum = shortest(float(minimum)), shortest(float(maximum))
+        self.input_attributes = f' step="any" min="{self.minimum!r}" max="{self.maximum!r}"'
 
     def __call__(self, value: Any) -> int | float:
         if type(value) in (int, float) and self.minimum <= value <= self.maximum:

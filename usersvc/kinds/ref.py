@@ -18,6 +18,7 @@ class Ref(Field):
 
     type = "ref"
     input_type = "number"
+    input_attributes = f' min="1" max="{MAX_INTEGER}"'
 
     def __init__(self, plural: str) -> None:
         if not isinstance(plural, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", plural):

@@ -138,7 +138,7 @@ def record_page(req: Request, schema: Schema, record: Any, tag: str,
     values = schema.as_dict(record)
     first = next(iter(schema.fields), "id")
     heading = schema.text_of(first, values[first]) if first in values else str(record.id)
-    fields = Html("".join(f"<dt>{escape(k)}</dt><dd>{escape(schema.text_of(k, v))}</dd>\n"
+    fields = Html("".join(f"<dt>{escape(k)}</dt><dd>{_value(schema, k, v, _base(req) + '/')}</dd>\n"
                           for k, v in values.items()))
     main = fill("record", kind=schema.name, collection_url=collection_url, plural=schema.plural,
                 heading=heading, fields=fields, etag=tag, url=f"{collection_url}/{record.id}",
@@ -200,6 +200,17 @@ def _search_hint(schema: Schema) -> str:
     return f"how {' or '.join(fields)} starts"
 
 
+def _value(schema: Schema, name: str, value: Any, base: str) -> str:
+    """A field's value as a page shows it, escaped; a ``ref``'s a link to
+    the record it names (``base``: where the collections' paths start,
+    "" for a link relative to a collection's page)."""
+    text = escape(schema.text_of(name, value))
+    kind = schema.fields.get(name)
+    if kind is None or kind.refers_to is None:
+        return text
+    return f'<a href="{escape(base)}{escape(kind.refers_to)}/{text}">{text}</a>'
+
+
 def _base(req: Request) -> str:
     """The path the app is mounted at, as URLs on the page begin with it."""
     return urlsplit(req.base_url).path
@@ -222,7 +233,7 @@ class HTMLFormat(Format):
         """One row: each field, the id and the first other field linking
         to the record's page."""
         link = f'<a href="{escape(schema.plural)}/{record["id"]}">'
-        cells = [escape(schema.text_of(name, record[name]) if name in record else "")
+        cells = [_value(schema, name, record[name], "") if name in record else ""
                  for name in schema.field_names]
         cells[0] = link + cells[0] + "</a>"
         if len(cells) > 1:
