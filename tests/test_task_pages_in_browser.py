@@ -140,3 +140,22 @@ def test_an_optional_boolean_is_set_cleared_and_set_false_through_its_select(bro
     finally:
         chromium.stop(server)
         app.close()
+
+
+def test_a_read_while_chromium_replaces_the_document_is_waited_out():
+    """A reload during a read once failed a full run ("Node with given id
+    does not belong to the document", which selenium does not call stale):
+    ``chromium.wait`` takes it as "not yet", and lets other faults through."""
+    from selenium.common.exceptions import WebDriverException
+    said = iter([WebDriverException("unknown error: Node with given id does not belong to "
+                                    "the document"), "found"])
+
+    def condition(_):
+        answer = next(said)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    assert chromium.wait(None, condition, timeout=5) == "found"
+    with pytest.raises(WebDriverException, match="chrome not reachable"):
+        chromium.wait(None, lambda _: (_ for _ in ()).throw(
+            WebDriverException("chrome not reachable")), timeout=5)
