@@ -1,8 +1,9 @@
 """Features tested together: a stateful property test (hypothesis'
 ``RuleBasedStateMachine``) drives single writes, batches, keyed retries,
-references and deletes on two related collections (users, and tasks that
-may name a user) through the WSGI app, against a plain model, on every
-store, each request under a deadline. After every step: each collection
+references, deletes and (on a store that outlives its process) restarts
+on two related collections (users, and tasks that may name a user)
+through the WSGI app, against a plain model, on every store, each request
+under a deadline. After every step: each collection
 is what the model says, no task names a missing user, e-mails are unique,
 the feed replayed from 0 equals the collection, and positions never go
 back. (Features verified one at a time broke where they met: a batch
@@ -14,11 +15,12 @@ import threading
 import uuid
 
 import pytest
-from conftest import Client, with_search_path
+from conftest import POSTGRES_URL, Client, with_search_path
 from helpers import DEADLINE
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
+                                 run_state_machine_as_test)
 
 from usersvc import USER, Schema, boolean, make_app, ref, text
 from usersvc.storage import open_store
@@ -116,17 +118,23 @@ def request_of(op):
 
 
 class Together(RuleBasedStateMachine):
-    """One store, an app over it, and the model; ``opener()`` gives a fresh store."""
+    """One store, an app over it, and the model; ``opener()`` gives a fresh
+    store's URL (and what removes it)."""
 
     opener = None
 
     def __init__(self):
         super().__init__()
-        self.storage, self.closer = type(self).opener()
-        self.client = Client(make_app(self.storage))
+        self.url, self.closer = type(self).opener()
+        self.kept = self.url not in ("memory://", "sqlite://")    # (outlives its process)
+        self._open()
         self.model = Model()
         self.positions = {"users": 0, "tasks": 0}
         self.keyed: dict[str, tuple] = {}       # key -> (op, status, body)
+
+    def _open(self):
+        self.storage = open_store(self.url, (USER, TASKS))
+        self.client = Client(make_app(self.storage))
 
     def teardown(self):
         self.storage.close()
@@ -214,6 +222,14 @@ class Together(RuleBasedStateMachine):
             self.model.created(op, answer.json)
         self.keyed[key] = (op, answer.status_code, answer.body)
 
+    @precondition(lambda self: self.kept)
+    @rule()
+    def restart(self):
+        """The store closed and opened again, as a server restarts: all of
+        it kept, keyed answers too, positions where they were."""
+        self.storage.close()
+        self._open()
+
     # -- after every step ------------------------------------------------------
 
     @invariant()
@@ -246,15 +262,14 @@ def test_every_write_path_together_holds_to_the_model(store_url, request, tmp_pa
     def opener():
         n = next(made)
         if store_url.startswith("sqlite:///"):
-            return open_store(f"sqlite:///{tmp_path}/s{n}.db", (USER, TASKS)), lambda: None
+            return f"sqlite:///{tmp_path}/s{n}.db", lambda: None
         if store_url.startswith("postgres"):
             admin = request.getfixturevalue("postgres_admin")
             schema = f"usersvc_state_{uuid.uuid4().hex[:12]}"
             admin.execute(f"CREATE SCHEMA {schema}")
-            from conftest import POSTGRES_URL
-            return (open_store(with_search_path(POSTGRES_URL, schema), (USER, TASKS)),
+            return (with_search_path(POSTGRES_URL, schema),
                     lambda: admin.execute(f"DROP SCHEMA {schema} CASCADE"))
-        return open_store(store_url, (USER, TASKS)), lambda: None
+        return store_url, lambda: None
 
     machine = type("TogetherOn", (Together,), {"opener": staticmethod(opener)})
     run_state_machine_as_test(machine, settings=settings(
