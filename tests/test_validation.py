@@ -172,7 +172,7 @@ def test_a_record_is_made_by_name_only_and_an_optional_field_left_out_is_none():
 def test_what_is_said_of_one_record_takes_the_article_its_name_is_said_with(name, said):
     """Once "a issue" in problems, OpenAPI and the feed's description."""
     from usersvc import make_app
-    from usersvc.validation import with_article
+    from usersvc.records import with_article
     assert with_article(name) == said
     schema = Schema(name, name + "s", {"title": text(9)})
     client = Client(make_app("memory://", collections=(schema,)))

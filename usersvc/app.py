@@ -42,6 +42,7 @@ from .resources import Collection, Item
 from .routing import Router
 from .settings import Settings
 from .storage.feed import ChangeFeed
+from .storage.opening import check_collection
 from .validation import Schema
 
 log = logging.getLogger("usersvc")
@@ -92,7 +93,7 @@ class App:
     def add_collection(self, schema: Schema, store: Any) -> None:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from
         ``store``, and ``/<schema.plural>/changes`` if it keeps a feed."""
-        schema.check_collection()
+        check_collection(schema)
         if self.router.match(f"/{schema.plural}") is not None:
             raise ValueError(f"/{schema.plural} is served already")
         self.schemas.append(schema)

@@ -24,9 +24,9 @@ from typing import Any, NamedTuple
 
 from .idempotency import ENVIRON as KEY_ENVIRON
 from .idempotency import Idempotency, replayed
-from .problems import DOMAIN_ERRORS, Problem
+from .problems import DOMAIN_ERRORS, Problem, not_json
 from .representation import JSON_TYPE, Format, Offers, body_format
-from .representation.json_format import JSON, not_json
+from .representation.json_format import JSON
 from .validation import Invalid, pointer
 from .request import Request, Response
 from .resources import Records

@@ -6,6 +6,7 @@ store and the validator) become problems through one table, ``STATUS``.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
@@ -70,3 +71,13 @@ class Problem(Exception):
         kind = next(k for k in type(error).__mro__ if k in STATUS)
         status, headers = STATUS[kind]
         return cls(status, str(error), errors=getattr(error, "errors", ()), headers=headers)
+
+
+def not_json(error: ValueError) -> Problem:
+    """The 400 for a body the decoder refused (``JSONDecodeError``,
+    NaN or Infinity, an integer longer than Python reads), in the words of
+    JSON, not of Python's internals."""
+    said = str(error)
+    if said.startswith("Exceeds the limit"):        # (it names sys.set_int_max_str_digits())
+        said = f"a number has more than {sys.get_int_max_str_digits()} digits"
+    return Problem(400, f"The body is not valid JSON: {said}.")

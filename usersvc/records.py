@@ -1,4 +1,5 @@
-"""What one stored version of a record is in Python: ``record_type``."""
+"""What one stored version of a record is in Python: ``record_type``; and how
+one is spoken of (``with_article``)."""
 from __future__ import annotations
 
 import re
@@ -57,3 +58,11 @@ def migrations(schema: Any, renamed: Mapping[str, str] | None, dropped: Iterable
             schema.defaults[field] = fields[field](value)
         except ValueError as e:     # FieldError
             raise ValueError(f"{plural}.{field}: the default {value!r} {e}") from None
+
+
+def with_article(noun: str) -> str:
+    """``noun`` after its indefinite article, chosen by how it is said
+    (as far as its letters tell): "a user", "an issue", "a unit"."""
+    said_with_a_vowel = noun[:1] in "aeio" or (
+        noun[:1] == "u" and not noun.startswith(("uni", "use", "usu", "uti", "ur", "uk")))
+    return f"{'an' if said_with_a_vowel else 'a'} {noun}"

@@ -14,7 +14,7 @@ from typing import Any
 
 from .fields import Field, FieldError, email, text
 from .kinds.dates import stamp
-from .records import migrations, record_type
+from .records import migrations, record_type, with_article
 
 class Invalid(Exception):
     """A document is well-formed but not a valid record (HTTP 422); ``errors``
@@ -37,14 +37,6 @@ _NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 #: Names a field cannot have: a record's own, the feed's, the listing's and the store's.
 RESERVED = frozenset({"id", "version", "seq", "limit", "sort", "after", "cursor", "q",
                       "reverse", "precondition"})
-
-
-def with_article(noun: str) -> str:
-    """``noun`` after its indefinite article, chosen by how it is said
-    (as far as its letters tell): "a user", "an issue", "a unit"."""
-    said_with_a_vowel = noun[:1] in "aeio" or (
-        noun[:1] == "u" and not noun.startswith(("uni", "use", "usu", "uti", "ur", "uk")))
-    return f"{'an' if said_with_a_vowel else 'a'} {noun}"
 
 
 class Schema:
@@ -79,9 +71,8 @@ class Schema:
                                  f"and single underscores: {value!r}")
         if name == plural:
             raise ValueError(f"a schema's name and plural must differ: {name!r}")
-        self.name = name
-        self.plural = plural
-        self.a_name = with_article(name)        # "a user", "an issue": in what is said of one
+        # a_name: "a user", "an issue", in what is said of one record
+        self.name, self.plural, self.a_name = name, plural, with_article(name)
         self.fields = dict(fields)
         for field, kind in self.fields.items():
             if not _NAME.fullmatch(field) or field in RESERVED:
@@ -133,13 +124,6 @@ class Schema:
 
     def __repr__(self) -> str:
         return f"<Schema {self.plural}>"
-
-    def check_collection(self) -> None:
-        """``ValueError`` unless records of this schema can be stored and
-        served: a collection needs a field of its own (a schema without
-        one only describes a document, as ``/healthz``'s does)."""
-        if not self.fields.keys() - self.read_only:
-            raise ValueError(f"{self.plural}: a collection needs at least one field of its own")
 
     def text_of(self, name: str, value: Any) -> str:
         """A member's value as text (XML, pages): its kind's ``to_text``."""

@@ -201,14 +201,9 @@ def _search_hint(schema: Schema) -> str:
 
 
 def _value(schema: Schema, name: str, value: Any, base: str) -> str:
-    """A field's value as a page shows it, escaped; a ``ref``'s a link to
-    the record it names (``base``: where the collections' paths start,
-    "" for a link relative to a collection's page)."""
-    text = escape(schema.text_of(name, value))
-    kind = schema.fields.get(name)
-    if kind is None or kind.refers_to is None:
-        return text
-    return f'<a href="{escape(base)}{escape(kind.refers_to)}/{text}">{text}</a>'
+    """A value as a page shows it; a ``ref``'s links to its record (``base``: "" on a list)."""
+    text, to = escape(schema.text_of(name, value)), getattr(schema.fields.get(name), "refers_to", None)
+    return text if to is None else f'<a href="{escape(base)}{escape(to)}/{text}">{text}</a>'
 
 
 def _base(req: Request) -> str:

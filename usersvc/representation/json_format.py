@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from ..problems import Problem
+from ..problems import Problem, not_json
 from ..validation import Invalid, pointer
 from . import JSON_TYPE, Format
 
@@ -133,16 +132,6 @@ class JSONFormat(Format):
             raise Problem(400, "The JSON body is nested too deeply.") from None
         except ValueError as e:
             raise not_json(e) from None
-
-
-def not_json(error: ValueError) -> Problem:
-    """The 400 for a body the decoder refused (``JSONDecodeError``,
-    NaN or Infinity, an integer longer than Python reads), in the words of
-    JSON, not of Python's internals."""
-    said = str(error)
-    if said.startswith("Exceeds the limit"):        # (it names sys.set_int_max_str_digits())
-        said = f"a number has more than {sys.get_int_max_str_digits()} digits"
-    return Problem(400, f"The body is not valid JSON: {said}.")
 
 
 JSON = JSONFormat()

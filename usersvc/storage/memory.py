@@ -154,8 +154,7 @@ class MemoryRecords(MemoryBulk):
         self._names = tuple(schema.fields)
         self._indexes = Indexes(schema)
         self._last_id = 0
-        self._seq = 0                        # the last position handed out,
-        self._last = 0                       # and the feed's last entry's (below it after a failed batch)
+        self._seq = self._last = 0           # the last position handed out; the last entry's
         self._seqs = SortedList()            # each record's latest position, sorted,
         self._id_at: dict[int, int] = {}     # and the record it belongs to;
         self._seq_of: dict[int, int] = {}    # id -> its position there

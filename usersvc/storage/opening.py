@@ -27,7 +27,7 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
         if not schemas or len(set(plurals)) < len(plurals):
             raise ValueError(f"a store needs one schema per collection, each once: {plurals}")
         for schema in schemas:
-            schema.check_collection()
+            check_collection(schema)
     scheme, sep, rest = url.partition("://")
     if not sep:
         raise ValueError(f"not a storage URL: {url!r} (try memory:// or sqlite:///users.db)")
@@ -56,3 +56,11 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
             raise ValueError(f"{scheme}:// needs psycopg: {install_hint('postgres')} ({e})") from None
         return PostgresStorage(url, schemas)
     raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
+
+
+def check_collection(schema: Schema) -> None:
+    """``ValueError`` unless records of ``schema`` can be stored and served:
+    a collection needs a field of its own (a schema without one only
+    describes a document, as ``/healthz``'s does)."""
+    if not schema.fields.keys() - schema.read_only:
+        raise ValueError(f"{schema.plural}: a collection needs at least one field of its own")
