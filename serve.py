@@ -1,7 +1,7 @@
 """Run usersvc under waitress: ``python serve.py --help`` lists the options."""
 import sys
 
-from usersvc.server import main
+from usersvc.serving import main
 
 if __name__ == "__main__":
     sys.exit(main())

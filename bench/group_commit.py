@@ -1,5 +1,5 @@
 """Group commit, two ways, on SQLite POST over HTTP: the writer thread fed
-by a queue that usersvc uses (``usersvc.storage.sqlite_connections.Writer``) against
+by a queue that usersvc uses (``usersvc.storage.sqlite.connections.Writer``) against
 the leader/follower scheme it replaced (here, ``LeaderFollower``), paired
 round by round on the same machine.
 
@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from usersvc.storage import StoreUnavailable  # noqa: E402
-from usersvc.storage import sqlite as usersvc_sqlite  # noqa: E402
-from usersvc.storage.sqlite_connections import Connection as _Connection  # noqa: E402
-from usersvc.storage.sqlite_connections import Writer  # noqa: E402
+from usersvc.storage.sqlite import store as usersvc_sqlite  # noqa: E402
+from usersvc.storage.sqlite.connections import Connection as _Connection  # noqa: E402
+from usersvc.storage.sqlite.connections import Writer  # noqa: E402
 
 T = TypeVar("T")
 
@@ -130,7 +130,7 @@ def serve(scheme: str, argv: list[str]) -> int:
     """serve.py, with the given group-commit scheme in the SQLite store."""
     if scheme == "leader":
         usersvc_sqlite.Writer = LeaderFollower  # type: ignore[misc, assignment]
-    from usersvc.server import main
+    from usersvc.serving import main
     return main(argv)
 
 

@@ -10,7 +10,7 @@ them /books, /books/{id}, /books/changes, their pages and their part of
 import sys
 
 from usersvc import USER, Schema, integer, text
-from usersvc.server import main
+from usersvc.serving import main
 
 BOOKS = Schema("book", "books",
                {"title": text(200), "isbn": text(20), "year": integer(0, 9999)},

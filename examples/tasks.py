@@ -10,7 +10,7 @@ import sys
 
 from usersvc import (USER, Schema, boolean, choice, date, datetime, number, ref, text,
                      url)
-from usersvc.server import main
+from usersvc.serving import main
 
 TASKS = Schema("task", "tasks",
                {"title": text(200), "done": boolean, "estimate": number(0, 1000),

@@ -176,7 +176,7 @@ def load_release_dump(url):
     """Load ``RELEASE_0_1_0``'s PostgreSQL dump into the schema ``url`` names."""
     import psycopg
 
-    from usersvc.storage.postgres import split_url
+    from usersvc.storage.postgres.store import split_url
     with open(RELEASE_0_1_0.with_suffix(".sql"), encoding="utf-8") as dump:
         text = dump.read().replace("usersvc_release_0_1_0.", "")
     with psycopg.connect(split_url(url)[0], autocommit=True) as db:

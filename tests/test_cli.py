@@ -1,4 +1,4 @@
-"""Start-up mistakes, as a new user makes them (usersvc/server.py, cli.py,
+"""Start-up mistakes, as a new user makes them (usersvc/serving/server.py, cli.py,
 transfer.py): each is one line on stderr and exit status 2, never a trace;
 an unknown command or option is argparse's usage line and error, with the
 closest match suggested. Every case runs as a subprocess, as a user runs it.
@@ -19,7 +19,7 @@ from helpers import Served, call
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVE = [sys.executable, str(ROOT / "serve.py")]
-USERSVC = [sys.executable, "-m", "usersvc.cli"]
+USERSVC = [sys.executable, "-m", "usersvc.serving.cli"]
 
 
 def run(command, cwd, *args):

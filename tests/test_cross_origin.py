@@ -1,4 +1,4 @@
-"""docs/api.md, "Pages of other sites" (usersvc/app.py's protection, usersvc/cors.py): the
+"""docs/api.md, "Pages of other sites" (usersvc/app.py's protection, usersvc/features/cors.py): the
 cross-origin protection's every branch, the writes a page can send without
 a preflight, CORS for allowed origins, and nosniff on every answer.
 

@@ -11,7 +11,7 @@ from store_contract import Contract
 
 from usersvc import USER
 from usersvc.storage import Conflict, open_store
-from usersvc.transfer import copy_store
+from usersvc.serving.transfer import copy_store
 
 EVERY_OPTIONAL = {"contact": "a@example.org", "weight": 0.5, "due": "2026-12-01",
                   "link": "https://example.org/", "note": "a note", "owner": 1}

@@ -1,5 +1,5 @@
 """docs/api.md, "Collections declared once": a stored collection brought up
-to its schema when a SQL store opens (usersvc/storage/evolution.py).
+to its schema when a SQL store opens (usersvc/storage/sql/evolution.py).
 
 What can be done safely is done in place, once, atomically, keeping every
 record's version (its ETags) and adding nothing to the feed; what cannot is
@@ -79,7 +79,7 @@ def structure(url):
                     found.add((kind, name, " ".join(sql.split())))
             return found
     import psycopg
-    from usersvc.storage.postgres import split_url
+    from usersvc.storage.postgres.store import split_url
     with psycopg.connect(split_url(url)[0]) as db:
         rows = db.execute("""
             SELECT 'column', table_name, column_name, data_type, is_nullable FROM information_schema.columns

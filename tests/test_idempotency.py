@@ -18,7 +18,7 @@ from conftest import Client
 from usersvc import make_app
 from usersvc.storage import StoreUnavailable, open_store
 from usersvc.storage import keys as store_keys
-from usersvc.storage.sql import SQLRecords
+from usersvc.storage.sql.collection import SQLRecords
 
 KEY = "8e03978e-40d5-43e8-bc93-6894a57f9324"
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
@@ -230,8 +230,8 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
     clock = Clock()
-    import usersvc.idempotency
-    monkeypatch.setattr(usersvc.idempotency, "time", clock)
+    import usersvc.features.idempotency
+    monkeypatch.setattr(usersvc.features.idempotency, "time", clock)
     monkeypatch.setattr(store_keys, "time", clock)
     return clock
 

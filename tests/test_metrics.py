@@ -328,7 +328,7 @@ def test_two_serve_py_processes_are_each_scraped_and_add_up(tmp_path):
 def test_metrics_mistakes_at_start_up_are_one_line(tmp_path):
     def start(*args, prelude=""):
         return subprocess.run(
-            [sys.executable, "-c", prelude + "import sys; from usersvc.server import main; "
+            [sys.executable, "-c", prelude + "import sys; from usersvc.serving.server import main; "
              f"sys.exit(main({list(args)!r}))"],
             cwd=tmp_path, capture_output=True, text=True, timeout=60)
 
@@ -380,7 +380,7 @@ def test_version_is_the_package_metadatas():
 def test_the_version_is_one_value_everywhere_and_this_release_is_not_0_1_0():
     from importlib.metadata import version
 
-    from usersvc.openapi.document import openapi
+    from usersvc.features.openapi.document import openapi
     this = version("usersvc")
     assert this != "0.1.0"                      # 0.1.0 cannot open this release's databases
     assert usersvc.__version__ == this == openapi((usersvc.USER,))["info"]["version"]
@@ -390,7 +390,7 @@ def test_the_version_is_one_value_everywhere_and_this_release_is_not_0_1_0():
 def test_the_openapi_description_names_the_collections_served():
     from books import BOOKS
 
-    from usersvc.openapi.document import openapi
+    from usersvc.features.openapi.document import openapi
     assert openapi((usersvc.USER,))["info"]["description"].startswith("The collection users, in")
     assert openapi((usersvc.USER, BOOKS))["info"]["description"].startswith(
         "The collections users and books, in")
@@ -447,7 +447,7 @@ def test_the_documented_metrics_queries_and_alert_name_what_a_scrape_holds(tmp_p
 def _pool_metrics_text() -> str:
     """The PostgreSQL pool's gauges, from a store double whose pool is
     known (the real one is tested in test_postgres_pool_use_is_reported)."""
-    from usersvc.storage.postgres import PoolUse
+    from usersvc.storage.postgres.store import PoolUse
 
     class Storage:
         def pool_use(self):
@@ -457,7 +457,7 @@ def _pool_metrics_text() -> str:
         storage = Storage()
 
     from usersvc.changes import Waiting
-    from usersvc.metrics import Metrics
+    from usersvc.features.metrics.prometheus import Metrics
     metrics = Metrics(usersvc.__version__, [Records()], Waiting(2))
     return generate_latest(metrics.registry).decode()
 
@@ -473,7 +473,7 @@ def test_the_documented_embedding_serves_the_apps_registry(storage):
     assert requests(samples(answer.text), "GET", "/users", 200) == 1
 
 
-# -- metrics_dir: counted in files (usersvc.metrics_shared) -------------------
+# -- metrics_dir: counted in files (usersvc.features.metrics.shared) -------------------
 
 def test_counted_in_files_threads_that_come_and_go_are_each_counted_once(tmp_path):
     """A server that starts a thread a request: each is counted once, and the
@@ -554,7 +554,8 @@ def test_a_worker_that_starts_during_a_scrape_is_not_folded_as_ended(tmp_path, m
     worker whose files appeared in between was folded as ended, its files
     removed, and what it counted afterwards lost (1,950 of 2,000 counted
     with workers forked while scraping)."""
-    from usersvc import Settings, build_app, metrics_shared
+    from usersvc import Settings, build_app
+    from usersvc.features.metrics import shared as metrics_shared
     worker = ("import sys; from usersvc import Settings, build_app; from webob import Request\n"
               "app = build_app(Settings('memory://', metrics_dir=sys.argv[1]))\n"
               "for _ in range(3):\n"

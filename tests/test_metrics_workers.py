@@ -1,4 +1,4 @@
-"""Metrics from every worker in one scrape (``usersvc.metrics_shared``):
+"""Metrics from every worker in one scrape (``usersvc.features.metrics.shared``):
 real gunicorn (sync and gthread, with and without ``--preload``) and uWSGI
 (``--processes 2``), each with two workers, ``USERSVC_METRICS_PORT`` and
 ``USERSVC_METRICS_DIR``. Requests spread over the workers are counted
@@ -19,7 +19,7 @@ from helpers import GUNICORN, Gunicorn, Served, call, free_port, race
 pytest.importorskip("prometheus_client", reason="pip install -e '.[metrics]'")
 from test_metrics import DURATION, operations, requests, samples  # noqa: E402
 
-from usersvc.metrics_files import read  # noqa: E402
+from usersvc.features.metrics.files import read  # noqa: E402
 
 UWSGI = GUNICORN.with_name("uwsgi")
 SETUPS = [("gunicorn", worker, preload) for worker in ("sync", "gthread")

@@ -26,10 +26,10 @@ if not (POSTGRES_URL or POSTGRES_REQUIRED):
                 "(e.g. postgresql://127.0.0.1:5432/test)", allow_module_level=True)
 psycopg = pytest.importorskip("psycopg", reason="pip install -e '.[test,postgres]'")
 
-from usersvc.storage.postgres import PostgresStorage, split_url  # noqa: E402
-from usersvc.storage.postgres_migrations import MIGRATIONS, migrate  # noqa: E402
-from usersvc.storage.ddl import CHANNEL, objects  # noqa: E402
-from usersvc.storage.sql import POSTGRES, Table  # noqa: E402
+from usersvc.storage.postgres.store import PostgresStorage, split_url  # noqa: E402
+from usersvc.storage.postgres.migrations import MIGRATIONS, migrate  # noqa: E402
+from usersvc.storage.sql.ddl import CHANNEL, objects  # noqa: E402
+from usersvc.storage.sql.collection import POSTGRES, Table  # noqa: E402
 
 User = USER.record
 USERS = Table(USER, POSTGRES)

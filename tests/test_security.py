@@ -22,8 +22,8 @@ from webob import Request
 
 import usersvc
 from usersvc import USER, Mount, make_app
-from usersvc.auth import Tokens, load_tokens
-from usersvc.ops import MAX_WAITING_LINES, AccessLog, loggable_target
+from usersvc.features.auth import Tokens, load_tokens
+from usersvc.serving.ops import MAX_WAITING_LINES, AccessLog, loggable_target
 from usersvc.problems import Problem
 from usersvc.request import Request as ServerRequest
 from usersvc.storage import StoreUnavailable

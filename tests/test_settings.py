@@ -54,7 +54,7 @@ def test_the_environment_refuses_a_value_naming_its_variable(name, text, problem
 
 
 def test_the_same_settings_from_every_source():
-    from usersvc.server import parse_args
+    from usersvc.serving.server import parse_args
     expected = Settings("sqlite:///x.db", max_body_size=100, idempotency_ttl=60,
                         cors_origins=["https://app.example"], prefix="/v1", max_batch=7)
     from_options = parse_args(["--storage", "sqlite:///x.db", "--max-body-size", "100",
@@ -87,7 +87,7 @@ def test_collections_are_named_module_colon_name_and_users_come_first(monkeypatc
     monkeypatch.syspath_prepend(str(ROOT))
     from examples.library import BOOKS
     from usersvc import USER
-    from usersvc.server import parse_args
+    from usersvc.serving.server import parse_args
     from_variable = Settings.from_environment({"USERSVC_COLLECTIONS": "examples.library:BOOKS"})
     from_option = parse_args(["--collections", "examples.library:BOOKS"]).settings
     assert from_variable.collections == from_option.collections == (USER, BOOKS)

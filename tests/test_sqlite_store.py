@@ -26,10 +26,10 @@ from usersvc.storage import (
     open_store,
 )
 from usersvc.storage import SchemaTooNew
-from usersvc.storage.sql import SQLITE, Table
-from usersvc.storage.sqlite import SQLiteStorage
-from usersvc.storage.sqlite_errors import retrying
-from usersvc.storage.sqlite_migrations import MIGRATIONS, migrate
+from usersvc.storage.sql.collection import SQLITE, Table
+from usersvc.storage.sqlite.store import SQLiteStorage
+from usersvc.storage.sqlite.errors import retrying
+from usersvc.storage.sqlite.migrations import MIGRATIONS, migrate
 
 User = USER.record
 
@@ -529,8 +529,8 @@ def test_a_write_waits_for_its_commit_at_most_the_writers_timeout(tmp_path):
     behind it is a 503 after the timeout and is then never made; the one
     under way is a 503 that says it may yet be committed."""
     from usersvc.storage import StoreUnavailable, WriteHealth
-    from usersvc.storage.sqlite import Connections
-    from usersvc.storage.sqlite_connections import Writer
+    from usersvc.storage.sqlite.store import Connections
+    from usersvc.storage.sqlite.connections import Writer
     connections = Connections(str(tmp_path / "w.db"), 1.0, WriteHealth("w.db"))
     writer = Writer(connections.connect, WriteHealth("w.db"), timeout=0.2)
     writer.submit(lambda db: db.execute("CREATE TABLE t (x)"))

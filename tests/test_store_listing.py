@@ -14,7 +14,7 @@ import pytest
 
 from usersvc import USER
 from usersvc.storage import position
-from usersvc.storage.memory_bulk import search_keys
+from usersvc.storage.memory.bulk import search_keys
 
 User = USER.record
 ORDERS = USER.sorts
@@ -151,7 +151,7 @@ def test_positions_past_the_end_and_before_the_start_give_empty_pages(store, use
 def test_the_memory_store_touches_a_page_not_the_collection():
     """Without timing: the memory store counts the records each call
     touches, and a page or a search touches what it returns, not all."""
-    from usersvc.storage.memory import MemoryRecords
+    from usersvc.storage.memory.store import MemoryRecords
     store = MemoryRecords(USER)
     store.restore([User(id=i, name=f"Name {i:05} {'Rare' if i % 1000 == 0 else 'Common'}",
                         email=f"u{i}@example.org", version=1) for i in range(1, 5001)], last_id=5000)

@@ -17,7 +17,7 @@ from helpers import ROOT
 
 from usersvc import USER
 from usersvc.storage import open_store
-from usersvc.transfer import DestinationNotEmpty, copy_store, main
+from usersvc.serving.transfer import DestinationNotEmpty, copy_store, main
 
 User = USER.record
 
@@ -131,7 +131,7 @@ def test_no_progress_when_not_on_a_terminal(source_url, tmp_path):
 
 
 def test_the_usersvc_command_refuses_a_full_destination(source_url, tmp_path):
-    command = [sys.executable, "-m", "usersvc.cli", "copy", source_url, f"sqlite:///{tmp_path}/d.db"]
+    command = [sys.executable, "-m", "usersvc.serving.cli", "copy", source_url, f"sqlite:///{tmp_path}/d.db"]
     first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert first.returncode == 0, first.stderr
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -17,25 +17,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from . import pages
 from .app import App
-from .auth import Tokens
-from .batch import Batch
-from .cors import CORS
+from .features import pages
+from .features.auth import Tokens
+from .features.batch import Batch
+from .features.cors import CORS
+from .features.health import HEALTH_PATH, HealthCheck
+from .features.idempotency import Idempotency
+from .features.mount import Mount
+from .features.openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .fields import email, text
 from .kinds import boolean, choice, date, datetime, integer, number, ref, url
-from .health import HEALTH_PATH, HealthCheck
-from .idempotency import Idempotency
-from .mount import Mount
-from .openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .problems import Problem
-from .release import VERSION as __version__
-from .release import install_hint
+from .release import VERSION as __version__, install_hint
 from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
                        DEFAULT_MAX_BATCH, DEFAULT_STORAGE, Settings)
 from .storage import RecordStore, Storage, open_store
 from .storage.protocol import Atomic
-from .validation import USER, Schema
+from .validation import Schema, USER
 
 __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
            "boolean", "number", "date", "datetime", "choice", "url", "ref",
@@ -59,20 +58,20 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     (a ``RecordStore``, served alone). Apps share nothing.
 
     ``tokens`` turns on bearer tokens: ``{token: "read" | "write"}`` (see
-    ``usersvc.auth``); without it anyone who reaches the app may use it.
+    ``usersvc.features.auth``); without it anyone who reaches the app may use it.
     ``cors_origins``: the origins (``https://app.example``; ``*``: any)
-    whose pages may call the app (CORS; see ``usersvc.cors``).
+    whose pages may call the app (CORS; see ``usersvc.features.cors``).
     Writes from pages of other origins are refused either way.
     ``max_waiting``: how many requests may wait for changes at once
     (``GET /users/changes?wait=N``); keep it at most half the server's
     worker threads (waitress's default is 4). ``idempotency_ttl``: how many
     seconds the answer to a POST or PATCH sent with an ``Idempotency-Key``
-    is kept for its retries (default a day; see ``usersvc.idempotency``).
+    is kept for its retries (default a day; see ``usersvc.features.idempotency``).
     ``max_batch``: the most requests one ``POST /batch`` may hold (a store
-    of usersvc's makes them together or not at all; see ``usersvc.batch``).
+    of usersvc's makes them together or not at all; see ``usersvc.features.batch``).
     ``metrics``: count requests and store operations for Prometheus, in
     ``app.metrics.registry`` (needs the ``metrics`` extra; see
-    ``usersvc.metrics``). A value it cannot use is a ``ValueError``
+    ``usersvc.features.metrics.prometheus``). A value it cannot use is a ``ValueError``
     (``usersvc.settings.SettingError``) that names it."""
     settings = Settings(storage, max_body_size=max_body_size, tokens=tokens,
                         cors_origins=cors_origins, max_waiting=max_waiting,
@@ -132,9 +131,9 @@ def _metrics(directory: str | None) -> Any:
     says how to install what they need."""
     try:
         if directory is None:
-            from .metrics import Metrics
+            from .features.metrics.prometheus import Metrics
             return Metrics
-        from .metrics_shared import SharedMetrics
+        from .features.metrics.shared import SharedMetrics
     except ImportError as e:
         raise ImportError(f"metrics need prometheus_client: {install_hint('metrics')} "
                           f"({e})") from None

@@ -26,7 +26,8 @@ from typing import Any
 
 from .changes import FEED_RELATION, feed_url
 from .listing import Listing, query_of
-from .representation import DEFAULT, Format, Offers, Representations, etag, read_document, version_in
+from .representation import (DEFAULT, Format, Offers, Representations, etag, read_document,
+                             version_in)
 from .request import Request, Response
 from .storage import Precondition
 from .storage.feed import ChangeFeed

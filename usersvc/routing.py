@@ -14,8 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .representation import Offers
-from .representation import DEFAULT
+from .representation import DEFAULT, Offers
 from .storage import MAX_ID
 
 #: The methods a resource may implement, in the order ``Allow`` lists them.

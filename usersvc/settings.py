@@ -53,7 +53,7 @@ def as_variable(name: str) -> str:
 @dataclass(frozen=True)
 class Settings:
     """One app's settings, checked when made. ``tokens`` is a
-    ``{token: "read" | "write"}`` mapping or ``usersvc.auth.Tokens``
+    ``{token: "read" | "write"}`` mapping or ``usersvc.features.auth.Tokens``
     (``None``: no tokens asked for); ``cors_origins`` the origins
     (``scheme://host[:port]``, ``*`` for any) whose pages may call the app;
     ``max_waiting`` the requests that may wait for changes at once;
@@ -94,7 +94,7 @@ class Settings:
                                          f"not {value!r}")
         set_("cors_origins", parse_origins(self.cors_origins))
         if self.tokens is not None:
-            from .auth import Tokens
+            from .features.auth import Tokens
             if not isinstance(self.tokens, Tokens):
                 try:
                     set_("tokens", Tokens(self.tokens))
@@ -188,7 +188,7 @@ def parse_origins(origins: Iterable[str]) -> frozenset[str]:
 
 
 def _tokens_file(path: str) -> Any:
-    from .auth import load_tokens
+    from .features.auth import load_tokens
     try:
         return load_tokens(path)
     except (OSError, ValueError) as e:

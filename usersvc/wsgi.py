@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import build_app
-from .mount import Mount
-from .ops import AccessLog
+from .features.mount import Mount
+from .serving.ops import AccessLog
 from .settings import Settings
 from .storage import redact
 
@@ -42,8 +42,8 @@ def from_environment(environ: Mapping[str, str]) -> Any:
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         raise ValueError(f"cannot open storage {redact(settings.storage)}: {e}") from None
     if settings.metrics:
-        from .metrics_shared import serve_from_any
-        from .server import loopback
+        from .features.metrics.shared import serve_from_any
+        from .serving.server import loopback
         serve_from_any(app.metrics.registry, settings.metrics_host, settings.metrics_port)
         if not loopback(settings.metrics_host):
             logging.getLogger("usersvc").warning(

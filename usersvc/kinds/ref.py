@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..fields import MAX_INTEGER, Field, FieldError
+from ..fields import Field, FieldError, MAX_INTEGER
 
 _DECIMAL = re.compile(r"[0-9]{1,19}")
 

@@ -6,7 +6,7 @@
   record's encodings kept while it is unchanged, and the ETags that name
   them (``Representations``);
 - ``json_format`` and ``xml_format``: JSON and XML, both ways (a feature
-  may offer more: the HTML pages add themselves, ``usersvc.pages``).
+  may offer more: the HTML pages add themselves, ``usersvc.features.pages``).
 
 **Negotiation** (RFC 9110 §12.5.1). ``negotiate(req, offers)`` gives the
 format the client prefers by its q-values among what a route offers, or a

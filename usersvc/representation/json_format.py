@@ -15,7 +15,7 @@ from typing import Any
 
 from ..problems import Problem, not_json
 from ..validation import Invalid, pointer
-from . import JSON_TYPE, Format
+from . import Format, JSON_TYPE
 
 
 class _DuplicateKey(Exception):

@@ -20,7 +20,7 @@ from typing import Any
 from ..kinds.dates import now
 from ..validation import pointer
 from . import Contradiction, NotFound, Precondition, StaleVersion
-from .references import Dangling, Referred, References
+from .references import Dangling, References, Referred
 
 
 class NotCurrent(Contradiction):

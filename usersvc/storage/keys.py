@@ -1,5 +1,5 @@
 """Idempotency keys: a write's answer kept with the write, for its retries
-(the HTTP side is ``usersvc.idempotency``).
+(the HTTP side is ``usersvc.features.idempotency``).
 
 The store keeps, per ``(owner, key)``, the request's fingerprint and its
 ``Answer`` in the same transaction as the write, so a crash keeps both or

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable
 
 from ..release import install_hint
-from ..validation import USER, Schema
+from ..validation import Schema, USER
 from . import Storage
 
 
@@ -34,10 +34,10 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
     if scheme == "memory":
         if rest:
             raise ValueError(f"memory:// takes no path: {url!r}")
-        from .memory import MemoryStorage
+        from .memory.store import MemoryStorage
         return MemoryStorage(schemas)
     if scheme == "sqlite":
-        from .sqlite import SQLiteStorage
+        from .sqlite.store import SQLiteStorage
         if rest == "":
             return SQLiteStorage(":memory:", schemas)
         if not rest.startswith("/") or rest == "/":
@@ -51,7 +51,7 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
         return SQLiteStorage(path, schemas)
     if scheme in ("postgresql", "postgres"):
         try:
-            from .postgres import PostgresStorage
+            from .postgres.store import PostgresStorage
         except ImportError as e:
             raise ValueError(f"{scheme}:// needs psycopg: {install_hint('postgres')} ({e})") from None
         return PostgresStorage(url, schemas)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..fields import MAX_INTEGER, Field, text
+from ..fields import Field, MAX_INTEGER, text
 from ..kinds import integer, kind_of, number
 from ..validation import Schema
 from . import Conflict

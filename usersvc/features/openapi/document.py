@@ -1,0 +1,284 @@
+"""The OpenAPI 3.1 document, path by path, from the app's schemas."""
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from ...release import VERSION
+from ...representation import JSON_TYPE
+from ...settings import DEFAULT_IDEMPOTENCY_TTL
+from ...storage import MAX_ID
+from ...validation import Schema
+from ..health import HEALTH_PATH
+from ..pages import ASSETS
+from .batch import batch_paths
+from .feed import feed_link_header, feed_paths
+from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STORE, PAGE,
+                    VARY, asset_paths, collection_names, common_schemas, content, header,
+                    idempotency_key, list_headers, list_parameters, not_modified,
+                    operation_responses, problem, record_schemas, request_schema)
+from .tokens import secure
+
+OPENAPI_PATH = "/openapi.json"
+
+
+def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False,
+            feeds: Collection[str] = (), idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
+            max_batch: int | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.1 document for a service of these collections, served
+    under ``base``; ``secured``: bearer tokens are on; ``feeds``: the
+    collections (by plural) with a change feed; ``idempotency_ttl``: how
+    long an ``Idempotency-Key``'s answer is kept, in seconds; ``max_batch``:
+    the most requests of a ``POST /batch`` (``None``: not served)."""
+    cached = {"ETag": BODY_ETAG, "Vary": VARY, "Cache-Control": CACHE}
+    root_headers = {**cached, "Link": header('`<.../openapi.json>; rel="service-desc"`')}
+    paths: dict[str, Any] = {
+        "/": {
+            "get": {
+                "operationId": "getServiceRoot",
+                "summary": "Links to the collections and to this document.",
+                "description": "The service root: a link to each collection, and to this "
+                               "document (also in a `Link` header, `rel=\"service-desc\"`, "
+                               "RFC 8631).",
+                "parameters": [IF_NONE_MATCH],
+                "responses": {"200": {
+                    "description": "The service's links.", "headers": root_headers,
+                    "content": {JSON_TYPE: {"schema": {"$ref": "#/components/schemas/ServiceRoot"}},
+                                "application/xml": {"schema": {"$ref": "#/components/schemas/ServiceRoot"}},
+                                **PAGE}},
+                    "304": not_modified(BODY_ETAG),
+                    "406": {"$ref": "#/components/responses/Problem406"}}},
+            "head": _head("headServiceRoot", {"200": root_headers, "304": cached}, [IF_NONE_MATCH],
+                          (406,)),
+            "options": _options("optionsServiceRoot", "GET, HEAD, OPTIONS"),
+        },
+        OPENAPI_PATH: {
+            "get": {
+                "operationId": "getOpenAPI", "summary": "This document.",
+                "description": "The OpenAPI 3.1 description of the service, made from the "
+                               "schemas of the collections it serves.",
+                "parameters": [IF_NONE_MATCH],
+                "responses": {"200": {"description": "The OpenAPI document.", "headers": cached,
+                                      "content": {JSON_TYPE: {"schema": {"type": "object"}}}},
+                              "304": not_modified(BODY_ETAG),
+                              "406": {"$ref": "#/components/responses/Problem406"}}},
+            "head": _head("headOpenAPI", {"200": cached, "304": cached}, [IF_NONE_MATCH], (406,)),
+            "options": _options("optionsOpenAPI", "GET, HEAD, OPTIONS"),
+        },
+    }
+    paths[HEALTH_PATH] = {
+        "get": {
+            "operationId": "getHealth", "summary": "Whether the service can reach its store.",
+            "description": "For load balancers and monitors: 200 when every store answers a "
+                           "read, 503 when one does not or while its writes are failing (a "
+                           "full disk). Needs no token; never cached.",
+            "security": [],
+            "responses": {"200": {"description": "Every store answers.",
+                                  "headers": {"Vary": VARY, "Cache-Control": NO_STORE},
+                                  "content": {JSON_TYPE: {"schema": {"$ref": "#/components/schemas/Health"}},
+                                              "application/xml": {"schema": {"$ref": "#/components/schemas/Health"}}}},
+                          "406": {"$ref": "#/components/responses/Problem406"},
+                          "503": problem(503, **{"Retry-After": header(
+                              "Seconds to wait: 1 (no answer), 10 (writes failing)."),
+                                                  "Cache-Control": NO_STORE})}},
+        "head": {**_head("headHealth", {"200": {"Vary": VARY}}, (), (406, 503)), "security": []},
+        "options": {**_options("optionsHealth", "GET, HEAD, OPTIONS"), "security": []},
+    }
+    paths.update(asset_paths({path: asset.media_type for path, asset in ASSETS.items()}))
+    components: dict[str, Any] = {"schemas": common_schemas(), "responses": {
+        f"Problem{s}": problem(s) for s in DESCRIPTIONS if s != 503}}
+    for schema in schemas:
+        _add_collection(schema, paths, components["schemas"], idempotency_ttl)
+        if schema.plural in feeds:
+            paths.update(feed_paths(schema, components["schemas"]))
+            paths[f"/{schema.plural}"]["get"]["responses"]["200"]["headers"]["Link"] = \
+                feed_link_header()
+    if max_batch is not None:
+        paths.update(batch_paths(schemas, max_batch, idempotency_ttl, components["schemas"]))
+    tags = [{"name": "service", "description": "The service root, this document, the health "
+                                               "check, batches, the pages' style sheet and "
+                                               "script."},
+            *({"name": s.plural, "description": f"The {s.plural} collection and each {s.name}."}
+              for s in schemas)]
+    for path, item in paths.items():
+        tag = next((s.plural for s in schemas if path.startswith(f"/{s.plural}")), "service")
+        for method, operation in item.items():
+            if method != "parameters":
+                operation["tags"] = [tag]
+    extra: dict[str, Any] = {"security": []}      # open: no credentials, and said so
+    if secured:
+        secure(paths, components)
+        extra["security"] = [{"bearer": []}]
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "usersvc", "version": VERSION,
+            "description": f"{collection_names(schemas)}, in JSON or XML by content negotiation "
+                           "(Accept, with q-values), and HTML pages for people in browsers. Errors are RFC 9457 problem documents "
+                           "in the negotiated format. Every GET also answers HEAD; every "
+                           "path answers OPTIONS; other methods get 405 with Allow.",
+            "license": {"name": "MIT", "identifier": "MIT"},
+            "contact": {"name": "usersvc: see docs/api.md in its repository"},
+        },
+        "servers": [{"url": base}],
+        "tags": tags,
+        **extra,
+        "paths": paths,
+        "components": components,
+    }
+
+
+def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, Any],
+                    idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL) -> None:
+    name, plural = schema.name.capitalize(), schema.plural
+    record, xml_record = record_schemas(schema)
+    schemas[name] = record
+    schemas[f"{name}Xml"] = xml_record
+    schemas[f"{name}List"] = {"type": "array", "items": {"$ref": f"#/components/schemas/{name}"},
+                              "xml": {"name": plural, "wrapped": True}}
+    schemas[f"{name}ListXml"] = {"type": "array",
+                                 "items": {"$ref": f"#/components/schemas/{name}Xml"},
+                                 "xml": {"name": plural, "wrapped": True}}
+    for kind, required in (("Create", True), ("Replace", True), ("Patch", False)):
+        for in_xml in (False, True):
+            schemas[f"{name}{kind}{'Xml' if in_xml else ''}"] = request_schema(schema, required, in_xml)
+    schemas[f"{name}PatchMerge"] = schemas[f"{name}Patch"]
+
+    one = {"description": f"The {schema.name}.", "content": {**content(name), **PAGE},
+           "headers": {"ETag": ETAG, "Vary": VARY}}
+    id_param = {"name": "id", "in": "path", "required": True,
+                "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+                "description": "A canonical decimal: no sign, no leading zero."}
+    if_match = {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
+                "description": "Write only if the record is at one of these ETags (or `*`: exists)."}
+    if_none_match = {"name": "If-None-Match", "in": "header", "required": False,
+                     "schema": {"type": "string"},
+                     "description": "GET: 304 if the record is still at one of these ETags. "
+                                    "Writes: only if it is at none of them (`*`: never)."}
+    by_id = {"id": "$response.body#/id"}
+    links = {
+        f"Get{name}": {"operationId": f"get{name}", "parameters": by_id},
+        f"Replace{name}": {"operationId": f"replace{name}",
+                           "parameters": {**by_id, "header.If-Match": "$response.header.ETag"}},
+        f"Patch{name}": {"operationId": f"patch{name}",
+                         "parameters": {**by_id, "header.If-Match": "$response.header.ETag"}},
+        f"Delete{name}": {"operationId": f"delete{name}",
+                          "parameters": {**by_id, "header.If-Match": "$response.header.ETag"}},
+    }
+    body_statuses = (400, 403, 406, 409, 413, 415, 422, 503)
+    keyed = idempotency_key(idempotency_ttl)
+
+    page = {"ETag": BODY_ETAG, **list_headers(),
+            "Link": header('`<...?after=N&limit=L>; rel="next"` in id order, '
+                           '`<...?cursor=C&limit=L>; rel="next"` in the others, with every '
+                           "other parameter kept (RFC 8288), when the page is full.",
+                           required=False)}
+    paths[f"/{plural}"] = {
+        "get": {
+            "operationId": f"list{name}s",
+            "summary": f"A page of {plural}: sorted, filtered, searched.",
+            "description": f"Up to `limit` {plural} in the order `sort` names, from just past "
+                           "the position of the page before (`after`, or the `cursor` of the "
+                           "`next` link), kept by the filters. A full page links to the next. "
+                           "Unknown parameters are a 400.",
+            "parameters": list_parameters(schema),
+            "responses": operation_responses(400, 406, 503, s200={
+                "description": f"Up to `limit` {plural}. A full page links to the next.",
+                "headers": page, "content": {**content(f"{name}List"), **PAGE}},
+                s304=not_modified(BODY_ETAG, **list_headers())),
+        },
+        "post": {
+            "operationId": f"create{name}", "summary": f"Create {schema.a_name}.",
+            "description": f"The new {schema.name}, with the id the service gave it, its URL "
+                           "in `Location` and its version in `ETag`.",
+            "parameters": [keyed],
+            "requestBody": {"required": True, "content": content(f"{name}Create"),
+                            "description": "JSON (any application/*+json) or XML (any "
+                                           "application/*+xml), as Content-Type says; a "
+                                           "body without one is a 415."},
+            "responses": operation_responses(*body_statuses, s201={
+                "description": f"Created: the new {schema.name}.",
+                "headers": {"Location": header(f"The new {schema.name}'s URL.",
+                                                {"type": "string", "format": "uri"}),
+                            "ETag": ETAG, "Vary": VARY},
+                "content": {**content(name), **PAGE}, "links": links}),
+        },
+        "options": _options(f"options{name}s", "GET, HEAD, POST, OPTIONS", post=True),
+        "head": _head(f"head{name}s", {"200": page, "304": {"ETag": BODY_ETAG, **list_headers()}},
+                      list_parameters(schema), (400, 406, 503)),
+    }
+    paths[f"/{plural}/{{id}}"] = {
+        "parameters": [id_param],
+        "get": {
+            "operationId": f"get{name}", "summary": f"One {schema.name}.",
+            "description": f"The {schema.name} and its version (`ETag`); `If-None-Match` with "
+                           "that version is a 304.",
+            "parameters": [if_none_match],
+            "responses": operation_responses(404, 406, 503, s200={**one, "headers": {
+                "ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE}}, s304=not_modified(ETAG)),
+        },
+        "put": {
+            "operationId": f"replace{name}", "summary": f"Replace {schema.a_name}: every field.",
+            "description": "Every field is required. With `If-Match`, only if the record is "
+                           "still at that version (else 412, and nothing changes).",
+            "parameters": [if_match, if_none_match],
+            "requestBody": {"required": True, "content": content(f"{name}Replace"),
+                            "description": "`id` may be sent if it is the id in the path."},
+            "responses": operation_responses(404, 412, *body_statuses, s200=one),
+        },
+        "patch": {
+            "operationId": f"patch{name}",
+            "summary": f"Change some fields of {schema.a_name} (JSON Merge Patch, RFC 7396).",
+            "description": "The fields sent are changed, the others kept; `null` for a "
+                           "required field is a 422. `If-Match` as for PUT.",
+            "parameters": [if_match, if_none_match, keyed],
+            "requestBody": {"required": True, "content": {
+                "application/merge-patch+json": {"schema": {"$ref": f"#/components/schemas/{name}PatchMerge"}},
+                **content(f"{name}Patch")}},
+            "responses": operation_responses(404, 412, *body_statuses, s200=one),
+        },
+        "delete": {
+            "operationId": f"delete{name}", "summary": f"Delete {schema.a_name}.",
+            "description": "Deleting again is a 404. `If-Match` as for PUT.",
+            "parameters": [if_match, if_none_match],
+            "responses": operation_responses(403, 404, 406, 412, 503, s204={
+                "description": "Deleted.", "headers": {"Vary": VARY}}),
+        },
+        "options": _options(f"options{name}", "GET, HEAD, PUT, PATCH, DELETE, OPTIONS", patch=True,
+                            templated=True),
+        "head": _head(f"head{name}", {"200": {"ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE},
+                                      "304": {"ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE}},
+                      [if_none_match], (404, 406, 503)),
+    }
+
+
+def _head(operation_id: str, headers: dict[str, dict[str, Any]],
+          parameters: Sequence[dict[str, Any]] = (), problems: Sequence[int] = ()) -> dict[str, Any]:
+    """HEAD: the GET's statuses and headers, without a body (RFC 9110 §9.3.2)."""
+    responses = {status: {"description": "As GET.", "headers": h} for status, h in headers.items()}
+    for status in problems:
+        extra = {"Retry-After": header("Seconds to wait: 1.")} if status == 503 else {}
+        responses[str(status)] = {"description": DESCRIPTIONS[status] + " (As GET, without the body.)",
+                                  "headers": {"Vary": VARY, **extra}}
+    return {"operationId": operation_id, "summary": "As GET, without the body.",
+            "description": "The same statuses and headers as GET with the same parameters, "
+                           "and no body (RFC 9110 §9.3.2).",
+            "parameters": list(parameters), "responses": responses}
+
+
+def _options(operation_id: str, allow: str, *, post: bool = False, patch: bool = False,
+             templated: bool = False) -> dict[str, Any]:
+    headers: dict[str, Any] = {"Allow": header(f"`{allow}`", {"const": allow}), "Vary": VARY}
+    if post:
+        headers["Accept-Post"] = header("The body types POST reads.")
+    if patch:
+        headers["Accept-Patch"] = header("The body types PATCH reads.")
+    responses: dict[str, Any] = {"204": {"description": "See Allow.", "headers": headers},
+                                 "400": {"$ref": "#/components/responses/Problem400"}}
+    if templated:   # a path whose id names nothing (0, 01, -1, 2^63) is no resource
+        responses["404"] = {"$ref": "#/components/responses/Problem404"}
+    return {"operationId": operation_id, "summary": "The methods allowed here.",
+            "description": "204 with `Allow`, and the body types a write reads "
+                           "(`Accept-Post`, `Accept-Patch`).",
+            "responses": responses}
+

@@ -1,0 +1,99 @@
+"""The change feed in the OpenAPI document: ``/<plural>/changes`` and the
+schemas of its entries (``usersvc.changes`` serves it)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...changes import DEFAULT_LIMIT, FEED_RELATION, MAX_LIMIT, MAX_WAIT
+from ...storage import MAX_ID
+from ...validation import Schema
+from .parts import VARY, header, operation_responses
+
+NO_STORE = header("`no-store`: the same URL answers more as changes come.", {"const": "no-store"})
+
+
+def feed_link_header() -> dict[str, Any]:
+    """The ``Link`` to the feed that every page of the collection carries."""
+    return header(f'`<.../changes?after=S>; rel="{FEED_RELATION}"`: the change feed from the '
+                  "position read before the page (S); a page that is full also links to the "
+                  'next page (`rel="next"`), in a second Link header.')
+
+
+def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
+    """The feed's path item, and its schemas added to ``schemas``."""
+    name, plural = schema.name.capitalize(), schema.plural
+    # Two complete object schemas, so that generated clients type an entry
+    # as one or the other (a change, a tombstone), not as a bag of optionals.
+    position = {
+        "seq": {"type": "integer", "minimum": 1, "description": "The position of "
+                f"the {schema.name}'s latest change."},
+        "id": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
+    schemas[f"{name}Changed"] = {
+        "type": "object", "required": ["seq", "id", schema.name], "additionalProperties": False,
+        "properties": {**position, schema.name: {"$ref": f"#/components/schemas/{name}"}},
+        "description": f"{schema.a_name.capitalize()} as it is after its latest change."}
+    schemas[f"{name}Deleted"] = {
+        "type": "object", "required": ["seq", "id", "deleted"], "additionalProperties": False,
+        "properties": {**position, "deleted": {"const": True}},
+        "description": f"{schema.a_name.capitalize()} that was deleted (a tombstone)."}
+    schemas[f"{name}Change"] = {"oneOf": [{"$ref": f"#/components/schemas/{name}Changed"},
+                                          {"$ref": f"#/components/schemas/{name}Deleted"}]}
+    schemas[f"{name}ChangeList"] = {"type": "array", "items": {"$ref": f"#/components/schemas/{name}Change"}}
+    schemas[f"{name}ChangeXml"] = {
+        "type": "object", "xml": {"name": "change"},
+        "properties": {"seq": {"type": "string"}, "id": {"type": "string"},
+                       schema.name: {"$ref": f"#/components/schemas/{name}Xml"},
+                       "deleted": {"const": "true"}}}
+    schemas[f"{name}ChangeListXml"] = {
+        "type": "array", "items": {"$ref": f"#/components/schemas/{name}ChangeXml"},
+        "xml": {"name": "changes", "wrapped": True}}
+
+    def query(param: str, maximum: int, default: int, minimum: int, text: str) -> dict[str, Any]:
+        return {"name": param, "in": "query", "required": False, "description": text,
+                "schema": {"type": "integer", "minimum": minimum, "maximum": maximum,
+                           "default": default}}
+
+    parameters = [
+        query("after", MAX_ID, 0, 0, "The position to read from: the changes after it. The "
+                                     "collection's pages link here with the right one."),
+        query("limit", MAX_LIMIT, DEFAULT_LIMIT, 1, "How many entries at most."),
+        query("wait", MAX_WAIT, 0, 0, "Seconds to wait for a change when there is none "
+                                      "after `after` (long-poll); 0: answer at once."),
+    ]
+    headers = {"Link": header(f'`<.../{plural}/changes?after=S&limit=L>; rel="next"`, always: '
+                              "S is the last position answered, or `after` when none was."),
+               "Cache-Control": NO_STORE, "Vary": VARY}
+    ok = {"description": f"The {plural} changed after `after`, oldest first, each once, in "
+                         "its latest state, or a tombstone.",
+          "headers": headers,
+          "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}ChangeList"}},
+                      "application/xml": {"schema": {"$ref": f"#/components/schemas/{name}ChangeListXml"}}}}
+    retry = header("Seconds to wait: 1.")
+    head_responses = {"200": {"description": "As GET.", "headers": headers}}
+    for status in (400, 406, 503):
+        head_responses[str(status)] = {"description": "As GET, without the body.",
+                                       "headers": {"Vary": VARY, **({"Retry-After": retry}
+                                                                    if status == 503 else {})}}
+    return {f"/{plural}/changes": {
+        "get": {
+            "operationId": f"list{name}Changes",
+            "summary": f"The changes to the {plural} after a position (the change feed).",
+            "description": f"Each {schema.name} changed after `after` once, at the position of "
+                           "its latest change: as it is, or `deleted` (tombstones are kept). "
+                           "Follow `rel=\"next\"` for ever to stay in sync; with `wait`, an "
+                           "empty answer waits for the next change. Too many waiting "
+                           "requests: 503. Unknown parameters are a 400.",
+            "parameters": parameters,
+            "responses": operation_responses(400, 406, 503, s200=ok),
+        },
+        "head": {"operationId": f"head{name}Changes", "summary": "As GET, without the body.",
+                 "description": "The same statuses and headers as GET with the same "
+                                "parameters, and no body (RFC 9110 §9.3.2).",
+                 "parameters": parameters, "responses": head_responses},
+        "options": {"operationId": f"options{name}Changes", "summary": "The methods allowed here.",
+                    "description": "204 with `Allow`.",
+                    "responses": {"204": {"description": "See Allow.", "headers": {
+                        "Allow": header("`GET, HEAD, OPTIONS`", {"const": "GET, HEAD, OPTIONS"}),
+                        "Vary": VARY}},
+                        "400": {"$ref": "#/components/responses/Problem400"}}},
+    }}

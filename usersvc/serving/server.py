@@ -1,0 +1,254 @@
+"""The standalone server: command-line options in, a waitress server out.
+
+    python serve.py --port 8080 --storage sqlite:///users.db
+
+It prints one line when it is ready (the URL and the storage), logs errors
+to stderr, and stops cleanly, with exit status 0, on Ctrl-C or SIGTERM.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import waitress
+
+from .. import USER, Mount, Schema, build_app
+from ..release import VERSION, install_hint
+from ..settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_SIZE,
+                        DEFAULT_STORAGE, SettingError, Settings, as_option)
+from ..storage import redact
+from .ops import AccessLog
+
+log = logging.getLogger("usersvc")
+
+#: The server refuses bodies over this many bytes (or 4x --max-body-size, if
+#: larger) before the app sees them; the app's own limit is the real one.
+SERVER_BODY_CAP = 1024 * 1024
+
+#: What a trusted reverse proxy (--trusted-proxy) may tell us about the client.
+PROXY_HEADERS = {"x-forwarded-proto", "x-forwarded-host", "x-forwarded-for"}
+
+#: waitress's own limits, set here rather than left to its defaults
+#: (docs/security.md says why each).
+SERVER_LIMITS = {
+    "channel_timeout": 30,              # seconds a connection may sit idle, mid-request too
+    "connection_limit": 200,            # open connections at once; more wait in the backlog
+    "max_request_header_size": 16384,   # request line and headers; more is a 431
+    "cleanup_interval": 10,             # how often idle connections are looked for
+    "asyncore_use_poll": True,          # poll(), not select(): no 1,024-descriptor ceiling
+}
+
+
+def parser(commands: bool = False) -> argparse.ArgumentParser:
+    """The options of ``serve.py``, and of ``usersvc [serve]`` (``commands``:
+    the help names the ``usersvc`` command's subcommands too)."""
+    if commands:
+        p = argparse.ArgumentParser(
+            prog="usersvc", usage="usersvc [serve] [options]\n       usersvc copy SOURCE_URL DEST_URL",
+            description="Commands: serve (the default) serves the users API (and any "
+                        "collections declared beside it) with the options below; copy moves "
+                        "every collection from one store to another (usersvc copy --help).")
+    else:
+        p = argparse.ArgumentParser(description="Serve usersvc: the users API, and any "
+                                                "collections declared beside it.")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    p.add_argument("--port", type=int, default=8080, help="port to listen on; 0 picks a free one (default: %(default)s)")
+    p.add_argument("--storage", default=DEFAULT_STORAGE, metavar="URL",
+                   help="memory://, sqlite://, sqlite:///relative.db, sqlite:////absolute.db or "
+                        "postgresql://user@host/dbname (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=4, metavar="N", help="worker threads (default: %(default)s)")
+    p.add_argument("--max-body-size", default=str(DEFAULT_MAX_BODY_SIZE), metavar="BYTES",
+                   help="largest request body accepted; larger gets 413 (default: %(default)s)")
+    p.add_argument("--prefix", default="", metavar="PATH", help="serve under this path, e.g. /v1 (default: none)")
+    p.add_argument("--trusted-proxy", default=None, metavar="ADDR",
+                   help="the address of a reverse proxy whose X-Forwarded-Proto, -Host and -For "
+                        "headers are believed (default: none; '*' trusts any)")
+    p.add_argument("--tokens-file", default=None, metavar="PATH",
+                   help="require bearer tokens: one 'TOKEN read|write' per line (default: none, "
+                        "anyone who reaches the server may read and write)")
+    p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                   help="let pages of this origin (scheme://host[:port]; '*' for any) call the "
+                        "service from a browser (CORS); repeat for more (default: none)")
+    p.add_argument("--idempotency-ttl", default=str(DEFAULT_IDEMPOTENCY_TTL), metavar="SECONDS",
+                   help="how long the answer to a POST or PATCH sent with an Idempotency-Key "
+                        "is kept for its retries (default: %(default)s, a day)")
+    p.add_argument("--max-batch", default=str(DEFAULT_MAX_BATCH), metavar="N",
+                   help="the most requests one POST /batch may hold; more gets 413 "
+                        "(default: %(default)s)")
+    p.add_argument("--no-access-log", dest="access_log", action="store_false",
+                   help="do not log a line per request")
+    p.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                   help="serve Prometheus metrics at http://METRICS_HOST:PORT/metrics "
+                        "(needs the metrics extra; default: no metrics)")
+    p.add_argument("--metrics-host", default=None, metavar="ADDR",
+                   help="the address the metrics port listens on (with --metrics-port; "
+                        "default: 127.0.0.1)")
+    p.add_argument("--collections", default=None, metavar="MODULE:NAME,...",
+                   help="serve these collections: each NAME in MODULE a Schema or a tuple of "
+                        "them (examples.library:BOOKS); users too, unless the list names them "
+                        "or a tuple (default: users)")
+    p.add_argument("--version", action="version", version=f"usersvc {VERSION}")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.Namespace:
+    """The server's own options, checked here, and the app's, in
+    ``args.settings`` (a ``Settings``), checked there: ``SettingError``."""
+    p = parser(commands)
+    args, unknown = p.parse_known_args(argv)
+    if unknown:
+        p.error(f"unrecognized arguments: {' '.join(unknown)}{_did_you_mean(p, unknown[0])}")
+    if args.threads < 1:
+        p.error("--threads must be at least 1")
+    if not 0 <= args.port <= 65535:
+        p.error("--port must be from 0 to 65535")
+    if args.metrics_host is not None and args.metrics_port is None:
+        p.error("--metrics-host needs --metrics-port (the port metrics are served on)")
+    given = {name: getattr(args, name) for name in
+             ("storage", "max_body_size", "prefix", "tokens_file", "idempotency_ttl",
+              "max_batch", "collections")}
+    args.settings = Settings.from_text(
+        {k: v for k, v in given.items() if v is not None}, as_option,
+        cors_origins=args.cors_origin, max_waiting=args.threads // 2, access_log=args.access_log,
+        metrics_port=args.metrics_port, metrics_host=args.metrics_host or "127.0.0.1")
+    return args
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, given: str) -> str:
+    """" (did you mean --port?)" for a misspelt option, or ""."""
+    options = [o for action in parser._actions for o in action.option_strings]
+    close = difflib.get_close_matches(given.split("=", 1)[0], options, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def main(argv: Sequence[str] | None = None, commands: bool = False,
+         collections: Iterable[Schema] = (USER,)) -> int:
+    """Serve ``collections`` (``examples/library.py`` serves users and
+    books), or those ``--collections`` names."""
+    try:
+        args = parse_args(argv, commands)
+    except SettingError as e:
+        print(f"usersvc: {e}", file=sys.stderr)
+        return 2
+    settings: Settings = args.settings
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # waitress warns "Task queue depth is N" for every request that waits
+    # for a thread: under load, a line per request that says only "busy",
+    # at a cost in throughput. The access log's durations say it better.
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
+    if settings.metrics:
+        try:
+            from ..features.metrics.prometheus import serve as serve_metrics
+        except ImportError:
+            print(f"usersvc: --metrics-port needs prometheus_client: {install_hint('metrics')}",
+                  file=sys.stderr)
+            return 2
+    try:
+        app = build_app(settings, settings.collections or collections)
+    except Exception as e:   # a bad URL, an unwritable file, a newer schema...
+        print(f"usersvc: cannot open storage {redact(settings.storage)}: {e}", file=sys.stderr)
+        return 2
+    wsgi: Any = Mount(settings.prefix, app) if settings.prefix else app
+    access_log = AccessLog(wsgi, stream=sys.stderr) if settings.access_log else None
+    if access_log is not None:
+        wsgi = access_log
+    proxy: dict[str, Any] = {}
+    if args.trusted_proxy:
+        # Behind a proxy, Location and Link must name the scheme and host the
+        # client used; waitress rewrites them from these headers, only when
+        # they come from this address, and drops them from anyone else.
+        proxy = {"trusted_proxy": args.trusted_proxy, "trusted_proxy_headers": PROXY_HEADERS}
+    try:
+        # Resolve first: waitress says only "Invalid host/port specified."
+        socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)
+        server = waitress.create_server(
+            wsgi, host=args.host, port=args.port, threads=args.threads,
+            max_request_body_size=max(SERVER_BODY_CAP, 4 * settings.max_body_size),
+            ident="usersvc", **SERVER_LIMITS, **proxy)
+    except (OSError, ValueError) as e:     # in use, not this machine's, no such host
+        app.close()
+        print(f"usersvc: cannot listen on {args.host} port {args.port}: {_reason(e)}",
+              file=sys.stderr)
+        return 2
+    metrics_server = None
+    if app.metrics is not None:
+        try:
+            socket.getaddrinfo(settings.metrics_host, settings.metrics_port, type=socket.SOCK_STREAM)
+            metrics_server = serve_metrics(app.metrics.registry, settings.metrics_host,
+                                           settings.metrics_port)
+        except (OSError, ValueError) as e:
+            server.close()
+            app.close()
+            print(f"usersvc: cannot serve metrics on {settings.metrics_host} port "
+                  f"{settings.metrics_port}: {_reason(e)}", file=sys.stderr)
+            return 2
+    if settings.tokens is None and not loopback(args.host):
+        log.warning("listening on %s without --tokens-file: anyone who can reach this "
+                    "address can read and change every user", args.host)
+    if metrics_server is not None and not loopback(settings.metrics_host):
+        log.warning("serving metrics on %s: anyone who can reach this address can read "
+                    "them (request rates by route, store timings); they have no token",
+                    settings.metrics_host)
+    # waitress stops its loop and its workers on SystemExit; make SIGTERM
+    # (what service managers send) do what Ctrl-C does. Requests waiting for
+    # changes are answered first: waitress gives its threads 5 s to finish.
+    def stop(signum: int, frame: object) -> None:
+        app.stop_waiting()
+        raise SystemExit(0)
+    signal.signal(signal.SIGTERM, stop)
+    metrics_at = ("" if metrics_server is None
+                  else f" and metrics at {_url(metrics_server, '')}metrics")
+    print(f"usersvc serving {_url(server, settings.prefix)} with storage {redact(settings.storage)}"
+          f"{metrics_at}", flush=True)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        app.stop_waiting()
+        server.close()
+    finally:
+        if metrics_server is not None:
+            metrics_server.close()
+        app.close()
+        if access_log is not None:
+            access_log.close()
+    return 0
+
+
+def _reason(error: Exception) -> str:
+    """An OS error's words without its number: "Address already in use"."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error)
+
+
+def _url(server: Any, prefix: str) -> str:
+    """The URL the server answers on (the first, if a host name such as
+    ``localhost`` made it listen on several addresses)."""
+    listening = getattr(server, "effective_listen", None)
+    host, port = listening[0] if listening else (server.effective_host, server.effective_port)
+    if ":" in str(host):
+        host = f"[{host}]"                           # an IPv6 address
+    prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
+    return f"http://{host}:{port}{prefix}/"
+
+
+def loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback one."""
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback
+                               for info in infos)
+
+
+
+if __name__ == "__main__":
+    sys.exit(main())

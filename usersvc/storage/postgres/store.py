@@ -1,0 +1,277 @@
+"""PostgresStorage: every collection in one PostgreSQL database, shared by
+any number of processes (the ``postgres`` extra: psycopg 3, psycopg_pool).
+
+- A pool of connections in autocommit: every write is one statement, its
+  own transaction, committed before it is answered. ``If-Match`` is in the
+  ``WHERE`` of one ``UPDATE``/``DELETE``; READ COMMITTED re-checks it after
+  waiting for a concurrent writer, so of two naming one version, one wins.
+- Uniqueness is a unique index on the ``__key`` Python case-folded (SQL's
+  ``lower()`` folds less); ids come from an identity column.
+- Opening brings the layout (``postgres_migrations``) and each collection
+  (``evolution``) up to date under an advisory lock. The feed's positions
+  come from a trigger, in commit order (``feed``).
+- Lost connections, a server down or no free connection within
+  ``timeout`` are ``StoreUnavailable`` (503); a full disk, an I/O error or
+  a standby is ``WritesFailing`` (503), said once (``WriteHealth``).
+- A keyed write is a transaction of its own (``keys``).
+
+The URL is libpq's plus ``pool_size`` (default 8), taken out before libpq
+sees it: the most connections this process opens, at least its threads.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple, TypeVar
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import psycopg
+import psycopg.errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ...validation import Schema
+from .. import Conflict, NotFound, StaleVersion, StoreUnavailable, WriteHealth
+from ..keys import Answer, Key, SQLKeys
+from ..references import references
+from ..sql.bulk import InTransaction
+from ..sql.collection import POSTGRES, SQLRecords, Table
+from ..sql.evolution import declared, evolve
+from ..stored import Collections, redact
+from .migrations import migrate
+from .notify import Listener
+
+T = TypeVar("T")
+
+
+DEFAULT_POOL_SIZE = 8
+#: Seconds between a waiting request's own looks at the position.
+LISTEN_FALLBACK = 0.5
+
+#: Errors for a cause outside the store that lasts until it is put right,
+#: and what to tell a client: ``WritesFailing`` (HTTP 503).
+FAILING = {psycopg.errors.DiskFull: "the disk is full",
+           psycopg.errors.IoError: "the disk failed (an I/O error)",
+           psycopg.errors.ReadOnlySqlTransaction: "the database is read-only"}
+
+#: Any constant; two processes opening the same database take turns on it.
+MIGRATION_LOCK = 0x7573657273766301
+
+
+def split_url(url: str) -> tuple[str, int]:
+    """``(libpq URL, pool size)``: usersvc's own ``pool_size`` taken out."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    sizes = [value for name, value in query if name == "pool_size"]
+    rest = [(name, value) for name, value in query if name != "pool_size"]
+    size = DEFAULT_POOL_SIZE
+    if sizes:
+        if len(sizes) > 1 or not sizes[0].isdigit() or int(sizes[0]) < 1:
+            raise ValueError(f"pool_size must be one whole number of at least 1, in {url!r}")
+        size = int(sizes[0])
+    # libpq decodes %20, not "+", as a space (options=-c a=1 -c b=2).
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), size
+
+
+class PoolUse(NamedTuple):
+    """The connection pool now: connections it holds, lent out, at most,
+    and requests waiting for one (for metrics)."""
+
+    size: int
+    in_use: int
+    max: int
+    waiting: int
+
+
+class PostgresStorage(Collections):
+    unique_violation = psycopg.errors.UniqueViolation
+
+    def __init__(self, url: str, schemas: Iterable[Schema] | None, *,
+                 pool_size: int | None = None, timeout: float = 10.0) -> None:
+        """``schemas``: the collections to serve (``None``: those the database holds)."""
+        conninfo, size = split_url(url)
+        size = pool_size or size
+        self.health = WriteHealth(redact(url))
+        # One connection first, so that what will not change by waiting (no
+        # such database, bad credentials, nothing listening) fails now, in
+        # one line, rather than after the pool's timeout and its retries.
+        try:
+            psycopg.connect(conninfo, connect_timeout=max(1, round(timeout))).close()
+        except psycopg.OperationalError as e:
+            raise StoreUnavailable(" ".join(str(e).split())) from None
+        def bounded(db: psycopg.Connection[Any]) -> None:
+            """No statement runs longer than half as long again as the pool's
+            wait (15 s by default: a lock another session holds, a stalled
+            disk); then it is a 503, not a request that never ends."""
+            db.execute(f"SET statement_timeout = {int(timeout * 1500)}")
+
+        self._new_pool = lambda: ConnectionPool(       # noqa: E731
+            conninfo, min_size=1, max_size=size, timeout=timeout, open=False,
+            kwargs={"autocommit": True}, configure=bounded, name="usersvc")
+        self._pool = self._new_pool()
+        self._pool.open()
+        try:
+            self._pool.wait(timeout=timeout)    # fail now, not at the first request
+            with self._pool.connection() as db, db.transaction():
+                db.execute("SET LOCAL statement_timeout = 0")     # a migration takes what it takes
+                db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                migrate(db)
+                tables = [Table(s, POSTGRES) for s in (declared(db, POSTGRES) if schemas is None
+                                                       else schemas)]
+                references([t.schema for t in tables])  # each ref's collection is here, or none is made
+                for table in tables if schemas is not None else ():  # as recorded: as it is
+                    evolve(db, table)
+        except PoolTimeout as e:
+            self._pool.close()
+            raise StoreUnavailable(
+                f"cannot connect to {redact(url)} within {timeout:g} s "
+                "(the pool's warnings say why)") from e
+        except BaseException:
+            self._pool.close()
+            raise
+        self.schemas = tuple(t.schema for t in tables)
+        self.keys = SQLKeys("%s")
+        self.collections = {t.name: PostgresRecords(self, t, LISTEN_FALLBACK) for t in tables}
+        self.check()
+        # Other processes' commits wake the waiters by NOTIFY; asking for the
+        # position every LISTEN_FALLBACK seconds covers a lost listener.
+        self._conninfo = conninfo
+        self._listener = Listener(conninfo, self._wake)
+        self._pid = os.getpid()
+        self._fork_lock = threading.Lock()
+
+    def _forked(self) -> None:
+        """In a process forked from the one that opened the store (a
+        server's workers after ``--preload``), the pool's connections are
+        the parent's sockets and its threads are not running: this process
+        opens its own pool and listener. The parent's are left alone (closing
+        them here would end the parent's sessions)."""
+        with self._fork_lock:               # the first requests of this process, at once
+            if self._pid == os.getpid():
+                return
+            self._inherited = (self._pool, self._listener)
+            self._pool = self._new_pool()
+            self._pool.open()
+            self._listener = Listener(self._conninfo, self._wake)
+            self._pid = os.getpid()
+
+    @contextmanager
+    def connection(self, writing: bool = False) -> Iterator[psycopg.Connection[Any]]:
+        if self._pid != os.getpid():
+            self._forked()
+        try:
+            with self._pool.connection() as db:
+                yield db
+        except tuple(FAILING) as e:     # a standby, a full disk: said once, until a write works
+            reason = next(r for kind, r in FAILING.items() if isinstance(e, kind))
+            if not writing:
+                raise StoreUnavailable(f"The database cannot be read now: {reason}.") from e
+            raise self.health.failed(reason, " ".join(str(e).split())) from e
+        except (psycopg.OperationalError, PoolTimeout) as e:
+            raise StoreUnavailable("The database is unavailable; try again.") from e
+        if writing:
+            self.health.worked()
+
+    def read(self, question: Any, read: Callable[[psycopg.Connection[Any]], T]) -> T:
+        with self.connection() as db:
+            return read(db)
+
+    def write(self, op: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``op``'s one statement, committed on its own (autocommit)."""
+        with self.connection(writing=True) as db:
+            return op(db)
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        with self.connection(writing=True) as db, db.transaction():
+            yield db
+
+    def write_once(self, key: Key, op: Callable[[psycopg.Connection[Any]], Any]) -> Answer:
+        """``op``'s answer, kept with ``key`` in its transaction; or the one
+        kept before. The key's row is taken first: a retry that comes
+        meanwhile waits on it until the commit. A write the unique index
+        refuses (a 409) ends that transaction, and its answer is kept in
+        one of its own."""
+        try:
+            with self.transaction() as db:
+                kept = self.keys.claimed(db, key)
+                if kept is not None:
+                    return kept
+                try:
+                    answer = key.answer(op(db), None)
+                except (NotFound, StaleVersion) as refused:     # read, not refused by SQL
+                    answer = key.answer(None, refused)
+                return self.keys.filled(db, key, answer)
+        except Conflict as refused:
+            with self.transaction() as db:
+                kept = self.keys.claimed(db, key)      # or taken since
+                return kept if kept is not None else self.keys.filled(
+                    db, key, key.answer(None, refused))
+
+    def atomically(self, plurals: Iterable[str], run: Callable[[InTransaction], T],
+                   key: Key | None = None, *, one_write: bool = False) -> Any:
+        """``Storage.atomically``: one transaction. The key's row is taken
+        first, then the feeds' locks of the collections it writes and of
+        those their references make it read, in the one order
+        (``Collections.locked``; each write would take its own: ``ddl``),
+        so that no two steps wait for each other, and no reference is
+        checked against a collection another step is changing; with a key, ``run`` is a savepoint of its own,
+        so that a refused write's answer is kept in the same transaction."""
+        with self.transaction() as db:
+            kept = None if key is None else self.keys.claimed(db, key)
+            if kept is not None:
+                return kept
+            for plural in self.locked(plurals):
+                db.execute("SELECT pg_advisory_xact_lock(%s::regclass::oid::bigint)",
+                           (self.collections[plural].table.changes_table,))
+            unit = InTransaction(self, db)
+            if key is None:
+                return run(unit)
+
+            def attempt() -> T:
+                with db.transaction():
+                    return run(unit)
+            return self.keys.filled(db, key, key.outcome(attempt))
+
+    @staticmethod
+    def violated(error: psycopg.errors.UniqueViolation) -> str:
+        return error.diag.constraint_name or ""
+
+    def listen(self) -> None:
+        if self._pid != os.getpid():
+            self._forked()
+        self._listener.start()
+
+    def _wake(self, plural: str | None) -> None:
+        for name, records in self.collections.items():
+            if plural is None or plural == name:
+                records.watch.notify()
+
+    def pool_use(self) -> PoolUse:
+        stats = self._pool.get_stats()
+        return PoolUse(stats["pool_size"], stats["pool_size"] - stats["pool_available"],
+                       stats["pool_max"], stats["requests_waiting"])
+
+    def close(self) -> None:
+        self.stop_waiting()
+        if self._pid != os.getpid():
+            return          # the parent's pool and listener (never used here) are the parent's to close
+        self._listener.stop()
+        self._pool.close()
+
+
+class PostgresRecords(SQLRecords):
+    """One collection of a ``PostgresStorage``."""
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, list[Any]]:
+        # One statement: each row of the page also carries the position, read
+        # once (an InitPlan) in the page's own snapshot. An empty page has no
+        # row to carry it: then the position first, and the page again.
+        columns = ", ".join(f"u.{c}" for c in self.table.columns.split(", "))
+        query, params = self.table.page(**{"limit": 100, **arguments},
+                                        columns=f"{columns}, ({self.table.position})")
+        rows = self.storage.read(None, lambda db: db.execute(query, params).fetchall())
+        if not rows:
+            return self.position(), self.list(**arguments)
+        return int(rows[0][-1]), [self._make(row[:-1]) for row in rows]

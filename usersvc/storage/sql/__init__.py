@@ -1,0 +1,8 @@
+"""What the two SQL stores share: one collection's statements and records
+(``collection``), its pages, counts, feed and restores (``bulk``), the
+tables, indexes and triggers made of a schema (``ddl``), a stored
+collection brought up to its schema at open (``evolution``, ``reshape``),
+and past releases, frozen (``history``)."""
+from .collection import Dialect, POSTGRES, SQLITE, SQLRecords, Table
+
+__all__ = ["POSTGRES", "SQLITE", "Dialect", "SQLRecords", "Table"]

@@ -1,0 +1,279 @@
+"""What a SQL store does with many records at once: the queries of pages
+and counts (``PageQueries``, part of ``sql.Table``), and the reads that run
+them, the feed's and a restore (``SQLBulk``, part of ``sql.SQLRecords``).
+
+A page in any order is a walk of one index (``ddl``: one on ``(<field>__key,
+id, version)`` for each sort and filter) from the last page's position
+(keyset paging): O(log N + limit); a search starts from the words that
+match (``q <= word < prefix_end(q)``) and sorts only those.
+
+A batch's writes are many records at once too: ``InTransaction`` is the
+store as they see it, every one of them in one transaction.
+"""
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import Conflict, Position
+from ..checked import within
+from ..feed import Change
+from ..stored import Restores, check_fresh_ids
+
+LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix``, for
+    an index range ``prefix <= key < prefix_end(prefix)`` in code point order
+    (``None``: there is none, every string from ``prefix`` on qualifies)."""
+    stripped = prefix.rstrip("\U0010ffff")
+    if not stripped:
+        return None
+    following = ord(stripped[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:      # surrogates are not text: skip them
+        following = 0xE000
+    return stripped[:-1] + chr(following)
+
+
+def _sendable(param: Any) -> Any:
+    """A filter's or search's value as a database can be sent it: NUL,
+    which no stored value holds and PostgreSQL cannot be sent, as U+FFFE,
+    which no stored value holds either (every text kind refuses it), so
+    it matches nothing, as it does in memory."""
+    return param.replace("\x00", "\ufffe") if type(param) is str and "\x00" in param else param
+
+
+class PageQueries:
+    """The queries of ``RecordStore.list`` and ``count``, the feed's and a
+    restore's (a ``Table``'s)."""
+
+    def make_bulk_statements(self: Any, written: list[str]) -> None:
+        """The statements of the feed and of a restore (``written``: the
+        columns a write sets), made once with the ``Table``."""
+        t, c, m, fields = self.name, self.changes_table, self.dialect.mark, list(self.schema.fields)
+        self.restore = (f"INSERT INTO {t} (id, {', '.join(written)}, version)"
+                        f"{' OVERRIDING SYSTEM VALUE' if self.dialect.name == 'postgres' else ''} "
+                        f"VALUES ({', '.join(m for _ in range(len(written) + 2))})")
+        self.forget_change = f"DELETE FROM {c} WHERE id = {m}"
+        self.restore_change = (f"INSERT INTO {c} (seq, id, {', '.join(fields)}, version) "
+                               f"VALUES ({', '.join(m for _ in range(len(fields) + 3))})")
+        self.changes = (f"SELECT seq, {self.columns} FROM {c} WHERE seq > {m} "
+                        f"ORDER BY seq LIMIT {m}")
+        self.position = f"SELECT coalesce(max(seq), 0) FROM {c}"
+        if self.dialect.name == "sqlite":   # AUTOINCREMENT's high-water mark
+            self.last_id = f"SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = '{t}'"
+        else:                       # the identity column's sequence
+            self.last_id = ("SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("
+                            f"'{t}', 'id')::regclass), 0)")
+        self._pages: dict[tuple[Any, ...], str] = {}
+
+    def page(self, *, limit: int, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, q: str | None = None, columns: str | None = None,
+             **filters: Any) -> tuple[str, list[Any]]:
+        """The query for ``RecordStore.list`` with these arguments, and its
+        parameters; ``columns="u.id, u.version"`` asks only for each
+        record's id and version."""
+        params = self._filter_params(filters, q)
+        if after is not None:
+            if sort == "id":
+                params.append(after)
+            else:
+                assert isinstance(after, tuple)
+                params.extend(after[:len(self._order(sort))])
+        params.append(limit)
+        shape = (columns, sort, reverse, after is not None, tuple(filters), q is not None,
+                 q is not None and prefix_end(q.casefold()) is not None)
+        query = self._pages.get(shape)
+        if query is None:
+            query = self._pages[shape] = self._page_sql(*shape)
+        return query, params
+
+    def count(self, *, q: str | None = None, **filters: Any) -> tuple[str, list[Any]]:
+        """The query for ``RecordStore.count`` with these filters, and its parameters."""
+        end = q is not None and prefix_end(q.casefold()) is not None
+        source, where = self._filtered(tuple(filters), q is not None, end)
+        return f"SELECT count(*) FROM {source}{_where(where)}", self._filter_params(filters, q)
+
+    def compared(self, field: str) -> str:
+        """What a field is compared and ordered by, in filters, orders and
+        their indexes: its key's column, or its own; text in code point
+        order on every store, whatever the database's collation (on
+        PostgreSQL, ``COLLATE "C"``: an ICU database ordered
+        ``https://B...`` after ``https://a...``)."""
+        if field in self.keys:
+            return f"{field}__key"
+        if self.dialect.name == "postgres" and self.schema.fields[field].column_type(
+                "postgres") == "text":
+            return f'{field} COLLATE "C"'
+        return field
+
+    def _order(self, sort: str) -> tuple[str, ...]:
+        """The columns an order walks. A unique key orders the records alone
+        (the id after it could never decide)."""
+        if sort == "id":
+            return ("u.id",)
+        column = f"u.{self.compared(sort)}"
+        return (column,) if sort in self.schema.unique else (column, "u.id")
+
+    def _filter_params(self, filters: dict[str, str], q: str | None) -> list[Any]:
+        params: list[Any] = []
+        if q is not None:
+            prefix = q.casefold()
+            end = prefix_end(prefix)
+            params += [prefix] if end is None else [prefix, end]
+        kinds = self.schema.fields
+        params += [kinds[field].key(value) for field, value in filters.items()]
+        return [_sendable(p) for p in params]
+
+    def _page_sql(self, columns: str | None, sort: str, reverse: bool, has_after: bool,
+                  filters: tuple[str, ...], has_q: bool, has_end: bool) -> str:
+        mark = self.dialect.mark
+        source, where = self._filtered(filters, has_q, has_end)
+        keys = self._order(sort)
+        if has_after:
+            op = "<" if reverse else ">"
+            if len(keys) == 1:
+                where.append(f"{keys[0]} {op} {mark}")
+            else:                       # a row value: (name__key, id) > (?, ?)
+                where.append(f"({', '.join(keys)}) {op} ({', '.join(mark for _ in keys)})")
+        direction = " DESC" if reverse else ""
+        order = ", ".join(key + direction for key in keys)
+        selected = columns or ", ".join(f"u.{c}" for c in self.columns.split(", "))
+        return f"SELECT {selected} FROM {source}{_where(where)} ORDER BY {order} LIMIT {mark}"
+
+    def _filtered(self, filters: tuple[str, ...], has_q: bool,
+                  has_end: bool) -> tuple[str, list[str]]:
+        """The rows a query starts from, and its filters' conditions."""
+        mark = self.dialect.mark
+        source, where = f"{self.name} AS u", []
+        if has_q:
+            found = f"word >= {mark}" + (f" AND word < {mark}" if has_end else "")
+            source = (f"(SELECT DISTINCT {self.owner} FROM {self.words_table} WHERE {found}) "
+                      f"AS m {self.dialect.join} {self.name} AS u ON u.id = m.{self.owner}")
+        for field in filters:
+            if field not in self.schema.filters:
+                raise TypeError(f"{self.name} cannot be filtered by {field}")
+            where.append(f"u.{self.compared(field)} = {mark}")
+        return source, where
+
+
+def _where(conditions: list[str]) -> str:
+    return " WHERE " + " AND ".join(conditions) if conditions else ""
+
+
+class SQLBulk(Restores):
+    """``RecordStore.list``, ``count``, ``restore`` and the feed's reads (an
+    ``SQLRecords``'s)."""
+
+    def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, q: str | None = None,
+             **filters: Any) -> builtins.list[Any]:
+        arguments: dict[str, Any] = dict(limit=limit, sort=sort, reverse=reverse, after=after,
+                                         q=q, **filters)
+        return self.storage.read((self.table.name, *arguments.items()),
+                                 lambda db: self._page(db, arguments))
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
+        # Both on one connection, the position first.
+        full = {**LIST_DEFAULTS, **arguments}
+        return self.storage.read(("position", self.table.name, *full.items()), lambda db: (
+            int(db.execute(self.table.position).fetchone()[0]), self._page(db, full)))
+
+    def _page(self, db: Any, arguments: dict[str, Any]) -> builtins.list[Any]:
+        return list(map(self._make, db.execute(*self.table.page(**arguments))))
+
+    def count(self, *, q: str | None = None, **filters: Any) -> int:
+        query, params = self.table.count(q=q, **filters)
+        return int(self.storage.read(None, lambda db: db.execute(query, params).fetchone()[0]))
+
+    def last_id(self) -> int:
+        return int(self.storage.read(None, lambda db: db.execute(self.table.last_id).fetchone()[0]))
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
+        rows = self.storage.read((self.table.changes, after, limit), lambda db: db.execute(
+            self.table.changes, (after, limit)).fetchall())
+        return [Change(row[0], row[1], None if row[-1] is None else self._make(row[1:]))
+                for row in rows]
+
+    def position(self) -> int:
+        return int(self.storage.read(self.table.position, lambda db: db.execute(
+            self.table.position).fetchone()[0]))
+
+    def wait(self, after: int, timeout: float) -> None:
+        self.storage.listen()
+        self.watch.wait(after, timeout)
+
+    def stop_waiting(self) -> None:
+        self.watch.close()
+
+    def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
+        table = self.table
+        with self.storage.transaction() as db:
+            check_fresh_ids([*records, *changes], int(db.execute(table.last_id).fetchone()[0]))
+            position = int(db.execute(table.position).fetchone()[0])
+            if changes and min(c.seq for c in changes) <= position:
+                raise Conflict(f"Positions are never reused: this store's feed is at {position}.")
+            absent = [None] * (len(self.schema.fields) + 1)     # a tombstone's fields and version
+            try:
+                db.cursor().executemany(table.restore, [
+                    (r.id, *table.row(r[1:-1]), r.version) for r in records])
+                if changes:         # the triggers' positions, replaced by the ones given
+                    db.cursor().executemany(table.forget_change, [(r.id,) for r in records])
+                    db.cursor().executemany(table.restore_change, [
+                        (c.seq, c.id, *(absent if c.record is None else c.record[1:]))
+                        for c in changes])
+                    _raise_position(table, db, max(c.seq for c in changes))
+            except self.storage.unique_violation as e:
+                raise Conflict(f"The store already holds one of these records ({e}).") from None
+            top = max([last_id, *(r.id for r in records), *(c.id for c in changes)])
+            if top > 0:
+                _raise_last_id(table, db, top)
+        self.watch.notify()
+
+
+def _raise_position(table: Any, db: Any, seq: int) -> None:
+    """Make ``seq`` the feed's high-water mark, if it is above it
+    (SQLite's ``AUTOINCREMENT`` follows the largest ``seq`` inserted)."""
+    if table.dialect.name == "postgres":
+        db.execute(f"SELECT setval('{table.changes_table}_seq', %s) "
+                   f"WHERE %s > (SELECT last_value FROM {table.changes_table}_seq)", (seq, seq))
+
+
+def _raise_last_id(table: Any, db: Any, last_id: int) -> None:
+    """Make ``last_id`` the high-water mark, if it is above it."""
+    if table.dialect.name == "sqlite":   # the row exists once a record was inserted; make one if not
+        db.execute(f"INSERT INTO sqlite_sequence (name, seq) SELECT '{table.name}', 0 WHERE "
+                   f"NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '{table.name}')")
+        db.execute(f"UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = '{table.name}'",
+                   (last_id,))
+    else:
+        db.execute(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), %s) "
+                   f"WHERE %s > ({table.last_id})", (last_id, last_id))
+
+
+class InTransaction:
+    """A SQL store as a batch's writes see it (``Storage.atomically``): its
+    collections (``unit[plural]``), each the store's own but writing, and
+    reading, in ``db``'s one transaction, which the store commits or undoes."""
+
+    def __init__(self, storage: Any, db: Any) -> None:
+        self.storage, self.db = storage, db
+        self.keys, self.health = storage.keys, storage.health
+        self.unique_violation, self.violated = storage.unique_violation, storage.violated
+
+    def __getitem__(self, plural: str) -> Any:
+        return within(self.storage, self.raw(plural), self)
+
+    def raw(self, plural: str) -> Any:
+        own = self.storage.collections[plural]
+        records = object.__new__(type(own))      # (PERF: a copy, as copy.copy's, in a third of its time)
+        records.__dict__.update(own.__dict__, storage=self)
+        return records
+
+    def write(self, op: Callable[[Any], Any]) -> Any:
+        return op(self.db)
+
+    def read(self, question: Any, read: Callable[[Any], Any]) -> Any:
+        return read(self.db)

@@ -1,0 +1,248 @@
+"""One collection of a SQL store, the same code for SQLite and PostgreSQL:
+its statements (``Table``, made from the schema once per dialect) and its
+records (``SQLRecords``); what it does with many records at once is
+``sql_bulk``'s, the tables, indexes and triggers it makes ``ddl``'s.
+
+The store (``SQLiteStorage``, ``PostgresStorage``) gives the connections:
+``read(question, read)`` runs ``read(db)`` (SQLite answers a question
+again while nothing is committed); ``write(op)`` runs ``op(db)`` as one
+write, committed before it returns; ``write_once(key, op)`` keeps its
+answer with an idempotency key in the same transaction (``keys``);
+``transaction()``, for a restore; ``violated(error)``, what a unique
+violation names.
+
+Every write is one statement whose text depends only on its shape, every
+value a bound parameter: an ``INSERT ... RETURNING id``, or an ``UPDATE``
+or ``DELETE`` whose ``WHERE`` holds the precondition, so that the check and
+the write are one atomic step. Only when no row matched does a second read
+tell "gone" (404) from "changed" (412). A unique index's error names the
+field (409).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ...fields import words
+from ...validation import Schema
+from .. import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
+from ..keys import Key
+from ..stored import record_maker
+from .bulk import PageQueries, SQLBulk
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between the two databases, as fragments of SQL."""
+
+    name: str
+    mark: str               # the driver's placeholder
+    join: str               # how the matching words join their records
+    key_type: str           # a ``__key`` column's type
+    words_type: str         # a ``__words`` column's type
+    id_column: str
+    arrays: bool            # whether a parameter may be an array
+
+    def any_of(self, column: str, values: frozenset[int]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``values``: the condition and its parameters
+        (one array where there are arrays: one shape for any number)."""
+        if self.arrays:
+            return f"{column} = ANY({self.mark})", [sorted(values)]
+        return f"{column} IN ({', '.join(self.mark for _ in values)})", sorted(values)
+
+    def words_value(self, value: str | None) -> Any:
+        """A ``<field>__words`` value: the distinct case-folded words (in
+        SQLite, as a JSON array)."""
+        if value is None:
+            return None
+        found = sorted(set(words(value)))
+        return found if self.arrays else _WORDS(found)
+
+
+_WORDS = json.JSONEncoder(ensure_ascii=False).encode   # (PERF: json.dumps makes one a call)
+# SQLite's planner takes a CROSS JOIN's tables in the order written: the
+# matching words first, then their records by id. AUTOINCREMENT: never an id again.
+SQLITE = Dialect("sqlite", "?", "CROSS JOIN", "TEXT", "TEXT",
+                 "id INTEGER PRIMARY KEY AUTOINCREMENT", arrays=False)
+POSTGRES = Dialect("postgres", "%s", "JOIN", 'text COLLATE "C"', "text[]",
+                   "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", arrays=True)
+
+
+class Table(PageQueries):
+    """Everything SQL about one collection, for one dialect, made once
+    (what reads or writes many records: ``PageQueries``)."""
+
+    def __init__(self, schema: Schema, dialect: Dialect) -> None:
+        self.schema, self.dialect = schema, dialect
+        s, m = schema, dialect.mark
+        self.name = t = s.plural
+        self.words_table = f"{s.name}_words"
+        self.owner = f"{s.name}_id"                 # the words table's record id
+        self.changes_table = f"{s.name}_changes"
+        self.keys = s.keyed                          # fields with a __key column
+        self.derived = ([f"{f}__key" for f in self.keys] + [f"{f}__words" for f in s.words])
+        fields = list(s.fields)
+        self.columns = ", ".join(["id", *fields, "version"])      # schema.record's order
+        written = [*fields, *self.derived]
+        self.select_one = f"SELECT {self.columns} FROM {t} WHERE id = {m}"
+        self.select_some = f"SELECT {self.columns} FROM {t} WHERE id IN "
+        self.insert = (f"INSERT INTO {t} ({', '.join(written)}, version) "
+                       f"VALUES ({', '.join(m for _ in written)}, 1) RETURNING id")
+        self.exists = f"SELECT 1 FROM {t} WHERE id = {m}"
+        self._writes: dict[tuple[Any, ...], str] = {}
+        self.make_bulk_statements(written)
+
+    # -- values -----------------------------------------------------------
+
+    def row(self, values: Sequence[Any]) -> list[Any]:
+        """The columns a write sets, from the fields' values in the
+        schema's order: the values, their keys, their words."""
+        return list(self.row_of(dict(zip(self.schema.fields, values))).values())
+
+    def row_of(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The columns that these fields' values set, by name: the values,
+        then the keys and words of those that have them."""
+        row, kinds = dict(fields), self.schema.fields
+        for field in self.keys:
+            if field in fields:
+                row[f"{field}__key"] = None if fields[field] is None else kinds[field].key(fields[field])
+        for field in self.schema.words:
+            if field in fields:
+                row[f"{field}__words"] = self.dialect.words_value(fields[field])
+        return row
+
+    def update(self, fields: dict[str, Any], record_id: int,
+               precondition: Any) -> tuple[str, list[Any]]:
+        """A conditional UPDATE that sets these fields (and their key and
+        words columns) and the next version, and returns the record; no row
+        when the record is gone or the precondition fails."""
+        derived = self.row_of(fields)
+        where, params = self._condition(precondition)
+        shape = ("update", tuple(derived), where)
+        query = self._writes.get(shape)
+        if query is None:
+            sets = "".join(f"{column} = {self.dialect.mark}, " for column in derived)
+            query = self._writes[shape] = (
+                f"UPDATE {self.name} SET {sets}version = version + 1 WHERE id = "
+                f"{self.dialect.mark}{where} RETURNING {self.columns}")
+        return query, [*derived.values(), record_id, *params]
+
+    def delete(self, record_id: int, precondition: Any) -> tuple[str, list[Any]]:
+        """A conditional DELETE; no row deleted when the record is gone or the
+        precondition fails."""
+        where, params = self._condition(precondition)
+        return f"DELETE FROM {self.name} WHERE id = {self.dialect.mark}{where}", [record_id, *params]
+
+    def _condition(self, precondition: Any) -> tuple[str, list[Any]]:
+        """The WHERE clause that ``Precondition.allows`` is, over ``version``."""
+        if precondition is None:
+            return "", []
+        where, params = "", []
+        if precondition.match is not None:
+            if not precondition.match:
+                return " AND false", []
+            clause, params = self.dialect.any_of("version", precondition.match)
+            where = f" AND {clause}"
+        if precondition.none_match is None:
+            return " AND false", []
+        if precondition.none_match:
+            clause, more = self.dialect.any_of("version", precondition.none_match)
+            where, params = f"{where} AND NOT {clause}", params + more
+        return where, params
+
+
+class SQLRecords(SQLBulk):
+    """One collection of a SQL store (what it does with many records at
+    once: ``SQLBulk``)."""
+
+    keeps_keys = True
+
+    def __init__(self, storage: Any, table: Table, interval: float | None) -> None:
+        self.storage, self.table, self.schema = storage, table, table.schema
+        self._make = record_maker(self.schema)      # a row to a record
+        #: Requests waiting for changes; other processes' commits are seen
+        #: every ``interval`` seconds, or sooner when the store is told.
+        self.watch = Watch(self.position, interval)
+
+    @property
+    def writes_failing(self) -> str | None:
+        """Why the store's writes are failing now (a full disk...), or ``None``."""
+        return self.storage.health.failing
+
+    # -- reads ------------------------------------------------------------
+
+    def get(self, record_id: int) -> Any:
+        checked_id(self.schema, record_id)
+        record = self.storage.read((self.table.name, record_id), lambda db: next(
+            map(self._make, db.execute(self.table.select_one, (record_id,))), None))
+        if record is None:
+            raise NotFound(self.schema, record_id)
+        return record
+
+    # -- writes -----------------------------------------------------------
+
+    def create(self, *, key: Key | None = None, **fields: Any) -> Any:
+        values = self.schema.values(fields)
+        row = self.table.row(values)
+
+        def insert(db: Any) -> Any:
+            # Every row read: a RETURNING statement is not done until then.
+            (record_id,), = self._unique(db, self.table.insert, row, fields).fetchall()
+            return self._make((record_id, *values, 1))
+        return self._write(insert, key)
+
+    def update(self, record_id: int, *, precondition: Precondition | None = None,
+               key: Key | None = None, **fields: Any) -> Any:
+        checked_id(self.schema, record_id)
+        self.schema.check_names(fields)
+        query, params = self.table.update(fields, record_id, precondition)
+
+        def change(db: Any) -> Any:
+            rows = self._unique(db, query, params, fields).fetchall()
+            if not rows:
+                raise self._why_not(db, record_id)
+            return self._make(rows[0])
+        return self._write(change, key)
+
+    def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
+        checked_id(self.schema, record_id)
+        query, params = self.table.delete(record_id, precondition)
+
+        def remove(db: Any) -> None:
+            if db.execute(query, params).rowcount == 0:
+                raise self._why_not(db, record_id)
+        self._write(remove)
+
+    # -- helpers --------------------------------------------------------
+
+    def _write(self, op: Callable[[Any], T], key: Key | None = None) -> Any:
+        if key is None:
+            done = self.storage.write(op)
+        else:
+            done = self.storage.write_once(key, op)
+            self.storage.keys.sweep(self.storage.write)
+        self.watch.notify()
+        return done
+
+    def _unique(self, db: Any, query: str, params: Sequence[Any], fields: dict[str, Any]) -> Any:
+        """``db.execute(query, params)``; a unique index's refusal as the
+        ``Conflict`` of the field it names."""
+        try:
+            return db.execute(query, params)
+        except self.storage.unique_violation as e:
+            named = self.storage.violated(e)
+            for field in self.schema.unique:
+                column = f"{field}__key" if field in self.table.keys else field
+                if named in (f"{self.table.name}.{column}", f"{self.table.name}_{field}_unique"):
+                    raise Conflict.taken(self.schema, field, fields.get(field)) from None
+            raise
+
+    def _why_not(self, db: Any, record_id: int) -> Exception:
+        """No row matched a conditional write: gone, or changed?"""
+        if db.execute(self.table.exists, (record_id,)).fetchone() is None:
+            return NotFound(self.schema, record_id)
+        return StaleVersion(record_id)

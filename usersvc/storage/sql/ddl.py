@@ -1,0 +1,207 @@
+"""What a SQL store makes of a declaration when it opens, per dialect: the
+tables (``create_tables``), a field's columns (``column``, ``key_column``,
+``words_column``), and the indexes, triggers and functions (``objects``),
+each a name and its statement, which ``evolution`` records and compares.
+
+A record's row: ``id``, each field, ``version``, and what SQL cannot
+compute as Python does: ``<field>__key``, a value's key where it is not
+the value (``Field.key``: text case-folded; unique, filtered, sorted or
+searched whole), and ``<field>__words``, a
+``words`` field's case-folded words. Keys compare in code point order
+(``BINARY``, ``COLLATE "C"``), as Python's ``str`` does. Triggers, in each
+write's transaction, keep the search words (``<name>_words``) and the feed
+(``<name>_changes``); on PostgreSQL the feed's takes a lock held until
+commit, so positions follow commit order, and announces the change (``CHANNEL``).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ...fields import COLUMN_TYPES
+from .collection import SQLITE, Table
+
+
+class Object(NamedTuple):
+    kind: str       # "index", "function" or "trigger"
+    table: str      # the table it is on (for dropping a trigger)
+    sql: str
+
+
+def column(table: Table, field: str) -> str:
+    """A field's column: its type, and ``NOT NULL`` unless it is optional."""
+    kind = table.schema.fields[field].column_type(table.dialect.name)
+    return f"{field} {kind}" + ("" if field in table.schema.optional else " NOT NULL")
+
+
+def key_column(table: Table, field: str) -> str:
+    """A field's key (``Field.key``): text in code point order, or an integer."""
+    text = table.schema.fields[field].key_type == "text"
+    return f"{field}__key {table.dialect.key_type if text else COLUMN_TYPES['integer'][table.dialect.name]}"
+
+
+def words_column(table: Table, field: str) -> str:
+    return f"{field}__words {table.dialect.words_type}"
+
+
+def create_tables(table: Table) -> list[str]:
+    """The statements that make the collection's three tables, empty."""
+    s, d, t, c = table.schema, table.dialect, table.name, table.changes_table
+    columns = [d.id_column, *(column(table, f) for f in s.fields),
+               f"version {COLUMN_TYPES['integer'][d.name]} NOT NULL", *(key_column(table, f) for f in table.keys),
+               *(words_column(table, f) for f in s.words)]
+    kept = [f"{f} {k.column_type(d.name)}" for f, k in s.fields.items()]
+    if d is SQLITE:
+        words = (f"CREATE TABLE {table.words_table} (word TEXT NOT NULL, {table.owner} "
+                 f"INTEGER NOT NULL, PRIMARY KEY (word, {table.owner})) WITHOUT ROWID")
+        changes = [f"CREATE TABLE {c} (seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER "
+                   f"NOT NULL UNIQUE, {', '.join([*kept, 'version INTEGER'])})"]
+    else:
+        words = (f'CREATE TABLE {table.words_table} (word text COLLATE "C" NOT NULL, '
+                 f"{table.owner} bigint NOT NULL, PRIMARY KEY (word, {table.owner}))")
+        changes = [f"CREATE TABLE {c} (id bigint PRIMARY KEY, seq bigint NOT NULL UNIQUE, "
+                   f"{', '.join([*kept, 'version bigint'])})", f"CREATE SEQUENCE {c}_seq"]
+    return [f"CREATE TABLE {t} ({', '.join(columns)})", words, *changes]
+
+
+def objects(table: Table) -> dict[str, Object]:
+    """The indexes, triggers and functions the declaration asks for, by name."""
+    s, t = table.schema, table.name
+    found: dict[str, Object] = {}
+    for field in s.unique:
+        indexed = table.compared(field)
+        found[f"{t}_{field}_unique"] = Object(
+            "index", t, f"CREATE UNIQUE INDEX {t}_{field}_unique ON {t} ({indexed})")
+    for field in dict.fromkeys((*s.sorts[1:], *s.filters)):
+        if field not in s.unique:
+            indexed = table.compared(field)
+            found[f"{t}_{field}_order"] = Object(
+                "index", t, f"CREATE INDEX {t}_{field}_order ON {t} ({indexed}, id, version)")
+    triggers = _sqlite_triggers if table.dialect is SQLITE else _postgres_triggers
+    found.update(triggers(table))
+    return found
+
+
+def fill_words(table: Table) -> str:
+    """The statement that fills the (emptied) words table from every record."""
+    t, w, owner = table.name, table.words_table, table.owner
+    if table.dialect is SQLITE:
+        parts = [f"SELECT j.value, u.id FROM {t} AS u, json_each(u.{col}) AS j" if kind == "words"
+                 else f"SELECT u.{col}, u.id FROM {t} AS u WHERE u.{col} IS NOT NULL"
+                 for kind, col in _search_keys(table)]
+        return f"INSERT OR IGNORE INTO {w} (word, {owner}) {' UNION '.join(parts)}"
+    keys = " || ".join(f"coalesce(u.{col}, '{{}}')" if kind == "words" else f"ARRAY[u.{col}]"
+                       for kind, col in _search_keys(table))
+    return (f"INSERT INTO {w} (word, {owner}) SELECT DISTINCT k, u.id FROM {t} AS u, "
+            f"unnest({keys}) AS k WHERE k IS NOT NULL")
+
+
+def _search_keys(table: Table) -> list[tuple[str, str]]:
+    """Each search key column of a row, as ``(kind, column)``: a words
+    field's ``__words`` (many keys), a prefix field's ``__key`` (one)."""
+    s = table.schema
+    return [("words", f"{f}__words") for f in s.words] + [("key", f"{f}__key") for f in s.prefixes]
+
+
+def _sqlite_triggers(table: Table) -> dict[str, Object]:
+    t, w, c, owner = table.name, table.words_table, table.changes_table, table.owner
+    found: dict[str, Object] = {}
+    keys = _search_keys(table)
+    if keys:
+        def of(row: str) -> str:     # a row's search keys, as one SELECT of "value"
+            return " UNION ".join(
+                f"SELECT value FROM json_each({row}.{col})" if kind == "words"
+                else f"SELECT {row}.{col} AS value WHERE {row}.{col} IS NOT NULL"
+                for kind, col in keys)
+        add = (f"INSERT OR IGNORE INTO {w} (word, {owner}) SELECT value, NEW.id "
+               f"FROM ({of('NEW')});")
+        drop = f"DELETE FROM {w} WHERE {owner} = OLD.id AND word IN ({of('OLD')});"
+        cols = [col for _, col in keys]
+        changed = " OR ".join(f"OLD.{col} IS NOT NEW.{col}" for col in cols)
+        for name, sql in (
+                ("insert", f"AFTER INSERT ON {t} BEGIN {add} END"),
+                ("delete", f"AFTER DELETE ON {t} BEGIN {drop} END"),
+                ("update", f"AFTER UPDATE OF {', '.join(cols)} ON {t} WHEN {changed} "
+                           f"BEGIN {drop} {add} END")):
+            found[f"{w}_{name}"] = Object("trigger", t, f"CREATE TRIGGER {w}_{name} {sql}")
+    # The feed: REPLACE moves a record's row to a new AUTOINCREMENT position,
+    # above every one ever used. Only a write that sets the version is a
+    # change (a store's every write does; filling a new key column does not).
+    fields = list(table.schema.fields)
+    kept = ", ".join(["id", *fields, "version"])
+    for name, when, values in (
+            ("insert", "INSERT", ", ".join(f"NEW.{f}" for f in ["id", *fields, "version"])),
+            ("update", "UPDATE OF version", ", ".join(f"NEW.{f}" for f in ["id", *fields, "version"])),
+            ("delete", "DELETE", ", ".join(["OLD.id", *("NULL" for _ in fields), "NULL"]))):
+        found[f"{c}_{name}"] = Object("trigger", t, (
+            f"CREATE TRIGGER {c}_{name} AFTER {when} ON {t} BEGIN "
+            f"INSERT OR REPLACE INTO {c} ({kept}) VALUES ({values}); END"))
+    return found
+
+
+#: The channel a committed change is announced on (``postgres_notify``);
+#: the payload is the collection's plural.
+CHANNEL = "usersvc_changes"
+
+
+def _postgres_triggers(table: Table) -> dict[str, Object]:
+    t, w, c, owner = table.name, table.words_table, table.changes_table, table.owner
+    found: dict[str, Object] = {}
+    keys = _search_keys(table)
+    if keys:
+        def of(row: str) -> str:     # a row's search keys, as one text[]
+            return " || ".join(f"coalesce({row}.{col}, '{{}}')" if kind == "words"
+                               else f"ARRAY[{row}.{col}]" for kind, col in keys)
+        found[f"{w}_sync"] = Object("function", t, f"""CREATE OR REPLACE FUNCTION {w}_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        DELETE FROM {w} WHERE {owner} = OLD.id AND word = ANY({of('OLD')});
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO {w} (word, {owner})
+        SELECT DISTINCT k, NEW.id FROM unnest({of('NEW')}) AS k WHERE k IS NOT NULL
+            ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$""")
+        cols = [col for _, col in keys]
+        changed = " OR ".join(f"OLD.{col} IS DISTINCT FROM NEW.{col}" for col in cols)
+        found[f"{w}_insert_delete"] = Object("trigger", t, (
+            f"CREATE TRIGGER {w}_insert_delete AFTER INSERT OR DELETE ON {t} "
+            f"FOR EACH ROW EXECUTE FUNCTION {w}_sync()"))
+        found[f"{w}_update"] = Object("trigger", t, (
+            f"CREATE TRIGGER {w}_update AFTER UPDATE OF {', '.join(cols)} ON {t} FOR EACH ROW "
+            f"WHEN ({changed}) EXECUTE FUNCTION {w}_sync()"))
+    # Each statement's transaction first takes a lock it holds until it
+    # ends (re-entrant: a restore of many records takes it once), before
+    # the statement locks any row, so a writer that comes later waits here
+    # for the one before to commit: positions are handed out in commit order
+    # (``feed``), and a batch, which takes the locks of its collections
+    # first, never waits for a row that a writer waiting for it holds. The
+    # key is the table's own oid, so stores in other schemas do not share it.
+    found[f"{c}_lock"] = Object("function", t, f"""CREATE OR REPLACE FUNCTION {c}_lock() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock('{c}'::regclass::oid::bigint);
+    RETURN NULL;
+END $$""")
+    found[f"{c}_first"] = Object("trigger", t, (
+        f"CREATE TRIGGER {c}_first BEFORE INSERT OR UPDATE OR DELETE ON {t} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION {c}_lock()"))
+    fields = list(table.schema.fields)
+    kept = ", ".join(fields)
+    found[f"{c}_record"] = Object("function", t, f"""CREATE OR REPLACE FUNCTION {c}_record() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO {c} (id, seq) VALUES (OLD.id, nextval('{c}_seq'))
+            ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, {', '.join(f'{f} = NULL' for f in [*fields, 'version'])};
+    ELSE
+        INSERT INTO {c} (id, seq, {kept}, version)
+        VALUES (NEW.id, nextval('{c}_seq'), {', '.join(f'NEW.{f}' for f in fields)}, NEW.version)
+            ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, {', '.join(f'{f} = EXCLUDED.{f}' for f in [*fields, 'version'])};
+    END IF;
+    PERFORM pg_notify('{CHANNEL}', '{t}');     -- delivered at the commit (postgres_notify)
+    RETURN NULL;
+END $$""")
+    found[f"{c}_trigger"] = Object("trigger", t, (
+        f"CREATE TRIGGER {c}_trigger AFTER INSERT OR UPDATE OF version OR DELETE ON {t} "
+        f"FOR EACH ROW EXECUTE FUNCTION {c}_record()"))
+    return found

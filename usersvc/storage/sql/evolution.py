@@ -1,0 +1,278 @@
+"""A SQL store's collections brought up to their schemas at open, or refused.
+
+Each store records, in ``usersvc_collections``, every collection's
+declaration (``stored.declaration``) and the objects it made for it
+(``ddl.objects``), by name and statement. At open, under the lock that
+makes processes open one at a time, ``evolve`` compares them with the
+schema's, as Django's migration autodetector and Alembic's compare do: a
+new collection gets its tables; an added optional field, a column; a
+filter, sort, search or uniqueness, its column, filled, and its index (a
+uniqueness the records break is refused, naming a value); a field's
+changed rule (``text(100)`` to ``text(5)``), held to every stored value (a
+value it refuses is refused, naming the record); what is no longer
+declared, dropped; an object whose statement changed, made again.
+
+Versions are not touched (every ETag stays valid) and no feed entry is
+made, but by the explicit migrations the schema declares (``reshape``:
+renamed, dropped, converted, defaults, timestamps turned on), which give
+each record they change a new version. What cannot be done safely and no
+migration declares (a stored field the schema lacks, a changed type, a new
+required field, a field made required) is refused with
+``SchemaMismatch``, one line, before anything is changed.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Union
+
+from ...kinds.dates import now
+from ...validation import Schema
+from ..stored import SchemaMismatch, declaration, schema_from
+from . import ddl, reshape
+from .collection import Dialect, POSTGRES, SQLITE, Table
+
+log = logging.getLogger("usersvc.storage")
+
+#: One step of a migration: a statement, or a function of the connection
+#: for what SQL cannot compute (Python's ``str.casefold``).
+Step = Union[str, Callable[[Any], None]]
+
+
+def apply(db: Any, steps: Sequence[Step]) -> None:
+    """Run one migration's steps on a connection (sqlite3's or psycopg's)."""
+    for step in steps:
+        if isinstance(step, str):
+            db.execute(step)
+        else:
+            step(db)
+
+
+#: Made by the layout migration of every SQL store (``*_migrations``).
+COLLECTIONS = "usersvc_collections"
+
+
+def declared(db: Any, dialect: Dialect) -> list[Schema]:
+    """The collections a store holds, as their recorded declarations say."""
+    if not _exists(db, COLLECTIONS, dialect):
+        return []
+    rows = db.execute(f"SELECT declaration FROM {COLLECTIONS} ORDER BY plural").fetchall()
+    return [schema_from(json.loads(row[0])) for row in rows]
+
+
+def evolve(db: Any, table: Table) -> None:
+    """Bring ``table``'s collection up to its schema on the connection
+    ``db``, inside the caller's transaction; raise ``SchemaMismatch``."""
+    mark, plural = table.dialect.mark, table.name
+    row = db.execute(f"SELECT declaration, objects FROM {COLLECTIONS} WHERE plural = {mark}",
+                     (plural,)).fetchone()
+    want = declaration(table.schema)
+    if row is None:
+        if _exists(db, table.name, table.dialect):
+            raise SchemaMismatch(f"{plural}: the database has a table {plural} that usersvc "
+                                 "did not make; store the collection elsewhere")
+        for statement in ddl.create_tables(table):
+            db.execute(statement)
+        stored, objects, renamed = want, {}, False
+    else:
+        stored, objects = json.loads(row[0]), json.loads(row[1])
+        renamed = _rename(db, table, stored)
+    todo = [] if row is None else reshape.steps(table.schema, stored, want)
+    migrated = {step.field for step in todo}
+    _check(stored, want, plural, migrated)
+    ruled = set()       # the fields whose rule changed in place: every value held to it
+    for field, kind in want["fields"].items():
+        was = stored["fields"].get(field, {}).get("rule")
+        if was is not None and was != kind["rule"] and field not in migrated:
+            reshape.check_values(db, table, field)     # (None: recorded before rules were)
+            ruled.add(field)
+    changes = [] if row is None else list(_changes(stored, want, todo))
+    wanted = ddl.objects(table)
+    for name, (kind, on, sql) in sorted(objects.items(), key=_drop_order):
+        # A function is replaced where it stands (its trigger depends on it);
+        # before a migration's columns change, every object goes.
+        if name not in wanted or (wanted[name].sql != sql and kind != "function") or todo:
+            db.execute(_drop(table, kind, name, on))
+            del objects[name]
+    when = now()        # the one time of every timestamp the migrations set
+    touched, done = reshape.apply(db, table, stored, todo, when) if todo else (set(), [])
+    _change_columns(db, table, stored, want)
+    for field in sorted(ruled & reshape.keyed(want) & reshape.keyed(stored)):
+        # A key follows the rule (a choice's place among its values): made again.
+        kind = table.schema.fields[field]
+        _fill(db, table, f"{field}__key", field, lambda value: kind.key(kind.from_stored(value)))
+    if _search_keys(stored) != _search_keys(want) or todo:
+        db.execute(f"DELETE FROM {table.words_table}")
+        if table.schema.searchable:
+            db.execute(ddl.fill_words(table))
+    for field in want["unique"]:        # newly unique, or its values changed by a migration
+        if row is not None and (field not in stored["unique"] or field in migrated):
+            reshape.check_unique(db, table, field)
+    for name, made in sorted(wanted.items(), key=lambda item: _create_order(item[1].kind)):
+        if name not in objects or objects[name][2] != made.sql:
+            db.execute(made.sql)
+            objects[name] = list(made)
+    # Each record whose representation changed gets a new version (a new
+    # ETag, and the feed's entry), and with timestamps a new ``updated``.
+    stamp = ", updated = " + mark if table.schema.read_only else ""
+    if renamed:
+        db.execute(f"UPDATE {table.name} SET version = version + 1{stamp}",
+                   (when,) if stamp else ())
+    elif touched:
+        db.cursor().executemany(
+            f"UPDATE {table.name} SET version = version + 1{stamp} WHERE id = {mark}",
+            [(when, i) if stamp else (i,) for i in sorted(touched)])
+    record = (json.dumps(want, sort_keys=True), json.dumps(objects, sort_keys=True), plural)
+    if row is None:
+        db.execute(f"INSERT INTO {COLLECTIONS} (declaration, objects, plural) "
+                   f"VALUES ({mark}, {mark}, {mark})", record)
+    elif (want, objects) != (json.loads(row[0]), json.loads(row[1])):    # (``stored`` moved along)
+        db.execute(f"UPDATE {COLLECTIONS} SET declaration = {mark}, objects = {mark} "
+                   f"WHERE plural = {mark}", record)
+    for change in [*done, *changes]:    # each change applied, in one line (at the open)
+        log.info("%s: %s", plural, change)
+
+
+_ROLES = {"unique": "unique", "filters": "a filter", "sorts": "a sort",
+          "words": "searched by its words", "prefixes": "searched by its start"}
+
+
+def _changes(stored: dict[str, Any], want: dict[str, Any], todo: list[Any]) -> Iterator[str]:
+    """What bringing ``stored`` up to ``want`` does, one phrase a change
+    (after any rename, which ``_rename`` says, and beside the migrations
+    ``todo``, which ``reshape`` says)."""
+    migrated = {step.field for step in todo}
+    for field, kind in want["fields"].items():
+        was = stored["fields"].get(field)
+        if field in migrated:
+            continue
+        if was is None:
+            yield f"{field} added, optional ({kind['type']})"
+        elif was.get("rule") not in (None, kind["rule"]):     # (None: not recorded before)
+            yield f"{field} is now {kind['rule']}, was {was['rule']} (every stored value keeps to it)"
+    for role, said in _ROLES.items():
+        for field in sorted(set(want[role]) - set(stored[role]) - migrated):
+            yield f"{field} is now {said}"
+        for field in sorted(set(stored[role]) - set(want[role]) - migrated):
+            yield f"{field} is no longer {said}"
+
+
+def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
+    """The explicit migration ``Schema.renamed``: each stored field renamed
+    where the declaration still has its old name, with its columns (its
+    indexes and triggers are made again from the declaration, and then every
+    record gets a new version, in ``evolve``); whether there was one."""
+    renames = {old: new for new, old in table.schema.renamed.items()
+               if old in stored["fields"] and new not in stored["fields"]}
+    if not renames:
+        return False
+    t, c = table.name, table.changes_table
+    suffixes = {"__key": reshape.keyed(stored), "__words": set(stored["words"])}
+    for old, new in renames.items():
+        for name in (t, c):
+            db.execute(f"ALTER TABLE {name} RENAME COLUMN {old} TO {new}")
+        for suffix, fields in suffixes.items():
+            if old in fields:
+                db.execute(f"ALTER TABLE {t} RENAME COLUMN {old}{suffix} TO {new}{suffix}")
+    for old, new in renames.items():
+        log.info("%s: %s renamed from %s (every record a new version)", t, new, old)
+    rename = lambda names: sorted(renames.get(n, n) for n in names)    # noqa: E731
+    stored["fields"] = {renames.get(f, f): kind for f, kind in stored["fields"].items()}
+    stored["order"] = [renames.get(f, f) for f in stored.get("order", stored["fields"])]
+    for what in ("unique", "filters", "sorts", "words", "prefixes", "keyed"):
+        if what in stored:
+            stored[what] = rename(stored[what])
+    return True
+
+
+def _check(stored: dict[str, Any], want: dict[str, Any], plural: str,
+           migrated: set[str]) -> None:
+    """Refuse what cannot be done in place and no migration declared does
+    (``migrated``: the fields a declared one changes), naming the field."""
+    if stored["name"] != want["name"]:
+        raise SchemaMismatch(f"{plural}: stored as records named {stored['name']!r}, "
+                             f"declared as {want['name']!r}")
+    old, new = stored["fields"], want["fields"]
+    for field in old:
+        if field not in new and field not in migrated:
+            raise SchemaMismatch(f"{plural}.{field}: a stored field the schema lacks "
+                                 "(dropping or renaming it is an explicit migration)")
+    for field, kind in new.items():
+        was = old.get(field)
+        if field in migrated:
+            continue
+        if was is None and not kind["optional"]:
+            raise SchemaMismatch(f"{plural}.{field}: a new required field (the records "
+                                 "stored before have no value: declare it optional, or "
+                                 "give them one with defaults=)")
+        if was is not None and was["type"] != kind["type"]:
+            raise SchemaMismatch(f"{plural}.{field}: stored as {was['type']}, declared as "
+                                 f"{kind['type']} (a change of type is an explicit migration)")
+        if was is not None and was["optional"] and not kind["optional"]:
+            raise SchemaMismatch(f"{plural}.{field}: made required (the records stored "
+                                 "before may have no value: give them one with defaults=)")
+
+
+def _search_keys(declaration: dict[str, Any]) -> tuple[list[str], list[str]]:
+    return declaration["words"], declaration["prefixes"]
+
+
+def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[str, Any]) -> None:
+    """Columns for added fields, key and words columns added (and filled)
+    or dropped as the declaration now needs them."""
+    t, c = table.name, table.changes_table
+    for field in want["fields"]:
+        if field not in stored["fields"]:
+            db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.column(table, field)}")
+            kind = table.schema.fields[field].column_type(table.dialect.name)
+            db.execute(f"ALTER TABLE {c} ADD COLUMN {field} {kind}")
+    old_keys, new_keys = reshape.keyed(stored), reshape.keyed(want)
+    old_words, new_words = set(stored["words"]), set(want["words"])
+    for field in sorted(old_keys - new_keys):
+        db.execute(f"ALTER TABLE {t} DROP COLUMN {field}__key")
+    for field in sorted(old_words - new_words):
+        db.execute(f"ALTER TABLE {t} DROP COLUMN {field}__words")
+    for field in sorted(new_keys - old_keys):
+        db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.key_column(table, field)}")
+        kind = table.schema.fields[field]
+        _fill(db, table, f"{field}__key", field, lambda value: kind.key(kind.from_stored(value)))
+    for field in sorted(new_words - old_words):
+        db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.words_column(table, field)}")
+        _fill(db, table, f"{field}__words", field, table.dialect.words_value)
+
+
+def _fill(db: Any, table: Table, column: str, field: str, derive: Any) -> None:
+    """Give every record's new ``column`` its value, made from ``field``."""
+    mark = table.dialect.mark
+    rows = db.execute(f"SELECT id, {field} FROM {table.name} WHERE {field} IS NOT NULL").fetchall()
+    if rows:
+        cursor = db.cursor()
+        cursor.executemany(f"UPDATE {table.name} SET {column} = {mark} WHERE id = {mark}",
+                           [(derive(value), record_id) for record_id, value in rows])
+
+
+def _exists(db: Any, name: str, dialect: Dialect) -> bool:
+    mark = dialect.mark
+    if dialect is SQLITE:
+        query = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = {mark}"
+    else:
+        query = f"SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = {mark}"
+    return db.execute(query, (name,)).fetchone() is not None
+
+
+def _drop(table: Table, kind: str, name: str, on: str) -> str:
+    if kind == "trigger" and table.dialect is POSTGRES:
+        return f"DROP TRIGGER {name} ON {on}"
+    return f"DROP {kind.upper()} {name}" + ("()" if kind == "function" else "")
+
+
+def _drop_order(item: tuple[str, list[str]]) -> int:
+    return {"trigger": 0, "function": 1, "index": 2}[item[1][0]]
+
+
+def _create_order(kind: str) -> int:
+    return {"function": 0, "index": 1, "trigger": 2}[kind]
+
+
+__all__ = ["COLLECTIONS", "Step", "apply", "declared", "evolve"]

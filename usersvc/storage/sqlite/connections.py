@@ -1,0 +1,284 @@
+"""A SQLite file's connections: each thread's own for reads, which answers
+a read again while nothing is committed (``Connections``), and one writer
+thread that makes every write, in groups (``Writer``).
+
+Group commit answers each write only once its group's one sync to disk is
+done, so a 201 still means "on disk" (measured against the scheme it
+replaced: docs/decisions.md, "Storage").
+"""
+from __future__ import annotations
+
+import os
+import queue
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as WaitedTooLong
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from .. import StoreUnavailable, WriteHealth
+from .errors import is_lasting, needs_reopening, roll_back, unavailable
+
+T = TypeVar("T")
+
+
+class Connection(sqlite3.Connection):
+    """A connection that can be weakly referenced (closing the store reaches
+    those of live threads; an ended thread's is freed with it). ``in_use`` is
+    held while a session uses it: SQLite must not close it under another thread."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.in_use = threading.Lock()
+        # Reads this connection answered, kept while PRAGMA data_version
+        # says no other connection has committed since (Connections.answers).
+        self.answers: dict[Any, Any] = {}
+        self.data_version = -1
+
+
+class ThreadConnection:
+    """One thread's connection, in its ``threading.local``: closed when it ends."""
+
+    def __init__(self, db: Connection) -> None:
+        self.db = db
+
+    def __del__(self) -> None:
+        with self.db.in_use:     # store.close() may be closing it right now
+            self.db.close()
+
+
+ANSWERS = 1_000     # how many answers a connection keeps while nothing is committed
+
+
+class Connections:
+    """A file's connections: each thread's own, opened when it first asks
+    and closed when it ends; or, for a private in-memory database, one."""
+
+    def __init__(self, path: str, busy_timeout: float, health: WriteHealth) -> None:
+        self.path, self.busy_timeout, self.health = path, busy_timeout, health
+        self._fork_lock = threading.Lock()
+        self._start()
+        self.one = self.connect() if path == ":memory:" else None
+
+    def _start(self) -> None:
+        """No connection yet, in this process."""
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._all: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+    def _forked(self) -> None:
+        """In a process forked from the one that opened them (a server's
+        workers after ``--preload``), the connections are not this
+        process's: SQLite must not use one across a fork. They are left
+        alone, never closed here (closing would release locks that are the
+        parent's), and this process opens its own."""
+        with self._fork_lock:               # the first requests of this process, at once
+            if self._pid != os.getpid():
+                self._inherited = (self._local, list(self._all))
+                self._start()
+
+    def connect(self) -> Connection:
+        db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
+                             check_same_thread=False, factory=Connection)
+        db.execute("PRAGMA synchronous = FULL")
+        with self._lock:
+            self._all.add(db)
+        return db
+
+    @contextmanager
+    def session(self, writing: bool = False) -> Iterator[Connection]:
+        """This thread's connection, or the in-memory database's one, held."""
+        try:
+            db = self.one
+            if db is None:
+                if self._pid != os.getpid():
+                    self._forked()
+                owner = getattr(self._local, "owner", None)
+                if owner is None:
+                    owner = self._local.owner = ThreadConnection(self.connect())
+                db = owner.db
+            with db.in_use:
+                yield db
+        except sqlite3.OperationalError as e:
+            error = unavailable(e, self.health if writing else None)
+            if error is None:
+                raise
+            if writing and needs_reopening(e) and self.one is None:
+                self._local.owner = None        # closed; the next write opens another
+            raise error from e
+
+    def answered(self, question: Any, read: Callable[[Connection], T]) -> T:
+        """``read(db)`` on this thread's connection, or what it answered
+        last time, if nothing has been committed since (``answers``;
+        ``question=None``: a read not to keep)."""
+        with self.session() as db:
+            if question is None:
+                return read(db)
+            answers = self.answers(db)
+            answer = answers.get(question)
+            if answer is None:
+                answer = answers[question] = read(db)
+                if len(answers) > ANSWERS:
+                    answers.clear()
+            return answer
+
+    def answers(self, db: Connection) -> dict[Any, Any]:
+        """What this connection has read and may answer again: valid while
+        ``PRAGMA data_version`` is unchanged, until another connection, in
+        any process, commits. (A private in-memory database keeps nothing:
+        its one connection does not count its own commits.)"""
+        if self.one is not None:
+            return {}
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version != db.data_version:
+            db.answers.clear()
+            db.data_version = version
+        return db.answers
+
+    def close(self) -> None:
+        if self._pid != os.getpid():
+            self._forked()      # the parent's connections are the parent's to close
+        with self._lock:
+            connections = list(self._all)
+            self._all.clear()
+        for db in connections:
+            with db.in_use:
+                db.close()
+
+
+class Writer:
+    """One thread that makes every write to a file, in groups: it takes
+    whatever writes are waiting in its queue, runs them in one transaction
+    and commits them with one sync to disk, then answers each (as
+    datasette's ``Database._execute_writes`` does, with groups). While it
+    waits for the disk, new writes queue up and make the next group, so
+    the busier it is, the more writes share each sync.
+
+    A write that fails in a group has changed nothing: each makes one change
+    (SQLite undoes a failed statement by itself, and the group goes on), or,
+    a batch, undoes its own in a savepoint and hands its error back, not
+    raised (``SQLiteStorage.atomically``); ``_commit`` checks the rest."""
+
+    def __init__(self, connect: Callable[[], Any], health: WriteHealth,
+                 timeout: float) -> None:
+        self._connect, self.health = connect, health
+        self.timeout = timeout      # the longest a write waits to be committed
+        self._closing = threading.Lock()    # no write queued after the stop
+        self.closed = False
+        #: Told of each commit, in every process: its seconds from BEGIN to
+        #: the end of COMMIT, and its writes (``observe_commits``: metrics).
+        self.observers: list[Callable[[float, int], None]] = []
+        self._start()
+
+    def _start(self) -> None:
+        """A connection, a queue and the thread, in this process (a forked
+        one, a worker after ``--preload``, starts its own at its first write)."""
+        self._pid = os.getpid()
+        self.db = self._connect()
+        self._reopen = False        # the last group found the file read-only
+        self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
+        self._thread.start()
+        # What the groups were, for the log (this process's, the writer's to add).
+        self.commits, self.writes, self.seconds = 0, 0, 0.0
+
+    def submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``op`` in the writer's transaction; its result once committed,
+        or ``StoreUnavailable`` after ``timeout`` seconds."""
+        future: Future[T] = Future()
+        with self._closing:
+            if self.closed:
+                raise StoreUnavailable("The store is closed.")
+            if self._pid != os.getpid():
+                self._inherited = self.db       # the parent's: left alone, never closed here
+                self._start()
+            self._queue.put((op, future))
+        try:
+            return future.result(timeout=self.timeout)
+        except WaitedTooLong:
+            if future.cancel():     # still queued: it will never run
+                raise StoreUnavailable("The database took no write for "
+                                       f"{self.timeout:g} s; nothing was written.") from None
+            raise StoreUnavailable(f"The write was not committed within {self.timeout:g} s; "
+                                   "it may be yet: read before writing again.") from None
+
+    def stop(self) -> bool:
+        """Finish the writes queued, then end the thread; whether there was
+        one of this process's (a forked process that never wrote has none)."""
+        with self._closing:
+            self.closed = True
+            if self._pid != os.getpid():
+                return False
+            self._queue.put(None)
+        self._thread.join()
+        return True
+
+    def _run(self) -> None:
+        while (first := self._queue.get()) is not None:
+            group = [first]
+            while not self._queue.empty():      # everything else waiting, without waiting
+                write = self._queue.get()
+                if write is None:
+                    self._commit(group)
+                    return
+                group.append(write)
+            self._commit(group)
+
+    def _commit(self, group: list[tuple[Callable[..., Any], Future[Any]]]) -> None:
+        # A write whose caller stopped waiting (``submit``'s timeout) is not made.
+        group = [(op, future) for op, future in group if future.set_running_or_notify_cancel()]
+        if not group:
+            return
+        outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+        started = time.perf_counter()
+        try:
+            if self._reopen:
+                with self.db.in_use:
+                    self.db.close()
+                self.db = self._connect()
+                self._reopen = False
+            db = self.db
+            with db.in_use:
+                if db.in_transaction:   # a ROLLBACK that failed last time (an I/O error)
+                    db.execute("ROLLBACK")
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    for op, future in group:
+                        changes = db.total_changes
+                        try:
+                            outcomes.append((future, op(db), None))
+                        except Exception as e:      # this write's own failure
+                            if is_lasting(e) or not db.in_transaction:
+                                # (a full disk may strike after a trigger's change)
+                                raise   # SQLite may have undone the group: none of it is kept
+                            if db.total_changes != changes:
+                                raise RuntimeError("a write failed after changing the database") from e
+                            outcomes.append((future, None, e))
+                    db.execute("COMMIT")
+                    elapsed = time.perf_counter() - started
+                    self.commits, self.writes = self.commits + 1, self.writes + len(group)
+                    self.seconds += elapsed
+                    for observe in self.observers:
+                        observe(elapsed, len(group))
+                except BaseException:
+                    roll_back(db)
+                    raise
+        except Exception as e:      # nothing of the group was written
+            error: BaseException = e
+            if isinstance(e, sqlite3.Error):
+                error = unavailable(e, self.health) or e
+                self._reopen = needs_reopening(e)
+            for _, future in group:
+                future.set_exception(error)
+            return
+        self.health.worked()
+        for future, result, failure in outcomes:
+            if failure is None:
+                future.set_result(result)
+            else:
+                future.set_exception(failure)

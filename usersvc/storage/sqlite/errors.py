@@ -1,0 +1,98 @@
+"""What a SQLite error means to usersvc, asked only when one is raised:
+busy (another writer held the lock past the busy timeout: try again), a
+lasting cause outside the store (a full disk, an I/O error, a read-only or
+unopenable file: ``WritesFailing``, said once to the store's
+``WriteHealth``), or a fault of usersvc's own (``None``: a 500)."""
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+from .. import StoreUnavailable, WriteHealth
+
+
+#: SQLite's primary result codes for a cause outside the store that lasts
+#: until it is put right, and what to tell a client (the message, for the
+#: Python before 3.11 whose errors carry no code).
+FAILING = {13: ("the disk is full", "database or disk is full"),
+           10: ("the disk failed (an I/O error)", "disk I/O error"),
+           8: ("the database is read-only", "readonly database"),
+           14: ("the database file cannot be opened", "unable to open database file")}
+
+
+#: SQLITE_IOERR_SHMSIZE: the shared-memory file beside a WAL database could
+#: not be grown, which on Linux means no room for it: a full disk, not a
+#: failing one (a store opened on a full disk meets it first).
+_SHM_FULL = 10 | (19 << 8)
+
+
+def _code(error: sqlite3.Error) -> int | None:
+    code = getattr(error, "sqlite_errorcode", None)   # Python 3.11+
+    if code == _SHM_FULL:
+        return 13
+    if code is not None:
+        return code & 0xFF
+    text = str(error)
+    if "locked" in text or "busy" in text:
+        return 5
+    return next((c for c, (_, said) in FAILING.items() if said in text), None)
+
+
+def is_busy(error: BaseException | None) -> bool:
+    """Another connection held the lock past the busy timeout."""
+    return isinstance(error, sqlite3.Error) and _code(error) in (5, 6)
+
+
+def is_lasting(error: BaseException) -> bool:
+    """A full disk, an I/O error, a read-only or unopenable file."""
+    return isinstance(error, sqlite3.Error) and _code(error) in FAILING
+
+
+def needs_reopening(error: BaseException) -> bool:
+    """A file that was read-only (or could not be opened) when the
+    connection opened it: SQLite keeps that connection read-only for good,
+    so the next write must open another, in case the file is writable now."""
+    return isinstance(error, sqlite3.Error) and _code(error) in (8, 14)
+
+
+def unavailable(error: sqlite3.Error, health: WriteHealth | None) -> StoreUnavailable | None:
+    """What a SQLite error means to a client, if it is not a fault of
+    usersvc's: busy (try again), or a lasting cause (``WritesFailing``, said
+    to ``health`` for a write; a read that fails so is simply unavailable)."""
+    code = _code(error)
+    if is_busy(error):         # another writer held the lock past the timeout
+        return StoreUnavailable("The database is busy; try again.")
+    if code in FAILING:
+        if health is None:
+            return StoreUnavailable(f"The database cannot be read now: {FAILING[code][0]}.")
+        return health.failed(FAILING[code][0], f"{error}")
+    return None
+
+
+def retrying(open_: Callable[[], None], busy_timeout: float) -> None:
+    """Run ``open_`` until it does not find the file busy, or the busy
+    timeout passes. Processes opening a new file together can find it
+    locked without SQLite calling the busy handler (``StoreUnavailable``)."""
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.001
+    while True:
+        try:
+            return open_()
+        except StoreUnavailable as e:
+            # Only a busy file is worth waiting for: one that cannot be
+            # opened at all (a folder it may not write, /proc) is said at once.
+            if not is_busy(e.__cause__) or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+
+def roll_back(db: sqlite3.Connection) -> None:
+    """Undo the transaction, if SQLite has not already: an I/O error may
+    fail the ROLLBACK too, and then the next transaction tries it again."""
+    if db.in_transaction:
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass

@@ -1,0 +1,186 @@
+"""SQLiteStorage: every collection in one SQLite file, shared by threads and
+processes (docs/decisions.md, "Storage").
+
+- Reads: each thread's own connection, which answers a read again while
+  nothing is committed anywhere (``sqlite_connections``); a private
+  in-memory database (``sqlite://``) has one connection, used under a lock.
+- Writes: one statement each (``sql``), made by one writer thread in
+  ``BEGIN IMMEDIATE`` transactions, in groups that share one sync to disk,
+  so a precondition and its write are one atomic step across processes.
+- WAL (readers never wait for the writer), a busy timeout (writers queue),
+  ``synchronous=FULL`` (a 201 survives a power cut); ``AUTOINCREMENT``
+  (never an id again). Opening brings the layout (``sqlite_migrations``)
+  and each collection (``evolution``) up to date under one write lock.
+- A lock held past the busy timeout is ``StoreUnavailable`` (503, nothing
+  written); a full disk, an I/O error or a read-only file is
+  ``WritesFailing`` (503) for the whole group (``sqlite_errors``), said once
+  in the log (``WriteHealth``) until a write works again.
+- Pages build only the records not built at their version (``collection``).
+"""
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from ...validation import Schema
+from .. import WriteHealth
+from ..keys import Answer, Key, SQLKeys
+from ..references import references
+from ..sql.bulk import InTransaction
+from ..sql.collection import SQLITE, Table
+from ..sql.evolution import declared, evolve
+from ..stored import Collections
+from .collection import SQLiteRecords
+from .connections import Connection, Connections, Writer
+from .errors import is_lasting, retrying, roll_back
+from .migrations import migrate
+
+T = TypeVar("T")
+log = logging.getLogger("usersvc.storage")
+
+#: How often a waiting request asks a file for its position: other
+#: processes may have committed, and SQLite cannot tell them.
+POLL_INTERVAL = 0.2
+
+
+class SQLiteStorage(Collections):
+    unique_violation = sqlite3.IntegrityError
+
+    def __init__(self, path: str, schemas: Iterable[Schema] | None, *,
+                 busy_timeout: float = 10.0) -> None:
+        """``schemas``: the collections to serve (``None``: those the file holds)."""
+        self.path = path
+        self.health = WriteHealth(path)
+        self.connections = Connections(path, busy_timeout, self.health)
+        tables: list[Table] = []
+        try:
+            retrying(lambda: self._open(schemas, tables), busy_timeout)
+        except BaseException:
+            self.connections.close()
+            raise
+        # A file's writes share one connection and commit in groups.
+        # A write waits for the lock (busy_timeout) and then its group's sync.
+        self.writer = (Writer(self.connections.connect, self.health, busy_timeout + 5)
+                       if self.connections.one is None else None)
+        self.schemas = tuple(t.schema for t in tables)
+        interval = POLL_INTERVAL if self.writer is not None else None   # a private database: none
+        self.collections = {t.name: SQLiteRecords(self, t, interval) for t in tables}
+        self.check()
+        self.read = self.connections.answered
+        #: Run ``op`` in a write transaction; what it returns, once committed.
+        self.write: Callable[[Callable[[sqlite3.Connection], Any]], Any] = (
+            self.writer.submit if self.writer is not None else self._write_alone)
+        self.keys = SQLKeys("?")
+
+    def _open(self, schemas: Iterable[Schema] | None, tables: list[Table]) -> None:
+        """WAL mode (for a file), the layout, and every collection."""
+        if self.connections.one is None:
+            with self.connections.session() as db:
+                db.execute("PRAGMA journal_mode = WAL")
+        with self.transaction() as db:
+            migrate(db)
+            tables[:] = [Table(s, SQLITE) for s in (declared(db, SQLITE) if schemas is None else schemas)]
+            references([t.schema for t in tables])      # each ref's collection is here, or none is made
+            for table in tables if schemas is not None else ():    # as recorded: as it is
+                evolve(db, table)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A write transaction: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK."""
+        with self.connections.session(writing=True) as db:
+            if db.in_transaction:       # a ROLLBACK that failed last time (an I/O error)
+                db.execute("ROLLBACK")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                roll_back(db)
+                raise
+            db.execute("COMMIT")
+            db.answers.clear()          # its own commit does not change its data_version
+        self.health.worked()
+
+    def _write_alone(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """A write to a private in-memory database (no writer thread)."""
+        with self.transaction() as db:
+            return op(db)
+
+    def write_once(self, key: Key, op: Callable[[sqlite3.Connection], Any]) -> Answer:
+        """``op``'s answer, kept with ``key`` in its transaction; or the one
+        kept before. (The writer makes one write at a time, in every process.)"""
+        return self.write(lambda db: self.keys.once(db, key, lambda: op(db)))
+
+    def atomically(self, plurals: Iterable[str], run: Callable[[InTransaction], T],
+                   key: Key | None = None, *, one_write: bool = False) -> Any:
+        """``Storage.atomically``: one write of the writer, inside a savepoint
+        that is undone if ``run`` raises (the rest of its group goes on); a
+        ``one_write`` needs none (a statement that fails undoes itself)."""
+        def step(db: Connection) -> tuple[Any, Exception | None]:
+            def attempt() -> T:
+                if one_write:
+                    return run(InTransaction(self, db))
+                db.execute("SAVEPOINT batch")
+                try:
+                    result = run(InTransaction(self, db))
+                except BaseException:
+                    # Undone, but the ids and positions it took stay taken,
+                    # as PostgreSQL's sequences do: never handed out again.
+                    taken = db.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
+                    db.execute("ROLLBACK TO batch")
+                    db.executemany("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?",
+                                   [(seq, name) for name, seq in taken])
+                    db.executemany("INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT "
+                                   "EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)",
+                                   [(name, seq, name) for name, seq in taken])
+                    db.execute("RELEASE batch")
+                    raise
+                db.execute("RELEASE batch")
+                return result
+            try:
+                return (attempt() if key is None else self.keys.once(db, key, attempt)), None
+            except Exception as e:      # undone: handed back, not raised (``Writer``)
+                if is_lasting(e) or not db.in_transaction:
+                    raise
+                return None, e
+        result, error = self.write(step)
+        for plural in plurals:
+            self.collections[plural].watch.notify()
+        if error is not None:
+            raise error
+        return result
+
+    @staticmethod
+    def violated(error: sqlite3.IntegrityError) -> str:
+        """"UNIQUE constraint failed: books.isbn__key": the column."""
+        return str(error).rpartition(" ")[2]
+
+    def observe_commits(self, observer: Callable[[float, int], None]) -> bool:
+        """Tell ``observer`` of each commit of the file's writer: its
+        seconds, BEGIN to the end of COMMIT, and how many writes it made;
+        whether it will (a private in-memory database has no writer)."""
+        if self.writer is not None:
+            self.writer.observers.append(observer)
+        return self.writer is not None
+
+    def listen(self) -> None:
+        """Other processes' commits are seen by polling."""
+
+    def close(self) -> None:
+        self.stop_waiting()
+        if self.writer is not None:
+            # The writes already handed over are done first; a forked process
+            # that never wrote has no writer of its own, nor figures to log.
+            if self.writer.stop() and self.writer.commits:
+                log.info("SQLite writer for %s: %s", self.path, _summary(self.writer))
+        self.connections.close()
+
+
+def _summary(writer: Writer) -> str:
+    """One line for the log: how many writes shared each commit (one at
+    least), and what a commit took."""
+    commits, writes = writer.commits, writer.writes
+    return (f"{writes:,} writes in {commits:,} commits ({writes / commits:.2f} writes a "
+            f"commit, {writer.seconds / commits * 1000:.3f} ms a commit)")
