@@ -4,23 +4,27 @@ record that exists; a record named is not deleted) and its timestamps
 (``Schema(timestamps=True)``: ``created`` and ``updated``, set from one
 clock read, ``updated`` never earlier than before).
 
-A write that needs to look at other records (a reference's, or the one it
-changes, for its timestamps) is made in one atomic step of the store
-(``Storage.atomically``) holding the collections it involves, so no write
-between the look and the change can make it wrong; on PostgreSQL that
-step takes each collection's lock, which every write of it takes too.
-Inside a batch's step, the batch's own earlier writes count, and the step
-is the batch's. A store wraps only the collections that need it
-(``Collections.check``); the others are served as they are, at no cost.
+This is part of every store's write path, in the open: a store serves
+each collection (``storage[plural]``, ``Collections``) as its records, or,
+where the schema declares references or timestamps, as those records
+behind a ``Checked``, whose ``create``, ``update`` and ``delete`` check
+and stamp the write, then make it through the records. A write that needs
+to look at other records (a reference's, or the one it changes, for its
+timestamps) is made in one atomic step of the store (``Storage.atomically``,
+run with a ``Step``) holding the collections it involves, in the one order
+(``Collections.locked``), so no write between the look and the change can
+make it wrong. Inside a batch's step, the batch's own earlier writes count,
+and the step is the batch's.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ..kinds.dates import now
 from ..validation import pointer
 from . import Contradiction, NotFound, Precondition, StaleVersion
-from .references import Dangling, References, Referred
+from .references import Dangling, References, Referred, references
 
 
 class NotCurrent(Contradiction):
@@ -39,13 +43,13 @@ class NotCurrent(Contradiction):
 
 class Checked:
     """One collection's records (``records``), each write checked and
-    stamped as its schema asks, in one atomic step of ``storage`` where it
-    must look at other records; or, ``inside`` one already (``storage`` is
-    then the step's unit), in that step. Reads go straight to ``records``."""
+    stamped as its schema asks, in one atomic step of ``storage`` (the
+    store) where it must look at other records; or, made by a ``step``
+    already running, in that step. Reads go straight to ``records``."""
 
     def __init__(self, records: Any, refs: References | None, storage: Any,
-                 inside: bool = False) -> None:
-        self.records, self.storage, self.inside = records, storage, inside
+                 step: Step | None = None) -> None:
+        self.records, self.storage, self.step = records, storage, step
         self.schema = schema = records.schema
         self.targets = () if refs is None else refs.targets
         self.referrers = () if refs is None else refs.referrers
@@ -63,10 +67,10 @@ class Checked:
         if not self._names_a_record(fields):
             return self.records.create(key=key, **fields)
 
-        def run(unit: Any) -> Any:
-            self._check_targets(unit, fields)
-            return _records(unit, self.schema.plural).create(**fields)
-        return self._step(run, key, one_write=True)
+        def run(step: Step) -> Any:
+            self._check_targets(step, fields)
+            return step.raw(self.schema.plural).create(**fields)
+        return self._step(run, key, nothing_to_undo=True)
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
                key: Any = None, **fields: Any) -> Any:
@@ -74,10 +78,10 @@ class Checked:
         if not self.stamps and not self._names_a_record(fields):
             return self.records.update(record_id, precondition=precondition, key=key, **fields)
 
-        def run(unit: Any) -> Any:
+        def run(step: Step) -> Any:
             # The record first, then its version: a 404 or 412 comes before
             # anything the body says (a 422 for a record it names).
-            records = _records(unit, self.schema.plural)
+            records = step.raw(self.schema.plural)
             current = records.get(record_id)
             if precondition is not None and not precondition.allows(current.version):
                 raise StaleVersion(record_id)
@@ -86,20 +90,20 @@ class Checked:
                     if value is not None and value != getattr(current, field):
                         raise NotCurrent(field)
                 fields["updated"] = max(now(), current.updated)    # (a clock set back)
-            self._check_targets(unit, fields)
+            self._check_targets(step, fields)
             return records.update(record_id, precondition=precondition, **fields)
-        return self._step(run, key, one_write=True)
+        return self._step(run, key, nothing_to_undo=True)
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
         if not self.referrers:
             return self.records.delete(record_id, precondition=precondition)
 
-        def run(unit: Any) -> None:
+        def run(step: Step) -> None:
             # Deleted first, then looked for: on PostgreSQL the delete waits
             # for a write that names the record, and the look then sees it.
-            _records(unit, self.schema.plural).delete(record_id, precondition=precondition)
+            step.raw(self.schema.plural).delete(record_id, precondition=precondition)
             for referrer, field in self.referrers:
-                if _records(unit, referrer.plural).count(**{field: record_id}):
+                if step.raw(referrer.plural).count(**{field: record_id}):
                     raise Referred(self.schema, record_id, referrer, field)
         return self._step(run, None)
 
@@ -107,45 +111,87 @@ class Checked:
         """Whether a write gives a reference a value (a record to look for)."""
         return bool(self.targets) and any(fields.get(f) is not None for f, _ in self.targets)
 
-    def _step(self, run: Any, key: Any, one_write: bool = False) -> Any:
-        if self.inside:         # a batch's: its key is the batch's
-            return run(self.storage)
-        return self.storage.atomically(self.own, run, key=key, one_write=one_write)
+    def _step(self, run: Any, key: Any, nothing_to_undo: bool = False) -> Any:
+        if self.step is not None:       # a batch's: its key is the batch's
+            return run(self.step)
+        return self.storage.atomically(self.own, run, key=key, nothing_to_undo=nothing_to_undo)
 
-    def _check_targets(self, unit: Any, fields: dict[str, Any]) -> None:
+    def _check_targets(self, step: Step, fields: dict[str, Any]) -> None:
         for field, target in self.targets:
             record_id = fields.get(field)
             if record_id is not None:
                 try:
-                    _records(unit, target.plural).get(record_id)
+                    step.raw(target.plural).get(record_id)
                 except NotFound:
                     raise Dangling(target, field, record_id) from None
 
 
-def _records(unit: Any, plural: str) -> Any:
-    """A unit's collection itself (not its ``Checked``)."""
-    return unit.raw(plural)
+class Step:
+    """A store inside one of its atomic steps (``Storage.atomically``), as
+    ``run`` sees it: ``step[plural]``, each collection as the store serves
+    it, its writes checked in this step; ``step.raw(plural)``, as it is.
+    Memory (no ``db``): the store's own records, whose locks the step
+    holds. SQL: each collection's records bound to the step's transaction
+    (``db``), which the store commits, or undoes if ``run`` raises."""
 
-
-class Inside:
-    """A store inside one of its atomic steps, as ``run`` sees it: its
-    collections (a memory store's, whose locks the step holds)."""
-
-    def __init__(self, storage: Any) -> None:
-        self.storage = storage
+    def __init__(self, storage: Any, db: Any = None) -> None:
+        self.storage, self.db = storage, db
 
     def __getitem__(self, plural: str) -> Any:
-        return within(self.storage, self.storage.collections[plural], self)
+        records = self.raw(plural)
+        if plural not in self.storage.checked:
+            return records
+        return Checked(records, self.storage.references.get(plural), self.storage, step=self)
 
     def raw(self, plural: str) -> Any:
-        return self.storage.collections[plural]
+        records = self.storage.collections[plural]
+        return records if self.db is None else records.bound(self.db)
 
 
-def within(storage: Any, records: Any, unit: Any) -> Any:
-    """``records`` as a step's ``unit`` gives them: checked, where ``storage`` checks them."""
-    if records.schema.plural not in storage.checked:
-        return records
-    return Checked(records, storage.references.get(records.schema.plural), unit, inside=True)
+class Collections:
+    """A store's collections by plural, as it serves them (``storage[plural]``):
+    each one's records, or, where its schema declares references or
+    timestamps, those records behind a ``Checked`` (``serve``)."""
+
+    collections: dict[str, Any]
+    references: dict[str, References] = {}
+    checked: dict[str, Checked] = {}
+    served: dict[str, Any] = {}
+
+    def __getitem__(self, plural: str) -> Any:
+        return self.served[plural]
+
+    def serve(self) -> None:
+        """Once ``collections`` are made: put a ``Checked`` before those that need one."""
+        self.references = references([r.schema for r in self.collections.values()])
+        self.checked = {plural: Checked(records, self.references.get(plural), self)
+                        for plural, records in self.collections.items()
+                        if plural in self.references or records.schema.read_only}
+        self.served = {**self.collections, **self.checked}
+        self._locked: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def locked(self, plurals: Iterable[str]) -> tuple[str, ...]:
+        """The collections an atomic step that writes to ``plurals`` holds,
+        in the one order every step of every store takes them (by plural,
+        after an idempotency key's own lock): those it writes, and those
+        their writes read to check references (the collections they name,
+        and those that name them). A step reads no other; so no two steps
+        ever wait for each other (docs/architecture.md, "One lock order")."""
+        plurals = tuple(plurals)
+        found = self._locked.get(plurals)
+        if found is None:
+            involved = set(plurals)
+            for plural in plurals:
+                refs = self.references.get(plural)
+                if refs is not None:
+                    involved.update(target.plural for _, target in refs.targets)
+                    involved.update(referrer.plural for referrer, _ in refs.referrers)
+            found = self._locked[plurals] = tuple(sorted(involved))
+        return found
+
+    def stop_waiting(self) -> None:
+        for records in self.collections.values():
+            records.stop_waiting()
 
 
-__all__ = ["Checked", "Inside", "NotCurrent", "within"]
+__all__ = ["Checked", "Collections", "NotCurrent", "Step"]

@@ -217,14 +217,14 @@ class SQLKeys:
                                answer.vary, key.owner, key.value))
         return answer
 
-    def sweep(self, write: Callable[[Callable[[Any], Any]], Any]) -> None:
+    def sweep(self, commit: Callable[[Callable[[Any], Any]], Any]) -> None:
         """A step of the expired keys' sweep, after a keyed write, when one
-        is due (``write``: the store's): its failure is not the write's
+        is due (``commit``: the store's): its failure is not the write's
         (the next step tries again)."""
         if not self.purges.due():
             return
         try:
-            write(self.purged)
+            commit(self.purged)
         except Exception:
             log.warning("could not purge expired idempotency keys (the next sweep will)",
                         exc_info=True)

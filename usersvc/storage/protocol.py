@@ -194,18 +194,20 @@ class Atomic(Protocol):
     an embedder's own may not."""
 
     def atomically(self, plurals: Sequence[str], run: Any, key: Any = None, *,
-                   one_write: bool = False) -> Any:
-        """``run(unit)``, where ``unit[plural]`` is each collection
+                   nothing_to_undo: bool = False) -> Any:
+        """``run(step)``, where ``step[plural]`` is each collection
         ``plurals`` names, writing in one atomic step of the store (one
         transaction; memory: their locks held): ``run``'s result, once
         committed. If ``run`` raises, none of its writes is kept and the
-        error goes on. With ``key`` (``keys.Key``): the answer instead, kept
-        with the step (a refused write's too, the step's writes undone:
-        ``Key.outcome``); for a key kept before, its answer, nothing run.
-        ``one_write``: ``run`` reads, then makes one write at most, which
-        raises before it changes anything or not at all; a store may skip
-        what it keeps to undo several (``storage.checked``'s writes).
-        ``unit.raw(plural)`` is a collection as it is, not ``checked``."""
+        error goes on. With ``key`` (an idempotency key, ``keys.Key``): the
+        answer instead, kept with the step (a refused write's too, the
+        step's writes undone: ``Key.outcome``); for a key kept before, its
+        answer, nothing run. ``nothing_to_undo``: the caller's promise that
+        ``run`` reads, then makes one write at most, which fails whole or
+        not at all; so the store keeps nothing to undo it with (memory: no
+        copy of what it changes; SQLite: no savepoint). ``step.raw(plural)``
+        is a collection as it is, its writes not checked
+        (``checked.Step``)."""
 
 
 @runtime_checkable

@@ -2,21 +2,19 @@
 stores (below ``opening``, which names them): a schema as a store records
 it (``declaration``, ``schema_from``), a row made a record
 (``record_maker``), a layout brought up to date (``upgrade``) or refused
-(``SchemaTooNew``, ``SchemaMismatch``), a store's ``Collections`` and
+(``SchemaTooNew``, ``SchemaMismatch``), a store's
 ``Restores``, the ids a ``restore`` may take (``check_fresh_ids``), and a
 storage URL as logs may show it (``redact``).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..fields import Field, MAX_INTEGER, text
 from ..kinds import integer, kind_of, number
 from ..validation import Schema
 from . import Conflict
-from .checked import Checked
-from .references import References, references
 
 MAX_DOUBLE = 1.7976931348623157e308       # (sys.float_info.max)
 
@@ -30,50 +28,6 @@ class SchemaTooNew(RuntimeError):
         if found > known:
             raise cls(f"the database has schema version {found}; this usersvc "
                       f"knows versions up to {known}")
-
-
-class Collections:
-    """A store's collections by plural, as ``Storage`` asks for them: each
-    with references or timestamps checked and set around its writes
-    (``check``; ``checked.Checked``)."""
-
-    collections: dict[str, Any]
-    references: dict[str, References] = {}
-    checked: dict[str, Checked] = {}
-
-    def __getitem__(self, plural: str) -> Any:
-        return self.checked.get(plural) or self.collections[plural]
-
-    def check(self) -> None:
-        """Once ``collections`` are made: wrap those that need it."""
-        self.references = references([r.schema for r in self.collections.values()])
-        self.checked = {plural: Checked(records, self.references.get(plural), self)
-                        for plural, records in self.collections.items()
-                        if plural in self.references or records.schema.read_only}
-        self._locked: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-    def locked(self, plurals: Iterable[str]) -> tuple[str, ...]:
-        """The collections an atomic step that writes to ``plurals`` holds,
-        in the one order every step of every store takes them (by plural,
-        after an idempotency key's own lock): those it writes, and those
-        their writes read to check references (the collections they name,
-        and those that name them). A step reads no other; so no two steps
-        ever wait for each other (docs/architecture.md, "One lock order")."""
-        plurals = tuple(plurals)
-        found = self._locked.get(plurals)
-        if found is None:
-            involved = set(plurals)
-            for plural in plurals:
-                refs = self.references.get(plural)
-                if refs is not None:
-                    involved.update(target.plural for _, target in refs.targets)
-                    involved.update(referrer.plural for referrer, _ in refs.referrers)
-            found = self._locked[plurals] = tuple(sorted(involved))
-        return found
-
-    def stop_waiting(self) -> None:
-        for records in self.collections.values():
-            records.stop_waiting()
 
 
 class Restores:

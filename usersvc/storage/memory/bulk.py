@@ -1,7 +1,7 @@
 """What the memory store does with many records at once: pages, counts,
 searches and the change feed (its ``Indexes`` walked: ``walk``,
 ``matches``), restoring a copy (``restore``), each under the collection's
-lock, and a batch's writes, made or undone together (``atomically``).
+lock, and a batch's writes, undone together if one fails (``undoing``).
 
 ``touched`` counts the records each call has looked at, so tests can show
 what a page costs without timing it.
@@ -11,19 +11,16 @@ from __future__ import annotations
 import builtins
 import itertools
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from ...fields import words
 from ...validation import Schema
 from .. import Conflict, Position, position
-from ..checked import Inside
 from ..feed import Change
-from ..keys import Key
 from ..stored import Restores, check_fresh_ids
 
-T = TypeVar("T")
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position
 
 
@@ -161,35 +158,6 @@ class Undo:
 
     def saw(self, record_id: int, old: Any, seq: int | None) -> None:
         self.was.setdefault(record_id, (old, seq))
-
-
-def atomically(storage: Any, plurals: Iterable[str], run: Callable[[Any], T],
-               key: Key | None = None, *, one_write: bool = False) -> Any:
-    """``Storage.atomically`` for a ``MemoryStorage``: the idempotency
-    keys' lock (with a key), then the locks of the collections it writes
-    and of those their references make it read, in the one order
-    (``Collections.locked``), held while ``run`` writes; all its changes
-    undone if it raises (unless it makes ``one_write``, which undoes
-    itself)."""
-    if key is not None:
-        return storage.keys.once(key, lambda: atomically(storage, plurals, run,
-                                                         one_write=one_write))
-    locked = storage.locked(plurals)
-    if one_write:           # (PERF: the locks alone, taken as a batch's are)
-        locks = storage.held.get(locked)
-        if locks is None:       # (PERF: found once for each set of collections: 0.25 µs, not 0.8)
-            locks = storage.held[locked] = [storage.collections[p]._lock for p in locked]
-        for lock in locks:
-            lock.acquire()
-        try:
-            return run(Inside(storage))
-        finally:
-            for lock in reversed(locks):
-                lock.release()
-    with ExitStack() as held:
-        for plural in locked:
-            held.enter_context(storage.collections[plural].undoing())
-        return run(Inside(storage))
 
 
 def walk(indexes: Any, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:

@@ -33,12 +33,12 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...validation import Schema
 from .. import Conflict, NotFound, StaleVersion, StoreUnavailable, WriteHealth
+from ..checked import Collections, Step
 from ..keys import Answer, Key, SQLKeys
 from ..references import references
-from ..sql.bulk import InTransaction
 from ..sql.collection import POSTGRES, SQLRecords, Table
 from ..sql.evolution import declared, evolve
-from ..stored import Collections, redact
+from ..stored import redact
 from .migrations import migrate
 from .notify import Listener
 
@@ -133,7 +133,7 @@ class PostgresStorage(Collections):
         self.schemas = tuple(t.schema for t in tables)
         self.keys = SQLKeys("%s")
         self.collections = {t.name: PostgresRecords(self, t, LISTEN_FALLBACK) for t in tables}
-        self.check()
+        self.serve()
         # Other processes' commits wake the waiters by NOTIFY; asking for the
         # position every LISTEN_FALLBACK seconds covers a lost listener.
         self._conninfo = conninfo
@@ -173,11 +173,12 @@ class PostgresStorage(Collections):
         if writing:
             self.health.worked()
 
-    def read(self, question: Any, read: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def read(self, cache_as: Any, read: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``read(db)`` on a pooled connection (``cache_as`` is SQLite's)."""
         with self.connection() as db:
             return read(db)
 
-    def write(self, op: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def commit(self, op: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``op``'s one statement, committed on its own (autocommit)."""
         with self.connection(writing=True) as db:
             return op(db)
@@ -187,7 +188,7 @@ class PostgresStorage(Collections):
         with self.connection(writing=True) as db, db.transaction():
             yield db
 
-    def write_once(self, key: Key, op: Callable[[psycopg.Connection[Any]], Any]) -> Answer:
+    def commit_once(self, key: Key, op: Callable[[psycopg.Connection[Any]], Any]) -> Answer:
         """``op``'s answer, kept with ``key`` in its transaction; or the one
         kept before. The key's row is taken first: a retry that comes
         meanwhile waits on it until the commit. A write the unique index
@@ -209,8 +210,8 @@ class PostgresStorage(Collections):
                 return kept if kept is not None else self.keys.filled(
                     db, key, key.answer(None, refused))
 
-    def atomically(self, plurals: Iterable[str], run: Callable[[InTransaction], T],
-                   key: Key | None = None, *, one_write: bool = False) -> Any:
+    def atomically(self, plurals: Iterable[str], run: Callable[[Step], T],
+                   key: Key | None = None, *, nothing_to_undo: bool = False) -> Any:
         """``Storage.atomically``: one transaction. The key's row is taken
         first, then the feeds' locks of the collections it writes and of
         those their references make it read, in the one order
@@ -225,13 +226,13 @@ class PostgresStorage(Collections):
             for plural in self.locked(plurals):
                 db.execute("SELECT pg_advisory_xact_lock(%s::regclass::oid::bigint)",
                            (self.collections[plural].table.changes_table,))
-            unit = InTransaction(self, db)
+            step = Step(self, db)
             if key is None:
-                return run(unit)
+                return run(step)
 
             def attempt() -> T:
                 with db.transaction():
-                    return run(unit)
+                    return run(step)
             return self.keys.filled(db, key, key.outcome(attempt))
 
     @staticmethod
@@ -271,7 +272,7 @@ class PostgresRecords(SQLRecords):
         columns = ", ".join(f"u.{c}" for c in self.table.columns.split(", "))
         query, params = self.table.page(**{"limit": 100, **arguments},
                                         columns=f"{columns}, ({self.table.position})")
-        rows = self.storage.read(None, lambda db: db.execute(query, params).fetchall())
+        rows = self._read(None, lambda db: db.execute(query, params).fetchall())
         if not rows:
             return self.position(), self.list(**arguments)
         return int(rows[0][-1]), [self._make(row[:-1]) for row in rows]

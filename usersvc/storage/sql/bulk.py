@@ -6,9 +6,6 @@ A page in any order is a walk of one index (``ddl``: one on ``(<field>__key,
 id, version)`` for each sort and filter) from the last page's position
 (keyset paging): O(log N + limit); a search starts from the words that
 match (``q <= word < prefix_end(q)``) and sorts only those.
-
-A batch's writes are many records at once too: ``InTransaction`` is the
-store as they see it, every one of them in one transaction.
 """
 from __future__ import annotations
 
@@ -17,7 +14,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import Conflict, Position
-from ..checked import within
 from ..feed import Change
 from ..stored import Restores, check_fresh_ids
 
@@ -172,13 +168,13 @@ class SQLBulk(Restores):
              **filters: Any) -> builtins.list[Any]:
         arguments: dict[str, Any] = dict(limit=limit, sort=sort, reverse=reverse, after=after,
                                          q=q, **filters)
-        return self.storage.read((self.table.name, *arguments.items()),
+        return self._read((self.table.name, *arguments.items()),
                                  lambda db: self._page(db, arguments))
 
     def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
         # Both on one connection, the position first.
         full = {**LIST_DEFAULTS, **arguments}
-        return self.storage.read(("position", self.table.name, *full.items()), lambda db: (
+        return self._read(("position", self.table.name, *full.items()), lambda db: (
             int(db.execute(self.table.position).fetchone()[0]), self._page(db, full)))
 
     def _page(self, db: Any, arguments: dict[str, Any]) -> builtins.list[Any]:
@@ -186,19 +182,19 @@ class SQLBulk(Restores):
 
     def count(self, *, q: str | None = None, **filters: Any) -> int:
         query, params = self.table.count(q=q, **filters)
-        return int(self.storage.read(None, lambda db: db.execute(query, params).fetchone()[0]))
+        return int(self._read(None, lambda db: db.execute(query, params).fetchone()[0]))
 
     def last_id(self) -> int:
-        return int(self.storage.read(None, lambda db: db.execute(self.table.last_id).fetchone()[0]))
+        return int(self._read(None, lambda db: db.execute(self.table.last_id).fetchone()[0]))
 
     def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
-        rows = self.storage.read((self.table.changes, after, limit), lambda db: db.execute(
+        rows = self._read((self.table.changes, after, limit), lambda db: db.execute(
             self.table.changes, (after, limit)).fetchall())
         return [Change(row[0], row[1], None if row[-1] is None else self._make(row[1:]))
                 for row in rows]
 
     def position(self) -> int:
-        return int(self.storage.read(self.table.position, lambda db: db.execute(
+        return int(self._read(self.table.position, lambda db: db.execute(
             self.table.position).fetchone()[0]))
 
     def wait(self, after: int, timeout: float) -> None:
@@ -251,29 +247,3 @@ def _raise_last_id(table: Any, db: Any, last_id: int) -> None:
     else:
         db.execute(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), %s) "
                    f"WHERE %s > ({table.last_id})", (last_id, last_id))
-
-
-class InTransaction:
-    """A SQL store as a batch's writes see it (``Storage.atomically``): its
-    collections (``unit[plural]``), each the store's own but writing, and
-    reading, in ``db``'s one transaction, which the store commits or undoes."""
-
-    def __init__(self, storage: Any, db: Any) -> None:
-        self.storage, self.db = storage, db
-        self.keys, self.health = storage.keys, storage.health
-        self.unique_violation, self.violated = storage.unique_violation, storage.violated
-
-    def __getitem__(self, plural: str) -> Any:
-        return within(self.storage, self.raw(plural), self)
-
-    def raw(self, plural: str) -> Any:
-        own = self.storage.collections[plural]
-        records = object.__new__(type(own))      # (PERF: a copy, as copy.copy's, in a third of its time)
-        records.__dict__.update(own.__dict__, storage=self)
-        return records
-
-    def write(self, op: Callable[[Any], Any]) -> Any:
-        return op(self.db)
-
-    def read(self, question: Any, read: Callable[[Any], Any]) -> Any:
-        return read(self.db)

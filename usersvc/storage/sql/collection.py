@@ -4,12 +4,14 @@ records (``SQLRecords``); what it does with many records at once is
 ``sql_bulk``'s, the tables, indexes and triggers it makes ``ddl``'s.
 
 The store (``SQLiteStorage``, ``PostgresStorage``) gives the connections:
-``read(question, read)`` runs ``read(db)`` (SQLite answers a question
-again while nothing is committed); ``write(op)`` runs ``op(db)`` as one
-write, committed before it returns; ``write_once(key, op)`` keeps its
-answer with an idempotency key in the same transaction (``keys``);
-``transaction()``, for a restore; ``violated(error)``, what a unique
-violation names.
+``read(cache_as, read)`` runs ``read(db)`` (SQLite answers the same
+``cache_as`` again while nothing is committed); ``commit(op)`` runs
+``op(db)`` in a write transaction, committed before it returns;
+``commit_once(key, op)`` keeps its answer with an idempotency key in the
+same transaction (``keys``); ``transaction()``, for a restore;
+``violated(error)``, what a unique violation names. In an atomic step, a
+collection's records are bound to the step's transaction (``bound``), and
+read and write there.
 
 Every write is one statement whose text depends only on its shape, every
 value a bound parameter: an ``INSERT ... RETURNING id``, or an ``UPDATE``
@@ -160,6 +162,7 @@ class SQLRecords(SQLBulk):
     once: ``SQLBulk``)."""
 
     keeps_keys = True
+    db: Any = None          # in an atomic step: its transaction's connection (``bound``)
 
     def __init__(self, storage: Any, table: Table, interval: float | None) -> None:
         self.storage, self.table, self.schema = storage, table, table.schema
@@ -177,7 +180,7 @@ class SQLRecords(SQLBulk):
 
     def get(self, record_id: int) -> Any:
         checked_id(self.schema, record_id)
-        record = self.storage.read((self.table.name, record_id), lambda db: next(
+        record = self._read((self.table.name, record_id), lambda db: next(
             map(self._make, db.execute(self.table.select_one, (record_id,))), None))
         if record is None:
             raise NotFound(self.schema, record_id)
@@ -219,12 +222,26 @@ class SQLRecords(SQLBulk):
 
     # -- helpers --------------------------------------------------------
 
+    def bound(self, db: Any) -> Any:
+        """These records, reading and writing in ``db``'s transaction (an
+        atomic step's, which the store commits or undoes: ``checked.Step``)."""
+        records = object.__new__(type(self))    # (PERF: a copy, as copy.copy's, in a third of its time)
+        records.__dict__.update(self.__dict__, db=db)
+        return records
+
+    def _read(self, cache_as: Any, read: Callable[[Any], T]) -> T:
+        if self.db is not None:         # in an atomic step: its transaction
+            return read(self.db)
+        return self.storage.read(cache_as, read)
+
     def _write(self, op: Callable[[Any], T], key: Key | None = None) -> Any:
+        if self.db is not None:         # in an atomic step: its transaction
+            return op(self.db)
         if key is None:
-            done = self.storage.write(op)
+            done = self.storage.commit(op)
         else:
-            done = self.storage.write_once(key, op)
-            self.storage.keys.sweep(self.storage.write)
+            done = self.storage.commit_once(key, op)
+            self.storage.keys.sweep(self.storage.commit)
         self.watch.notify()
         return done
 

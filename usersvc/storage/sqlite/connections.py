@@ -112,17 +112,18 @@ class Connections:
                 self._local.owner = None        # closed; the next write opens another
             raise error from e
 
-    def answered(self, question: Any, read: Callable[[Connection], T]) -> T:
+    def answered(self, cache_as: Any, read: Callable[[Connection], T]) -> T:
         """``read(db)`` on this thread's connection, or what it answered
-        last time, if nothing has been committed since (``answers``;
-        ``question=None``: a read not to keep)."""
+        last time to the same ``cache_as`` (a value naming the read), if
+        nothing has been committed since (``answers``; ``None``: a read not
+        to keep)."""
         with self.session() as db:
-            if question is None:
+            if cache_as is None:
                 return read(db)
             answers = self.answers(db)
-            answer = answers.get(question)
+            answer = answers.get(cache_as)
             if answer is None:
-                answer = answers[question] = read(db)
+                answer = answers[cache_as] = read(db)
                 if len(answers) > ANSWERS:
                     answers.clear()
             return answer

@@ -27,12 +27,11 @@ from typing import Any, TypeVar
 
 from ...validation import Schema
 from .. import WriteHealth
+from ..checked import Collections, Step
 from ..keys import Answer, Key, SQLKeys
 from ..references import references
-from ..sql.bulk import InTransaction
 from ..sql.collection import SQLITE, Table
 from ..sql.evolution import declared, evolve
-from ..stored import Collections
 from .collection import SQLiteRecords
 from .connections import Connection, Connections, Writer
 from .errors import is_lasting, retrying, roll_back
@@ -68,11 +67,7 @@ class SQLiteStorage(Collections):
         self.schemas = tuple(t.schema for t in tables)
         interval = POLL_INTERVAL if self.writer is not None else None   # a private database: none
         self.collections = {t.name: SQLiteRecords(self, t, interval) for t in tables}
-        self.check()
-        self.read = self.connections.answered
-        #: Run ``op`` in a write transaction; what it returns, once committed.
-        self.write: Callable[[Callable[[sqlite3.Connection], Any]], Any] = (
-            self.writer.submit if self.writer is not None else self._write_alone)
+        self.serve()
         self.keys = SQLKeys("?")
 
     def _open(self, schemas: Iterable[Schema] | None, tables: list[Table]) -> None:
@@ -103,28 +98,38 @@ class SQLiteStorage(Collections):
             db.answers.clear()          # its own commit does not change its data_version
         self.health.worked()
 
-    def _write_alone(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """A write to a private in-memory database (no writer thread)."""
-        with self.transaction() as db:
-            return op(db)
+    def read(self, cache_as: Any, read: Callable[[Connection], T]) -> T:
+        """``read(db)`` on this thread's connection, or its answer to the same
+        ``cache_as`` while nothing was committed (``Connections.answered``)."""
+        return self.connections.answered(cache_as, read)
 
-    def write_once(self, key: Key, op: Callable[[sqlite3.Connection], Any]) -> Answer:
+    def commit(self, op: Callable[[Connection], T]) -> T:
+        """``op(db)`` run in a write transaction: what it returns, once
+        committed. A file's writer makes it, in a group with the writes
+        waiting beside it (``Writer.submit``); a private in-memory database
+        (no writer) in a transaction of its own."""
+        if self.writer is None:
+            with self.transaction() as db:
+                return op(db)
+        return self.writer.submit(op)
+
+    def commit_once(self, key: Key, op: Callable[[Connection], Any]) -> Answer:
         """``op``'s answer, kept with ``key`` in its transaction; or the one
         kept before. (The writer makes one write at a time, in every process.)"""
-        return self.write(lambda db: self.keys.once(db, key, lambda: op(db)))
+        return self.commit(lambda db: self.keys.once(db, key, lambda: op(db)))
 
-    def atomically(self, plurals: Iterable[str], run: Callable[[InTransaction], T],
-                   key: Key | None = None, *, one_write: bool = False) -> Any:
+    def atomically(self, plurals: Iterable[str], run: Callable[[Step], T],
+                   key: Key | None = None, *, nothing_to_undo: bool = False) -> Any:
         """``Storage.atomically``: one write of the writer, inside a savepoint
-        that is undone if ``run`` raises (the rest of its group goes on); a
-        ``one_write`` needs none (a statement that fails undoes itself)."""
+        that is undone if ``run`` raises (the rest of its group goes on);
+        ``nothing_to_undo`` needs none (its one statement undoes itself)."""
         def step(db: Connection) -> tuple[Any, Exception | None]:
             def attempt() -> T:
-                if one_write:
-                    return run(InTransaction(self, db))
+                if nothing_to_undo:
+                    return run(Step(self, db))
                 db.execute("SAVEPOINT batch")
                 try:
-                    result = run(InTransaction(self, db))
+                    result = run(Step(self, db))
                 except BaseException:
                     # Undone, but the ids and positions it took stay taken,
                     # as PostgreSQL's sequences do: never handed out again.
@@ -145,7 +150,7 @@ class SQLiteStorage(Collections):
                 if is_lasting(e) or not db.in_transaction:
                     raise
                 return None, e
-        result, error = self.write(step)
+        result, error = self.commit(step)
         for plural in plurals:
             self.collections[plural].watch.notify()
         if error is not None:
