@@ -446,7 +446,7 @@ def test_a_write_that_fails_after_changing_something_fails_its_whole_group(store
         raise StaleVersion(1)
     store.create(name="Ada", email="ada@example.org")
     with pytest.raises(RuntimeError):
-        store.storage.writer.submit(half_done)
+        store.storage.writer.commit(half_done)
     assert store.get(1).name == "Ada"
 
 def test_every_write_is_made_by_the_one_writer_thread(store):
@@ -533,20 +533,20 @@ def test_a_write_waits_for_its_commit_at_most_the_writers_timeout(tmp_path):
     from usersvc.storage.sqlite.connections import Writer
     connections = Connections(str(tmp_path / "w.db"), 1.0, WriteHealth("w.db"))
     writer = Writer(connections.connect, WriteHealth("w.db"), timeout=0.2)
-    writer.submit(lambda db: db.execute("CREATE TABLE t (x)"))
+    writer.commit(lambda db: db.execute("CREATE TABLE t (x)"))
     held, made = threading.Event(), []
 
     def blocking(db):
         held.wait(10)
         db.execute("INSERT INTO t VALUES (1)")
 
-    first = race(1, lambda _: writer.submit(blocking))      # under way, held up
+    first = race(1, lambda _: writer.commit(blocking))      # under way, held up
     assert isinstance(first[0], StoreUnavailable) and "may be yet" in str(first[0])
     with pytest.raises(StoreUnavailable, match="nothing was written"):
-        writer.submit(lambda db: made.append(db.execute("INSERT INTO t VALUES (2)")))
+        writer.commit(lambda db: made.append(db.execute("INSERT INTO t VALUES (2)")))
     held.set()
-    writer.submit(lambda db: None)                          # the queue has moved on
-    rows = writer.submit(lambda db: db.execute("SELECT x FROM t").fetchall())
+    writer.commit(lambda db: None)                          # the queue has moved on
+    rows = writer.commit(lambda db: db.execute("SELECT x FROM t").fetchall())
     assert rows == [(1,)] and made == []
     writer.stop()
     connections.close()

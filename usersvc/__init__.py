@@ -125,9 +125,9 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
 
 
 def _metrics(directory: str | None) -> Any:
-    """The app's metrics, to be made: ``metrics.Metrics``, or, counted in
+    """The app's metrics, to be made: ``prometheus.Metrics``, or, counted in
     files in ``directory`` with the other processes of a server,
-    ``metrics_shared.SharedMetrics``; or a one-line ``ImportError`` that
+    ``shared.SharedMetrics``; or a one-line ``ImportError`` that
     says how to install what they need."""
     try:
         if directory is None:

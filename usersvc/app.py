@@ -80,7 +80,7 @@ class App:
         #: more formats (the pages: HTML), before collections are added.
         self.offers: Offers = DEFAULT
         self.problem_offers: Offers = PROBLEMS
-        #: ``metrics.Metrics``, once plugged in (its ``registry`` for a scraper).
+        #: ``prometheus.Metrics``, once plugged in (its ``registry`` for a scraper).
         self.metrics: Any = None
         self.router = Router()
         self.schemas: list[Schema] = []

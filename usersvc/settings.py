@@ -63,7 +63,7 @@ class Settings:
     ``prefix`` (a path to mount it under), ``access_log``,
     ``metrics_port`` / ``metrics_host`` (where a server serves the metrics),
     ``metrics_dir`` (a directory where the processes of one server count
-    together, ``metrics_shared``),
+    together, ``features.metrics.shared``),
     and ``collections``, the schemas to serve (``None``: users), which a
     server reads as ``module:NAME`` entries (``read_collections``)."""
 

@@ -7,7 +7,7 @@
 
 With ``USERSVC_METRICS_PORT``, every worker's metrics are served there,
 added up, from files the workers count in, in ``USERSVC_METRICS_DIR``
-(``metrics_shared``; docs/deploying.md, "Metrics from every worker").
+(``features.metrics.shared``; docs/deploying.md, "Metrics from every worker").
 A value usersvc cannot use is one line on stderr and exit status 4,
 gunicorn's "the app failed to load", so gunicorn stops rather than
 restart workers. Stores open in the

@@ -14,7 +14,7 @@ position whose change is not yet visible.
 Waiting (``storage.Watch``): a write in this process wakes the waiters at
 once; another process's is seen by asking the store for its position every
 ``interval`` seconds (SQLite), or by its NOTIFY (PostgreSQL,
-``postgres_notify``).
+``postgres.notify``).
 """
 from __future__ import annotations
 

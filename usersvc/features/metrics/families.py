@@ -1,6 +1,6 @@
 """What a scrape of usersvc's metrics says: each metric's name, help,
 labels and buckets, and ``Collector``, which turns what a source counted
-(``metrics.Metrics``, or ``metrics_shared.SharedMetrics``'s files) into
+(``prometheus.Metrics``, or ``shared.SharedMetrics``'s files) into
 ``prometheus_client``'s metric families, alike for both.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The files a process counts its metrics in (``metrics_shared``'s), and
+"""The files a process counts its metrics in (``shared``'s), and
 reading every process's back: ``usersvc-PID.counts``, an array of numbers
 mapped into memory, and ``usersvc-PID.series``, a line for each series
 (its metric, its labels, and where its numbers are in the array), written

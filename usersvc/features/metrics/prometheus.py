@@ -7,7 +7,7 @@ requests, store operations by collection and operation, SQLite commits,
 PostgreSQL pools, requests waiting for changes, build info, and
 ``prometheus_client``'s process metrics. No label holds anything a client
 sent but a standard method. Counts are kept in tallies (``tally``), without
-a lock, and handed over at a scrape (``metrics_families.Collector``).
+a lock, and handed over at a scrape (``families.Collector``).
 Needs the ``metrics`` extra.
 """
 from __future__ import annotations

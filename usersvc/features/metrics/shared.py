@@ -2,7 +2,7 @@
 uWSGI's processes), counted in files in a directory they share
 (``USERSVC_METRICS_DIR``; docs/deploying.md, "Metrics from every worker").
 
-Each process counts into files of its own there (``metrics_files``). A
+Each process counts into files of its own there (``files``). A
 scrape reads every process's files and adds them up: counters and
 histograms over every process that ever ran, gauges over the processes
 alive; and reports
@@ -55,7 +55,7 @@ _METHOD_OF = {code: method for method, code in _CODES.items()}
 class SharedMetrics:
     """One app's metrics, counted in ``directory`` with every other
     process's that counts there: ``registry`` (all of them, added up), and
-    ``begin``, ``end`` and ``measured`` as ``metrics.Metrics`` has them."""
+    ``begin``, ``end`` and ``measured`` as ``prometheus.Metrics`` has them."""
 
     def __init__(self, version: str, stores: list[Any], waiting: Any, directory: str) -> None:
         self.directory = directory

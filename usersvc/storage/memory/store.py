@@ -175,7 +175,7 @@ class MemoryRecords(MemoryBulk):
         self.schema = schema
         self._keys = MemoryKeys() if keys is None else keys     # the store's, shared
         self._lock = threading.RLock()      # re-entered by a batch's writes (``undoing``)
-        self._undo: Any = None                # a batch's ``memory_bulk.Undo``, while it runs
+        self._undo: Any = None                # a batch's ``bulk.Undo``, while it runs
         self._records: dict[int, Any] = {}
         self._make = schema.record._make
         self._names = tuple(schema.fields)

@@ -1,6 +1,6 @@
 """The PostgreSQL store's history: each release's layout change, and ``migrate``.
 
-As ``sqlite_migrations``, with the version in the table ``usersvc_schema``:
+As ``sqlite.migrations``, with the version in the table ``usersvc_schema``:
 1 to 3 are release 0.1.0's, 4 declares collections (the key columns become
 ``<field>__key``; old triggers, functions and indexes go, to be made again
 from the declaration), 5 adds ``usersvc_keys``. The caller holds the

@@ -7,7 +7,7 @@ any number of processes (the ``postgres`` extra: psycopg 3, psycopg_pool).
   waiting for a concurrent writer, so of two naming one version, one wins.
 - Uniqueness is a unique index on the ``__key`` Python case-folded (SQL's
   ``lower()`` folds less); ids come from an identity column.
-- Opening brings the layout (``postgres_migrations``) and each collection
+- Opening brings the layout (``migrations``) and each collection
   (``evolution``) up to date under an advisory lock. The feed's positions
   come from a trigger, in commit order (``feed``).
 - Lost connections, a server down or no free connection within

@@ -1,7 +1,7 @@
 """One collection of a SQL store, the same code for SQLite and PostgreSQL:
 its statements (``Table``, made from the schema once per dialect) and its
 records (``SQLRecords``); what it does with many records at once is
-``sql_bulk``'s, the tables, indexes and triggers it makes ``ddl``'s.
+``bulk``'s, the tables, indexes and triggers it makes ``ddl``'s.
 
 The store (``SQLiteStorage``, ``PostgresStorage``) gives the connections:
 ``read(cache_as, read)`` runs ``read(db)`` (SQLite answers the same

@@ -138,7 +138,7 @@ def _sqlite_triggers(table: Table) -> dict[str, Object]:
     return found
 
 
-#: The channel a committed change is announced on (``postgres_notify``);
+#: The channel a committed change is announced on (``postgres.notify``);
 #: the payload is the collection's plural.
 CHANNEL = "usersvc_changes"
 
@@ -198,7 +198,7 @@ BEGIN
         VALUES (NEW.id, nextval('{c}_seq'), {', '.join(f'NEW.{f}' for f in fields)}, NEW.version)
             ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, {', '.join(f'{f} = EXCLUDED.{f}' for f in [*fields, 'version'])};
     END IF;
-    PERFORM pg_notify('{CHANNEL}', '{t}');     -- delivered at the commit (postgres_notify)
+    PERFORM pg_notify('{CHANNEL}', '{t}');     -- delivered at the commit (postgres.notify)
     RETURN NULL;
 END $$""")
     found[f"{c}_trigger"] = Object("trigger", t, (

@@ -1,5 +1,5 @@
 """Past releases as they were, frozen, for both stores' migrations
-(``sqlite_migrations``, ``postgres_migrations``): release 0.1.0's word
+(``sqlite.migrations``, ``postgres.migrations``): release 0.1.0's word
 splitting and users' declaration, and the tables layouts 4 and 5 added, in
 either dialect. History: it imports nothing of today's code, and never
 changes when today's schemas or word splitting do."""

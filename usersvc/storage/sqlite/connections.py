@@ -112,7 +112,7 @@ class Connections:
                 self._local.owner = None        # closed; the next write opens another
             raise error from e
 
-    def answered(self, cache_as: Any, read: Callable[[Connection], T]) -> T:
+    def read(self, cache_as: Any, read: Callable[[Connection], T]) -> T:
         """``read(db)`` on this thread's connection, or what it answered
         last time to the same ``cache_as`` (a value naming the read), if
         nothing has been committed since (``answers``; ``None``: a read not
@@ -188,9 +188,10 @@ class Writer:
         # What the groups were, for the log (this process's, the writer's to add).
         self.commits, self.writes, self.seconds = 0, 0, 0.0
 
-    def submit(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``op`` in the writer's transaction; its result once committed,
-        or ``StoreUnavailable`` after ``timeout`` seconds."""
+    def commit(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """``op(db)`` run in the writer's next transaction, with the writes
+        waiting beside it: its result once committed, or ``StoreUnavailable``
+        after ``timeout`` seconds."""
         future: Future[T] = Future()
         with self._closing:
             if self.closed:

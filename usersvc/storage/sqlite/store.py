@@ -2,18 +2,18 @@
 processes (docs/decisions.md, "Storage").
 
 - Reads: each thread's own connection, which answers a read again while
-  nothing is committed anywhere (``sqlite_connections``); a private
+  nothing is committed anywhere (``connections``); a private
   in-memory database (``sqlite://``) has one connection, used under a lock.
 - Writes: one statement each (``sql``), made by one writer thread in
   ``BEGIN IMMEDIATE`` transactions, in groups that share one sync to disk,
   so a precondition and its write are one atomic step across processes.
 - WAL (readers never wait for the writer), a busy timeout (writers queue),
   ``synchronous=FULL`` (a 201 survives a power cut); ``AUTOINCREMENT``
-  (never an id again). Opening brings the layout (``sqlite_migrations``)
+  (never an id again). Opening brings the layout (``migrations``)
   and each collection (``evolution``) up to date under one write lock.
 - A lock held past the busy timeout is ``StoreUnavailable`` (503, nothing
   written); a full disk, an I/O error or a read-only file is
-  ``WritesFailing`` (503) for the whole group (``sqlite_errors``), said once
+  ``WritesFailing`` (503) for the whole group (``errors``), said once
   in the log (``WriteHealth``) until a write works again.
 - Pages build only the records not built at their version (``collection``).
 """
@@ -69,6 +69,12 @@ class SQLiteStorage(Collections):
         self.collections = {t.name: SQLiteRecords(self, t, interval) for t in tables}
         self.serve()
         self.keys = SQLKeys("?")
+        # A read and a write go straight to what makes them (PERF: no call
+        # between): this thread's connection (``Connections.read``), and the
+        # file's writer (``Writer.commit``) or, for a private in-memory
+        # database, which has none, a transaction of its own.
+        self.read = self.connections.read
+        self.commit = self.writer.commit if self.writer is not None else self._commit_alone
 
     def _open(self, schemas: Iterable[Schema] | None, tables: list[Table]) -> None:
         """WAL mode (for a file), the layout, and every collection."""
@@ -98,20 +104,10 @@ class SQLiteStorage(Collections):
             db.answers.clear()          # its own commit does not change its data_version
         self.health.worked()
 
-    def read(self, cache_as: Any, read: Callable[[Connection], T]) -> T:
-        """``read(db)`` on this thread's connection, or its answer to the same
-        ``cache_as`` while nothing was committed (``Connections.answered``)."""
-        return self.connections.answered(cache_as, read)
-
-    def commit(self, op: Callable[[Connection], T]) -> T:
-        """``op(db)`` run in a write transaction: what it returns, once
-        committed. A file's writer makes it, in a group with the writes
-        waiting beside it (``Writer.submit``); a private in-memory database
-        (no writer) in a transaction of its own."""
-        if self.writer is None:
-            with self.transaction() as db:
-                return op(db)
-        return self.writer.submit(op)
+    def _commit_alone(self, op: Callable[[Connection], T]) -> T:
+        """``commit`` for a private in-memory database (no writer thread)."""
+        with self.transaction() as db:
+            return op(db)
 
     def commit_once(self, key: Key, op: Callable[[Connection], Any]) -> Answer:
         """``op``'s answer, kept with ``key`` in its transaction; or the one
