@@ -38,12 +38,22 @@ COLUMN_TYPES = {"text": {"sqlite": "TEXT", "postgres": "text"},       # per SQL 
 class Field:
     """A kind of field: how a value is checked (``__call__``), read from XML
     and a query string (``from_xml``, ``from_query``) and written as text
-    (``to_text``: XML, pages), kept (``type``, ``column_type``) and read
-    back (``from_stored``), compared and ordered by the stores (``key``, in a
-    ``key_type`` column where it is not the value; ``is_key``: a cursor's),
-    described in OpenAPI (``describe``, ``describe_stored``) and asked for
-    in a page (``input_type``, ``input_attributes``, ``input_hint``,
-    ``input_value``; ``options``: a ``<select>``'s)."""
+    (``to_text``: XML, pages), kept in a SQL column (``type``,
+    ``column_type``, ``to_stored``) and read back (``from_stored``),
+    compared and ordered by the stores (``key``, in a ``key_type`` column
+    where it is not the value; ``is_key``: a cursor's), described in
+    OpenAPI (``describe``, ``describe_stored``) and asked for in a page
+    (``input_type``, ``input_attributes``, ``input_hint``, ``input_value``;
+    ``options``: a ``<select>``'s). Every subclass joins ``kinds``, by its
+    name as ``repr`` writes it, where a stored declaration finds it."""
+
+    #: Every kind, by name ("text", "boolean", an embedder's "money"):
+    #: a subclass joins when it is defined (``kinds.kind_of`` reads it).
+    kinds: dict[str, type[Field]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        Field.kinds[cls.__name__.lower()] = cls
 
     type = "text"           # what a store keeps: changing it is a migration (``converted``)
     input_type = "text"     # the HTML input that asks for it
@@ -73,7 +83,14 @@ class Field:
     def input_value(self, value: Any) -> str:   # as a page's input holds it
         return self.to_text(value)
 
-    def from_stored(self, value: Any) -> Any:   # as a SQL store reads it back
+    def to_stored(self, value: Any) -> Any:
+        """A clean value (``__call__``'s), as a SQL column keeps it; called
+        once for each value a SQL store writes (never ``None``)."""
+        return value
+
+    def from_stored(self, value: Any) -> Any:
+        """A SQL column's value (``to_stored``'s, or an earlier release's),
+        as the clean value it keeps; called once for each value read."""
         return value
 
     def key(self, value: Any) -> Any:

@@ -195,36 +195,43 @@ def _tokens_file(path: str) -> Any:
         raise SettingError("tokens_file", f"cannot be used: {e}") from None
 
 
+def imported(module_name: str, setting: str, entry: str = "") -> Any:
+    """A module, found as Python finds it, and in the working directory
+    first, as gunicorn and uWSGI find theirs; a ``SettingError`` of
+    ``setting``'s, in one line, if it cannot be imported (naming ``entry``,
+    the setting's text that named it) or fails."""
+    import importlib
+    import sys
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as e:
+        raise SettingError(setting, f"cannot be used: {entry or module_name}: {e}") from None
+    except ValueError as e:     # a declaration the module makes refused (``Schema``)
+        raise SettingError(setting, f"cannot be used: {module_name}: {e}") from None
+    except Exception as e:      # the module itself failed: one line, not its traceback
+        raise SettingError(setting, f"cannot be used: {module_name} raised "
+                                    f"{type(e).__name__}: {e}") from None
+
+
 def read_collections(text: str) -> tuple[Any, ...]:
     """The schemas ``module:NAME`` entries name, separated by commas
     (``examples.library:BOOKS``): each NAME a ``Schema``, or a tuple of
     them. Users come first unless the list says otherwise: a tuple is a
     whole set of collections, and a list that names a ``users`` collection
     places it itself. A module is found as Python finds it, and in the
-    working directory first, as gunicorn and uWSGI find theirs."""
-    import importlib
-    import sys
+    working directory first, as gunicorn and uWSGI find theirs (``imported``)."""
     from .validation import USER, Schema
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
     schemas: list[Schema] = []
     whole = False
     for entry in (e.strip() for e in text.split(",")):
         module_name, colon, name = entry.partition(":")
         if not (module_name and colon and name.isidentifier()):
             raise SettingError("collections", f"cannot be used: {entry!r} is not module:NAME")
-        try:
-            value = getattr(importlib.import_module(module_name), name)
-        except ImportError as e:
-            raise SettingError("collections", f"cannot be used: {entry}: {e}") from None
-        except ValueError as e:     # a declaration the module makes refused (``Schema``)
-            raise SettingError("collections", f"cannot be used: {module_name}: {e}") from None
-        except AttributeError:
-            raise SettingError("collections", f"cannot be used: {module_name} has no "
-                                              f"{name}") from None
-        except Exception as e:      # the module itself failed: one line, not its traceback
-            raise SettingError("collections", f"cannot be used: {module_name} raised "
-                                              f"{type(e).__name__}: {e}") from None
+        value = getattr(imported(module_name, "collections", entry), name, None)
+        if value is None:
+            raise SettingError("collections", f"cannot be used: {module_name} has no {name}")
         found = tuple(value) if isinstance(value, (tuple, list)) else (value,)
         if not found or not all(isinstance(schema, Schema) for schema in found):
             raise SettingError("collections", f"cannot be used: {entry} is not a Schema "

@@ -103,8 +103,10 @@ class Schema:
                                  "(a record without it has no place in the order)")
         self.searchable = bool(self.words or self.prefixes)
         migrations(self, renamed, dropped, converted, defaults)      # (``records.migrations``)
-        #: Fields whose key the SQL stores keep too: compared, ordered or searched whole.
-        self.keyed = tuple(f for f in self.fields if type(self.fields[f]).key is not Field.key and (
+        #: Fields whose key the SQL stores keep too (a key not the value, or a
+        #: value kept as another: ``to_stored``): compared, ordered or searched whole.
+        self.keyed = tuple(f for f, kind in self.fields.items() if (
+            type(kind).key is not Field.key or type(kind).to_stored is not Field.to_stored) and (
             f in self.unique or f in self.filters or f in self.sorts or f in self.prefixes))
         #: One stored version of a record, made by name (``record_type``).
         self.record = record_type(name.title().replace("_", ""), ("id", *self.fields, "version"),

@@ -1,10 +1,12 @@
 """The kinds of field beyond users' ``text`` and ``email``, one class each,
 one module each: what a kind is, and how to write one, is ``fields.Field``.
+Every kind, an embedder's too, is in ``Field.kinds`` once its class is
+defined, where ``kind_of`` finds the kind a stored declaration names.
 """
 import ast
 from typing import Any
 
-from ..fields import Field, email, text
+from ..fields import Field
 from .boolean import boolean
 from .choice import choice
 from .dates import date, datetime
@@ -17,18 +19,21 @@ from .url import url
 
 def kind_of(rule: str) -> Any:
     """The kind a stored declaration's rule (a kind's ``repr``) names:
-    ``text(200)``, ``boolean``, ``choice('low', 'high')``; ``ValueError``
-    for another."""
+    ``text(200)``, ``boolean``, ``choice('low', 'high')``, an embedder's
+    ``money`` (``Field.kinds``: its module imported); ``ValueError`` for
+    another."""
     name, _, arguments = rule.partition("(")
-    made = globals().get(name) if name in (*__all__, "text", "email") else None
+    made = Field.kinds.get(name)
     try:
-        if arguments and isinstance(made, type):       # a kind with parameters: a class
-            return made(*ast.literal_eval(f"({arguments[:-1]},)"))
-        if not arguments and isinstance(made, Field):
-            return made
+        if made is not None:
+            kind = made(*ast.literal_eval(f"({arguments[:-1]},)")) if arguments else made()
+            if repr(kind) == rule:
+                return kind
     except (SyntaxError, ValueError, TypeError):
         pass
-    raise ValueError(f"a stored field's kind that usersvc does not know: {rule}")
+    raise ValueError(f"a stored field's kind that usersvc does not know: {rule} (a kind of "
+                     "your own: import the module that defines it first, as usersvc copy --kinds "
+                     "MODULE does)")
 
 
 __all__ = ["boolean", "choice", "date", "datetime", "integer", "number", "ref", "url"]

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from ..settings import SettingError, imported
 from ..storage import RecordStore, Storage, StoreError, open_store, redact
 
 BATCH = 1000
@@ -65,10 +66,19 @@ def main(argv: Sequence[str] | None = None, *, stderr: TextIO | None = None) -> 
     p.add_argument("dest", metavar="DEST_URL", help="e.g. postgresql://127.0.0.1/users")
     p.add_argument("--batch", type=int, default=BATCH, metavar="N",
                    help="records per transaction (default: %(default)s)")
+    p.add_argument("--kinds", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first, for the kinds of field of your own it defines "
+                        "(each joins usersvc's when its class is defined); repeat for more")
     args = p.parse_args(argv)
     if args.batch < 1:
         p.error("--batch must be at least 1")
     err = stderr or sys.stderr
+    try:
+        for module in args.kinds:
+            imported(module, "kinds")
+    except SettingError as e:
+        print(f"usersvc copy: --kinds {e.problem}", file=err)
+        return 2
     stores: list[Storage] = []
     try:
         for url, create in ((args.source, False), (args.dest, True)):

@@ -218,7 +218,8 @@ class SQLBulk(Restores):
                 if changes:         # the triggers' positions, replaced by the ones given
                     db.cursor().executemany(table.forget_change, [(r.id,) for r in records])
                     db.cursor().executemany(table.restore_change, [
-                        (c.seq, c.id, *(absent if c.record is None else c.record[1:]))
+                        (c.seq, c.id, *(absent if c.record is None else
+                                        (*table.stored(c.record[1:-1]), c.record.version)))
                         for c in changes])
                     _raise_position(table, db, max(c.seq for c in changes))
             except self.storage.unique_violation as e:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ...fields import words
+from ...fields import Field, words
 from ...validation import Schema
 from .. import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
 from ..keys import Key
@@ -86,6 +86,8 @@ class Table(PageQueries):
         self.owner = f"{s.name}_id"                 # the words table's record id
         self.changes_table = f"{s.name}_changes"
         self.keys = s.keyed                          # fields with a __key column
+        self.stored_as = tuple(f for f, kind in s.fields.items()    # kept as another value
+                               if type(kind).to_stored is not Field.to_stored)
         self.derived = ([f"{f}__key" for f in self.keys] + [f"{f}__words" for f in s.words])
         fields = list(s.fields)
         self.columns = ", ".join(["id", *fields, "version"])      # schema.record's order
@@ -115,7 +117,14 @@ class Table(PageQueries):
         for field in self.schema.words:
             if field in fields:
                 row[f"{field}__words"] = self.dialect.words_value(fields[field])
+        for field in self.stored_as:
+            if row.get(field) is not None:
+                row[field] = kinds[field].to_stored(row[field])
         return row
+
+    def stored(self, values: Sequence[Any]) -> list[Any]:
+        """The fields' values (in the schema's order) as their columns keep them."""
+        return self.row(values)[:len(values)] if self.stored_as else list(values)
 
     def update(self, fields: dict[str, Any], record_id: int,
                precondition: Any) -> tuple[str, list[Any]]:
@@ -195,7 +204,7 @@ class SQLRecords(SQLBulk):
         def insert(db: Any) -> Any:
             # Every row read: a RETURNING statement is not done until then.
             (record_id,), = self._unique(db, self.table.insert, row, fields).fetchall()
-            return self._make((record_id, *values, 1))
+            return self.schema.record._make((record_id, *values, 1))
         return self._write(insert, key)
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,

@@ -82,8 +82,7 @@ def apply(db: Any, table: Table, stored: dict[str, Any], todo: list[Step],
             said.append(f"{field} is now optional (no record changed)")
         else:
             value = when if step.kind == "stamped" else schema.defaults[field]
-            was_kind = schema.fields[field]
-            values = {i: value if old is None else was_kind.from_stored(old) for i, old in rows}
+            values = {i: value if old is None else kind.from_stored(old) for i, old in rows}
             gave = {i for i, old in rows if old is None}
             touched |= gave
             if step.kind == "default":
@@ -127,8 +126,9 @@ def _put_column(db: Any, table: Table, field: str, values: dict[int, Any], exist
     # SQLite adds a NOT NULL column only with a default; every row then gets its value.
     default = " NOT NULL DEFAULT '0'" if required and dialect is SQLITE else ""
     db.execute(f"ALTER TABLE {t} ADD COLUMN {field}__new {column}{default}")
-    db.cursor().executemany(f"UPDATE {t} SET {field}__new = {mark} WHERE id = {mark}",
-                            [(value, record_id) for record_id, value in values.items()])
+    db.cursor().executemany(f"UPDATE {t} SET {field}__new = {mark} WHERE id = {mark}", [
+        (None if value is None else kind.to_stored(value), record_id)
+        for record_id, value in values.items()])
     if existed:
         db.execute(f"ALTER TABLE {t} DROP COLUMN {field}")
         db.execute(f"ALTER TABLE {c} DROP COLUMN {field}")
