@@ -29,7 +29,7 @@ import sqlalchemy as sa  # noqa: E402
 
 from usersvc import USER  # noqa: E402
 from usersvc.storage import open_store  # noqa: E402
-from usersvc.storage.sql.collection import SQLITE, Table  # noqa: E402
+from usersvc.storage.sql import SQLITE, Table  # noqa: E402
 
 COUNT = 2000
 

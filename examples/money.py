@@ -22,7 +22,7 @@ class Money(Field):
     """An amount of at most 13 digits and 2 decimal places, sent as a
     string ("12.3" is "12.30"); kept in cents, compared by them."""
 
-    type = key_type = "integer"     # the column: cents; and the column it is compared by
+    type = collated_type = "integer"    # kept as cents, compared as cents
     input_attributes = ' inputmode="decimal"'
 
     def __call__(self, value):
@@ -30,19 +30,16 @@ class Money(Field):
             return f"{Decimal(value.strip()) + 0:.2f}"      # (+ 0: no "-0.00")
         raise FieldError('must be an amount as a string, at most two decimals ("12.30")')
 
-    def from_xml(self, text):
-        return text.strip()
-
     def to_stored(self, value):
         return int(Decimal(value) * 100)
 
     def from_stored(self, cents):
         return f"{Decimal(cents) / 100:.2f}"
 
-    key = to_stored                 # cents order amounts as numbers do
+    collate = to_stored             # cents order amounts as numbers do
 
-    def is_key(self, key):
-        return type(key) is int and abs(key) < 10**15
+    def is_collated(self, value):
+        return type(value) is int and abs(value) < 10**15
 
     def describe(self, in_xml=False):
         return {"type": "string", "pattern": r"^\s*-?[0-9]{1,13}(\.[0-9]{1,2})?\s*$"}

@@ -13,7 +13,7 @@ from webob import Request
 from usersvc import make_app
 from usersvc.changes import FEED_RELATION
 from usersvc import USER
-from usersvc.storage.memory.store import MemoryRecords
+from usersvc.storage.memory.collection import MemoryRecords
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from conftest import Client, problem
 from helpers import link_to
 from webob import Request
 
-from usersvc.storage.memory.store import MemoryRecords
+from usersvc.storage.memory.collection import MemoryRecords
 from usersvc import USER, App, Mount, Schema, make_app
 
 

@@ -3,7 +3,7 @@ records it returns and no others, whatever the size of the store."""
 from __future__ import annotations
 
 from usersvc import USER
-from usersvc.storage.memory.store import MemoryRecords
+from usersvc.storage.memory.collection import MemoryRecords
 
 
 class CountingDict(dict):

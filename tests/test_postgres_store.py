@@ -29,7 +29,7 @@ psycopg = pytest.importorskip("psycopg", reason="pip install -e '.[test,postgres
 from usersvc.storage.postgres.store import PostgresStorage, split_url  # noqa: E402
 from usersvc.storage.postgres.migrations import MIGRATIONS, migrate  # noqa: E402
 from usersvc.storage.sql.ddl import CHANNEL, objects  # noqa: E402
-from usersvc.storage.sql.collection import POSTGRES, Table  # noqa: E402
+from usersvc.storage.sql import POSTGRES, Table  # noqa: E402
 
 User = USER.record
 USERS = Table(USER, POSTGRES)

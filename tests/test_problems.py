@@ -10,7 +10,7 @@ from conftest import Client, problem
 
 from usersvc import make_app
 from usersvc import USER
-from usersvc.storage.memory.store import MemoryRecords
+from usersvc.storage.memory.collection import MemoryRecords
 
 NS = "{urn:ietf:rfc:7807}"
 

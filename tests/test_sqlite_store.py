@@ -26,7 +26,7 @@ from usersvc.storage import (
     open_store,
 )
 from usersvc.storage import SchemaTooNew
-from usersvc.storage.sql.collection import SQLITE, Table
+from usersvc.storage.sql import SQLITE, Table
 from usersvc.storage.sqlite.store import SQLiteStorage
 from usersvc.storage.sqlite.errors import retrying
 from usersvc.storage.sqlite.migrations import MIGRATIONS, migrate

@@ -189,7 +189,7 @@ def test_listing_then_following_the_feed_misses_nothing_while_8_threads_write(st
 
 
 def test_a_page_of_the_memory_store_feed_touches_the_page_not_the_collection():
-    from usersvc.storage.memory.store import MemoryRecords
+    from usersvc.storage.memory.collection import MemoryRecords
     store = MemoryRecords(USER)
     store.restore([User(id=i, name=f"U{i}", email=f"u{i}@example.org", version=1) for i in range(1, 5001)])
     for i in range(1, 5001, 7):

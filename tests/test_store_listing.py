@@ -14,7 +14,7 @@ import pytest
 
 from usersvc import USER
 from usersvc.storage import position
-from usersvc.storage.memory.bulk import search_keys
+from usersvc.storage.memory.bulk import search_terms
 
 User = USER.record
 ORDERS = USER.sorts
@@ -34,7 +34,7 @@ def model(users, *, sort="id", reverse=False, email=None, q=None):
     """What every store must answer: the users the filters keep, in order."""
     kept = [u for u in users
             if (email is None or u.email.casefold() == email.casefold())
-            and (q is None or any(k.startswith(q.casefold()) for k in search_keys(USER, u)))]
+            and (q is None or any(k.startswith(q.casefold()) for k in search_terms(USER, u)))]
     return sorted(kept, key=lambda u: position(USER, u, sort), reverse=reverse)
 
 
@@ -151,7 +151,7 @@ def test_positions_past_the_end_and_before_the_start_give_empty_pages(store, use
 def test_the_memory_store_touches_a_page_not_the_collection():
     """Without timing: the memory store counts the records each call
     touches, and a page or a search touches what it returns, not all."""
-    from usersvc.storage.memory.store import MemoryRecords
+    from usersvc.storage.memory.collection import MemoryRecords
     store = MemoryRecords(USER)
     store.restore([User(id=i, name=f"Name {i:05} {'Rare' if i % 1000 == 0 else 'Common'}",
                         email=f"u{i}@example.org", version=1) for i in range(1, 5001)], last_id=5000)

@@ -1,21 +1,18 @@
 """The WSGI application: one ``Request`` in, one ``Response`` out.
 
 ``App.__call__`` is the whole life of a request: the Host header checked
-(400) and the path routed; the checks, before a byte of the body is read
-(cross-origin protection, always on: a write from another site's page is a
-403; then whatever features plugged in); the body bounded (413); 404 for no
-route, 405 with ``Allow`` for a method the route lacks (one never heard of
-too), OPTIONS from the route's method map; ``negotiate`` picks the format,
-or 406, before anything changes; the responder does the rest. A
-``Problem`` or a domain error becomes a problem document in the negotiated
-format; anything else is a bug, logged with its trace, and a 500 that says
+(400), the path routed, the checks run before a byte of the body is read
+(cross-origin protection, always on, then what features plugged in), the
+body bounded (413); 404, 405 with ``Allow``, OPTIONS from the route's
+method map; ``negotiate`` picks the format (or 406) before anything changes,
+and the responder does the rest. A ``Problem`` or a domain error becomes a
+problem document; anything else is a bug, logged, and a 500 that says
 nothing of the code.
 
 **Where a feature plugs in** (as Falcon's middleware does): ``starters``
 see each request as it comes, ``checks`` may answer or refuse it after
 routing, ``finishers`` see each answer; ``store_wrappers``, ``write_hook``
-and ``offers`` are made use of as collections are added. ``build_app``
-plugs in what the settings ask for. Only ``request`` reads the environ.
+and ``offers`` are used as collections are added (``build_app``).
 """
 from __future__ import annotations
 
@@ -76,8 +73,7 @@ class App:
         self.store_wrappers: list[Callable[[str, Any], Any]] = []
         #: A collection's write hook from its store (``resources``; idempotency keys).
         self.write_hook: Callable[[Any], Any] | None = None
-        #: What records and problems are answered in; a feature may offer
-        #: more formats (the pages: HTML), before collections are added.
+        #: What records and problems are answered in (the pages add HTML).
         self.offers: Offers = DEFAULT
         self.problem_offers: Offers = PROBLEMS
         #: ``prometheus.Metrics``, once plugged in (its ``registry`` for a scraper).
@@ -173,12 +169,11 @@ class App:
         return responder(req, fmt, **params)
 
     def _from_another_site(self, req: Request, found: Any) -> None:
-        """Cross-origin protection, always on (Go 1.25's rule): a page on any
-        site can make a browser send a write unasked (a form, a ``no-cors``
-        fetch), so a write is a 403 when ``Sec-Fetch-Site`` is neither
-        ``same-origin`` nor ``none`` (the user's own navigation), or, without
-        it, when ``Origin`` names another host than ``Host``. An origin CORS
-        allows passes; so does a request with neither (curl: no browser)."""
+        """Cross-origin protection, always on (Go 1.25's rule): a page can make
+        a browser send a write unasked, so a write is a 403 when
+        ``Sec-Fetch-Site`` is not ``same-origin`` or ``none`` (the user's own
+        navigation), or, without it, ``Origin`` is another host than ``Host``;
+        unless CORS allows the origin, or neither is sent (curl)."""
         if req.method in _SAFE:
             return None
         site = req.fetch_site
@@ -194,9 +189,8 @@ class App:
                            "(cross-origin request refused).")
 
     def _bound_body(self, req: Request) -> None:
-        """413 for a body over the limit, by Content-Length before anything
-        is read, or (chunked) by reading one byte more than the limit at
-        most. A body a method takes is read here, once: ``req.body`` is safe."""
+        """413 for a body over the limit, by Content-Length before reading, or
+        (chunked) by reading one byte more at most; read here, once."""
         limit = self.max_body_size
         length = req.content_length
         if length is not None:

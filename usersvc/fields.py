@@ -1,8 +1,7 @@
 """What a kind of field is (``Field``), and the kinds users have: ``text(n)``
-and ``email``. Every other kind is one class in ``usersvc.kinds``; an
-embedder's own kind is a subclass too. Each rule checks the value most
-requests send first, so that a valid value costs one test; only a failing
-one is looked at again.
+and ``email`` (every other is a class in ``usersvc.kinds``, an embedder's
+a subclass too). Each rule tests the value most requests send first: a
+valid value costs one test; only a failing one is looked at again.
 """
 from __future__ import annotations
 
@@ -36,16 +35,11 @@ COLUMN_TYPES = {"text": {"sqlite": "TEXT", "postgres": "text"},       # per SQL 
 
 
 class Field:
-    """A kind of field: how a value is checked (``__call__``), read from XML
-    and a query string (``from_xml``, ``from_query``) and written as text
-    (``to_text``: XML, pages), kept in a SQL column (``type``,
-    ``column_type``, ``to_stored``) and read back (``from_stored``),
-    compared and ordered by the stores (``key``, in a ``key_type`` column
-    where it is not the value; ``is_key``: a cursor's), described in
-    OpenAPI (``describe``, ``describe_stored``) and asked for in a page
-    (``input_type``, ``input_attributes``, ``input_hint``, ``input_value``;
-    ``options``: a ``<select>``'s). Every subclass joins ``kinds``, by its
-    name as ``repr`` writes it, where a stored declaration finds it."""
+    """A kind of field: how a value is checked (``__call__``), read and
+    written as text (XML, queries, pages), kept in a SQL column and read
+    back, compared and ordered by the stores, described in OpenAPI and
+    asked for in a page: each method and attribute below. Every subclass
+    joins ``kinds``, by its name as ``repr`` writes it."""
 
     #: Every kind, by name ("text", "boolean", an embedder's "money"):
     #: a subclass joins when it is defined (``kinds.kind_of`` reads it).
@@ -61,7 +55,7 @@ class Field:
     input_hint = ""         # and what a person should know beside it
     noun = ""               # what a sentence calls a value ("": the field's name)
     filterable = True       # a list may be filtered by it (equality)
-    key_type = "text"       # a ``key``'s column (kinds that override ``key``): or "integer"
+    collated_type = "text"  # ``collate``'s column (kinds that override it): or "integer"
     options: tuple[str, ...] = ()
     refers_to: str | None = None    # a ``ref``'s collection (``storage.references``)
 
@@ -70,8 +64,8 @@ class Field:
         raise NotImplementedError
 
     def from_xml(self, text: str) -> Any:
-        """The value an XML element's text stands for, for ``__call__``."""
-        return text
+        """The value an XML element's text stands for, for ``__call__``: trimmed."""
+        return text.strip()
 
     def from_query(self, text: str) -> Any:
         """A filter's value in a query string (as XML writes it), checked."""
@@ -93,13 +87,14 @@ class Field:
         as the clean value it keeps; called once for each value read."""
         return value
 
-    def key(self, value: Any) -> Any:
+    def collate(self, value: Any) -> Any:
         """How the stores compare and order a value (unique, filters, sorts)."""
         return value
 
-    def is_key(self, key: Any) -> bool:
-        """Whether ``key`` (a cursor's, which a client could have written) is one."""
-        return type(key) is str and not UNENCODABLE.search(key) and "\x00" not in key
+    def is_collated(self, value: Any) -> bool:
+        """Whether ``value`` (a cursor's, which a client could have written) is
+        one ``collate`` could give."""
+        return type(value) is str and not UNENCODABLE.search(value) and "\x00" not in value
 
     def column_type(self, dialect: str) -> str:
         """The column that keeps it in a SQL ``dialect`` (``sqlite``, ``postgres``)."""
@@ -111,7 +106,7 @@ class Field:
 
     def describe_stored(self) -> dict[str, Any]:
         """The JSON Schema of a value the service sends."""
-        return {"type": "string", "minLength": 1}
+        return self.describe()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__.lower()}"
@@ -120,8 +115,11 @@ class Field:
 class Folded(Field):
     """A text kind, compared and ordered case-folded (``str.casefold``)."""
 
-    key = staticmethod(str.casefold)        # type: ignore[assignment]
+    collate = staticmethod(str.casefold)        # type: ignore[assignment]
     from_query = staticmethod(str)          # type: ignore[assignment]  # any text: matches or not
+
+    def describe_stored(self) -> dict[str, Any]:
+        return {"type": "string", "minLength": 1}     # (what was sent: trimmed, never empty)
 
 
 class Text(Folded):

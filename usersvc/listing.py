@@ -5,7 +5,7 @@
 from the ``Schema`` (its sorts, filters, and ``q`` if searchable), and an
 unknown parameter is refused, never ignored. Paging is by position
 (keyset), never by offset: in id order the position is the id (``after``);
-in others the sort key and id, carried by an opaque ``cursor`` in the
+in others the sort field's collated value and id, carried by an opaque ``cursor`` in the
 ``rel="next"`` link, with a SHA-256 check over its content, order and
 filters (no secret), so an altered or replayed cursor is a 400.
 """
@@ -64,7 +64,7 @@ MAX_Q = 100
 _CHECK = 12                 # bytes of SHA-256 in a cursor
 MAX_CURSOR = 1200          # characters: a 200-character name, encoded, and more
 _BASE64URL = re.compile("[A-Za-z0-9_-]+")
-_DECIMAL = re.compile("[0-9]+")
+_DIGITS = re.compile("[0-9]+")
 
 
 @dataclass
@@ -170,7 +170,7 @@ def whole_number(one: dict[str, str], name: str, default: int, low: int, high: i
     value = one[name]
     # Check the length before int(): a 5,000-digit number is an error to
     # report, not an int to build.
-    if not (_DECIMAL.fullmatch(value) and len(value) <= 20 and low <= int(value) <= high):
+    if not (_DIGITS.fullmatch(value) and len(value) <= 20 and low <= int(value) <= high):
         raise Problem(400, f"The query parameter {name} must be a whole number "
                            f"from {low} to {high}.")
     return int(value)
@@ -200,12 +200,12 @@ def _write_cursor(at: Position, context: bytes) -> str:
 
 
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(name)      # NaN, Infinity: no kind's key
+    raise ValueError(name)      # NaN, Infinity: no kind's collated value
 
 
 def _read_cursor(cursor: str, context: bytes, kind: Any) -> Position:
     """The position a cursor holds, if it is one this service wrote for
-    this order and these filters, with a key of the order's kind."""
+    this order and these filters, with a collated value of the order's kind."""
     refused = Problem(400, "The cursor is not one the service wrote for this order and these "
                            "filters, or it was altered: follow the next link as given.")
     if len(cursor) > MAX_CURSOR or not _BASE64URL.fullmatch(cursor):
@@ -218,10 +218,10 @@ def _read_cursor(cursor: str, context: bytes, kind: Any) -> Position:
     if not hmac.compare_digest(check, hashlib.sha256(context + b"\0" + payload).digest()[:_CHECK]):
         raise refused
     try:
-        key, record_id = json.loads(payload, parse_constant=_refuse_constant)
+        collated, record_id = json.loads(payload, parse_constant=_refuse_constant)
     except (ValueError, TypeError):
         raise refused from None
-    # (A key a store could not compare, such as a lone surrogate, is no kind's.)
-    if not (kind.is_key(key) and type(record_id) is int and 0 < record_id <= MAX_ID):
+    # (A value a store could not compare, such as a lone surrogate, is no kind's.)
+    if not (kind.is_collated(collated) and type(record_id) is int and 0 < record_id <= MAX_ID):
         raise refused
-    return (key, record_id)
+    return (collated, record_id)

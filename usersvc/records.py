@@ -1,5 +1,8 @@
-"""What one stored version of a record is in Python: ``record_type``; and how
-one is spoken of (``with_article``)."""
+"""A declaration's parts, each checked and kept on its ``Schema``: its names
+and fields (``declared_fields``), what is indexed (``indexes``) and its
+explicit migrations (``migrations``); what one stored version of a record
+is in Python (``record_type``); and how one is spoken of (``with_article``).
+Each check raises ``ValueError`` naming what cannot be declared."""
 from __future__ import annotations
 
 import re
@@ -7,11 +10,18 @@ from collections import namedtuple
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-# A field's name (``validation._NAME``): what SQL statements may hold as it is.
+from .fields import Field
+
+# A name that is a table, a column, an XML element and a path segment at
+# once, which SQL statements may hold as it is: lower case, no "__" (the
+# stores' derived columns are "<field>__key").
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+#: Names a field cannot have: a record's own, the feed's, the listing's and the store's.
+RESERVED = frozenset({"id", "version", "seq", "limit", "sort", "after", "cursor", "q",
+                      "reverse", "precondition"})
 
 
-def _is_name(name: Any) -> bool:
+def is_name(name: Any) -> bool:
     return isinstance(name, str) and _NAME.fullmatch(name) is not None
 
 
@@ -28,6 +38,54 @@ def record_type(name: str, names: tuple[str, ...], optional: Iterable[str]) -> t
     return type(name, (base,), {"__slots__": (), "__new__": __new__})
 
 
+def declared_fields(name: str, plural: str, fields: Mapping[str, Field]) -> dict[str, Field]:
+    """A schema's names and its fields, checked."""
+    for what, value in (("name", name), ("plural", plural)):
+        if not is_name(value):
+            raise ValueError(f"a schema's {what} must be lower case letters, digits "
+                             f"and single underscores: {value!r}")
+    if name == plural:
+        raise ValueError(f"a schema's name and plural must differ: {name!r}")
+    for field, kind in fields.items():
+        if not is_name(field) or field in RESERVED:
+            raise ValueError(f"{plural}: {field!r} cannot name a field (lower case "
+                             f"letters, digits and single underscores; not "
+                             f"{', '.join(sorted(RESERVED))})")
+        if not isinstance(kind, Field):
+            raise ValueError(f"{plural}.{field}: not a field kind (text(n), email, "
+                             f"integer(minimum, maximum)... a Field): {kind!r}")
+    return dict(fields)
+
+
+def indexes(schema: Any, optional: Iterable[str], unique: Iterable[str], filters: Iterable[str],
+            sorts: Iterable[str], words: Iterable[str], prefixes: Iterable[str]) -> None:
+    """What a schema says of its fields (``Schema``'s text), checked and kept on it:
+    every ref is a filter too (what a delete looks up), timestamps are sorts."""
+    def names(what: str, given: Iterable[str], text_only: bool = False) -> tuple[str, ...]:
+        found = tuple(given)
+        if isinstance(given, str) or len(set(found)) != len(found):
+            raise ValueError(f"{schema.plural}: {what} must name each field once: {found!r}")
+        for field in found:
+            kind = schema.fields.get(field)
+            if kind is None:
+                raise ValueError(f"{schema.plural}: {what} names {field!r}, which is not a field")
+            if text_only and kind.type != "text" or what == "filters" and not kind.filterable:
+                raise ValueError(f"{schema.plural}.{field}: {what} cannot be {kind!r}")
+        return found
+    schema.optional = names("optional", optional)
+    schema.unique = names("unique", unique)
+    declared = names("filters", filters)
+    schema.filters = declared + tuple(f for f, kind in schema.fields.items()
+                                      if kind.refers_to and f not in declared)
+    schema.sorts = ("id", *dict.fromkeys((*names("sorts", sorts), *sorted(schema.read_only))))
+    schema.words = names("words", words, text_only=True)
+    schema.prefixes = names("prefixes", prefixes, text_only=True)
+    for field in schema.sorts[1:]:
+        if field in schema.optional:
+            raise ValueError(f"{schema.plural}.{field}: an optional field cannot be a sort "
+                             "(a record without it has no place in the order)")
+
+
 def migrations(schema: Any, renamed: Mapping[str, str] | None, dropped: Iterable[str],
                converted: Mapping[str, Callable[[Any], Any]] | None,
                defaults: Mapping[str, Any] | None) -> None:
@@ -37,12 +95,12 @@ def migrations(schema: Any, renamed: Mapping[str, str] | None, dropped: Iterable
     plural, fields = schema.plural, schema.fields
     schema.renamed = dict(renamed or {})
     for field, old in schema.renamed.items():
-        if field not in fields or old in fields or not _is_name(old):
+        if field not in fields or old in fields or not is_name(old):
             raise ValueError(f"{plural}: renamed maps a field to the name it had, "
                              f"which is no longer a field: {field!r}: {old!r}")
     schema.dropped = tuple([dropped] if isinstance(dropped, str) else dropped)
     for field in schema.dropped:
-        if field in fields or not _is_name(field):
+        if field in fields or not is_name(field):
             raise ValueError(f"{plural}: dropped names a stored field that is no longer "
                              f"declared: {field!r}")
     schema.converted = dict(converted or {})

@@ -1,11 +1,10 @@
 """Request and Response: the only code that reads the WSGI environ.
 
-``Request`` names what the app needs from the environ (PEP 3333) and parses
-a header only when asked; ``Response`` is a status, a header list and the
-body bytes, and hands itself to the WSGI server. WebOb's own classes do much
-more, and cost microseconds per request doing it; usersvc uses WebOb to
-parse ``Accept`` and entity-tag lists, and its tests, as clients, build
-requests with ``webob.Request.blank``.
+``Request`` names what the app needs from the environ (PEP 3333), parsing
+a header only when asked; ``Response`` is a status, headers and the body
+bytes, handed to the WSGI server. WebOb's classes do much more, at
+microseconds a request: usersvc uses WebOb to parse ``Accept`` and entity
+tags, and its tests build requests with ``webob.Request.blank``.
 """
 from __future__ import annotations
 
@@ -41,12 +40,10 @@ class Request:
     def __init__(self, environ: dict[str, Any]) -> None:
         self.environ = environ
         self.method: str = environ.get("REQUEST_METHOD", "GET")
-        # The raw PATH_INFO (WSGI's latin-1 str), not a UTF-8 decoding of
-        # it: routes are ASCII, and a path of invalid UTF-8 is simply a 404.
-        # An empty path is the app's root (a request for the mount point).
+        # The raw PATH_INFO (WSGI's latin-1 str; routes are ASCII: invalid
+        # UTF-8 is simply a 404); empty, the mount point, is the app's root.
         self.path: str = environ.get("PATH_INFO") or "/"
-        # The two headers every request is judged by: read once, here.
-        self.host: str | None = environ.get("HTTP_HOST")
+        self.host: str | None = environ.get("HTTP_HOST")     # every request's: read once
         self.accept: str = environ.get("HTTP_ACCEPT", "")
         self.body = b""
         #: The template of the route that took the request, for metrics

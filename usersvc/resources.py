@@ -1,23 +1,18 @@
 """Resources: HTTP in terms of a schema and a store, for any collection.
 
 ``Collection`` answers ``/<plural>`` (GET a page, POST a new record) and
-``Item`` answers ``/<plural>/{id}`` (GET, PUT, PATCH, DELETE). They turn
-requests into store calls and store results into responses; they know
-neither sockets nor SQL, and nothing of users in particular: the schema
-says what a record is (``validation.USER``), so a books collection is the
-same two classes with a book schema and a book store.
+``Item`` ``/<plural>/{id}`` (GET, PUT, PATCH, DELETE): requests into store
+calls, store results into responses, knowing neither sockets nor SQL nor
+users in particular (the schema says what a record is). Every responder
+takes ``(req, fmt, **path_parameters)``: the request, its body bounded by
+the app, and the negotiated ``Format``, which makes the answer around the
+bytes (a page for a person, in HTML: ``pages``).
 
-Every responder takes ``(req, fmt, **path_parameters)``: the request, whose
-body the app has already bounded, and the negotiated response ``Format``,
-which makes the answer around the bytes (a page for a person, in HTML:
-``pages``). A collection offers what the app does (``App.offers``).
-
-**A write hook.** A POST or a PATCH that carries the header a feature's
-hook asks for (``write.header``, its environ name: ``Idempotency-Key``'s)
-is answered by the hook, ``write(req, fmt, make, respond)``, which calls
-``make(req, **arguments)`` for the store's write (with whatever the store
-should keep beside it) and ``respond(record)`` for its answer. Any other
-request is made as usual, and the hook is not asked.
+**A write hook.** A POST or a PATCH with the header a feature's hook asks
+for (``write.header``, as the environ names it: ``Idempotency-Key``'s) is
+answered by the hook, ``write(req, fmt, make, respond)``: ``make(req,
+**beside)`` makes the store's write (with what the store keeps beside it),
+``respond(record)`` its answer. Other requests never ask the hook.
 """
 from __future__ import annotations
 

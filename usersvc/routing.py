@@ -1,12 +1,10 @@
 """Routes from path templates to resources, and each resource's method map.
 
-A template is a path with ``{name:int}`` segments: ``/users/{id:int}``. An
-int segment matches only a canonical decimal that fits the stores
-(``MAX_ID``): ``/users/01``, ``/users/+1`` and a 30-digit id name nothing (404).
-
-A resource implements ``on_get``, ``on_post``... for the methods it has; the
-method map is built once, from the fixed list ``METHODS`` (never from the
-client's method name). HEAD is GET's responder; the map makes ``Allow``.
+A template is a path with ``{name:int}`` segments: ``/users/{id:int}``
+(``canonical_int``). A resource implements ``on_get``, ``on_post``... for
+the methods it has; the method map is built once, from the fixed list
+``METHODS`` (never from the client's method name). HEAD is GET's
+responder; the map makes ``Allow``.
 """
 from __future__ import annotations
 
@@ -24,8 +22,9 @@ _PARAMETER = re.compile(r"\{(\w+):int\}")
 
 
 def canonical_int(segment: str) -> int | None:
-    """The id a path segment names, or ``None``: ASCII digits, no leading
-    zero, at most ``MAX_ID`` (19 digits at most, checked before ``int()``)."""
+    """The id a path segment names, or ``None`` (a 404): ASCII digits, no
+    leading zero, at most ``MAX_ID`` (19 digits at most, checked before
+    ``int()``): ``/users/01``, ``/users/+1`` and a 30-digit id name nothing."""
     if (segment.isascii() and segment.isdigit() and segment[0] != "0"
             and len(segment) <= 19):
         value = int(segment)
@@ -74,10 +73,9 @@ class Route:
 
 
 class Router:
-    """Routes without parameters are found by their path, in a dict (as
-    Bottle's static routes); routes with parameters by their number of
-    segments and first segment (``/books/{id}`` is not tried for
-    ``/users/1``), then in the order they were added."""
+    """Routes found by their path, in a dict (as Bottle's static routes), or,
+    with parameters, by their number of segments and first segment
+    (``/books/{id}`` is not tried for ``/users/1``), in the order added."""
 
     def __init__(self) -> None:
         self.routes: list[Route] = []

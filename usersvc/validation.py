@@ -8,13 +8,12 @@ fix its request in one go.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .fields import Field, FieldError, email, text
 from .kinds.dates import stamp
-from .records import migrations, record_type, with_article
+from .records import declared_fields, indexes, migrations, record_type, with_article
 
 class Invalid(Exception):
     """A document is well-formed but not a valid record (HTTP 422); ``errors``
@@ -31,31 +30,20 @@ def pointer(*names: str) -> str:
     return "".join("/" + n.replace("~", "~0").replace("/", "~1") for n in names)
 
 
-# A name that is a table, a column, an XML element and a path segment at
-# once: lower case, no "__" (the stores' derived columns are "<field>__key").
-_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
-#: Names a field cannot have: a record's own, the feed's, the listing's and the store's.
-RESERVED = frozenset({"id", "version", "seq", "limit", "sort", "after", "cursor", "q",
-                      "reverse", "precondition"})
-
-
 class Schema:
     """A kind of record: its names, its fields, and what a store does with them.
 
-    ``id`` is every record's first field: assigned by the store, read-only.
-    ``fields`` maps each other field, in representation order, to its kind.
-    ``optional`` fields may be absent (every other field is required);
-    ``unique`` fields belong to one record at most; ``filters`` are fields a
-    list may be filtered by (equal values), ``sorts`` required fields it may
-    be ordered by (then by id) beside ``id``; each compared as its kind's
-    ``key`` says (text case-folded). The search ``q`` matches the start of
-    any word of a ``words`` text field and the start of a whole ``prefixes``
-    one, case-folded. ``timestamps``: read-only ``created`` and
-    ``updated`` fields, sorts, set by the store (``kinds.dates.Stamp``).
-    The explicit migrations a SQL store does once, when it opens: each field
-    ``renamed`` from the name it had, ``dropped`` stored fields, fields
-    ``converted`` by a function of each stored value, ``defaults`` for a
-    new required field or one made required (docs/api.md).
+    ``id`` is every record's first field, assigned by the store; ``fields``
+    maps each other field, in representation order, to its kind.
+    ``optional`` fields may be absent; ``unique`` ones belong to one record
+    at most; a list may be filtered by ``filters`` (equal values) and
+    ordered by ``sorts`` (required; then by id), compared as the kind
+    collates them. ``q`` matches the start of any word of a ``words`` text
+    field and of a whole ``prefixes`` one, case-folded. ``timestamps``:
+    read-only ``created`` and ``updated``, set by the store. What a SQL
+    store does once at open: each field ``renamed`` from the name it had,
+    ``dropped`` stored fields, fields ``converted`` by a function of each
+    stored value, ``defaults`` for a field made required (docs/api.md).
     """
 
     def __init__(self, name: str, plural: str, fields: Mapping[str, Field], *,
@@ -65,64 +53,27 @@ class Schema:
                  timestamps: bool = False, renamed: Mapping[str, str] | None = None,
                  dropped: Iterable[str] = (), converted: Mapping[str, Any] | None = None,
                  defaults: Mapping[str, Any] | None = None) -> None:
-        for what, value in (("name", name), ("plural", plural)):
-            if not isinstance(value, str) or not _NAME.fullmatch(value):
-                raise ValueError(f"a schema's {what} must be lower case letters, digits "
-                                 f"and single underscores: {value!r}")
-        if name == plural:
-            raise ValueError(f"a schema's name and plural must differ: {name!r}")
         # a_name: "a user", "an issue", in what is said of one record
         self.name, self.plural, self.a_name = name, plural, with_article(name)
-        self.fields = dict(fields)
-        for field, kind in self.fields.items():
-            if not _NAME.fullmatch(field) or field in RESERVED:
-                raise ValueError(f"{plural}: {field!r} cannot name a field (lower case "
-                                 f"letters, digits and single underscores; not "
-                                 f"{', '.join(sorted(RESERVED))})")
-            if not isinstance(kind, Field):
-                raise ValueError(f"{plural}.{field}: not a field kind (text(n), email, "
-                                 f"integer(minimum, maximum)... a Field): {kind!r}")
+        self.fields = declared_fields(name, plural, fields)      # (``records``: checked there)
         self.read_only = frozenset(("created", "updated") if timestamps else ())
         if self.read_only & self.fields.keys():
             raise ValueError(f"{plural}: timestamps are the fields created and updated")
         self.fields.update(dict.fromkeys(sorted(self.read_only), stamp))
         self.field_names = ("id", *self.fields)
-        self.optional = self._names("optional", optional)
+        indexes(self, optional, unique, filters, sorts, words, prefixes)
         self.required = tuple(f for f in self.fields if f not in {*self.optional, *self.read_only})
         self._required = frozenset(self.required)
-        self.unique = self._names("unique", unique)
-        declared = self._names("filters", filters)      # and every ref (what deletes look up)
-        self.filters = declared + tuple(f for f, kind in self.fields.items()
-                                        if kind.refers_to and f not in declared)
-        self.sorts = ("id", *dict.fromkeys((*self._names("sorts", sorts), *sorted(self.read_only))))
-        self.words = self._names("words", words, text_only=True)
-        self.prefixes = self._names("prefixes", prefixes, text_only=True)
-        for field in self.sorts[1:]:
-            if field in self.optional:
-                raise ValueError(f"{plural}.{field}: an optional field cannot be a sort "
-                                 "(a record without it has no place in the order)")
         self.searchable = bool(self.words or self.prefixes)
         migrations(self, renamed, dropped, converted, defaults)      # (``records.migrations``)
-        #: Fields whose key the SQL stores keep too (a key not the value, or a
+        #: Fields whose collated value the SQL stores keep too (not the value, or a
         #: value kept as another: ``to_stored``): compared, ordered or searched whole.
-        self.keyed = tuple(f for f, kind in self.fields.items() if (
-            type(kind).key is not Field.key or type(kind).to_stored is not Field.to_stored) and (
+        self.collated = tuple(f for f, kind in self.fields.items() if (
+            type(kind).collate is not Field.collate or type(kind).to_stored is not Field.to_stored) and (
             f in self.unique or f in self.filters or f in self.sorts or f in self.prefixes))
         #: One stored version of a record, made by name (``record_type``).
         self.record = record_type(name.title().replace("_", ""), ("id", *self.fields, "version"),
                                   self.optional)
-
-    def _names(self, what: str, names: Iterable[str], text_only: bool = False) -> tuple[str, ...]:
-        names = tuple(names)
-        if isinstance(names, str) or len(set(names)) != len(names):
-            raise ValueError(f"{self.plural}: {what} must name each field once: {names!r}")
-        for field in names:
-            if field not in self.fields:
-                raise ValueError(f"{self.plural}: {what} names {field!r}, which is not a field")
-            if (text_only and self.fields[field].type != "text" or what == "filters"
-                    and not self.fields[field].filterable):
-                raise ValueError(f"{self.plural}.{field}: {what} cannot be {self.fields[field]!r}")
-        return names
 
     def __repr__(self) -> str:
         return f"<Schema {self.plural}>"
@@ -197,25 +148,25 @@ class Schema:
         errors: list[tuple[str, str]] = []
         cleaned: dict[str, Any] = {}
         fields = self.fields
-        for key, value in document.items():
-            rule = fields.get(key)
+        for name, value in document.items():
+            rule = fields.get(name)
             if rule is not None and value is not None:
                 try:
-                    cleaned[key] = rule(value)
+                    cleaned[name] = rule(value)
                 except FieldError as e:
-                    errors.append((pointer(key), str(e)))
-            elif key == "id":
+                    errors.append((pointer(name), str(e)))
+            elif name == "id":
                 problem = self._id_problem(value, record_id)
                 if problem:
-                    errors.append((pointer(key), problem))
+                    errors.append((pointer(name), problem))
             elif rule is None:
-                errors.append((pointer(key), f"is not a field of {self.a_name}"))
-            elif key in self.optional:
-                cleaned[key] = None             # null: no value (left out, or removed)
+                errors.append((pointer(name), f"is not a field of {self.a_name}"))
+            elif name in self.optional:
+                cleaned[name] = None             # null: no value (left out, or removed)
             elif partial:
-                errors.append((pointer(key), "is required and cannot be removed"))
+                errors.append((pointer(name), "is required and cannot be removed"))
             else:
-                errors.append((pointer(key), "is required and cannot be null"))
+                errors.append((pointer(name), "is required and cannot be null"))
         if not partial and not self._required <= document.keys():
             errors += [(pointer(f), "is required") for f in self.required if f not in document]
         if record_id is None and not self.read_only.isdisjoint(document):     # (else: compared)

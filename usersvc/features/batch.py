@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from ..problems import DOMAIN_ERRORS, Problem, not_json
 from ..representation import Format, JSON_TYPE, Offers, body_format
-from ..representation.json_format import JSON
+from ..representation.json_format import JSON, no_constant
 from ..request import Request, Response
 from ..resources import Records
 from ..validation import Invalid, pointer
@@ -63,7 +63,7 @@ class _Twice(dict):
     twice = ""
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _marked_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found = dict(pairs)
     if len(found) == len(pairs):
         return found
@@ -76,14 +76,13 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return twice        # (not reached: some name came twice)
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_no_constant)
+# Read whole, a name given twice marked where it is (a record's body is refused
+# at the first: ``json_format``), to refuse the one request that has it.
+_DECODER = json.JSONDecoder(object_pairs_hook=_marked_object, parse_constant=no_constant)
 # Made once (json.dumps with options makes a new encoder each call). ASCII
-# escapes: a lone surrogate ("\ud800") in a body reads back as it was sent.
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
+# escapes, unlike a record's: a lone surrogate ("\ud800") in a body reads
+# back as it was sent.
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 def _twice(value: Any) -> str | None:
@@ -195,7 +194,7 @@ class Batch:
         """The 200: each request's status, kept headers and body, in order."""
         items = []
         for answer in answers:
-            headers = _ENCODER.encode({k: v for k, v in answer.headers if k in KEPT_HEADERS})
+            headers = _ASCII_ENCODER.encode({k: v for k, v in answer.headers if k in KEPT_HEADERS})
             item = b'{"status":%d,"headers":%s' % (answer.status, headers.encode())
             items.append(item + (b'}' if answer.status == 204 else
                                  b',"body":' + answer.body + b'}'))
@@ -247,7 +246,7 @@ def _part(request: Any, at: str) -> Part:
     if twice is not None:       # as the body would be alone: a 422, when its turn comes
         return Part(method, path, environ, None, Invalid(
             "The body names a member more than once.", [(pointer(twice), "appears more than once")]))
-    return Part(method, path, environ, _ENCODER.encode(request["body"]).encode())
+    return Part(method, path, environ, _ASCII_ENCODER.encode(request["body"]).encode())
 
 
 def _request(batch: Request, part: Part) -> Request:

@@ -1,5 +1,6 @@
-"""The kinds of field beyond users' ``text`` and ``email``, one class each,
-one module each: what a kind is, and how to write one, is ``fields.Field``.
+"""The kinds of field beyond users' ``text`` and ``email``, one class each
+(``choice`` and ``boolean`` together, ``url`` and ``ref`` together): what a
+kind is, and how to write one, is ``fields.Field``.
 Every kind, an embedder's too, is in ``Field.kinds`` once its class is
 defined, where ``kind_of`` finds the kind a stored declaration names.
 """
@@ -7,14 +8,11 @@ import ast
 from typing import Any
 
 from ..fields import Field
-from .boolean import boolean
-from .choice import choice
+from .choice import boolean, choice
 from .dates import date, datetime
 from .integer import integer
+from .links import ref, url
 from .number import number
-from .ref import ref
-from .url import url
-
 
 
 def kind_of(rule: str) -> Any:

@@ -35,33 +35,25 @@ class Date(Field):
             return value
         raise FieldError("must be a date: YYYY-MM-DD")
 
-    def from_xml(self, text: str) -> Any:
-        return text.strip()
-
-    def is_key(self, key: Any) -> bool:
-        return type(key) is str and _DATE.fullmatch(key) is not None
+    def is_collated(self, value: Any) -> bool:
+        return type(value) is str and _DATE.fullmatch(value) is not None
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
         return {"type": "string", "format": "date"}
 
-    def describe_stored(self) -> dict[str, Any]:
-        return self.describe()
-
 
 class DateTime(Field):
-    """An instant: RFC 3339's date-time with an offset (``Z`` or ``+hh:mm``;
-    without one, a time is no instant), a fraction of at most 6 digits.
-    Kept as the instant, written in UTC with ``Z``, seconds always, and the
-    fraction as sent without trailing zeros (``2026-11-25T21:57:01.5+01:00``
-    is ``2026-11-25T20:57:01.5Z``); ordered by instant; not a filter (an
-    instant's equality is no way to find a record)."""
+    """An instant: RFC 3339's date-time with an offset (``Z`` or ``+hh:mm``),
+    a fraction of at most 6 digits; written in UTC, the fraction without
+    trailing zeros (``2026-11-25T21:57:01.5+01:00`` is
+    ``2026-11-25T20:57:01.5Z``); ordered by instant; not a filter."""
 
     type = "datetime"
     input_type = "datetime-local"   # in UTC: the page says so, and its script adds the Z
     input_attributes = ' step="any"'
     input_hint = "in UTC"
     filterable = False
-    key_type = "integer"            # microseconds since 1970 (before it: below zero)
+    collated_type = "integer"            # microseconds since 1970 (before it: below zero)
 
     def __call__(self, value: Any) -> str:
         m = _DATETIME.fullmatch(value) if type(value) is str else None
@@ -85,23 +77,17 @@ class DateTime(Field):
         written = at.isoformat() if offset is not None else f"{value[:10]}T{value[11:19]}"
         return f"{written}.{fraction}Z" if fraction else f"{written}Z"
 
-    def from_xml(self, text: str) -> Any:
-        return text.strip()
-
     def input_value(self, value: Any) -> str:
         return value[:-1]       # datetime-local has no offset: the page shows UTC
 
-    def key(self, value: str) -> int:
+    def collate(self, value: str) -> int:
         return (Instant.fromisoformat(value[:-1] + "+00:00") - _EPOCH) // _MICROSECOND
 
-    def is_key(self, key: Any) -> bool:
-        return type(key) is int and -2**62 < key < 2**62
+    def is_collated(self, value: Any) -> bool:
+        return type(value) is int and -2**62 < value < 2**62
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
         return {"type": "string", "format": "date-time"}
-
-    def describe_stored(self) -> dict[str, Any]:
-        return self.describe()
 
 
 #: A calendar date, and an instant (kinds with no parameters: ``{"due": date}``).
@@ -118,16 +104,15 @@ def _offset(offset: str) -> timedelta:
 
 
 class Stamp(DateTime):
-    """When the store wrote a record (``Schema(..., timestamps=True)``):
-    ``created`` and ``updated``, read-only, in UTC with exactly three
-    fraction digits (``2026-11-25T20:57:01.120Z``), ordered as written
-    (the text is as long for every instant, so it orders as the instant)."""
+    """When the store wrote a record (``created``, ``updated``): in UTC with
+    three fraction digits (``2026-11-25T20:57:01.120Z``), ordered as
+    written (every instant's text is as long: it orders as the instant)."""
 
-    key = Field.key         # type: ignore[assignment]
-    key_type = "text"
+    collate = Field.collate         # type: ignore[assignment]
+    collated_type = "text"
 
-    def is_key(self, key: Any) -> bool:
-        return type(key) is str and _STAMP.fullmatch(key) is not None
+    def is_collated(self, value: Any) -> bool:
+        return type(value) is str and _STAMP.fullmatch(value) is not None
 
     def __call__(self, value: Any) -> str:
         """A value a client sent back: the same instant, written as a stamp
@@ -143,9 +128,8 @@ class Stamp(DateTime):
 
 
 def now() -> str:
-    """This instant, as a stamp: one clock read (PERF: the second's text
-    made once a second, and the milliseconds' looked up: 0.2 µs, where
-    strftime each time took 3.5)."""
+    """This instant, as a stamp (PERF: the second's text made once a
+    second, the milliseconds' looked up: 0.2 µs; strftime took 3.5)."""
     global _second
     ns = time.time_ns()
     second, text = _second

@@ -6,7 +6,8 @@ from typing import Any
 
 from ..fields import Field, FieldError, MAX_INTEGER
 
-_XML_INT = re.compile(r"-?[0-9]{1,20}")
+#: A whole number as XML writes one (longer is none, and costly to convert).
+XML_INTEGER = re.compile(r"-?[0-9]{1,20}")
 
 
 class Integer(Field):
@@ -33,19 +34,16 @@ class Integer(Field):
 
     def from_xml(self, text: str) -> Any:
         stripped = text.strip()     # its trimmed decimal text (20 digits at most: no longer int)
-        return int(stripped) if _XML_INT.fullmatch(stripped) else text
+        return int(stripped) if XML_INTEGER.fullmatch(stripped) else text
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
         return {"type": "integer", "minimum": self.minimum, "maximum": self.maximum}
 
-    def describe_stored(self) -> dict[str, Any]:
-        return self.describe()
-
     def __repr__(self) -> str:
         return f"integer({self.minimum}, {self.maximum})"
 
-    def is_key(self, key: Any) -> bool:
-        return type(key) is int and -MAX_INTEGER <= key <= MAX_INTEGER
+    def is_collated(self, value: Any) -> bool:
+        return type(value) is int and -MAX_INTEGER <= value <= MAX_INTEGER
 
 
 #: The name a declaration uses: ``integer(0, 9999)``.

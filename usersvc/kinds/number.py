@@ -8,22 +8,19 @@ from typing import Any
 from ..fields import Field, FieldError
 
 # JSON's number, as XML and a query string may write one (100 characters at most).
-_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _EXACT = 2**53          # every whole number below it is a double exactly
 
 
 def shortest(value: float) -> int | float:
     """A double as the service keeps and writes it: a whole one as an int
-    (``7.0`` is ``7``), any other as the float, whose ``repr`` is the
-    shortest text that reads back to it (``0.1``)."""
+    (``7.0`` is ``7``), any other as the float (``repr``: its shortest text)."""
     return int(value) if value.is_integer() and -_EXACT < value < _EXACT else value
 
 
 class Number(Field):
-    """A number from ``minimum`` to ``maximum``: a finite JSON number,
-    whole or not (not a boolean or a string), kept as a double and written
-    as the shortest text that reads back to it. Ordered by value; not a
-    filter (a double's equality is no way to find a record)."""
+    """A finite JSON number (not a boolean or a string) from ``minimum`` to
+    ``maximum``, kept as a double (``shortest``); ordered; not a filter."""
 
     type = "number"
     input_type = "number"
@@ -46,7 +43,7 @@ class Number(Field):
 
     def from_xml(self, text: str) -> Any:
         stripped = text.strip()
-        return float(stripped) if len(stripped) <= 100 and _DECIMAL.fullmatch(stripped) else text
+        return float(stripped) if len(stripped) <= 100 and _JSON_NUMBER.fullmatch(stripped) else text
 
     def from_stored(self, value: Any) -> int | float:
         return shortest(float(value))
@@ -54,17 +51,14 @@ class Number(Field):
     def to_text(self, value: Any) -> str:
         return repr(value)
 
-    def is_key(self, key: Any) -> bool:
-        return type(key) in (int, float) and self.minimum <= key <= self.maximum
+    def is_collated(self, value: Any) -> bool:
+        return type(value) in (int, float) and self.minimum <= value <= self.maximum
 
     def column_type(self, dialect: str) -> str:
         return "double precision" if dialect == "postgres" else "REAL"
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
         return {"type": "number", "minimum": self.minimum, "maximum": self.maximum}
-
-    def describe_stored(self) -> dict[str, Any]:
-        return self.describe()
 
     def __repr__(self) -> str:
         return f"number({self.minimum!r}, {self.maximum!r})"

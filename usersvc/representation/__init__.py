@@ -1,24 +1,13 @@
 """Bytes on the wire: the only layer that knows them.
 
 - here: what a wire format is (``Format``: its bytes, and the answers that
-  carry them); the format to answer in, from ``Accept`` (or 406), and the
-  one that reads a request body, from ``Content-Type`` (or 415); each
-  record's encodings kept while it is unchanged, and the ETags that name
-  them (``Representations``);
+  carry them); the format to answer in, from ``Accept`` by its q-values
+  (RFC 9110 §12.5.1, or 406; a tie goes to the offer listed first, so JSON
+  wins), and the one that reads a request body, from ``Content-Type`` (or
+  415 naming what is read); each record's encodings kept while it is
+  unchanged, and the ETags that name them (``Representations``);
 - ``json_format`` and ``xml_format``: JSON and XML, both ways (a feature
   may offer more: the HTML pages add themselves, ``usersvc.features.pages``).
-
-**Negotiation** (RFC 9110 §12.5.1). ``negotiate(req, offers)`` gives the
-format the client prefers by its q-values among what a route offers, or a
-406 before anything is done; ``problem_format(req, offers)`` never fails
-(RFC 9110 §12.1 lets an error ignore ``Accept``; JSON is the fallback).
-WebOb parses the header; ties go to the offer listed first, so JSON wins.
-
-**Request bodies.** POST and PUT read JSON (``application/json`` and any
-``+json`` type) and XML (``application/xml``, ``text/xml`` and any ``+xml``
-type); PATCH reads JSON Merge Patch (RFC 7396) and XML. Anything else is a
-415 that names what is read, in ``Accept-Post`` / ``Accept-Patch`` (RFC
-9110 §15.5.16, RFC 5789 §3.1). Only UTF-8 is read.
 """
 from __future__ import annotations
 
@@ -61,16 +50,14 @@ class Format(Protocol):
 
     def render_change(self, schema: Schema, seq: int, record_id: int,
                       rendered: bytes | None) -> bytes:
-        """One entry of the change feed: its position and id, and the
-        record as ``render`` made it (``None``: deleted)."""
+        """A feed entry: position, id, record as ``render`` made it (``None``: deleted)."""
 
     def join_changes(self, rendered: list[bytes]) -> bytes:
         """The feed's entries, each made by ``render_change``."""
 
     def parse(self, text: str, schema: Schema) -> Any:
-        """A request body (decoded from UTF-8) as a document for ``schema``
-        to check: 400 for bad syntax, 422 (``Invalid``) for a well-formed
-        body of the wrong shape."""
+        """A request body (decoded from UTF-8) as a document for ``schema`` to
+        check: 400 for bad syntax, 422 (``Invalid``) for the wrong shape."""
 
     def answer(self, req: Request, status: int, kept: Representations, record: Any,
                tag: str) -> Response:
@@ -79,8 +66,8 @@ class Format(Protocol):
 
     def answer_list(self, req: Request, kept: Representations, records: list[Any],
                     next_url: str | None, q: str | None) -> tuple[Response, str | None]:
-        """A page of records' answer, and the ETag of its bytes (``None``:
-        one made from them); ``next_url``: the next page's, ``q``: the search."""
+        """A page's answer and its ETag (``None``: made from its bytes);
+        ``next_url``: the next page's, ``q``: the search."""
         body, tag = kept.many(records, self)
         return Response(200, body, [("Content-Type", self.media_type)]), tag
 
@@ -99,8 +86,7 @@ from .xml_format import XML  # noqa: E402
 # -- negotiation ---------------------------------------------------------------
 
 class Offers:
-    """The media types a route answers in, each with its format, in order
-    of preference (the first wins a tie)."""
+    """The media types a route answers in, with their formats, the first preferred."""
 
     def __init__(self, offers: dict[str, Format]) -> None:
         self.types = tuple(offers)
@@ -155,7 +141,8 @@ def negotiate(req: Request, offers: Offers = DEFAULT) -> Format:
 
 
 def problem_format(req: Request, offers: Offers = PROBLEMS) -> Format:
-    """The format for an error: as negotiated, and JSON when nothing fits."""
+    """The format for an error: as negotiated, and JSON when nothing fits
+    (RFC 9110 §12.1 lets an error ignore ``Accept``): never a 406."""
     best = best_offer(req.accept, offers.key)
     return JSON if best is None else offers.formats[best]
 
@@ -173,11 +160,11 @@ _CHARSET = re.compile(r"charset\s*=\s*\"?([^\s;\"]+)", re.IGNORECASE)
 
 
 def body_format(content_type: str | None, *, patch: bool = False) -> Format | None:
-    """The parser for a body of this Content-Type, or ``None`` if there is
-    none. A body without a type is refused: a page on any site can send one
-    without asking first (``fetch`` with ``no-cors``, ``sendBeacon``), as it
-    can ``text/plain`` and form types. PATCH bodies are JSON Merge Patch, so
-    other ``+json`` types (JSON Patch!) are refused there."""
+    """The parser for a body of this Content-Type, in UTF-8, or ``None``:
+    POST and PUT read JSON (and any ``+json`` type) and XML (``text/xml``,
+    any ``+xml`` type); PATCH reads JSON Merge Patch (RFC 7396; so not JSON
+    Patch) and XML. A body without a type is refused: a page on any site can
+    send one without asking first (``no-cors`` fetch), as it can form types."""
     if content_type is None:
         return None
     media_type, _, params = content_type.partition(";")
@@ -197,7 +184,9 @@ def body_format(content_type: str | None, *, patch: bool = False) -> Format | No
 
 
 def read_document(req: Request, schema: Schema) -> Any:
-    """Parse a request's body into a document for ``schema`` to check."""
+    """Parse a request's body into a document for ``schema`` to check; a 415
+    names what is read (``Accept-Post``, ``Accept-Patch``: RFC 9110
+    §15.5.16, RFC 5789 §3.1)."""
     patch = req.method == "PATCH"
     fmt = body_format(req.content_type, patch=patch)
     if fmt is None:
@@ -216,20 +205,16 @@ def read_document(req: Request, schema: Schema) -> Any:
 
 
 # -- kept encodings and ETags ------------------------------------------------
-#
-# A record's encoding in a format is kept with the record it was made from,
-# used again only for an equal record (same id, fields and version). A page's
-# ETag hashes its records' digests; the last pages are kept with their
-# records, served again for equal records. ``etag`` names a record's version
-# in a format; ``version_in`` reads it back out of an ETag a client sends.
 
 Encoding = list     # [record, its encoding, its digest (made when first on a page)]
 
 
 class Representations:
-    """The kept encodings of one collection's records: at most ``size`` per
-    format (when full, they are all let go and kept again as asked for),
-    and the last ``pages`` pages."""
+    """The kept encodings of one collection's records, each used again only
+    for an equal record (same id, fields and version): at most ``size`` per
+    format (when full, all let go and kept again as asked for); and the
+    last ``pages`` pages, with their records, their ETag a hash of the
+    records' digests."""
 
     def __init__(self, schema: Schema, size: int = 100_000, pages: int = 64) -> None:
         self.schema, self.size, self.pages = schema, size, pages

@@ -1,9 +1,7 @@
-"""JSON (RFC 8259), both ways: ``application/json`` and any ``+json`` type.
-
-A record is an object of its fields, a list a bare array of records, a
-problem an ``application/problem+json`` object. Bodies are parsed strictly:
-a member named twice is a 422 (which one would the client mean?), and
-``NaN``, ``Infinity`` and numbers too long to convert are a 400.
+"""JSON (RFC 8259), both ways: a record is an object of its fields, a list
+an array of records, a problem ``application/problem+json``. Bodies are
+read strictly: a member named twice is a 422 (which would the client
+mean?); ``NaN``, ``Infinity`` and numbers too long to convert, a 400.
 """
 from __future__ import annotations
 
@@ -35,14 +33,16 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def _no_constant(name: str) -> Any:
+def no_constant(name: str) -> Any:
+    """A strict reader's ``parse_constant`` (here and ``batch``'s): ``NaN`` and
+    ``Infinity`` are no JSON numbers (RFC 8259 §6)."""
     raise ValueError(f"{name} is not a JSON number")
 
 
 # Made once: json.dumps and json.loads with options make a new encoder or
 # decoder on every call. Both are immutable once made.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_no_constant)
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=no_constant)
 _STRING = json.encoder.encode_basestring     # "..." with JSON escapes (the C one)
 
 

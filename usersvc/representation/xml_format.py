@@ -15,13 +15,13 @@ from typing import Any
 from xml.parsers import expat
 from xml.sax.saxutils import escape
 
+from ..kinds.integer import XML_INTEGER
 from ..problems import Problem
 from ..validation import Invalid, Schema, pointer
 from . import Format
 
 # Characters XML 1.0 cannot carry at all (§2.2), not even as references.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-_XML_INT = re.compile(r"-?[0-9]{1,20}")   # longer is no id, and costly to convert
 
 
 def _text(value: Any) -> str:
@@ -135,7 +135,7 @@ class _Document:
         doc: dict[str, Any] = {}
         for name, chunks in self.fields.items():
             value = "".join(chunks)
-            if name == "id" and _XML_INT.fullmatch(value):
+            if name == "id" and XML_INTEGER.fullmatch(value):
                 doc[name] = int(value)
             elif not value.strip() and (name in schema.optional or name in schema.fields
                                         and schema.fields[name].type != "text"):

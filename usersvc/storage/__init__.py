@@ -1,6 +1,6 @@
-"""What every store shares at run time: ``Watch`` (requests waiting for
-changes), ``WriteHealth``, ``checked_id``. What a store promises and the
-errors it raises are ``protocol``'s; opening one is ``opening``'s."""
+"""What every store shares at run time (``Watch``, ``WriteHealth``,
+``checked_id``); its promises and errors are ``protocol``'s, opening one
+``opening``'s."""
 from __future__ import annotations
 
 import logging
@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..fields import MAX_INTEGER
 from ..validation import Schema
 from .protocol import (Conflict, Contradiction, NotFound, Position, Precondition, RecordStore,
                        StaleVersion, Storage, StoreError, StoreUnavailable, WritesFailing,
@@ -21,13 +22,12 @@ __all__ = ["MAX_ID", "Conflict", "Contradiction", "NotFound", "Position", "Preco
            "checked_id", "open_store", "position", "redact"]
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
-MAX_ID = 2**63 - 1
+MAX_ID = MAX_INTEGER
 
 
 class WriteHealth:
     """Whether a store's writes are failing (``WritesFailing``), for
-    ``/healthz``; the log says so once when an episode starts, at ERROR,
-    with its cause in one line, and once when a write works again."""
+    ``/healthz``; logged once when it starts (ERROR, the cause) and ends."""
 
     def __init__(self, name: str) -> None:
         self.name = name                    # the file or database, for the log

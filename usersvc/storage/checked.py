@@ -1,20 +1,16 @@
-"""What every store checks and sets around a collection's writes, alike,
-where the schema asks: its references (``references``: a ``ref`` names a
-record that exists; a record named is not deleted) and its timestamps
-(``Schema(timestamps=True)``: ``created`` and ``updated``, set from one
-clock read, ``updated`` never earlier than before).
+"""What every store checks and sets around a collection's writes, where its
+schema asks: references (a ``ref`` names a record that exists; a record
+named is not deleted: ``references``) and timestamps (``created`` and
+``updated``, from one clock read, ``updated`` never going back).
 
-This is part of every store's write path, in the open: a store serves
-each collection (``storage[plural]``, ``Collections``) as its records, or,
-where the schema declares references or timestamps, as those records
-behind a ``Checked``, whose ``create``, ``update`` and ``delete`` check
-and stamp the write, then make it through the records. A write that needs
-to look at other records (a reference's, or the one it changes, for its
-timestamps) is made in one atomic step of the store (``Storage.atomically``,
-run with a ``Step``) holding the collections it involves, in the one order
-(``Collections.locked``), so no write between the look and the change can
-make it wrong. Inside a batch's step, the batch's own earlier writes count,
-and the step is the batch's.
+It is part of every store's write path, in the open: a store serves each
+collection (``storage[plural]``, ``Collections``) as its records, or, where
+the schema declares references or timestamps, behind a ``Checked``. A
+write that must look at other records (a reference's, or the one it
+changes) is made in one atomic step (``Storage.atomically``, run with a
+``Step``) that holds the collections it involves in the one order
+(``Collections.locked``), so nothing can change between the look and the
+write. Inside a batch, the step is the batch's and its earlier writes count.
 """
 from __future__ import annotations
 
@@ -22,30 +18,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..kinds.dates import now
-from ..validation import pointer
-from . import Contradiction, NotFound, Precondition, StaleVersion
+from . import NotFound, Precondition, StaleVersion
+from .protocol import NotCurrent
 from .references import Dangling, References, Referred, references
 
 
-class NotCurrent(Contradiction):
-    """A write sent a timestamp other than the record's (422, at the field)."""
-
-    def __init__(self, field: str) -> None:
-        super().__init__(f"The {field} time is set by the service: send its current value, "
-                         "or leave it out.")
-        self._errors = [(pointer(field), "is set by the service: send its current value "
-                                         "or leave it out")]
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return self._errors
-
-
 class Checked:
-    """One collection's records (``records``), each write checked and
-    stamped as its schema asks, in one atomic step of ``storage`` (the
-    store) where it must look at other records; or, made by a ``step``
-    already running, in that step. Reads go straight to ``records``."""
+    """One collection's ``records``, each write checked and stamped, in an
+    atomic step of ``storage`` where it must look at other records (or in
+    the ``step`` already running); reads go straight to ``records``."""
 
     def __init__(self, records: Any, refs: References | None, storage: Any,
                  step: Step | None = None) -> None:
@@ -127,12 +108,11 @@ class Checked:
 
 
 class Step:
-    """A store inside one of its atomic steps (``Storage.atomically``), as
-    ``run`` sees it: ``step[plural]``, each collection as the store serves
-    it, its writes checked in this step; ``step.raw(plural)``, as it is.
-    Memory (no ``db``): the store's own records, whose locks the step
-    holds. SQL: each collection's records bound to the step's transaction
-    (``db``), which the store commits, or undoes if ``run`` raises."""
+    """A store inside one of its atomic steps, as ``run`` sees it:
+    ``step[plural]``, a collection as served, checked in this step;
+    ``step.raw(plural)``, as it is: on memory (no ``db``) the store's own
+    records, whose locks the step holds; on SQL, bound to the step's
+    transaction (``db``), which the store commits, or undoes if ``run`` raises."""
 
     def __init__(self, storage: Any, db: Any = None) -> None:
         self.storage, self.db = storage, db
@@ -150,8 +130,7 @@ class Step:
 
 class Collections:
     """A store's collections by plural, as it serves them (``storage[plural]``):
-    each one's records, or, where its schema declares references or
-    timestamps, those records behind a ``Checked`` (``serve``)."""
+    records, or records behind a ``Checked`` where the schema asks (``serve``)."""
 
     collections: dict[str, Any]
     references: dict[str, References] = {}
@@ -171,12 +150,11 @@ class Collections:
         self._locked: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def locked(self, plurals: Iterable[str]) -> tuple[str, ...]:
-        """The collections an atomic step that writes to ``plurals`` holds,
-        in the one order every step of every store takes them (by plural,
-        after an idempotency key's own lock): those it writes, and those
-        their writes read to check references (the collections they name,
-        and those that name them). A step reads no other; so no two steps
-        ever wait for each other (docs/architecture.md, "One lock order")."""
+        """The collections a step that writes to ``plurals`` holds, by plural
+        (after an idempotency key's lock), on every store: those it writes
+        and those their references make it read (named, or naming them). A
+        step reads no other: no two steps ever wait for each other
+        (docs/architecture.md, "One lock order")."""
         plurals = tuple(plurals)
         found = self._locked.get(plurals)
         if found is None:

@@ -16,9 +16,12 @@ Errors::
     StoreError
      +-- NotFound          no record with that id        (HTTP 404)
      +-- Conflict          a unique field is taken       (HTTP 409)
+          +-- Referred     a record that refs name, deleted (``references``)
      +-- StaleVersion      a precondition does not hold  (HTTP 412)
      +-- Contradiction     the call contradicts what the store keeps (HTTP 422)
           +-- KeyReused    an idempotency key, another request (``keys``)
+          +-- NotCurrent   a timestamp sent that is not the record's (``checked``)
+          +-- Dangling     a ref that names no record (``references``)
      +-- StoreUnavailable  busy or down; try again later (HTTP 503)
           +-- WritesFailing  a full disk, an I/O error, a read-only database (HTTP 503)
     SchemaMismatch         a stored collection the schema cannot open as it is (``stored``)
@@ -83,6 +86,20 @@ class Contradiction(StoreError):
     """The call contradicts what the store keeps (``keys.KeyReused``)."""
 
 
+class NotCurrent(Contradiction):
+    """A write sent a timestamp other than the record's (422, at the field)."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__(f"The {field} time is set by the service: send its current value, "
+                         "or leave it out.")
+        self._errors = [(pointer(field), "is set by the service: send its current value "
+                                         "or leave it out")]
+
+    @property
+    def errors(self) -> list[tuple[str, str]]:
+        return self._errors
+
+
 class StoreUnavailable(StoreError):
     """No answer now (a lock held too long, a lost connection); nothing was
     changed, and the call may work later."""
@@ -118,24 +135,24 @@ class Precondition:
         return True
 
 
-#: Where a page starts: an id (id order), or a value's key and an id.
+#: Where a page starts: an id (id order), or a collated value and an id.
 Position = Union[int, tuple[Any, int]]
 
 
 def position(schema: Schema, record: Any, sort: str) -> Position:
     """Where ``record`` stands in ``sort`` order, as ``list(after=...)``
-    takes it: its id, or its value's key (``Field.key``) and its id."""
+    takes it: its id, or its value collated (``Field.collate``) and its id."""
     if sort == "id":
         return record.id
-    return (schema.fields[sort].key(getattr(record, sort)), record.id)
+    return (schema.fields[sort].collate(getattr(record, sort)), record.id)
 
 
 class RecordStore(Protocol):
     """One collection's records, as the HTTP layer needs them (``schema``:
     what they are). Every method is safe to call from several threads at
     once. Values arrive validated and cleaned by the schema, and are
-    compared by their kinds' keys (``Field.key``: text case-folded). Every store here also keeps a
-    change feed (``feed.ChangeFeed``)."""
+    compared collated (``Field.collate``: text case-folded). Every store here
+    also keeps a change feed (``feed.ChangeFeed``)."""
 
     schema: Schema
 
@@ -148,12 +165,12 @@ class RecordStore(Protocol):
         """Up to ``limit`` records in ``sort`` order, backwards if ``reverse``,
         from just past ``after`` (``None``: from the first).
 
-        Orders: ``id``, and each of ``schema.sorts``, by the value's key
-        and then by id. A position is an id in id order and a ``(key, id)``
+        Orders: ``id``, and each of ``schema.sorts``, by the value collated
+        and then by id. A position is an id in id order and a ``(collated, id)``
         pair in the others (``position``). Filters, all of which must
-        hold: one per ``schema.filters`` field, the records whose value has
-        the same key as the one given; ``q``, the records
-        of which a search key (a word of a ``words`` field, a ``prefixes``
+        hold: one per ``schema.filters`` field, the records whose value
+        collates as the one given does; ``q``, the records
+        of which a search term (a word of a ``words`` field, a ``prefixes``
         field whole) starts with it."""
 
     def count(self, *, q: str | None = None, **filters: Any) -> int:

@@ -1,7 +1,6 @@
 """What a store keeps of a schema and checks when it opens, shared by the
 stores (below ``opening``, which names them): a schema as a store records
-it (``declaration``, ``schema_from``), a row made a record
-(``record_maker``), a layout brought up to date (``upgrade``) or refused
+it (``declaration``, ``schema_from``), a layout brought up to date (``upgrade``) or refused
 (``SchemaTooNew``, ``SchemaMismatch``), a store's
 ``Restores``, the ids a ``restore`` may take (``check_fresh_ids``), and a
 storage URL as logs may show it (``redact``).
@@ -11,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..fields import Field, MAX_INTEGER, text
+from ..fields import MAX_INTEGER, text
 from ..kinds import integer, kind_of, number
 from ..validation import Schema
 from . import Conflict
@@ -71,7 +70,7 @@ def declaration(schema: Schema) -> dict[str, Any]:
                        for f, kind in schema.fields.items()},
             "unique": sorted(schema.unique), "filters": sorted(schema.filters),
             "sorts": sorted(schema.sorts[1:]), "words": sorted(schema.words),
-            "prefixes": sorted(schema.prefixes), "keyed": sorted(schema.keyed),
+            "prefixes": sorted(schema.prefixes), "keyed": sorted(schema.collated),
             "timestamps": bool(schema.read_only)}
 
 
@@ -93,25 +92,6 @@ def schema_from(declaration: dict[str, Any]) -> Schema:
                   optional=[f for f, kind in declaration["fields"].items() if kind["optional"]],
                   **{what: declaration[what] for what in ("unique", "filters", "sorts", "words",
                                                           "prefixes")})
-
-
-def record_maker(schema: Schema) -> Callable[[Sequence[Any]], Any]:
-    """How a SQL store makes a record from a row (``id``, the fields,
-    ``version``): ``schema.record._make``, with each value read back by its
-    kind (``Field.from_stored``) where a kind says more than the value."""
-    make = schema.record._make
-    read = [(at, kind.from_stored) for at, kind in enumerate(schema.fields.values(), 1)
-            if type(kind).from_stored is not Field.from_stored]
-    if not read:
-        return make
-
-    def made(row: Sequence[Any]) -> Any:
-        values = list(row)
-        for at, from_stored in read:
-            if values[at] is not None:
-                values[at] = from_stored(values[at])
-        return make(values)
-    return made
 
 
 def check_fresh_ids(records: Sequence[Any], handed_out: int) -> None:

@@ -182,12 +182,12 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
     for field, value in filters.items():
         if field not in indexes.unique and field not in indexes.filtered:
             raise TypeError(f"{indexes.schema.plural} cannot be filtered by {field}")
-        key = indexes.schema.fields[field].key(value)
+        collated = indexes.schema.fields[field].collate(value)
         if field in indexes.unique:
-            holder = indexes.unique[field].get(key)
+            holder = indexes.unique[field].get(collated)
             found = set() if holder is None else {holder}
         else:
-            found = set(indexes.filtered[field].get(key, ()))
+            found = set(indexes.filtered[field].get(collated, ()))
         ids = found if ids is None else ids & found
     if q is not None:
         prefix = q.casefold()
@@ -198,13 +198,13 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
                     break
                 searched |= indexes.named[word]
             for field in indexes.schema.prefixes:
-                for key, record_id in indexes.orders[field].irange(minimum=(prefix,)):
-                    if not key.startswith(prefix):
+                for term, record_id in indexes.orders[field].irange(minimum=(prefix,)):
+                    if not term.startswith(prefix):
                         break
                     searched.add(record_id)
         else:           # one record or none: look at it, not at the index
             searched = {i for i in ids if any(
-                k.startswith(prefix) for k in search_keys(indexes.schema, records[i]))}
+                term.startswith(prefix) for term in search_terms(indexes.schema, records[i]))}
         ids = searched if ids is None else ids & searched
     assert ids is not None
     return ids
@@ -215,7 +215,7 @@ def past(schema: Schema, records: list[Any], sort: str, reverse: bool,
     """The records (sorted by ``sort``) that come after the position ``after``."""
     if after is None:
         return records
-    start: Any = after        # an id in id order, a (key, id) pair in the others
+    start: Any = after        # an id in id order, a (collated, id) pair in the others
     if reverse:
         return (r for r in records if position(schema, r, sort) < start)
     return (r for r in records if position(schema, r, sort) > start)
@@ -224,24 +224,24 @@ def past(schema: Schema, records: list[Any], sort: str, reverse: bool,
 def claim_all(indexes: Any, records: Sequence[Any]) -> None:
     """Raise ``Conflict`` if a unique value of ``records`` is taken, by
     a record held or by another of them (for ``restore``)."""
-    seen: dict[str, set[Any]] = {f: set(keys) for f, keys in indexes.unique.items()}
+    seen: dict[str, set[Any]] = {f: set(held) for f, held in indexes.unique.items()}
     for record in records:
-        for field, keys in seen.items():
+        for field, held in seen.items():
             value = getattr(record, field)
-            key = None if value is None else indexes.schema.fields[field].key(value)
-            if key is not None and key in keys:
+            collated = None if value is None else indexes.schema.fields[field].collate(value)
+            if collated is not None and collated in held:
                 raise Conflict(f"The store already holds {indexes.schema.a_name} with "
                                f"this {field}: {getattr(record, field)}.", field)
-            keys.add(key)
+            held.add(collated)
 
 
-def search_keys(schema: Schema, record: Any) -> set[str]:
+def search_terms(schema: Schema, record: Any) -> set[str]:
     """What ``q`` is matched against, as a prefix: every word of the
     ``words`` fields and each ``prefixes`` field whole, case-folded."""
-    keys = {value.casefold() for f in schema.prefixes
+    terms = {value.casefold() for f in schema.prefixes
             if (value := getattr(record, f)) is not None}
     for field in schema.words:
         value = getattr(record, field)
         if value is not None:
-            keys.update(words(value))
-    return keys
+            terms.update(words(value))
+    return terms

@@ -1,128 +1,17 @@
-"""MemoryStorage: every collection in dicts, for tests and throw-away servers.
-
-Nothing survives the process. Each collection (``MemoryRecords``) has one
-lock that makes every method atomic, and the indexes a database would keep,
-made from its schema (``Indexes``); a write moves only the entries whose
-keys changed (``Indexes.move``). Pages, counts, searches and the feed walk
-them (``bulk``): a page is O(log N + limit), a search O(log N +
-matches). The feed is one more sorted index: each record's latest
-position, tombstones included. Idempotency keys are ``keys.MemoryKeys``.
-"""
+"""MemoryStorage: every collection in dicts (``collection``), for tests and
+throw-away servers: nothing survives the process."""
 from __future__ import annotations
 
-import itertools
-import logging
-import os
-import threading
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from typing import Any, TypeVar
 
-from sortedcontainers import SortedList
-
-from ...fields import words
 from ...validation import Schema
-from .. import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
 from ..checked import Collections, Step
 from ..keys import Key, MemoryKeys
-from .bulk import MemoryBulk
+from .collection import MemoryRecords
 
 T = TypeVar("T")
-
-_log = logging.getLogger("usersvc.storage")
-
-
-class Indexes:
-    """A collection's indexes, by its schema: ids, sorted; per unique field,
-    its keys (``Field.key``: text case-folded) to ids, and per other filter,
-    to sets of ids; per sort and prefix field, ``(key, id)`` sorted; for
-    ``q`` in words fields, the distinct words, sorted, each with its
-    records' ids."""
-
-    def __init__(self, schema: Schema) -> None:
-        self.schema, self.ids = schema, SortedList()
-        self.unique = {f: {} for f in schema.unique}            # key -> id
-        self.filtered = {f: {} for f in schema.filters if f not in schema.unique}  # key -> ids
-        self.orders = {f: SortedList() for f in dict.fromkeys((*schema.sorts[1:], *schema.prefixes))}
-        # PERF: each write walks these, made once from the schema: (a
-        # field's place in a record, and its index of each kind, or None).
-        place = {f: i for i, f in enumerate(schema.record._fields)}
-        key = {f: kind.key for f, kind in schema.fields.items()}
-        self._claims = tuple((f, place[f], keys, key[f]) for f, keys in self.unique.items())
-        self._indexed = tuple((place[f], self.unique.get(f), self.filtered.get(f),
-                               self.orders.get(f), key[f])
-                              for f in dict.fromkeys((*self.unique, *self.filtered, *self.orders)))
-        self._word_places = tuple(place[f] for f in schema.words)
-        self.all_words = SortedList()           # distinct words, sorted
-        self.named: dict[str, set[int]] = {}  # word -> ids of the records with it
-
-    def claim(self, record: list[Any], record_id: int) -> None:
-        """Raise ``Conflict`` if a unique value belongs to another record."""
-        for field, at, keys, key in self._claims:
-            holder = None if record[at] is None else keys.get(key(record[at]))
-            if holder is not None and holder != record_id:
-                raise Conflict.taken(self.schema, field, record[at])
-
-    def move(self, old: Any, new: Any) -> None:
-        """Move a record's index entries from ``old`` to ``new`` (``None``:
-        not there), touching only the entries whose keys change."""
-        record_id = (old or new).id
-        if old is None:
-            self.ids.add(record_id)
-        elif new is None:
-            self.ids.remove(record_id)
-        for at, unique, filtered, order, key in self._indexed:
-            before = None if old is None else old[at]
-            after = None if new is None else new[at]
-            if before == after:
-                continue
-            before = None if before is None else key(before)
-            after = None if after is None else key(after)
-            if before == after:         # (a change of case only)
-                continue
-            if unique is not None:
-                if before is not None:
-                    del unique[before]
-                if after is not None:
-                    unique[after] = record_id
-            elif filtered is not None:
-                if before is not None:
-                    filtered[before].discard(record_id)
-                    if not filtered[before]:
-                        del filtered[before]
-                if after is not None:
-                    filtered.setdefault(after, set()).add(record_id)
-            if order is not None:
-                if before is not None:
-                    order.remove((before, record_id))
-                if after is not None:
-                    order.add((after, record_id))
-        for at in self._word_places:
-            if old is None or new is None or old[at] != new[at]:
-                self._rewords(record_id, self._words_of(old), self._words_of(new))
-                break
-
-    def _words_of(self, record: Any) -> set[str]:
-        """A record's words, from all its ``words`` fields together."""
-        found: set[str] = set()
-        for at in (() if record is None else self._word_places):
-            if record[at] is not None:
-                found.update(words(record[at]))
-        return found
-
-    def _rewords(self, record_id: int, gone: set[str], came: set[str]) -> None:
-        for word in gone - came:
-            named = self.named[word]
-            named.discard(record_id)
-            if not named:
-                del self.named[word]
-                self.all_words.remove(word)
-        for word in came - gone:
-            if word not in self.named:
-                self.all_words.add(word)
-                self.named[word] = set()
-            self.named[word].add(record_id)
-
 
 
 class MemoryStorage(Collections):
@@ -137,10 +26,9 @@ class MemoryStorage(Collections):
 
     def atomically(self, plurals: Iterable[str], run: Callable[[Step], T],
                    key: Key | None = None, *, nothing_to_undo: bool = False) -> Any:
-        """``Storage.atomically``: the idempotency keys' lock (with a key),
-        then the locks of the collections it writes and of those their
-        references make it read, in the one order (``Collections.locked``),
-        held while ``run`` writes; every change undone if it raises."""
+        """``Storage.atomically``: the idempotency keys' lock (with a key), then
+        the collections' (``Collections.locked``), held while ``run`` writes;
+        every change undone if it raises."""
         if key is not None:
             return self.keys.once(key, lambda: self.atomically(
                 plurals, run, nothing_to_undo=nothing_to_undo))
@@ -163,111 +51,3 @@ class MemoryStorage(Collections):
 
     def close(self) -> None:
         self.stop_waiting()
-
-
-class MemoryRecords(MemoryBulk):
-    """One collection's records, under one lock (what it does with many
-    records at once: ``MemoryBulk``)."""
-
-    keeps_keys = True
-
-    def __init__(self, schema: Schema, keys: MemoryKeys | None = None) -> None:
-        self.schema = schema
-        self._keys = MemoryKeys() if keys is None else keys     # the store's, shared
-        self._lock = threading.RLock()      # re-entered by a batch's writes (``undoing``)
-        self._undo: Any = None                # a batch's ``bulk.Undo``, while it runs
-        self._records: dict[int, Any] = {}
-        self._make = schema.record._make
-        self._names = tuple(schema.fields)
-        self._indexes = Indexes(schema)
-        self._last_id = 0
-        self._seq = self._last = 0           # the last position handed out; the last entry's
-        self._seqs = SortedList()            # each record's latest position, sorted,
-        self._id_at: dict[int, int] = {}     # and the record it belongs to;
-        self._seq_of: dict[int, int] = {}    # id -> its position there
-        self._watch = Watch(self.position)
-        self._pid = os.getpid()
-
-    def get(self, record_id: int) -> Any:
-        with self._lock:
-            return self._get(record_id)
-
-    # -- writes -----------------------------------------------------------
-
-    def create(self, *, key: Key | None = None, **fields: Any) -> Any:
-        if key is not None:
-            return self._keys.once(key, lambda: self.create(**fields))
-        record = [None, *map(fields.pop, self._names, itertools.repeat(None)), 1]
-        if fields:
-            raise TypeError(f"not fields of {self.schema.a_name}: {', '.join(fields)}")
-        self.schema.check_complete(record[1:-1])
-        with self._lock:
-            self._indexes.claim(record, 0)
-            record[0] = self._last_id = self._last_id + 1
-            record = self._make(record)
-            self._put(None, record)
-        self._watch.notify()
-        return record
-
-    def update(self, record_id: int, *, precondition: Precondition | None = None,
-               key: Key | None = None, **fields: Any) -> Any:
-        if key is not None:
-            return self._keys.once(key, lambda: self.update(
-                record_id, precondition=precondition, **fields))
-        with self._lock:
-            old = self._checked(record_id, precondition)
-            new = [record_id, *map(fields.pop, self._names, old[1:-1]), old.version + 1]
-            if fields:
-                raise TypeError(f"not fields of {self.schema.a_name}: {', '.join(fields)}")
-            self.schema.check_complete(new[1:-1])
-            self._indexes.claim(new, record_id)
-            new = self._make(new)
-            self._put(old, new)
-        self._watch.notify()
-        return new
-
-    def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
-        with self._lock:
-            self._put(self._checked(record_id, precondition), None)
-        self._watch.notify()
-
-    def _put(self, old: Any, new: Any) -> None:
-        """``new`` in place of ``old`` (``None``: none), in the records and the
-        indexes, at the feed's next position; what it was, kept for a batch."""
-        record_id = (old or new).id
-        was = self._seq_of.get(record_id)
-        if self._undo is not None:
-            self._undo.saw(record_id, old, was)
-        if self._pid != os.getpid():
-            self._forked()
-        if new is None:
-            del self._records[record_id]
-        else:
-            self._records[record_id] = new
-        self._indexes.move(old, new)
-        if was is not None:
-            self._seqs.remove(was)
-            del self._id_at[was]
-        seq = self._seq = self._last = self._seq + 1
-        self._seqs.add(seq)
-        self._id_at[seq], self._seq_of[record_id] = record_id, seq
-
-    def _forked(self) -> None:
-        """A write in a process forked from the one that made the store (workers
-        after ``--preload``): its own copy from here on. Said once a process."""
-        self._pid = os.getpid()
-        _log.warning("memory:// is one process's: process %d writes to its own copy of %s, "
-                     "which no other process sees (use SQLite or PostgreSQL with several "
-                     "workers)", self._pid, self.schema.plural)
-
-    def _get(self, record_id: int) -> Any:
-        try:
-            return self._records[checked_id(self.schema, record_id)]
-        except KeyError:
-            raise NotFound(self.schema, record_id) from None
-
-    def _checked(self, record_id: int, precondition: Precondition | None) -> Any:
-        record = self._get(record_id)
-        if precondition is not None and not precondition.allows(record.version):
-            raise StaleVersion(record_id)
-        return record

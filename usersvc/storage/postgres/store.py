@@ -36,7 +36,8 @@ from .. import Conflict, NotFound, StaleVersion, StoreUnavailable, WriteHealth
 from ..checked import Collections, Step
 from ..keys import Answer, Key, SQLKeys
 from ..references import references
-from ..sql.collection import POSTGRES, SQLRecords, Table
+from ..sql.collection import SQLRecords, Table
+from ..sql.dialects import POSTGRES
 from ..sql.evolution import declared, evolve
 from ..stored import redact
 from .migrations import migrate

@@ -1,8 +1,9 @@
 """What the two SQL stores share: one collection's statements and records
-(``collection``), its pages, counts, feed and restores (``bulk``), the
+(``collection``) in either dialect (``dialects``), its pages, counts, feed and restores (``bulk``), the
 tables, indexes and triggers made of a schema (``ddl``), a stored
 collection brought up to its schema at open (``evolution``, ``reshape``),
 and past releases, frozen (``history``)."""
-from .collection import Dialect, POSTGRES, SQLITE, SQLRecords, Table
+from .collection import SQLRecords, Table
+from .dialects import Dialect, POSTGRES, SQLITE
 
 __all__ = ["POSTGRES", "SQLITE", "Dialect", "SQLRecords", "Table"]

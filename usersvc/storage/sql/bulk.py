@@ -10,7 +10,7 @@ match (``q <= word < prefix_end(q)``) and sorts only those.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .. import Conflict, Position
@@ -22,7 +22,7 @@ LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
 
 def prefix_end(prefix: str) -> str | None:
     """The least string above every string that starts with ``prefix``, for
-    an index range ``prefix <= key < prefix_end(prefix)`` in code point order
+    an index range ``prefix <= term < prefix_end(prefix)`` in code point order
     (``None``: there is none, every string from ``prefix`` on qualifies)."""
     stripped = prefix.rstrip("\U0010ffff")
     if not stripped:
@@ -94,11 +94,11 @@ class PageQueries:
 
     def compared(self, field: str) -> str:
         """What a field is compared and ordered by, in filters, orders and
-        their indexes: its key's column, or its own; text in code point
+        their indexes: its collated column, or its own; text in code point
         order on every store, whatever the database's collation (on
         PostgreSQL, ``COLLATE "C"``: an ICU database ordered
         ``https://B...`` after ``https://a...``)."""
-        if field in self.keys:
+        if field in self.collated:
             return f"{field}__key"
         if self.dialect.name == "postgres" and self.schema.fields[field].column_type(
                 "postgres") == "text":
@@ -106,7 +106,7 @@ class PageQueries:
         return field
 
     def _order(self, sort: str) -> tuple[str, ...]:
-        """The columns an order walks. A unique key orders the records alone
+        """The columns an order walks. A unique field orders the records alone
         (the id after it could never decide)."""
         if sort == "id":
             return ("u.id",)
@@ -120,22 +120,22 @@ class PageQueries:
             end = prefix_end(prefix)
             params += [prefix] if end is None else [prefix, end]
         kinds = self.schema.fields
-        params += [kinds[field].key(value) for field, value in filters.items()]
+        params += [kinds[field].collate(value) for field, value in filters.items()]
         return [_sendable(p) for p in params]
 
     def _page_sql(self, columns: str | None, sort: str, reverse: bool, has_after: bool,
                   filters: tuple[str, ...], has_q: bool, has_end: bool) -> str:
         mark = self.dialect.mark
         source, where = self._filtered(filters, has_q, has_end)
-        keys = self._order(sort)
+        walked = self._order(sort)
         if has_after:
             op = "<" if reverse else ">"
-            if len(keys) == 1:
-                where.append(f"{keys[0]} {op} {mark}")
+            if len(walked) == 1:
+                where.append(f"{walked[0]} {op} {mark}")
             else:                       # a row value: (name__key, id) > (?, ?)
-                where.append(f"({', '.join(keys)}) {op} ({', '.join(mark for _ in keys)})")
+                where.append(f"({', '.join(walked)}) {op} ({', '.join(mark for _ in walked)})")
         direction = " DESC" if reverse else ""
-        order = ", ".join(key + direction for key in keys)
+        order = ", ".join(column + direction for column in walked)
         selected = columns or ", ".join(f"u.{c}" for c in self.columns.split(", "))
         return f"SELECT {selected} FROM {source}{_where(where)} ORDER BY {order} LIMIT {mark}"
 

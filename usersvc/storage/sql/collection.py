@@ -1,77 +1,38 @@
 """One collection of a SQL store, the same code for SQLite and PostgreSQL:
-its statements (``Table``, made from the schema once per dialect) and its
-records (``SQLRecords``); what it does with many records at once is
-``bulk``'s, the tables, indexes and triggers it makes ``ddl``'s.
+its statements (``Table``, made once per dialect) and its records
+(``SQLRecords``); many records at once are ``bulk``'s, its tables ``ddl``'s.
 
-The store (``SQLiteStorage``, ``PostgresStorage``) gives the connections:
-``read(cache_as, read)`` runs ``read(db)`` (SQLite answers the same
-``cache_as`` again while nothing is committed); ``commit(op)`` runs
-``op(db)`` in a write transaction, committed before it returns;
-``commit_once(key, op)`` keeps its answer with an idempotency key in the
-same transaction (``keys``); ``transaction()``, for a restore;
-``violated(error)``, what a unique violation names. In an atomic step, a
-collection's records are bound to the step's transaction (``bound``), and
-read and write there.
+The store gives the connections: ``read(cache_as, read)`` runs
+``read(db)`` (SQLite answers the same ``cache_as`` again while nothing is
+committed); ``commit(op)`` runs ``op(db)`` in a write transaction,
+committed before it returns; ``commit_once(key, op)`` keeps its answer
+with an idempotency key (``keys``); ``violated(error)`` names what a
+unique violation names. In an atomic step, the records are bound to the
+step's transaction (``bound``).
 
 Every write is one statement whose text depends only on its shape, every
 value a bound parameter: an ``INSERT ... RETURNING id``, or an ``UPDATE``
-or ``DELETE`` whose ``WHERE`` holds the precondition, so that the check and
-the write are one atomic step. Only when no row matched does a second read
-tell "gone" (404) from "changed" (412). A unique index's error names the
-field (409).
+or ``DELETE`` whose ``WHERE`` holds the precondition (check and write in
+one step). Only when no row matched does a second read tell "gone" (404)
+from "changed" (412). A unique index's error names the field (409).
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ...fields import Field, words
 from ...validation import Schema
 from .. import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
 from ..keys import Key
-from ..stored import record_maker
 from .bulk import PageQueries, SQLBulk
+from .dialects import Dialect
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Dialect:
-    """What differs between the two databases, as fragments of SQL."""
-
-    name: str
-    mark: str               # the driver's placeholder
-    join: str               # how the matching words join their records
-    key_type: str           # a ``__key`` column's type
-    words_type: str         # a ``__words`` column's type
-    id_column: str
-    arrays: bool            # whether a parameter may be an array
-
-    def any_of(self, column: str, values: frozenset[int]) -> tuple[str, list[Any]]:
-        """``column`` is one of ``values``: the condition and its parameters
-        (one array where there are arrays: one shape for any number)."""
-        if self.arrays:
-            return f"{column} = ANY({self.mark})", [sorted(values)]
-        return f"{column} IN ({', '.join(self.mark for _ in values)})", sorted(values)
-
-    def words_value(self, value: str | None) -> Any:
-        """A ``<field>__words`` value: the distinct case-folded words (in
-        SQLite, as a JSON array)."""
-        if value is None:
-            return None
-        found = sorted(set(words(value)))
-        return found if self.arrays else _WORDS(found)
-
-
 _WORDS = json.JSONEncoder(ensure_ascii=False).encode   # (PERF: json.dumps makes one a call)
-# SQLite's planner takes a CROSS JOIN's tables in the order written: the
-# matching words first, then their records by id. AUTOINCREMENT: never an id again.
-SQLITE = Dialect("sqlite", "?", "CROSS JOIN", "TEXT", "TEXT",
-                 "id INTEGER PRIMARY KEY AUTOINCREMENT", arrays=False)
-POSTGRES = Dialect("postgres", "%s", "JOIN", 'text COLLATE "C"', "text[]",
-                   "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", arrays=True)
 
 
 class Table(PageQueries):
@@ -85,10 +46,10 @@ class Table(PageQueries):
         self.words_table = f"{s.name}_words"
         self.owner = f"{s.name}_id"                 # the words table's record id
         self.changes_table = f"{s.name}_changes"
-        self.keys = s.keyed                          # fields with a __key column
+        self.collated = s.collated                  # fields with a __key column
         self.stored_as = tuple(f for f, kind in s.fields.items()    # kept as another value
                                if type(kind).to_stored is not Field.to_stored)
-        self.derived = ([f"{f}__key" for f in self.keys] + [f"{f}__words" for f in s.words])
+        self.derived = ([f"{f}__key" for f in self.collated] + [f"{f}__words" for f in s.words])
         fields = list(s.fields)
         self.columns = ", ".join(["id", *fields, "version"])      # schema.record's order
         written = [*fields, *self.derived]
@@ -104,23 +65,31 @@ class Table(PageQueries):
 
     def row(self, values: Sequence[Any]) -> list[Any]:
         """The columns a write sets, from the fields' values in the
-        schema's order: the values, their keys, their words."""
+        schema's order: the values, collated values, words."""
         return list(self.row_of(dict(zip(self.schema.fields, values))).values())
 
     def row_of(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The columns that these fields' values set, by name: the values,
-        then the keys and words of those that have them."""
+        then the collated values and words of those that have them."""
         row, kinds = dict(fields), self.schema.fields
-        for field in self.keys:
+        for field in self.collated:
             if field in fields:
-                row[f"{field}__key"] = None if fields[field] is None else kinds[field].key(fields[field])
+                row[f"{field}__key"] = None if fields[field] is None else kinds[field].collate(fields[field])
         for field in self.schema.words:
             if field in fields:
-                row[f"{field}__words"] = self.dialect.words_value(fields[field])
+                row[f"{field}__words"] = self.words_value(fields[field])
         for field in self.stored_as:
             if row.get(field) is not None:
                 row[field] = kinds[field].to_stored(row[field])
         return row
+
+    def words_value(self, value: str | None) -> Any:
+        """A ``<field>__words`` value: the distinct case-folded words (in
+        SQLite, as a JSON array)."""
+        if value is None:
+            return None
+        found = sorted(set(words(value)))
+        return found if self.dialect.arrays else _WORDS(found)
 
     def stored(self, values: Sequence[Any]) -> list[Any]:
         """The fields' values (in the schema's order) as their columns keep them."""
@@ -128,7 +97,7 @@ class Table(PageQueries):
 
     def update(self, fields: dict[str, Any], record_id: int,
                precondition: Any) -> tuple[str, list[Any]]:
-        """A conditional UPDATE that sets these fields (and their key and
+        """A conditional UPDATE that sets these fields (and their collated and
         words columns) and the next version, and returns the record; no row
         when the record is gone or the precondition fails."""
         derived = self.row_of(fields)
@@ -164,6 +133,25 @@ class Table(PageQueries):
             clause, more = self.dialect.any_of("version", precondition.none_match)
             where, params = f"{where} AND NOT {clause}", params + more
         return where, params
+
+
+def record_maker(schema: Schema) -> Callable[[Sequence[Any]], Any]:
+    """How a SQL store makes a record from a row (``id``, the fields,
+    ``version``): ``schema.record._make``, with each value read back by its
+    kind (``Field.from_stored``) where a kind says more than the value."""
+    make = schema.record._make
+    read = [(at, kind.from_stored) for at, kind in enumerate(schema.fields.values(), 1)
+            if type(kind).from_stored is not Field.from_stored]
+    if not read:
+        return make
+
+    def made(row: Sequence[Any]) -> Any:
+        values = list(row)
+        for at, from_stored in read:
+            if values[at] is not None:
+                values[at] = from_stored(values[at])
+        return make(values)
+    return made
 
 
 class SQLRecords(SQLBulk):
@@ -262,7 +250,7 @@ class SQLRecords(SQLBulk):
         except self.storage.unique_violation as e:
             named = self.storage.violated(e)
             for field in self.schema.unique:
-                column = f"{field}__key" if field in self.table.keys else field
+                column = f"{field}__key" if field in self.table.collated else field
                 if named in (f"{self.table.name}.{column}", f"{self.table.name}_{field}_unique"):
                     raise Conflict.taken(self.schema, field, fields.get(field)) from None
             raise

@@ -1,13 +1,14 @@
 """What a SQL store makes of a declaration when it opens, per dialect: the
-tables (``create_tables``), a field's columns (``column``, ``key_column``,
+tables (``create_tables``), a field's columns (``column``, ``collated_column``,
 ``words_column``), and the indexes, triggers and functions (``objects``),
 each a name and its statement, which ``evolution`` records and compares.
 
 A record's row: ``id``, each field, ``version``, and what SQL cannot
-compute as Python does: ``<field>__key``, a value's key where it is not
-the value (``Field.key``: text case-folded; unique, filtered, sorted or
-searched whole), and ``<field>__words``, a
-``words`` field's case-folded words. Keys compare in code point order
+compute as Python does: ``<field>__key``, a value collated where that is
+not the value (``Field.collate``: text case-folded; unique, filtered,
+sorted or searched whole: the column's name is on disk since layout 4),
+and ``<field>__words``, a ``words`` field's case-folded words. Collated
+text compares in code point order
 (``BINARY``, ``COLLATE "C"``), as Python's ``str`` does. Triggers, in each
 write's transaction, keep the search words (``<name>_words``) and the feed
 (``<name>_changes``); on PostgreSQL the feed's takes a lock held until
@@ -18,7 +19,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...fields import COLUMN_TYPES
-from .collection import SQLITE, Table
+from .collection import Table
+from .dialects import SQLITE
 
 
 class Object(NamedTuple):
@@ -33,10 +35,10 @@ def column(table: Table, field: str) -> str:
     return f"{field} {kind}" + ("" if field in table.schema.optional else " NOT NULL")
 
 
-def key_column(table: Table, field: str) -> str:
-    """A field's key (``Field.key``): text in code point order, or an integer."""
-    text = table.schema.fields[field].key_type == "text"
-    return f"{field}__key {table.dialect.key_type if text else COLUMN_TYPES['integer'][table.dialect.name]}"
+def collated_column(table: Table, field: str) -> str:
+    """A field's collated column (``Field.collate``): text in code point order, or an integer."""
+    text = table.schema.fields[field].collated_type == "text"
+    return f"{field}__key {table.dialect.collated_type if text else COLUMN_TYPES['integer'][table.dialect.name]}"
 
 
 def words_column(table: Table, field: str) -> str:
@@ -47,7 +49,7 @@ def create_tables(table: Table) -> list[str]:
     """The statements that make the collection's three tables, empty."""
     s, d, t, c = table.schema, table.dialect, table.name, table.changes_table
     columns = [d.id_column, *(column(table, f) for f in s.fields),
-               f"version {COLUMN_TYPES['integer'][d.name]} NOT NULL", *(key_column(table, f) for f in table.keys),
+               f"version {COLUMN_TYPES['integer'][d.name]} NOT NULL", *(collated_column(table, f) for f in table.collated),
                *(words_column(table, f) for f in s.words)]
     kept = [f"{f} {k.column_type(d.name)}" for f, k in s.fields.items()]
     if d is SQLITE:
@@ -87,35 +89,35 @@ def fill_words(table: Table) -> str:
     if table.dialect is SQLITE:
         parts = [f"SELECT j.value, u.id FROM {t} AS u, json_each(u.{col}) AS j" if kind == "words"
                  else f"SELECT u.{col}, u.id FROM {t} AS u WHERE u.{col} IS NOT NULL"
-                 for kind, col in _search_keys(table)]
+                 for kind, col in _search_terms(table)]
         return f"INSERT OR IGNORE INTO {w} (word, {owner}) {' UNION '.join(parts)}"
-    keys = " || ".join(f"coalesce(u.{col}, '{{}}')" if kind == "words" else f"ARRAY[u.{col}]"
-                       for kind, col in _search_keys(table))
+    terms = " || ".join(f"coalesce(u.{col}, '{{}}')" if kind == "words" else f"ARRAY[u.{col}]"
+                       for kind, col in _search_terms(table))
     return (f"INSERT INTO {w} (word, {owner}) SELECT DISTINCT k, u.id FROM {t} AS u, "
-            f"unnest({keys}) AS k WHERE k IS NOT NULL")
+            f"unnest({terms}) AS k WHERE k IS NOT NULL")
 
 
-def _search_keys(table: Table) -> list[tuple[str, str]]:
-    """Each search key column of a row, as ``(kind, column)``: a words
-    field's ``__words`` (many keys), a prefix field's ``__key`` (one)."""
+def _search_terms(table: Table) -> list[tuple[str, str]]:
+    """Each search term column of a row, as ``(kind, column)``: a words
+    field's ``__words`` (many terms), a prefix field's ``__key`` (one)."""
     s = table.schema
-    return [("words", f"{f}__words") for f in s.words] + [("key", f"{f}__key") for f in s.prefixes]
+    return [("words", f"{f}__words") for f in s.words] + [("whole", f"{f}__key") for f in s.prefixes]
 
 
 def _sqlite_triggers(table: Table) -> dict[str, Object]:
     t, w, c, owner = table.name, table.words_table, table.changes_table, table.owner
     found: dict[str, Object] = {}
-    keys = _search_keys(table)
-    if keys:
-        def of(row: str) -> str:     # a row's search keys, as one SELECT of "value"
+    terms = _search_terms(table)
+    if terms:
+        def of(row: str) -> str:     # a row's search terms, as one SELECT of "value"
             return " UNION ".join(
                 f"SELECT value FROM json_each({row}.{col})" if kind == "words"
                 else f"SELECT {row}.{col} AS value WHERE {row}.{col} IS NOT NULL"
-                for kind, col in keys)
+                for kind, col in terms)
         add = (f"INSERT OR IGNORE INTO {w} (word, {owner}) SELECT value, NEW.id "
                f"FROM ({of('NEW')});")
         drop = f"DELETE FROM {w} WHERE {owner} = OLD.id AND word IN ({of('OLD')});"
-        cols = [col for _, col in keys]
+        cols = [col for _, col in terms]
         changed = " OR ".join(f"OLD.{col} IS NOT NEW.{col}" for col in cols)
         for name, sql in (
                 ("insert", f"AFTER INSERT ON {t} BEGIN {add} END"),
@@ -125,7 +127,7 @@ def _sqlite_triggers(table: Table) -> dict[str, Object]:
             found[f"{w}_{name}"] = Object("trigger", t, f"CREATE TRIGGER {w}_{name} {sql}")
     # The feed: REPLACE moves a record's row to a new AUTOINCREMENT position,
     # above every one ever used. Only a write that sets the version is a
-    # change (a store's every write does; filling a new key column does not).
+    # change (a store's every write does; filling a new collated column does not).
     fields = list(table.schema.fields)
     kept = ", ".join(["id", *fields, "version"])
     for name, when, values in (
@@ -146,11 +148,11 @@ CHANNEL = "usersvc_changes"
 def _postgres_triggers(table: Table) -> dict[str, Object]:
     t, w, c, owner = table.name, table.words_table, table.changes_table, table.owner
     found: dict[str, Object] = {}
-    keys = _search_keys(table)
-    if keys:
-        def of(row: str) -> str:     # a row's search keys, as one text[]
+    terms = _search_terms(table)
+    if terms:
+        def of(row: str) -> str:     # a row's search terms, as one text[]
             return " || ".join(f"coalesce({row}.{col}, '{{}}')" if kind == "words"
-                               else f"ARRAY[{row}.{col}]" for kind, col in keys)
+                               else f"ARRAY[{row}.{col}]" for kind, col in terms)
         found[f"{w}_sync"] = Object("function", t, f"""CREATE OR REPLACE FUNCTION {w}_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP <> 'INSERT' THEN
@@ -163,7 +165,7 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$""")
-        cols = [col for _, col in keys]
+        cols = [col for _, col in terms]
         changed = " OR ".join(f"OLD.{col} IS DISTINCT FROM NEW.{col}" for col in cols)
         found[f"{w}_insert_delete"] = Object("trigger", t, (
             f"CREATE TRIGGER {w}_insert_delete AFTER INSERT OR DELETE ON {t} "

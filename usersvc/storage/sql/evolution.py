@@ -31,7 +31,8 @@ from ...kinds.dates import now
 from ...validation import Schema
 from ..stored import SchemaMismatch, declaration, schema_from
 from . import ddl, reshape
-from .collection import Dialect, POSTGRES, SQLITE, Table
+from .collection import Table
+from .dialects import Dialect, POSTGRES, SQLITE
 
 log = logging.getLogger("usersvc.storage")
 
@@ -98,11 +99,11 @@ def evolve(db: Any, table: Table) -> None:
     when = now()        # the one time of every timestamp the migrations set
     touched, done = reshape.apply(db, table, stored, todo, when) if todo else (set(), [])
     _change_columns(db, table, stored, want)
-    for field in sorted(ruled & reshape.keyed(want) & reshape.keyed(stored)):
-        # A key follows the rule (a choice's place among its values): made again.
+    for field in sorted(ruled & reshape.collated_fields(want) & reshape.collated_fields(stored)):
+        # A collated value follows the rule (a choice's place among its values): made again.
         kind = table.schema.fields[field]
-        _fill(db, table, f"{field}__key", field, lambda value: kind.key(kind.from_stored(value)))
-    if _search_keys(stored) != _search_keys(want) or todo:
+        _fill(db, table, f"{field}__key", field, lambda value: kind.collate(kind.from_stored(value)))
+    if _search_terms(stored) != _search_terms(want) or todo:
         db.execute(f"DELETE FROM {table.words_table}")
         if table.schema.searchable:
             db.execute(ddl.fill_words(table))
@@ -168,7 +169,7 @@ def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
     if not renames:
         return False
     t, c = table.name, table.changes_table
-    suffixes = {"__key": reshape.keyed(stored), "__words": set(stored["words"])}
+    suffixes = {"__key": reshape.collated_fields(stored), "__words": set(stored["words"])}
     for old, new in renames.items():
         for name in (t, c):
             db.execute(f"ALTER TABLE {name} RENAME COLUMN {old} TO {new}")
@@ -214,7 +215,7 @@ def _check(stored: dict[str, Any], want: dict[str, Any], plural: str,
                                  "before may have no value: give them one with defaults=)")
 
 
-def _search_keys(declaration: dict[str, Any]) -> tuple[list[str], list[str]]:
+def _search_terms(declaration: dict[str, Any]) -> tuple[list[str], list[str]]:
     return declaration["words"], declaration["prefixes"]
 
 
@@ -227,19 +228,19 @@ def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[st
             db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.column(table, field)}")
             kind = table.schema.fields[field].column_type(table.dialect.name)
             db.execute(f"ALTER TABLE {c} ADD COLUMN {field} {kind}")
-    old_keys, new_keys = reshape.keyed(stored), reshape.keyed(want)
+    old_collated, new_collated = reshape.collated_fields(stored), reshape.collated_fields(want)
     old_words, new_words = set(stored["words"]), set(want["words"])
-    for field in sorted(old_keys - new_keys):
+    for field in sorted(old_collated - new_collated):
         db.execute(f"ALTER TABLE {t} DROP COLUMN {field}__key")
     for field in sorted(old_words - new_words):
         db.execute(f"ALTER TABLE {t} DROP COLUMN {field}__words")
-    for field in sorted(new_keys - old_keys):
-        db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.key_column(table, field)}")
+    for field in sorted(new_collated - old_collated):
+        db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.collated_column(table, field)}")
         kind = table.schema.fields[field]
-        _fill(db, table, f"{field}__key", field, lambda value: kind.key(kind.from_stored(value)))
+        _fill(db, table, f"{field}__key", field, lambda value: kind.collate(kind.from_stored(value)))
     for field in sorted(new_words - old_words):
         db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.words_column(table, field)}")
-        _fill(db, table, f"{field}__words", field, table.dialect.words_value)
+        _fill(db, table, f"{field}__words", field, table.words_value)
 
 
 def _fill(db: Any, table: Table, column: str, field: str, derive: Any) -> None:

@@ -20,7 +20,8 @@ from ...fields import FieldError, Folded
 from ...kinds import kind_of
 from ...validation import Schema
 from ..stored import SchemaMismatch
-from .collection import POSTGRES, SQLITE, Table
+from .collection import Table
+from .dialects import POSTGRES, SQLITE
 
 
 class Step(NamedTuple):
@@ -140,21 +141,22 @@ def _put_column(db: Any, table: Table, field: str, values: dict[int, Any], exist
 
 
 def _drop_derived(db: Any, table: Table, stored: dict[str, Any], field: str) -> None:
-    """Drop ``field``'s key and words columns, if it has them, and say so
+    """Drop ``field``'s collated and words columns, if it has them, and say so
     in ``stored`` (``evolve`` makes and fills those the schema wants)."""
-    keys = keyed(stored)
-    if field in keys:
+    collated = collated_fields(stored)
+    if field in collated:
         db.execute(f"ALTER TABLE {table.name} DROP COLUMN {field}__key")
-        keys.discard(field)
-    stored["keyed"] = sorted(keys)
+        collated.discard(field)
+    stored["keyed"] = sorted(collated)
     if field in stored["words"]:
         db.execute(f"ALTER TABLE {table.name} DROP COLUMN {field}__words")
         stored["words"] = [f for f in stored["words"] if f != field]
 
 
-def keyed(declaration: dict[str, Any]) -> set[str]:
-    """The fields that have a ``__key`` column (``Schema.keyed``; recorded
-    since kinds other than text have keys, and before that text's)."""
+def collated_fields(declaration: dict[str, Any]) -> set[str]:
+    """The fields that have a ``__key`` column (``Schema.collated``, recorded
+    as ``"keyed"`` since kinds other than text are collated; before that,
+    text's)."""
     if "keyed" in declaration:
         return set(declaration["keyed"])
     return {f for f, kind in declaration["fields"].items() if kind["type"] == "text" and (
@@ -164,7 +166,7 @@ def keyed(declaration: dict[str, Any]) -> set[str]:
 
 def check_unique(db: Any, table: Table, field: str) -> None:
     """Refuse a uniqueness that two stored records break."""
-    column = f"{field}__key" if field in table.keys else field
+    column = f"{field}__key" if field in table.collated else field
     t = table.name
     row = db.execute(f"SELECT {field} FROM {t} WHERE {column} = (SELECT {column} FROM {t} WHERE "
                      f"{column} IS NOT NULL GROUP BY {column} HAVING count(*) > 1 LIMIT 1) "
@@ -214,4 +216,4 @@ def _count(ids: set[int]) -> str:
     return f"{len(ids):,} record{'s' * (len(ids) != 1)}"
 
 
-__all__ = ["Step", "apply", "check_unique", "check_values", "keyed", "steps"]
+__all__ = ["Step", "apply", "check_unique", "check_values", "collated_fields", "steps"]

@@ -1,11 +1,7 @@
 """A SQLite file's connections: each thread's own for reads, which answers
 a read again while nothing is committed (``Connections``), and one writer
-thread that makes every write, in groups (``Writer``).
-
-Group commit answers each write only once its group's one sync to disk is
-done, so a 201 still means "on disk" (measured against the scheme it
-replaced: docs/decisions.md, "Storage").
-"""
+thread that makes every write, in groups (``Writer``; docs/decisions.md,
+"Storage": what group commit gained)."""
 from __future__ import annotations
 
 import os
@@ -27,16 +23,13 @@ T = TypeVar("T")
 
 
 class Connection(sqlite3.Connection):
-    """A connection that can be weakly referenced (closing the store reaches
-    those of live threads; an ended thread's is freed with it). ``in_use`` is
-    held while a session uses it: SQLite must not close it under another thread."""
+    """A connection weakly referenced (closing the store reaches live
+    threads'; an ended thread's is freed with it), ``in_use`` while used."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.in_use = threading.Lock()
-        # Reads this connection answered, kept while PRAGMA data_version
-        # says no other connection has committed since (Connections.answers).
-        self.answers: dict[Any, Any] = {}
+        self.answers: dict[Any, Any] = {}      # its reads, kept: Connections.answers
         self.data_version = -1
 
 
@@ -72,11 +65,9 @@ class Connections:
         self._all: weakref.WeakSet[Connection] = weakref.WeakSet()
 
     def _forked(self) -> None:
-        """In a process forked from the one that opened them (a server's
-        workers after ``--preload``), the connections are not this
-        process's: SQLite must not use one across a fork. They are left
-        alone, never closed here (closing would release locks that are the
-        parent's), and this process opens its own."""
+        """In a process forked from the one that opened them (workers after
+        ``--preload``), SQLite must not use them: left alone, never closed
+        (that would release the parent's locks); this process opens its own."""
         with self._fork_lock:               # the first requests of this process, at once
             if self._pid != os.getpid():
                 self._inherited = (self._local, list(self._all))
@@ -153,17 +144,14 @@ class Connections:
 
 
 class Writer:
-    """One thread that makes every write to a file, in groups: it takes
-    whatever writes are waiting in its queue, runs them in one transaction
-    and commits them with one sync to disk, then answers each (as
-    datasette's ``Database._execute_writes`` does, with groups). While it
-    waits for the disk, new writes queue up and make the next group, so
-    the busier it is, the more writes share each sync.
-
-    A write that fails in a group has changed nothing: each makes one change
-    (SQLite undoes a failed statement by itself, and the group goes on), or,
-    a batch, undoes its own in a savepoint and hands its error back, not
-    raised (``SQLiteStorage.atomically``); ``_commit`` checks the rest."""
+    """One thread that makes every write to a file, in groups (as datasette's
+    ``Database._execute_writes``, with groups): the writes waiting in its
+    queue, in one transaction, committed with one sync to disk, then each
+    answered, so a 201 still means "on disk". While it waits for the disk,
+    the next group queues up: the busier, the more writes share a sync. A
+    write that fails in a group changed nothing (SQLite undoes a failed
+    statement; a batch undoes its savepoint and hands its error back:
+    ``SQLiteStorage.atomically``); ``_commit`` checks the rest."""
 
     def __init__(self, connect: Callable[[], Any], health: WriteHealth,
                  timeout: float) -> None:

@@ -2,7 +2,9 @@
 busy (another writer held the lock past the busy timeout: try again), a
 lasting cause outside the store (a full disk, an I/O error, a read-only or
 unopenable file: ``WritesFailing``, said once to the store's
-``WriteHealth``), or a fault of usersvc's own (``None``: a 500)."""
+``WriteHealth``), or a fault of usersvc's own (``None``: a 500); and
+how a failed transaction or savepoint is undone (``roll_back``,
+``undo_savepoint``)."""
 from __future__ import annotations
 
 import sqlite3
@@ -96,3 +98,17 @@ def roll_back(db: sqlite3.Connection) -> None:
             db.execute("ROLLBACK")
         except sqlite3.Error:
             pass
+
+
+def undo_savepoint(db: sqlite3.Connection, name: str) -> None:
+    """Undo what was done since ``SAVEPOINT name``, and release it; the ids
+    and positions it took stay taken, as PostgreSQL's sequences do: never
+    handed out again."""
+    taken = db.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
+    db.execute(f"ROLLBACK TO {name}")
+    db.executemany("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?",
+                   [(seq, table) for table, seq in taken])
+    db.executemany("INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT "
+                   "EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)",
+                   [(table, seq, table) for table, seq in taken])
+    db.execute(f"RELEASE {name}")

@@ -1,21 +1,15 @@
 """SQLiteStorage: every collection in one SQLite file, shared by threads and
-processes (docs/decisions.md, "Storage").
-
-- Reads: each thread's own connection, which answers a read again while
-  nothing is committed anywhere (``connections``); a private
-  in-memory database (``sqlite://``) has one connection, used under a lock.
-- Writes: one statement each (``sql``), made by one writer thread in
-  ``BEGIN IMMEDIATE`` transactions, in groups that share one sync to disk,
-  so a precondition and its write are one atomic step across processes.
-- WAL (readers never wait for the writer), a busy timeout (writers queue),
-  ``synchronous=FULL`` (a 201 survives a power cut); ``AUTOINCREMENT``
-  (never an id again). Opening brings the layout (``migrations``)
-  and each collection (``evolution``) up to date under one write lock.
-- A lock held past the busy timeout is ``StoreUnavailable`` (503, nothing
-  written); a full disk, an I/O error or a read-only file is
-  ``WritesFailing`` (503) for the whole group (``errors``), said once
-  in the log (``WriteHealth``) until a write works again.
-- Pages build only the records not built at their version (``collection``).
+processes (docs/decisions.md, "Storage"). Reads: each thread's own
+connection (``connections``); a private in-memory database (``sqlite://``)
+has one. Writes: one statement each (``sql``), made by one writer thread in
+``BEGIN IMMEDIATE`` transactions, in groups sharing one sync to disk, so a
+precondition and its write are one atomic step across processes. WAL
+(readers never wait), a busy timeout (writers queue), ``synchronous=FULL``
+(a 201 survives a power cut), ``AUTOINCREMENT`` (never an id again).
+Opening brings the layout (``migrations``) and each collection
+(``evolution``) up to date under one write lock. A lock held past the busy
+timeout is ``StoreUnavailable``; a full disk, an I/O error or a read-only
+file, ``WritesFailing`` for the whole group (``errors``, ``WriteHealth``).
 """
 from __future__ import annotations
 
@@ -30,11 +24,12 @@ from .. import WriteHealth
 from ..checked import Collections, Step
 from ..keys import Answer, Key, SQLKeys
 from ..references import references
-from ..sql.collection import SQLITE, Table
+from ..sql.collection import Table
+from ..sql.dialects import SQLITE
 from ..sql.evolution import declared, evolve
 from .collection import SQLiteRecords
 from .connections import Connection, Connections, Writer
-from .errors import is_lasting, retrying, roll_back
+from .errors import is_lasting, retrying, roll_back, undo_savepoint
 from .migrations import migrate
 
 T = TypeVar("T")
@@ -60,8 +55,7 @@ class SQLiteStorage(Collections):
         except BaseException:
             self.connections.close()
             raise
-        # A file's writes share one connection and commit in groups.
-        # A write waits for the lock (busy_timeout) and then its group's sync.
+        # A write waits for the lock (busy_timeout), then its group's sync.
         self.writer = (Writer(self.connections.connect, self.health, busy_timeout + 5)
                        if self.connections.one is None else None)
         self.schemas = tuple(t.schema for t in tables)
@@ -69,10 +63,8 @@ class SQLiteStorage(Collections):
         self.collections = {t.name: SQLiteRecords(self, t, interval) for t in tables}
         self.serve()
         self.keys = SQLKeys("?")
-        # A read and a write go straight to what makes them (PERF: no call
-        # between): this thread's connection (``Connections.read``), and the
-        # file's writer (``Writer.commit``) or, for a private in-memory
-        # database, which has none, a transaction of its own.
+        # PERF: a read and a write go straight to what makes them: this
+        # thread's connection, and the writer (a private database: none).
         self.read = self.connections.read
         self.commit = self.writer.commit if self.writer is not None else self._commit_alone
 
@@ -110,8 +102,7 @@ class SQLiteStorage(Collections):
             return op(db)
 
     def commit_once(self, key: Key, op: Callable[[Connection], Any]) -> Answer:
-        """``op``'s answer, kept with ``key`` in its transaction; or the one
-        kept before. (The writer makes one write at a time, in every process.)"""
+        """``op``'s answer, kept with ``key`` in its transaction; or the one kept before."""
         return self.commit(lambda db: self.keys.once(db, key, lambda: op(db)))
 
     def atomically(self, plurals: Iterable[str], run: Callable[[Step], T],
@@ -127,16 +118,7 @@ class SQLiteStorage(Collections):
                 try:
                     result = run(Step(self, db))
                 except BaseException:
-                    # Undone, but the ids and positions it took stay taken,
-                    # as PostgreSQL's sequences do: never handed out again.
-                    taken = db.execute("SELECT name, seq FROM sqlite_sequence").fetchall()
-                    db.execute("ROLLBACK TO batch")
-                    db.executemany("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?",
-                                   [(seq, name) for name, seq in taken])
-                    db.executemany("INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT "
-                                   "EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)",
-                                   [(name, seq, name) for name, seq in taken])
-                    db.execute("RELEASE batch")
+                    undo_savepoint(db, "batch")
                     raise
                 db.execute("RELEASE batch")
                 return result
@@ -159,9 +141,8 @@ class SQLiteStorage(Collections):
         return str(error).rpartition(" ")[2]
 
     def observe_commits(self, observer: Callable[[float, int], None]) -> bool:
-        """Tell ``observer`` of each commit of the file's writer: its
-        seconds, BEGIN to the end of COMMIT, and how many writes it made;
-        whether it will (a private in-memory database has no writer)."""
+        """Tell ``observer`` of each commit (seconds from BEGIN to the end of
+        COMMIT, writes); whether it will (a private database has no writer)."""
         if self.writer is not None:
             self.writer.observers.append(observer)
         return self.writer is not None
@@ -180,8 +161,7 @@ class SQLiteStorage(Collections):
 
 
 def _summary(writer: Writer) -> str:
-    """One line for the log: how many writes shared each commit (one at
-    least), and what a commit took."""
+    """One line for the log: how many writes shared a commit, what it took."""
     commits, writes = writer.commits, writer.writes
     return (f"{writes:,} writes in {commits:,} commits ({writes / commits:.2f} writes a "
             f"commit, {writer.seconds / commits * 1000:.3f} ms a commit)")
