@@ -45,6 +45,13 @@ if POSTGRES_URL or POSTGRES_REQUIRED:
 BEFORE_THE_STORE = [STORES[0], STORES[2]]
 
 
+def judged_before_the_store(request, tmp_path) -> str:
+    """A module's own ``store_url``, for what is judged before any store is
+    asked: ``store_url = pytest.fixture(params=BEFORE_THE_STORE,
+    name="store_url")(judged_before_the_store)``."""
+    return request.param.format(tmp=tmp_path)
+
+
 def pytest_report_header(config):
     if POSTGRES_URL:
         return f"PostgreSQL store: tested on {POSTGRES_URL}"

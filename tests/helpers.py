@@ -20,6 +20,7 @@ from usersvc.storage import Conflict
 
 ROOT = Path(__file__).resolve().parent.parent
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
+ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
 GUNICORN = Path(sys.executable).with_name("gunicorn")
 
 

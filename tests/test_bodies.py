@@ -1,18 +1,13 @@
-"""usersvc/representation/bodies.py: the body's format from Content-Type
+"""Request bodies (representation/__init__.py: ``read_document``): the format from Content-Type
 (415 with Accept-Post / Accept-Patch otherwise), and UTF-8 only."""
 from __future__ import annotations
 
 import pytest
-from conftest import BEFORE_THE_STORE, problem, snapshot
-
-ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
-ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
+from conftest import BEFORE_THE_STORE, judged_before_the_store, problem, snapshot
+from helpers import ADA, ADA_XML
 
 
-@pytest.fixture(params=BEFORE_THE_STORE)
-def store_url(request, tmp_path):
-    """What these tests check is judged before any store is asked."""
-    return request.param.format(tmp=tmp_path)
+store_url = pytest.fixture(params=BEFORE_THE_STORE, name="store_url")(judged_before_the_store)
 
 
 @pytest.mark.parametrize("content_type", [

@@ -4,10 +4,17 @@ them must find them."""
 from __future__ import annotations
 
 import ast
+import json
 import re
+import sys
+import tempfile
+import threading
 from pathlib import Path
 
 import pytest
+from webob import Request
+
+from usersvc import USER, make_app
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,12 +54,27 @@ def test_every_repository_file_the_docs_link_to_exists():
             assert (doc.parent / target).exists(), (doc.name, target)
 
 
+def _nested(node: ast.AST, prefix: str) -> set[str]:
+    """``prefix.inner`` for each function defined in ``node``'s body, and theirs."""
+    found = set()
+    for inner in ast.iter_child_nodes(node):
+        if isinstance(inner, ast.FunctionDef):
+            found.add(f"{prefix}.{inner.name}")
+            found |= _nested(inner, f"{prefix}.{inner.name}")
+        elif not isinstance(inner, (ast.ClassDef, ast.Lambda)):
+            found |= _nested(inner, prefix)     # (inside a with, a try, an if)
+    return found
+
+
 def defined_names(path: Path) -> set[str]:
-    """A module's top-level names, and ``Class.member`` for its classes' members."""
+    """A module's top-level names, ``Class.member`` for its classes' members,
+    and ``function.inner`` for the functions defined inside functions."""
     names: set[str] = set()
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             names.add(node.name)
+        if isinstance(node, ast.FunctionDef):
+            names |= _nested(node, node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
@@ -60,7 +82,8 @@ def defined_names(path: Path) -> set[str]:
             for member in node.body:
                 if isinstance(member, ast.FunctionDef):
                     names.add(f"{node.name}.{member.name}")
-                if isinstance(member, ast.FunctionDef) and member.name == "__init__":
+                    names |= _nested(member, f"{node.name}.{member.name}")
+                if isinstance(member, ast.FunctionDef):     # (attributes its methods set)
                     names |= {f"{node.name}.{t.attr}" for t in ast.walk(member)
                               if isinstance(t, ast.Attribute) and isinstance(t.ctx, ast.Store)
                               and isinstance(t.value, ast.Name) and t.value.id == "self"}
@@ -68,16 +91,84 @@ def defined_names(path: Path) -> set[str]:
 
 
 def test_the_architecture_walkthrough_names_files_and_functions_that_exist():
-    rows = re.findall(r"^\|[^|]*\| `([\w/.]+\.py)` \| (.*) \|$",
+    # A row: | what happens | `file.py`, `other.py` | `Name`, `Class.method` |
+    rows = re.findall(r"^\|[^|]*\| ((?:`[\w/.]+\.py`(?:, )?)+) \| (.*) \|$",
                       (ROOT / "docs" / "architecture.md").read_text(), re.MULTILINE)
-    assert len(rows) > 25
+    assert len(rows) > 60
     missing = []
-    for file, names in rows:
-        path = ROOT / file
-        defined = defined_names(path) if path.exists() else set()
-        missing += [f"{file}: {name}" for name in re.findall(r"`([\w.]+)`", names)
+    for files, names in rows:
+        defined: set[str] = set()
+        for file in re.findall(r"`([\w/.]+\.py)`", files):
+            path = ROOT / file
+            if not path.exists():
+                missing.append(file)
+            else:
+                defined |= defined_names(path)
+        missing += [f"{files}: {name}" for name in re.findall(r"`([\w.]+)`", names)
                     if name not in defined]
     assert missing == []
+
+
+WALKS = ("## `GET /users/1`, in XML, from SQLite", "## `POST /users`, in JSON, to SQLite",
+         "## `POST /tasks`, with a reference and timestamps, to SQLite")
+
+
+def test_the_walk_of_a_tasks_post_names_every_file_and_function_it_runs():
+    """docs/architecture.md follows ``POST /tasks`` (a reference, timestamps)
+    to its row on SQLite, through the steps of a GET and a user's POST it
+    shares: every package function the request runs, in its thread and in
+    the SQLite writer's, is named there, in a row naming its file."""
+    examples = str(ROOT / "examples")
+    sys.path.insert(0, examples)
+    try:
+        from tasks import TASKS
+    finally:
+        sys.path.remove(examples)
+    package = str(ROOT / "usersvc")
+    ran: set[tuple[str, str]] = set()
+    tracing = threading.Event()
+
+    def profile(frame, event, arg):
+        if event == "call" and tracing.is_set() and frame.f_code.co_filename.startswith(package):
+            name = frame.f_code.co_qualname.replace(".<locals>", "")
+            if "<" not in name:         # (a generator expression: its function's)
+                path = Path(frame.f_code.co_filename).relative_to(ROOT).as_posix()
+                ran.add((path, name))
+    threading.setprofile(profile)       # the writer thread starts when the store opens
+    try:
+        app = make_app(f"sqlite:///{tempfile.mkdtemp()}/tasks.db", collections=(USER, TASKS))
+    finally:
+        threading.setprofile(None)
+    task = {"title": "Write", "done": False, "estimate": 2.5, "due": "2026-12-01",
+            "remind_at": "2026-11-30T09:00:00+01:00", "priority": "high",
+            "link": "https://example.org/x", "owner": 1}
+
+    def post(path: str, body: dict) -> None:
+        req = Request.blank(path, method="POST", body=json.dumps(body).encode(),
+                            content_type="application/json")
+        assert req.get_response(app).status_int == 201
+    try:
+        post("/users", {"name": "Ada", "email": "ada@example.org"})
+        post("/tasks", task)                    # (what is made once, made)
+        sys.setprofile(profile)
+        tracing.set()
+        try:
+            post("/tasks", task)
+        finally:
+            tracing.clear()
+            sys.setprofile(None)
+    finally:
+        app.close()
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    walk = "".join(text[text.index(t):text.index("\n## ", text.index(t) + 3)] for t in WALKS)
+    named = {(file, name) for files, names in re.findall(
+                 r"^\|[^|]*\| ((?:`[\w/.]+\.py`(?:, )?)+) \| (.*) \|$", walk, re.MULTILINE)
+             for file in re.findall(r"`([\w/.]+\.py)`", files)
+             for name in re.findall(r"`([\w.]+)`", names)}
+    named_files = {file for file, _ in named}
+    names = {name for _, name in named}
+    assert len(ran) > 40 and any(f.endswith("connections.py") for f, _ in ran)   # both threads
+    assert sorted(f"{f}: {n}" for f, n in ran if f not in named_files or n not in names) == []
 
 
 def test_the_docs_need_nothing_outside_the_repository():

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from conftest import BEFORE_THE_STORE, snapshot
+from conftest import BEFORE_THE_STORE, judged_before_the_store, snapshot
 from helpers import Served, call
 from webob import Request
 
@@ -222,11 +222,7 @@ def test_the_corpus_is_large():
     assert len({c.name for c in CORPUS}) == len(CORPUS)
 
 
-@pytest.fixture(params=BEFORE_THE_STORE)
-def store_url(request, tmp_path):
-    """Hostile input is judged before any store is asked (the few valid
-    cases' writes are every store's, asked in test_resources.py)."""
-    return request.param.format(tmp=tmp_path)
+store_url = pytest.fixture(params=BEFORE_THE_STORE, name="store_url")(judged_before_the_store)
 
 
 @pytest.fixture(scope="module")

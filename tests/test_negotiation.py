@@ -1,18 +1,13 @@
-"""usersvc/representation/negotiation.py: the answer's format from Accept,
+"""Negotiation (representation/__init__.py: ``negotiate``): the answer's format from Accept,
 with q-values (docs/api.md, "Representations"), or 406 before anything changes."""
 from __future__ import annotations
 
 import pytest
-from conftest import BEFORE_THE_STORE, problem, snapshot
-
-ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
-ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
+from conftest import BEFORE_THE_STORE, judged_before_the_store, problem, snapshot
+from helpers import ADA
 
 
-@pytest.fixture(params=BEFORE_THE_STORE)
-def store_url(request, tmp_path):
-    """What these tests check is judged before any store is asked."""
-    return request.param.format(tmp=tmp_path)
+store_url = pytest.fixture(params=BEFORE_THE_STORE, name="store_url")(judged_before_the_store)
 
 
 @pytest.mark.parametrize("accept, expected", [

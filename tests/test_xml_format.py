@@ -3,11 +3,8 @@ entities, DOCTYPEs refused, the wrong shape a 422)."""
 from __future__ import annotations
 
 import pytest
-from conftest import BEFORE_THE_STORE, problem, snapshot
-
-
-ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
-ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
+from conftest import BEFORE_THE_STORE, judged_before_the_store, problem, snapshot
+from helpers import ADA_XML
 
 
 def test_xml_user_and_list_shapes(client):
@@ -52,10 +49,7 @@ def test_xml_id_may_be_sent_on_put_as_text(client):
     problem(client.put("/users/1", body=body, content_type="text/xml"), 422)
 
 
-@pytest.fixture(params=BEFORE_THE_STORE)
-def store_url(request, tmp_path):
-    """What these tests check is judged before any store is asked."""
-    return request.param.format(tmp=tmp_path)
+store_url = pytest.fixture(params=BEFORE_THE_STORE, name="store_url")(judged_before_the_store)
 
 
 @pytest.mark.parametrize("body, pointer", [

@@ -97,10 +97,10 @@ class App:
         for wrap in self.store_wrappers:
             store = wrap(schema.plural, store)
         representations = Representations(schema)
-        write = None if self.write_hook is None else self.write_hook(store)
+        hook = None if self.write_hook is None else self.write_hook(store)
         for template, resource in ((f"/{schema.plural}", Collection),
                                    (f"/{schema.plural}/{{id:int}}", Item)):
-            self.router.add(template, resource(schema, store, representations, write, self.offers))
+            self.router.add(template, resource(schema, store, representations, hook, self.offers))
         if isinstance(store, ChangeFeed):
             self.feeds.append(schema.plural)
             self.router.add(f"/{schema.plural}/changes",

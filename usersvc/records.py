@@ -63,7 +63,7 @@ def indexes(schema: Any, optional: Iterable[str], unique: Iterable[str], filters
     every ref is a filter too (what a delete looks up), timestamps are sorts."""
     def names(what: str, given: Iterable[str], text_only: bool = False) -> tuple[str, ...]:
         found = tuple(given)
-        if isinstance(given, str) or len(set(found)) != len(found):
+        if len(set(found)) != len(found):
             raise ValueError(f"{schema.plural}: {what} must name each field once: {found!r}")
         for field in found:
             kind = schema.fields.get(field)

@@ -9,8 +9,8 @@ the app, and the negotiated ``Format``, which makes the answer around the
 bytes (a page for a person, in HTML: ``pages``).
 
 **A write hook.** A POST or a PATCH with the header a feature's hook asks
-for (``write.header``, as the environ names it: ``Idempotency-Key``'s) is
-answered by the hook, ``write(req, fmt, make, respond)``: ``make(req,
+for (``hook.header``, as the environ names it: ``Idempotency-Key``'s) is
+answered by the hook, ``hook(req, fmt, make, respond)``: ``make(req,
 **beside)`` makes the store's write (with what the store keeps beside it),
 ``respond(record)`` its answer. Other requests never ask the hook.
 """
@@ -28,7 +28,7 @@ from .storage import Precondition
 from .storage.feed import ChangeFeed
 from .validation import Schema
 
-#: ``write(req, fmt, make, respond)``, and its ``header``: "A write hook" above.
+#: ``hook(req, fmt, make, respond)``, and its ``header``: "A write hook" above.
 WriteHook = Any
 
 # Cached responses must be revalidated (with the ETag) before each reuse,
@@ -59,18 +59,18 @@ def _none_match(req: Request, tag: str) -> bool:
     return matcher is not None and tag[1:-1] in matcher
 
 
-class Records:
+class Resource:
     """What a collection's resources share: its schema, its store, its kept
     encodings, its write hook (``None``: none) and what it answers in."""
 
     def __init__(self, schema: Schema, store: Any, representations: Representations,
-                 write: WriteHook | None = None, offers: Offers = DEFAULT) -> None:
+                 write_hook: WriteHook | None = None, offers: Offers = DEFAULT) -> None:
         self.schema, self.store, self.representations = schema, store, representations
-        self.write, self.offers = write, offers
+        self.write_hook, self.offers = write_hook, offers
         self.feed = isinstance(store, ChangeFeed)   # the store keeps a change feed
 
 
-class Collection(Records):
+class Collection(Resource):
     """``/<plural>``: a page of records (GET), a new record (POST)."""
 
     def on_get(self, req: Request, fmt: Format) -> Response:
@@ -102,9 +102,9 @@ class Collection(Records):
         return response
 
     def on_post(self, req: Request, fmt: Format) -> Response:
-        write = self.write
-        if write is not None and write.header in req.environ:
-            return write(req, fmt, self._create, lambda record: self._created(req, fmt, record))
+        hook = self.write_hook
+        if hook is not None and hook.header in req.environ:
+            return hook(req, fmt, self._create, lambda record: self._created(req, fmt, record))
         return self._created(req, fmt, self._create(req))
 
     def _create(self, req: Request, **beside: Any) -> Any:
@@ -116,7 +116,7 @@ class Collection(Records):
                       ("Location", f"{req.base_url}/{self.schema.plural}/{record.id}"))
 
 
-class Item(Records):
+class Item(Resource):
     """``/<plural>/{id}``: read, replace, merge-patch or delete one record."""
 
     def on_get(self, req: Request, fmt: Format, id: int) -> Response:
@@ -139,9 +139,9 @@ class Item(Records):
         def patch(req: Request, **beside: Any) -> Any:
             fields = self.schema.for_patch(read_document(req, self.schema), id)
             return self.store.update(id, precondition=_precondition(req, id), **fields, **beside)
-        write = self.write
-        if write is not None and write.header in req.environ:
-            return write(req, fmt, patch, lambda record: answer(req, 200, self, record, fmt))
+        hook = self.write_hook
+        if hook is not None and hook.header in req.environ:
+            return hook(req, fmt, patch, lambda record: answer(req, 200, self, record, fmt))
         return answer(req, 200, self, patch(req), fmt)
 
     def on_delete(self, req: Request, fmt: Format, id: int) -> Response:
@@ -149,7 +149,7 @@ class Item(Records):
         return Response(204)
 
 
-def answer(req: Request, status: int, resource: Records, record: Any,
+def answer(req: Request, status: int, resource: Resource, record: Any,
            fmt: Format, *headers: tuple[str, str]) -> Response:
     """A record's answer in ``fmt`` (its kept encoding, or its page), with its ETag."""
     tag = etag(record, fmt)

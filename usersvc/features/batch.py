@@ -26,7 +26,7 @@ from ..problems import DOMAIN_ERRORS, Problem, not_json
 from ..representation import Format, JSON_TYPE, Offers, body_format
 from ..representation.json_format import JSON, no_constant
 from ..request import Request, Response
-from ..resources import Records
+from ..resources import Resource
 from ..validation import Invalid, pointer
 from .idempotency import ENVIRON as KEY_ENVIRON, Idempotency, replayed
 
@@ -114,7 +114,7 @@ class Batch:
         routes = [self.app.router.match(part.path) for part in parts]
         # The collections the batch writes to, for the store to hold together.
         plurals = [found[0].resource.schema.plural for found in routes
-                   if found is not None and isinstance(found[0].resource, Records)]
+                   if found is not None and isinstance(found[0].resource, Resource)]
         at: list[int | None] = [None]   # the request being made: the one that failed, if one does
 
         def run(unit: Any) -> list[Response]:
@@ -175,7 +175,7 @@ class Batch:
         if part.method not in route.responders:
             raise Problem(405, f"The method {part.method} is not allowed here.",
                           headers=[("Allow", route.allow)])
-        if not isinstance(route.resource, Records):
+        if not isinstance(route.resource, Resource):
             raise Problem(400, f"A batch holds writes to records: {part.path} is neither "
                                "a collection nor a record.")
         resource = views.get(id(route.resource))
@@ -185,7 +185,7 @@ class Batch:
             for wrap in self.app.store_wrappers:    # as the app's own (metrics)
                 store = wrap(plural, store)
             resource = views[id(route.resource)] = copy.copy(route.resource)
-            resource.store, resource.write = store, None
+            resource.store, resource.write_hook = store, None
         responder: Callable[..., Response] = getattr(resource, "on_" + part.method.lower())
         return responder(_request(req, part), fmt, **params)
 

@@ -1,86 +1,29 @@
 """Bytes on the wire: the only layer that knows them.
 
-- here: what a wire format is (``Format``: its bytes, and the answers that
-  carry them); the format to answer in, from ``Accept`` by its q-values
+- here: the format to answer in, from ``Accept`` by its q-values
   (RFC 9110 §12.5.1, or 406; a tie goes to the offer listed first, so JSON
   wins), and the one that reads a request body, from ``Content-Type`` (or
   415 naming what is read); each record's encodings kept while it is
   unchanged, and the ETags that name them (``Representations``);
-- ``json_format`` and ``xml_format``: JSON and XML, both ways (a feature
-  may offer more: the HTML pages add themselves, ``usersvc.features.pages``).
+- ``json_format``: what a wire format is (``Format``: its bytes, and the
+  answers that carry them), and JSON; ``xml_format``: XML (a feature may
+  offer more: the HTML pages add themselves, ``usersvc.features.pages``).
 """
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
 from webob.acceptparse import create_accept_header
 
 from ..problems import Problem
-from ..request import Request, Response
+from ..request import Request
 from ..validation import Schema
+from .json_format import JSON, JSON_TYPE, XML_TYPE, Format
+from .xml_format import XML
 
-JSON_TYPE = "application/json"
-XML_TYPE = "application/xml"
-
-
-class Format(Protocol):
-    """One wire format: its media types, its bytes both ways, and the
-    answers that carry them (the plain ones here: the bytes as they are)."""
-
-    name: str
-    media_type: str        # Content-Type of a record or a list
-    problem_type: str      # Content-Type of a problem document
-
-    def render(self, schema: Schema, record: Mapping[str, Any]) -> bytes:
-        """A record given as its fields, by name, in order."""
-
-    def render_record(self, schema: Schema, record: Any) -> bytes:
-        """A stored record (``User``): ``render`` of its fields."""
-        return self.render(schema, schema.as_dict(record))
-
-    def join(self, schema: Schema, rendered: list[bytes]) -> bytes:
-        """A list of records, each already rendered by ``render``."""
-
-    def render_problem(self, problem: Mapping[str, Any]) -> bytes:
-        """An RFC 9457 problem document's members."""
-
-    def render_change(self, schema: Schema, seq: int, record_id: int,
-                      rendered: bytes | None) -> bytes:
-        """A feed entry: position, id, record as ``render`` made it (``None``: deleted)."""
-
-    def join_changes(self, rendered: list[bytes]) -> bytes:
-        """The feed's entries, each made by ``render_change``."""
-
-    def parse(self, text: str, schema: Schema) -> Any:
-        """A request body (decoded from UTF-8) as a document for ``schema`` to
-        check: 400 for bad syntax, 422 (``Invalid``) for the wrong shape."""
-
-    def answer(self, req: Request, status: int, kept: Representations, record: Any,
-               tag: str) -> Response:
-        """A record's answer (``kept``: its collection's encodings; ``tag``: its ETag)."""
-        return Response(status, kept.one(record, self), [("Content-Type", self.media_type)])
-
-    def answer_list(self, req: Request, kept: Representations, records: list[Any],
-                    next_url: str | None, q: str | None) -> tuple[Response, str | None]:
-        """A page's answer and its ETag (``None``: made from its bytes);
-        ``next_url``: the next page's, ``q``: the search."""
-        body, tag = kept.many(records, self)
-        return Response(200, body, [("Content-Type", self.media_type)]), tag
-
-    def answer_problem(self, req: Request, problem: Mapping[str, Any],
-                       schemas: Sequence[Schema]) -> Response:
-        """A problem document's answer (``schemas``: what the app serves)."""
-        return Response(problem["status"], self.render_problem(problem),
-                        [("Content-Type", self.problem_type)])
-
-
-# The formats import Format from here.
-from .json_format import JSON  # noqa: E402
-from .xml_format import XML  # noqa: E402
 
 
 # -- negotiation ---------------------------------------------------------------

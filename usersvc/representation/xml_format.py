@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape
 from ..kinds.integer import XML_INTEGER
 from ..problems import Problem
 from ..validation import Invalid, Schema, pointer
-from . import Format
+from .json_format import Format
 
 # Characters XML 1.0 cannot carry at all (§2.2), not even as references.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

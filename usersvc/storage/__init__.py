@@ -1,109 +1,16 @@
-"""What every store shares at run time (``Watch``, ``WriteHealth``,
-``checked_id``); its promises and errors are ``protocol``'s, opening one
-``opening``'s."""
-from __future__ import annotations
-
-import logging
-import threading
-import time
-from collections.abc import Callable
-
-from ..fields import MAX_INTEGER
-from ..validation import Schema
+"""Storage: what every store promises and the errors it raises
+(``protocol``), what they share at run time (``shared``), opening one
+(``opening``) and what start-up checks (``stored``); each store in a
+folder of its own (``memory``, ``sqlite``, ``postgres``; ``sql``, what
+both SQL stores share). Every name below is importable from here."""
+from .opening import open_store
 from .protocol import (Conflict, Contradiction, NotFound, Position, Precondition, RecordStore,
                        StaleVersion, Storage, StoreError, StoreUnavailable, WritesFailing,
                        position)
-
-_log = logging.getLogger("usersvc.storage")
+from .shared import MAX_ID, Watch, WriteHealth, checked_id
+from .stored import SchemaMismatch, SchemaTooNew, check_fresh_ids, redact
 
 __all__ = ["MAX_ID", "Conflict", "Contradiction", "NotFound", "Position", "Precondition",
            "RecordStore", "SchemaMismatch", "SchemaTooNew", "StaleVersion", "Storage", "StoreError",
            "StoreUnavailable", "Watch", "WriteHealth", "WritesFailing", "check_fresh_ids",
            "checked_id", "open_store", "position", "redact"]
-
-#: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
-MAX_ID = MAX_INTEGER
-
-
-class WriteHealth:
-    """Whether a store's writes are failing (``WritesFailing``), for
-    ``/healthz``; logged once when it starts (ERROR, the cause) and ends."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name                    # the file or database, for the log
-        self.failing: str | None = None     # the reason, while it lasts
-        self._lock = threading.Lock()
-
-    def failed(self, reason: str, cause: str) -> WritesFailing:
-        """The error to raise for a write that failed for ``cause``."""
-        with self._lock:
-            if self.failing is None:
-                _log.error("writes are failing: %s: %s", cause, self.name)
-            self.failing = reason
-        return WritesFailing(reason)
-
-    def worked(self) -> None:
-        """A write was committed."""
-        if self.failing is not None:        # one attribute read a write while all is well
-            with self._lock:
-                if self.failing is not None:
-                    _log.warning("writes work again: %s", self.name)
-                    self.failing = None
-
-
-def checked_id(schema: Schema, record_id: int) -> int:
-    """``record_id`` if a store can hold it (1 to ``MAX_ID``), else ``NotFound``:
-    every store asks first, so no id is out of range for one and absent from another."""
-    if not 0 < record_id <= MAX_ID:
-        raise NotFound(schema, record_id)
-    return record_id
-
-
-class Watch:
-    """Requests waiting for the store's position to pass theirs."""
-
-    def __init__(self, position: Callable[[], int], interval: float | None = None) -> None:
-        self._position = position
-        self._interval = interval
-        self._changed = threading.Condition(threading.Lock())
-        self._notified = 0          # how many times notify was called
-        self._waiting = 0           # how many calls wait now
-        self._closed = False
-
-    def notify(self) -> None:
-        """A change was committed (here, or announced): wake the waiters.
-        (PERF: a plain lock, no wake-up when no one waits: 0.2 µs, not 0.5.)"""
-        with self._changed:
-            self._notified += 1
-            if self._waiting:
-                self._changed.notify_all()
-
-    def wait(self, after: int, timeout: float) -> None:
-        """Until the store's position is past ``after``, ``timeout`` passes,
-        or the store closes. (A notify while the position is read counts.)"""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            seen = self._notified
-        while not self._closed and self._position() <= after:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            with self._changed:
-                if self._notified == seen and not self._closed:
-                    self._waiting += 1
-                    try:
-                        self._changed.wait(left if self._interval is None
-                                           else min(left, self._interval))
-                    finally:
-                        self._waiting -= 1
-                seen = self._notified
-
-    def close(self) -> None:
-        with self._changed:
-            self._closed = True
-            self._changed.notify_all()
-
-
-# Opening a store, and what only start-up needs: not a request's.
-from .opening import open_store  # noqa: E402
-from .stored import SchemaMismatch, SchemaTooNew, check_fresh_ids, redact  # noqa: E402

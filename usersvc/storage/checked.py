@@ -18,8 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..kinds.dates import now
-from . import NotFound, Precondition, StaleVersion
-from .protocol import NotCurrent
+from .protocol import NotCurrent, NotFound, Precondition, StaleVersion
 from .references import Dangling, References, Referred, references
 
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from . import Conflict, Contradiction, NotFound, StaleVersion, StoreError
+from .protocol import Conflict, Contradiction, NotFound, StaleVersion, StoreError
 
 log = logging.getLogger("usersvc.storage")
 

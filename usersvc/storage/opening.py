@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from ..release import install_hint
 from ..validation import Schema, USER
-from . import Storage
+from .protocol import Storage
 
 
 def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..validation import Schema, pointer
-from . import Conflict, Contradiction
+from .protocol import Conflict, Contradiction
 
 
 class Dangling(Contradiction):

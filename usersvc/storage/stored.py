@@ -13,7 +13,7 @@ from typing import Any
 from ..fields import MAX_INTEGER, text
 from ..kinds import integer, kind_of, number
 from ..validation import Schema
-from . import Conflict
+from .protocol import Conflict
 
 MAX_DOUBLE = 1.7976931348623157e308       # (sys.float_info.max)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...fields import words
 from ...validation import Schema
-from .. import Conflict, Position, position
+from ..protocol import Conflict, Position, position
 from ..feed import Change
 from ..stored import Restores, check_fresh_ids
 

@@ -16,7 +16,8 @@ from sortedcontainers import SortedList
 
 from ...fields import words
 from ...validation import Schema
-from .. import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
+from ..protocol import Conflict, NotFound, Precondition, StaleVersion
+from ..shared import Watch, checked_id
 from ..keys import Key, MemoryKeys
 from .bulk import MemoryBulk
 

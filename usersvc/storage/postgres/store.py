@@ -32,7 +32,8 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...validation import Schema
-from .. import Conflict, NotFound, StaleVersion, StoreUnavailable, WriteHealth
+from ..protocol import Conflict, NotFound, StaleVersion, StoreUnavailable
+from ..shared import WriteHealth
 from ..checked import Collections, Step
 from ..keys import Answer, Key, SQLKeys
 from ..references import references

@@ -13,7 +13,7 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
-from .. import Conflict, Position
+from ..protocol import Conflict, Position
 from ..feed import Change
 from ..stored import Restores, check_fresh_ids
 

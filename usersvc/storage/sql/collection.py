@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 
 from ...fields import Field, words
 from ...validation import Schema
-from .. import Conflict, NotFound, Precondition, StaleVersion, Watch, checked_id
+from ..protocol import Conflict, NotFound, Precondition, StaleVersion
+from ..shared import Watch, checked_id
 from ..keys import Key
 from .bulk import PageQueries, SQLBulk
 from .dialects import Dialect

@@ -11,7 +11,8 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from .. import StoreUnavailable, WriteHealth
+from ..protocol import StoreUnavailable
+from ..shared import WriteHealth
 
 
 #: SQLite's primary result codes for a cause outside the store that lasts

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ...validation import Schema
-from .. import WriteHealth
+from ..shared import WriteHealth
 from ..checked import Collections, Step
 from ..keys import Answer, Key, SQLKeys
 from ..references import references
