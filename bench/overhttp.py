@@ -1,4 +1,5 @@
-"""Over HTTP: each server under waitress (4 threads) pinned to one core,
+"""Over HTTP: each server under waitress (4 threads; usersvc under granian
+too: one worker, 4 blocking threads, ``serve.py --server granian``) pinned to one core,
 the load generator on the other, one operation at a time, servers
 interleaved round by round; requests per second, medians of the rounds.
 
@@ -201,6 +202,8 @@ def run(rounds: int = 3, seconds: int = 3) -> dict[str, dict[str, float]]:
         lua = str(Path(cwd) / "post.lua")
         servers = {"usersvc": usersvc("memory://", cwd),
                    "usersvc, no access log": usersvc("memory://", cwd, "--no-access-log"),
+                   "usersvc on granian, no access log": usersvc(
+                       "memory://", cwd, "--server", "granian", "--no-access-log"),
                    "usersvc on SQLite, no access log": sqlite_usersvc(cwd, "sqlite4"),
                    "usersvc on SQLite, 8 threads": sqlite_usersvc(cwd, "sqlite8", threads=8),
                    "Falcon": peer("falcon", cwd)}

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
 ADA_XML = "<user><name>Ada Lovelace</name><email>ada@example.org</email></user>"
 GUNICORN = Path(sys.executable).with_name("gunicorn")
+GRANIAN = Path(sys.executable).with_name("granian")
 
 
 def call(address, method, path, body=None, headers=None):
@@ -277,3 +278,46 @@ class Gunicorn:
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=30)
+
+
+class Granian:
+    """``granian --interface wsgi usersvc.wsgi:app`` (two workers, four
+    blocking threads each, failed workers respawned, as docs/deploying.md
+    runs it) on a free port, its log in a file."""
+
+    def __init__(self, cwd: Path, storage: str, *extra: str, **env: str) -> None:
+        self.log_path = cwd / "granian.log"
+        port = free_port()
+        args = [str(GRANIAN), "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
+                "--workers", "2", "--blocking-threads", "4", "--respawn-failed-workers",
+                "--workers-kill-timeout", "10", *extra, "usersvc.wsgi:app"]
+        environ = {**os.environ, "USERSVC_STORAGE": storage, **env}
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(args, cwd=cwd, env=environ, stdout=log,
+                                            stderr=subprocess.STDOUT)
+        self.address = ("127.0.0.1", port)
+        for _ in range(600):        # until both workers answer (bounded)
+            if self.log().count("Started worker") >= 2:
+                try:
+                    if call(self.address, "GET", "/healthz")[0] == 200:
+                        return
+                except OSError:
+                    pass
+            if self.process.poll() is not None:
+                raise AssertionError(f"granian exited at start:\n{self.log()}")
+            threading.Event().wait(0.05)
+        self.process.kill()
+        raise AssertionError(f"granian did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def workers(self) -> list[int]:
+        """The process ids of the workers running now (the last spawned of each)."""
+        spawned = dict(re.findall(r"Spawning (worker-\d+) with PID: (\d+)", self.log()))
+        return [int(pid) for pid in spawned.values()]
+
+    def stop(self, timeout: float = 30) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=timeout)
+

@@ -212,6 +212,9 @@ def test_the_readme_layout_names_every_module_of_the_package():
         if path.suffix == ".py" or (path / "__init__.py").exists():
             named = f"usersvc/{path.name}" + ("/" if path.is_dir() else "")
             assert named in layout or path.name in layout, f"README's layout omits {named}"
+    for path in sorted(package.rglob("*.py")):      # and each module in a folder, by its name
+        if path.name != "__init__.py":
+            assert path.name in layout, f"README's layout omits {path.relative_to(ROOT)}"
 
 
 def test_every_benchmark_the_docs_quote_imports():

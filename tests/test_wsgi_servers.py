@@ -119,7 +119,7 @@ def shown_commands(server: str) -> list[str]:
             if (m := pattern.match(line))]
 
 
-@pytest.mark.parametrize("server", ["gunicorn", "uwsgi"])
+@pytest.mark.parametrize("server", ["gunicorn", "uwsgi", "granian"])
 def test_each_server_command_the_docs_show_serves(tmp_path, server):
     if shutil.which(server, path=str(GUNICORN.parent)) is None:
         pytest.skip(f"{server} is not installed (pip install {server})")
@@ -130,22 +130,26 @@ def test_each_server_command_the_docs_show_serves(tmp_path, server):
     assert any("USERSVC_METRICS_PORT=" in c for c in commands), f"no {server} recipe with metrics"
     for command in commands:
         port, metrics_port = free_port(), free_port()
-        assert "127.0.0.1:8080" in command
+        assert "127.0.0.1:8080" in command or "--host 127.0.0.1 --port 8080" in command
         *first, command = command.split(" && ")
         for step in first:      # rm -rf metrics, mkdir metrics: as a shell would
             subprocess.run(step, shell=True, cwd=tmp_path, check=True)
         words = shlex.split(command.replace("127.0.0.1:8080", f"127.0.0.1:{port}")
+                            .replace("--port 8080", f"--port {port}")
                             .replace("USERSVC_METRICS_PORT=9101",
                                      f"USERSVC_METRICS_PORT={metrics_port}"))
         settings = dict(w.split("=", 1) for w in itertools.takewhile(lambda w: "=" in w, words))
         argv = words[len(settings):]
-        process = subprocess.Popen([str(GUNICORN.parent / argv[0]), *argv[1:]], cwd=tmp_path,
-                                   env={**os.environ, **settings}, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)
+        out = tmp_path / f"{server}-{port}.out"     # (granian's own lines: its workers started)
+        with open(out, "w") as stdout:
+            process = subprocess.Popen([str(GUNICORN.parent / argv[0]), *argv[1:]], cwd=tmp_path,
+                                       env={**os.environ, **settings}, stdout=stdout,
+                                       stderr=subprocess.PIPE, text=True)
         try:
-            for _ in range(400):        # until it answers (bounded)
+            for _ in range(400):        # until it answers, every worker started (bounded)
                 try:
-                    if call(("127.0.0.1", port), "GET", "/healthz")[0] == 200:
+                    if call(("127.0.0.1", port), "GET", "/healthz")[0] == 200 and (
+                            server != "granian" or out.read_text().count("Started worker") == 2):
                         break
                 except OSError:
                     pass

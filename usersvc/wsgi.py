@@ -4,10 +4,13 @@
 
     USERSVC_STORAGE=sqlite:///users.db gunicorn -w 2 -k gthread --threads 4 usersvc.wsgi:app
     uwsgi --http :8080 --module usersvc.wsgi:app --threads 4
+    granian --interface wsgi --workers 2 --blocking-threads 4 usersvc.wsgi:app
 
 With ``USERSVC_METRICS_PORT``, every worker's metrics are served there,
 added up, from files the workers count in, in ``USERSVC_METRICS_DIR``
 (``features.metrics.shared``; docs/deploying.md, "Metrics from every worker").
+Requests waiting for changes are answered as soon as the process is told
+to stop (``answer_waiting_when_stopped``).
 A value usersvc cannot use is one line on stderr and exit status 4,
 gunicorn's "the app failed to load", so gunicorn stops rather than
 restart workers. Stores open in the
@@ -18,8 +21,10 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,8 +60,43 @@ def from_environment(environ: Mapping[str, str]) -> Any:
             "memory:// keeps the records in this process (%d) alone: under a server with "
             "several worker processes each has its own records and hands out the same ids; "
             "use SQLite or PostgreSQL there", os.getpid())
+    answer_waiting_when_stopped(app)
     wsgi: Any = Mount(settings.prefix, app) if settings.prefix else app
     return AccessLog(wsgi) if settings.access_log else wsgi
+
+
+def answer_waiting_when_stopped(app: Any) -> bool:
+    """Answer the requests waiting for changes as soon as this process is
+    told to stop (SIGTERM, SIGINT), so that they do not hold its exit for
+    their whole wait; whether it will. A server that stops its workers
+    with a signal but tells the app nothing (granian's WSGI workers) has
+    its own Python handler write the signal's number to a wakeup fd
+    (``signal.set_wakeup_fd``), which one thread reads. Only from the main
+    thread, and only where no one else reads a wakeup fd (gunicorn's
+    workers do, and their own loop answers the signal; serve.py tells
+    waiting requests itself)."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    reading, writing = os.pipe()
+    os.set_blocking(writing, False)
+    try:
+        earlier = signal.set_wakeup_fd(writing)
+    except ValueError:          # (not the main interpreter's main thread)
+        earlier = None
+    if earlier != -1:
+        if earlier is not None:
+            signal.set_wakeup_fd(earlier)      # someone else's: theirs again
+        os.close(reading)
+        os.close(writing)
+        return False
+    stops = {signal.SIGTERM, signal.SIGINT}
+
+    def watch() -> None:
+        while data := os.read(reading, 64):
+            if stops.intersection(data):
+                app.stop_waiting()
+    threading.Thread(target=watch, name="usersvc-stop-watch", daemon=True).start()
+    return True
 
 
 def _check_metrics(settings: Settings, environ: Mapping[str, str]) -> None:

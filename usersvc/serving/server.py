@@ -1,4 +1,5 @@
-"""The standalone server: command-line options in, a waitress server out.
+"""The standalone server: command-line options in, a waitress server out
+(``--server granian``: ``granian_server``).
 
     python serve.py --port 8080 --storage sqlite:///users.db
 
@@ -64,6 +65,11 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
                    help="memory://, sqlite://, sqlite:///relative.db, sqlite:////absolute.db or "
                         "postgresql://user@host/dbname (default: %(default)s)")
     p.add_argument("--threads", type=int, default=4, metavar="N", help="worker threads (default: %(default)s)")
+    p.add_argument("--server", choices=("waitress", "granian"), default="waitress",
+                   help="the HTTP server: waitress (pure Python) or granian (Rust; its extra, "
+                        "and --workers) (default: %(default)s)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="processes, each with --threads threads (granian) (default: %(default)s)")
     p.add_argument("--max-body-size", default=str(DEFAULT_MAX_BODY_SIZE), metavar="BYTES",
                    help="largest request body accepted; larger gets 413 (default: %(default)s)")
     p.add_argument("--prefix", default="", metavar="PATH", help="serve under this path, e.g. /v1 (default: none)")
@@ -107,6 +113,8 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
         p.error(f"unrecognized arguments: {' '.join(unknown)}{_did_you_mean(p, unknown[0])}")
     if args.threads < 1:
         p.error("--threads must be at least 1")
+    if args.workers < 1 or (args.workers > 1 and args.server != "granian"):
+        p.error("--workers must be at least 1, and more than 1 only with --server granian")
     if not 0 <= args.port <= 65535:
         p.error("--port must be from 0 to 65535")
     if args.metrics_host is not None and args.metrics_port is None:
@@ -138,6 +146,10 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         print(f"usersvc: {e}", file=sys.stderr)
         return 2
     settings: Settings = args.settings
+    if args.server == "granian":
+        from .granian_server import serve
+        return serve(args, settings, collections,
+                     lambda line: print(f"usersvc: {line}", file=sys.stderr))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # waitress warns "Task queue depth is N" for every request that waits
     # for a thread: under load, a line per request that says only "busy",
