@@ -74,6 +74,16 @@ def race(n, action, deadline=DEADLINE):
     return results
 
 
+def kill_group(process: subprocess.Popen) -> None:
+    """Kill a server that did not stop, and every process it started (its
+    workers): the test fails, and nothing is left running."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
 class Served:
     """serve.py (or another ``script`` that serves as it does) in a child
     process, with the URL it printed; its stderr (the logs) goes to a file,
@@ -86,7 +96,8 @@ class Served:
         self._log = open(self.log_path, "w")
         self.process = subprocess.Popen(
             [sys.executable, str(script), "--port", str(port), *args],
-            cwd=cwd, stdout=subprocess.PIPE, stderr=self._log, text=True)
+            cwd=cwd, stdout=subprocess.PIPE, stderr=self._log, text=True,
+            start_new_session=True)     # (its own group: a server that hangs is killed whole)
         self.line = self.process.stdout.readline()
         match = re.match(r"usersvc serving http://127\.0\.0\.1:(\d+)(/\S*) with storage (\S+)(?: and metrics at http://\S+:(\d+)/metrics)?$", self.line)
         if not match:
@@ -101,10 +112,22 @@ class Served:
     def log(self) -> str:
         return self.log_path.read_text()
 
+    signalled = False
+
+    def terminate(self, sig=signal.SIGTERM) -> None:
+        """Tell the server to stop (once: a second SIGTERM may find its
+        handler gone, and end it before it is done)."""
+        if not self.signalled:
+            self.signalled = True
+            self.process.send_signal(sig)
+
     def stop(self, sig=signal.SIGTERM):
-        self.process.send_signal(sig)
+        self.terminate(sig)
         try:
             return self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            kill_group(self.process)
+            raise
         finally:
             self._close()
 
@@ -294,7 +317,7 @@ class Granian:
         environ = {**os.environ, "USERSVC_STORAGE": storage, **env}
         with open(self.log_path, "w") as log:
             self.process = subprocess.Popen(args, cwd=cwd, env=environ, stdout=log,
-                                            stderr=subprocess.STDOUT)
+                                            stderr=subprocess.STDOUT, start_new_session=True)
         self.address = ("127.0.0.1", port)
         for _ in range(600):        # until both workers answer (bounded)
             if self.log().count("Started worker") >= 2:
@@ -306,7 +329,7 @@ class Granian:
             if self.process.poll() is not None:
                 raise AssertionError(f"granian exited at start:\n{self.log()}")
             threading.Event().wait(0.05)
-        self.process.kill()
+        kill_group(self.process)
         raise AssertionError(f"granian did not start:\n{self.log()}")
 
     def log(self) -> str:
@@ -317,7 +340,19 @@ class Granian:
         spawned = dict(re.findall(r"Spawning (worker-\d+) with PID: (\d+)", self.log()))
         return [int(pid) for pid in spawned.values()]
 
+    signalled = False
+
+    def terminate(self) -> None:
+        """SIGTERM, once (a second may end granian before it is done)."""
+        if not self.signalled:
+            self.signalled = True
+            self.process.send_signal(signal.SIGTERM)
+
     def stop(self, timeout: float = 30) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=timeout)
+        self.terminate()
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(self.process)
+            raise
 

@@ -123,7 +123,7 @@ def test_granian_serves_writes_races_waits_and_stops(tmp_path, storage):
             threading.Event().wait(0.05)
         else:
             raise AssertionError("the long-poll never waited")
-        server.process.send_signal(signal.SIGTERM)
+        server.terminate()
         poll.join(10)
         assert not poll.is_alive(), "a waiting long-poll held the worker's exit"
         assert polled[0][0] == 200 and json.loads(polled[0][2]) == []
@@ -205,7 +205,7 @@ def test_serve_py_runs_granian_with_its_own_options(tmp_path, storage):
             threading.Event().wait(0.05)
         else:
             raise AssertionError("the long-poll never waited")
-        server.process.send_signal(signal.SIGTERM)
+        server.terminate()
         poll.join(10)
         assert not poll.is_alive(), "a waiting long-poll held the worker's exit"
         assert polled[0][0] == 200
