@@ -68,6 +68,21 @@ def test_connections_wait_for_locks_and_sync_every_commit(store):
         assert db.execute("PRAGMA synchronous").fetchone()[0] == 2   # FULL
 
 
+def test_synchronous_normal_is_asked_for_in_the_url_and_set_on_every_connection(tmp_path):
+    storage = open_store(f"sqlite:///{tmp_path}/n.db?synchronous=normal")
+    try:
+        storage["users"].create(name="A", email="a@example.org")     # (the writer's connection)
+        assert storage.commit(lambda db: db.execute("PRAGMA synchronous").fetchone()[0]) == 1
+        with storage.connections.session() as db:
+            assert db.execute("PRAGMA synchronous").fetchone()[0] == 1       # NORMAL
+        assert (tmp_path / "n.db").exists() and not (tmp_path / "n.db?synchronous=normal").exists()
+    finally:
+        storage.close()
+    for query in ("?synchronous=off", "?sync=normal", "?synchronous=normal&x=1"):
+        with pytest.raises(ValueError, match="takes [?]synchronous=full or [?]synchronous=normal"):
+            open_store(f"sqlite:///{tmp_path}/n.db{query}")
+
+
 def test_a_new_file_gets_the_current_schema_version(store, path):
     assert pragma(path, "user_version") == len(MIGRATIONS) == 5
 

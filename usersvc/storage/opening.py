@@ -14,7 +14,7 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
                create: bool = True) -> Storage:
     """The store a URL names, holding ``collections``: ``memory://``,
     ``sqlite://`` (private, in memory), ``sqlite:///relative/path.db``,
-    ``sqlite:////absolute/path.db``, or ``postgresql://user@host/dbname``
+    ``sqlite:////absolute/path.db`` (``?synchronous=normal``: fewer syncs), or ``postgresql://user@host/dbname``
     (needs the ``postgres`` extra). ``create=False``: a SQLite file that
     does not exist is an error (for a store to read from), rather than a
     new, empty database. ``collections=None``: the collections a SQL store
@@ -42,13 +42,14 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
             return SQLiteStorage(":memory:", schemas)
         if not rest.startswith("/") or rest == "/":
             raise ValueError(f"not a SQLite URL: {url!r} (try sqlite:///users.db)")
-        path = rest[1:]
+        path, _, query = rest[1:].partition("?")
+        synchronous = _synchronous(query, url)
         if not create and not os.path.exists(path):
             raise ValueError(f"there is no database file at {path}")
         folder = os.path.dirname(path)
         if folder and not os.path.isdir(folder):
             raise ValueError(f"the folder {folder} does not exist")
-        return SQLiteStorage(path, schemas)
+        return SQLiteStorage(path, schemas, synchronous=synchronous)
     if scheme in ("postgresql", "postgres"):
         try:
             from .postgres.store import PostgresStorage
@@ -56,6 +57,19 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
             raise ValueError(f"{scheme}:// needs psycopg: {install_hint('postgres')} ({e})") from None
         return PostgresStorage(url, schemas)
     raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
+
+
+def _synchronous(query: str, url: str) -> str:
+    """A SQLite file's ``?synchronous=``: ``full`` (the default: a commit is
+    on disk when it returns) or ``normal`` (docs/deploying.md says what a
+    crash or a power cut can lose then)."""
+    if not query:
+        return "full"
+    name, _, value = query.partition("=")
+    if name != "synchronous" or value not in ("full", "normal"):
+        raise ValueError(f"a SQLite URL takes ?synchronous=full or ?synchronous=normal, "
+                         f"nothing else: {url!r}")
+    return value
 
 
 def check_collection(schema: Schema) -> None:

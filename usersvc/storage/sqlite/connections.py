@@ -52,8 +52,10 @@ class Connections:
     """A file's connections: each thread's own, opened when it first asks
     and closed when it ends; or, for a private in-memory database, one."""
 
-    def __init__(self, path: str, busy_timeout: float, health: WriteHealth) -> None:
+    def __init__(self, path: str, busy_timeout: float, health: WriteHealth,
+                 synchronous: str = "full") -> None:
         self.path, self.busy_timeout, self.health = path, busy_timeout, health
+        self.synchronous = {"full": "FULL", "normal": "NORMAL"}[synchronous]
         self._fork_lock = threading.Lock()
         self._start()
         self.one = self.connect() if path == ":memory:" else None
@@ -77,7 +79,7 @@ class Connections:
     def connect(self) -> Connection:
         db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
                              check_same_thread=False, factory=Connection)
-        db.execute("PRAGMA synchronous = FULL")
+        db.execute(f"PRAGMA synchronous = {self.synchronous}")
         with self._lock:
             self._all.add(db)
         return db

@@ -44,11 +44,12 @@ class SQLiteStorage(Collections):
     unique_violation = sqlite3.IntegrityError
 
     def __init__(self, path: str, schemas: Iterable[Schema] | None, *,
-                 busy_timeout: float = 10.0) -> None:
-        """``schemas``: the collections to serve (``None``: those the file holds)."""
+                 busy_timeout: float = 10.0, synchronous: str = "full") -> None:
+        """``schemas``: the collections to serve (``None``: those the file
+        holds); ``synchronous``: ``full`` or ``normal`` (``opening``)."""
         self.path = path
         self.health = WriteHealth(path)
-        self.connections = Connections(path, busy_timeout, self.health)
+        self.connections = Connections(path, busy_timeout, self.health, synchronous)
         tables: list[Table] = []
         try:
             retrying(lambda: self._open(schemas, tables), busy_timeout)
