@@ -200,3 +200,8 @@ def fixed_app(body: bytes, status: str = "200 OK", extra: list | None = None):
         start_response(status, headers)
         return [body]
     return app
+
+
+def falcon_factory():
+    """The Falcon peer over 1,000 users, for granian (``peers:falcon_factory``, ``--factory``)."""
+    return falcon_app(PeerStore(1000))

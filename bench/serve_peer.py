@@ -2,6 +2,8 @@
 
     python bench/serve_peer.py fixed PORT BODY_BYTES [STATUS [HEADERS_JSON]]
     python bench/serve_peer.py falcon PORT
+    python bench/serve_peer.py fastapi PORT          (FastAPI on uvicorn; its packages)
+    python bench/serve_peer.py falcon-granian PORT   (Falcon under granian)
 
 HEADERS_JSON, a list of [name, value] pairs, adds those headers to the
 fixed answer (the ones usersvc's answer carries, to tell what the headers
@@ -23,6 +25,32 @@ if kind == "fixed":
     status = sys.argv[4] if len(sys.argv) > 4 else "200 OK"
     extra = [tuple(h) for h in json.loads(sys.argv[5])] if len(sys.argv) > 5 else []
     app = fixed_app(b"x" * size, status.replace("_", " "), extra)
+elif kind == "fastapi":      # on uvicorn (uvloop, httptools), as FastAPI's docs run it
+    import asyncio
+
+    import uvicorn
+    from fastapi_peer import app as fastapi_app
+    config = uvicorn.Config(fastapi_app, host="127.0.0.1", port=port,
+                            log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+
+    async def serve() -> None:
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        print("ready", flush=True)
+        await task
+    asyncio.run(serve())
+    sys.exit(0)
+elif kind == "falcon-granian":   # one worker, 4 blocking threads, as usersvc under granian
+    from granian import Granian
+    from granian.constants import Interfaces
+    server = Granian("peers:falcon_factory", factory=True, interface=Interfaces.WSGI,
+                     address="127.0.0.1", port=port, workers=1, blocking_threads=4,
+                     websockets=False, log_enabled=False)
+    server.on_startup(lambda: print("ready", flush=True))
+    server.serve()
+    sys.exit(0)
 else:
     app = falcon_app(PeerStore(1000))
 server = waitress.create_server(app, host="127.0.0.1", port=port, threads=4, ident="peer")
