@@ -239,3 +239,18 @@ def test_a_scripts_own_collections_are_named_for_granians_workers(tmp_path):
     assert done.stderr.strip() == ("usersvc: --server granian: each worker imports the "
                                    "collections it serves: name them with --collections "
                                    "MODULE:NAME")
+
+
+def test_serve_py_under_granian_warns_when_it_listens_beyond_this_machine_without_tokens(tmp_path):
+    process = subprocess.Popen([sys.executable, str(ROOT / "serve.py"), "--server", "granian",
+                                "--host", "0.0.0.0", "--port", "0",
+                                "--storage", f"sqlite:///{tmp_path}/users.db"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    try:
+        assert process.stdout.readline().startswith("usersvc serving http://0.0.0.0:")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, errors = process.communicate(timeout=20)
+    assert process.returncode == 0
+    assert "WARNING usersvc: listening on 0.0.0.0 without --tokens-file" in errors

@@ -146,11 +146,12 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         print(f"usersvc: {e}", file=sys.stderr)
         return 2
     settings: Settings = args.settings
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.server == "granian":
         from .granian_server import serve
+        _warn_if_open(args.host, settings)
         return serve(args, settings, collections,
                      lambda line: print(f"usersvc: {line}", file=sys.stderr))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # waitress warns "Task queue depth is N" for every request that waits
     # for a thread: under load, a line per request that says only "busy",
     # at a cost in throughput. The access log's durations say it better.
@@ -201,9 +202,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
             print(f"usersvc: cannot serve metrics on {settings.metrics_host} port "
                   f"{settings.metrics_port}: {_reason(e)}", file=sys.stderr)
             return 2
-    if settings.tokens is None and not loopback(args.host):
-        log.warning("listening on %s without --tokens-file: anyone who can reach this "
-                    "address can read and change every user", args.host)
+    _warn_if_open(args.host, settings)
     if metrics_server is not None and not loopback(settings.metrics_host):
         log.warning("serving metrics on %s: anyone who can reach this address can read "
                     "them (request rates by route, store timings); they have no token",
@@ -231,6 +230,12 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         if access_log is not None:
             access_log.close()
     return 0
+
+
+def _warn_if_open(host: str, settings: Settings) -> None:
+    if settings.tokens is None and not loopback(host):
+        log.warning("listening on %s without --tokens-file: anyone who can reach this "
+                    "address can read and change every user", host)
 
 
 def _reason(error: Exception) -> str:
