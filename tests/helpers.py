@@ -257,6 +257,29 @@ def check_positions_after_migration(store):
     assert [(c.seq, c.id) for c in store.changes(after=0)] == [(1, 1), (3, 3), (4, 2)]
 
 
+def shared_url(request, tmp_path) -> str:
+    """A store several server processes share, by a ``params=["sqlite",
+    "postgres"]`` fixture's param: a SQLite file, or a PostgreSQL schema of
+    the test's own. A module's ``storage`` fixture: ``storage =
+    pytest.fixture(params=["sqlite", "postgres"], name="storage")(shared_url)``."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/users.db"
+    return request.getfixturevalue("postgres_url")
+
+
+def long_poll(at, wait: int) -> tuple[threading.Thread, list]:
+    """A thread, started, that asks for the users' changes after the last
+    position, waiting up to ``wait`` seconds; and the list its answer lands in."""
+    _, _, feed = call(at, "GET", "/users/changes?limit=1000")
+    entries = json.loads(feed)
+    last = entries[-1]["seq"] if entries else 0
+    answered: list = []
+    thread = threading.Thread(target=lambda: answered.append(
+        call(at, "GET", f"/users/changes?after={last}&wait={wait}")))
+    thread.start()
+    return thread, answered
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -13,16 +13,12 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from helpers import Served, call, link_to
+from helpers import Served, call, link_to, shared_url
 
 from usersvc.changes import FEED_RELATION
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def storage(request, tmp_path):
-    if request.param == "postgres":
-        return request.getfixturevalue("postgres_url")
-    return f"sqlite:///{tmp_path}/shared.db"
+storage = pytest.fixture(params=["sqlite", "postgres"], name="storage")(shared_url)
 
 
 @pytest.fixture

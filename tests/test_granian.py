@@ -18,7 +18,8 @@ import sys
 import threading
 
 import pytest
-from helpers import GRANIAN, ROOT, Granian, Served, call, free_port, race
+from helpers import (GRANIAN, ROOT, Granian, Served, call, free_port, long_poll, race,
+                     shared_url)
 from prometheus_client.parser import text_string_to_metric_families
 
 from usersvc import open_store
@@ -27,11 +28,7 @@ pytestmark = pytest.mark.skipif(not GRANIAN.exists(), reason="granian is not ins
                                 "(pip install -e '.[test]')")
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def storage(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/users.db"
-    return request.getfixturevalue("postgres_url")
+storage = pytest.fixture(params=["sqlite", "postgres"], name="storage")(shared_url)
 
 
 def scraped(address) -> dict[tuple[str, tuple], float]:
@@ -42,9 +39,14 @@ def scraped(address) -> dict[tuple[str, tuple], float]:
             for family in text_string_to_metric_families(text.decode()) for s in family.samples}
 
 
-def waiting(address) -> float:
-    return sum(v for (name, _), v in scraped(address).items()
-               if name == "usersvc_feed_waiting_requests")
+def until_one_waits(address) -> None:
+    """Until the metrics at ``address`` say one request waits for changes (bounded)."""
+    for _ in range(200):
+        if sum(v for (name, _), v in scraped(address).items()
+               if name == "usersvc_feed_waiting_requests") == 1:
+            return
+        threading.Event().wait(0.05)
+    raise AssertionError("the long-poll never waited")
 
 
 def test_granian_serves_writes_races_waits_and_stops(tmp_path, storage):
@@ -86,12 +88,7 @@ def test_granian_serves_writes_races_waits_and_stops(tmp_path, storage):
 
         # A long-poll beside a plain read: the read is answered, the poll
         # gets the change made while it waits.
-        _, _, feed = call(at, "GET", "/users/changes?limit=1000")
-        last = json.loads(feed)[-1]["seq"]
-        polled: list = []
-        poll = threading.Thread(target=lambda: polled.append(
-            call(at, "GET", f"/users/changes?after={last}&wait=20")))
-        poll.start()
+        poll, polled = long_poll(at, 20)
         assert call(at, "GET", f"/users/{ids[1]}")[0] == 200
         assert poll.is_alive()
         status, _, body = call(at, "POST", "/users", {"name": "Late", "email": "late@example.org"})
@@ -111,18 +108,8 @@ def test_granian_serves_writes_races_waits_and_stops(tmp_path, storage):
 
         # SIGTERM while a long-poll waits: it is answered at once (its
         # wait was 25 s; the poll is joined for 10), and the server exits.
-        _, _, feed = call(at, "GET", "/users/changes?limit=1000")
-        last = json.loads(feed)[-1]["seq"]
-        polled.clear()
-        poll = threading.Thread(target=lambda: polled.append(
-            call(at, "GET", f"/users/changes?after={last}&wait=25")))
-        poll.start()
-        for _ in range(200):            # until the poll waits, as the metrics say (bounded)
-            if waiting(metrics) == 1:
-                break
-            threading.Event().wait(0.05)
-        else:
-            raise AssertionError("the long-poll never waited")
+        poll, polled = long_poll(at, 25)
+        until_one_waits(metrics)
         server.terminate()
         poll.join(10)
         assert not poll.is_alive(), "a waiting long-poll held the worker's exit"
@@ -194,17 +181,8 @@ def test_serve_py_runs_granian_with_its_own_options(tmp_path, storage):
                      if name == "http_server_request_duration_seconds_count"
                      and ("http_request_method", "POST") in labels)
         assert counts == 11                 # both workers', in one scrape
-        _, _, feed = call(at, "GET", "/users/changes?limit=1000")
-        polled: list = []
-        poll = threading.Thread(target=lambda: polled.append(call(
-            at, "GET", f"/users/changes?after={json.loads(feed)[-1]['seq']}&wait=25")))
-        poll.start()
-        for _ in range(200):            # until the poll waits (bounded)
-            if waiting(server.metrics_address) == 1:
-                break
-            threading.Event().wait(0.05)
-        else:
-            raise AssertionError("the long-poll never waited")
+        poll, polled = long_poll(at, 25)
+        until_one_waits(server.metrics_address)
         server.terminate()
         poll.join(10)
         assert not poll.is_alive(), "a waiting long-poll held the worker's exit"

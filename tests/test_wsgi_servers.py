@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from helpers import GUNICORN, Gunicorn, call, free_port, race
+from helpers import GUNICORN, Gunicorn, call, free_port, long_poll, race, shared_url
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUPS = [(worker, preload) for worker in ("sync", "gthread") for preload in (False, True)]
@@ -30,11 +30,7 @@ pytestmark = pytest.mark.skipif(not GUNICORN.exists(), reason="gunicorn is not i
                                 "(pip install -e '.[test]')")
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def storage(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/users.db"
-    return request.getfixturevalue("postgres_url")
+storage = pytest.fixture(params=["sqlite", "postgres"], name="storage")(shared_url)
 
 
 @pytest.mark.parametrize("worker, preload", SETUPS,
@@ -62,12 +58,7 @@ def test_gunicorn_serves_writes_races_waits_and_stops(tmp_path, storage, worker,
         assert sorted(same) == [201] + [409] * 7
 
         # A long-poll beside a plain read.
-        _, _, feed = call(at, "GET", "/users/changes?limit=1000")
-        last = json.loads(feed)[-1]["seq"]
-        polled: list = []
-        poll = threading.Thread(target=lambda: polled.append(
-            call(at, "GET", f"/users/changes?after={last}&wait=20")))
-        poll.start()
+        poll, polled = long_poll(at, 20)
         assert call(at, "GET", f"/users/{ids[1]}")[0] == 200        # not held up by the poll
         if worker == "gthread":     # threads: the poll waits for the change, and gets it
             assert poll.is_alive()
