@@ -57,3 +57,48 @@ async def replace_user(user_id: int, user: UserIn):
     if made is None:
         raise HTTPException(status_code=404)
     return made
+
+
+# -- tasks, the fields and rules of examples/tasks.py -----------------------------
+
+import datetime as dt  # noqa: E402
+import threading  # noqa: E402
+from typing import Literal, Optional  # noqa: E402
+
+from fastapi import status  # noqa: E402
+from pydantic import AwareDatetime, HttpUrl  # noqa: E402
+
+
+class TaskIn(BaseModel):
+    model_config = ConfigDict(str_strip_whitespace=True, extra="forbid")
+    title: Annotated[str, Field(min_length=1, max_length=200)]
+    done: bool
+    estimate: Optional[Annotated[float, Field(ge=0, le=1000)]] = None
+    due: Optional[dt.date] = None
+    remind_at: Optional[AwareDatetime] = None
+    priority: Literal["low", "normal", "high"]
+    link: Optional[Annotated[HttpUrl, Field(max_length=2048)]] = None
+    owner: Optional[Annotated[int, Field(gt=0)]] = None
+
+
+class Task(TaskIn):
+    id: int
+    created: dt.datetime
+    updated: dt.datetime
+
+
+tasks: dict[int, dict] = {}
+tasks_lock = threading.Lock()
+
+
+@app.post("/tasks", response_model=Task, status_code=status.HTTP_201_CREATED,
+          response_model_exclude_none=True)
+async def create_task(task: TaskIn, response: Response):
+    with tasks_lock:        # the owner looked for and the task made in one step
+        if task.owner is not None and store.get(task.owner) is None:
+            raise HTTPException(status_code=422, detail="owner: no such user")
+        now = dt.datetime.now(dt.timezone.utc)
+        made = {**task.model_dump(), "id": len(tasks) + 1, "created": now, "updated": now}
+        tasks[made["id"]] = made
+    response.headers["Location"] = f"/tasks/{made['id']}"
+    return made

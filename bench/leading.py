@@ -2,7 +2,9 @@
 budgets ask: usersvc on waitress and on granian (``serve.py --server
 granian``: one worker, 4 blocking threads), FastAPI + pydantic on uvicorn
 (``fastapi_peer.py``) and Falcon on granian and on waitress (``peers.py``),
-each over 1,000 users in memory, without an access log.
+each over 1,000 users in memory, without an access log; and a task's POST
+(every field of ``examples/tasks.py``, naming user 1), usersvc's against
+FastAPI's task of the same fields and rules (``fastapi_peer.py``).
 
     .venv/bin/python bench/leading.py [--rounds 3] [--seconds 3]
 
@@ -20,7 +22,27 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhttp import OPERATIONS, load, peer, seed, usersvc  # noqa: E402
+from overhttp import OPERATIONS, Server, load, peer, scripted_load, seed, usersvc  # noqa: E402
+
+PYTHON = sys.executable
+ROOT = Path(__file__).resolve().parent.parent
+
+# A task with every field, naming user 1, as bench/kinds.py's.
+TASK_LUA = """
+request = function()
+  return wrk.format("POST", "/tasks", {["Content-Type"] = "application/json"},
+    '{"title": "Write", "done": false, "estimate": 2.5, "due": "2026-12-01", '
+    .. '"remind_at": "2026-11-30T09:00:00+01:00", "priority": "high", '
+    .. '"link": "https://example.org/x", "owner": 1}')
+end
+"""
+
+
+def tasks_usersvc(cwd: str, *extra: str) -> Server:
+    """examples/tasks.py's users and tasks, as serve.py serves them."""
+    return Server([PYTHON, str(ROOT / "serve.py"), "--port", "{port}", "--storage", "memory://",
+                   "--collections", "examples.tasks:TASKS", "--no-access-log", *extra],
+                  "usersvc serving", str(ROOT))
 
 SERVERS = ("usersvc on waitress", "usersvc on granian", "FastAPI on uvicorn",
            "Falcon on granian", "Falcon on waitress")
@@ -53,18 +75,37 @@ def main() -> None:
         finally:
             for server in servers.values():
                 server.stop()
+        # A task's POST: usersvc (users and tasks declared) against FastAPI's task.
+        task_lua = Path(cwd) / "task.lua"
+        task_lua.write_text(TASK_LUA)
+        task_servers = {"usersvc on waitress": tasks_usersvc(cwd),
+                        "usersvc on granian": tasks_usersvc(cwd, "--server", "granian"),
+                        "FastAPI on uvicorn": peer("fastapi", cwd)}
+        try:
+            seed(task_servers["usersvc on waitress"].port, 1)
+            seed(task_servers["usersvc on granian"].port, 1)
+            for round_no in range(args.rounds):
+                order = list(task_servers.items())
+                shift = round_no % len(order)
+                for name, server in order[shift:] + order[:shift]:
+                    samples.setdefault("POST /tasks", {}).setdefault(name, []).append(
+                        scripted_load(server.port, str(task_lua), args.seconds))
+        finally:
+            for server in task_servers.values():
+                server.stop()
     medians = {op: {n: statistics.median(v) for n, v in by.items()} for op, by in samples.items()}
     print("| requests a second | " + " | ".join(SERVERS) + " |")
     print("|---|" + "---:|" * len(SERVERS))
     for op, by in medians.items():
-        print(f"| {op} | " + " | ".join(f"{by[n]:,.0f}" for n in SERVERS) + " |")
+        print(f"| {op} | " + " | ".join(f"{by[n]:,.0f}" if n in by else "" for n in SERVERS) + " |")
     print()
     for op, by in medians.items():
         print(f"{op}: usersvc on granian / FastAPI on uvicorn "
               f"{by['usersvc on granian'] / by['FastAPI on uvicorn']:.2f}; "
-              f"on waitress / FastAPI {by['usersvc on waitress'] / by['FastAPI on uvicorn']:.2f}; "
-              f"on granian / Falcon on granian "
-              f"{by['usersvc on granian'] / by['Falcon on granian']:.2f}")
+              f"on waitress / FastAPI {by['usersvc on waitress'] / by['FastAPI on uvicorn']:.2f}"
+              + (f"; on granian / Falcon on granian "
+                 f"{by['usersvc on granian'] / by['Falcon on granian']:.2f}"
+                 if "Falcon on granian" in by else ""))
 
 
 if __name__ == "__main__":
