@@ -4,14 +4,16 @@ granian``: one worker, 4 blocking threads), FastAPI + pydantic on uvicorn
 (``fastapi_peer.py``) and Falcon on granian and on waitress (``peers.py``),
 each over 1,000 users in memory, without an access log; and a task's POST
 (every field of ``examples/tasks.py``, naming user 1), usersvc's against
-FastAPI's task of the same fields and rules (``fastapi_peer.py``).
+FastAPI's task of the same fields and rules (``fastapi_peer.py``); and a
+user's POST to a SQLite file, usersvc's (every 201 synced) against FastAPI +
+SQLModel's (WAL, ``synchronous=NORMAL``: ``sqlmodel_peer.py``).
 
     .venv/bin/python bench/leading.py [--rounds 3] [--seconds 3]
 
 Each server is pinned to core 0, ``wrk -t1 -c8`` to core 1, one operation
 at a time, the servers in turns (a different one first each round);
 medians of the rounds, and the ratios the budgets name. Needs wrk, and
-for the peers FastAPI, uvicorn[standard], email-validator and Falcon.
+for the peers FastAPI, SQLModel, uvicorn[standard], email-validator and Falcon.
 """
 from __future__ import annotations
 
@@ -93,11 +95,36 @@ def main() -> None:
         finally:
             for server in task_servers.values():
                 server.stop()
+        # A user's POST to a SQLite file (every 201 synced: synchronous=full)
+        # against FastAPI + SQLModel (WAL, synchronous=NORMAL: fewer syncs).
+        sqlite_servers = {
+            "usersvc on waitress": usersvc(f"sqlite:///{cwd}/w.db", cwd, "--no-access-log"),
+            "usersvc on granian": usersvc(f"sqlite:///{cwd}/g.db", cwd, "--server", "granian",
+                                          "--no-access-log"),
+            "FastAPI + SQLModel on uvicorn": peer("sqlmodel", cwd, f"{cwd}/sqlmodel.db")}
+        try:
+            for round_no in range(args.rounds):
+                order = list(sqlite_servers.items())
+                shift = round_no % len(order)
+                for name, server in order[shift:] + order[:shift]:
+                    samples.setdefault("POST /users, SQLite", {}).setdefault(name, []).append(
+                        load(server.port, "POST", "/users", args.seconds, lua))
+        finally:
+            for server in sqlite_servers.values():
+                server.stop()
     medians = {op: {n: statistics.median(v) for n, v in by.items()} for op, by in samples.items()}
+    sqlite = medians.pop("POST /users, SQLite")
     print("| requests a second | " + " | ".join(SERVERS) + " |")
     print("|---|" + "---:|" * len(SERVERS))
     for op, by in medians.items():
         print(f"| {op} | " + " | ".join(f"{by[n]:,.0f}" if n in by else "" for n in SERVERS) + " |")
+    print()
+    print("| POST /users to a SQLite file | " + " | ".join(sqlite) + " |")
+    print("|---|" + "---:|" * len(sqlite))
+    print("| requests a second | " + " | ".join(f"{v:,.0f}" for v in sqlite.values()) + " |")
+    for name in ("usersvc on waitress", "usersvc on granian"):
+        print(f"{name}: SQLite / memory {sqlite[name] / medians['POST /users'][name]:.2f}; "
+              f"SQLite / FastAPI + SQLModel {sqlite[name] / sqlite['FastAPI + SQLModel on uvicorn']:.2f}")
     print()
     for op, by in medians.items():
         print(f"{op}: usersvc on granian / FastAPI on uvicorn "

@@ -3,6 +3,7 @@
     python bench/serve_peer.py fixed PORT BODY_BYTES [STATUS [HEADERS_JSON]]
     python bench/serve_peer.py falcon PORT
     python bench/serve_peer.py fastapi PORT          (FastAPI on uvicorn; its packages)
+    python bench/serve_peer.py sqlmodel PORT FILE    (FastAPI + SQLModel on a SQLite FILE)
     python bench/serve_peer.py falcon-granian PORT   (Falcon under granian)
 
 HEADERS_JSON, a list of [name, value] pairs, adds those headers to the
@@ -25,11 +26,16 @@ if kind == "fixed":
     status = sys.argv[4] if len(sys.argv) > 4 else "200 OK"
     extra = [tuple(h) for h in json.loads(sys.argv[5])] if len(sys.argv) > 5 else []
     app = fixed_app(b"x" * size, status.replace("_", " "), extra)
-elif kind == "fastapi":      # on uvicorn (uvloop, httptools), as FastAPI's docs run it
+elif kind in ("fastapi", "sqlmodel"):  # on uvicorn (uvloop, httptools), as FastAPI's docs run it
     import asyncio
+    import os
 
     import uvicorn
-    from fastapi_peer import app as fastapi_app
+    if kind == "sqlmodel":
+        os.environ["PEER_SQLITE"] = sys.argv[3]
+        from sqlmodel_peer import app as fastapi_app
+    else:
+        from fastapi_peer import app as fastapi_app
     config = uvicorn.Config(fastapi_app, host="127.0.0.1", port=port,
                             log_level="warning", access_log=False)
     server = uvicorn.Server(config)

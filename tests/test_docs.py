@@ -221,12 +221,12 @@ def test_every_benchmark_the_docs_quote_imports():
     # The benchmarks are not run here (they time things), but each must
     # still import: a name it takes from usersvc that moved fails now, not
     # on the day its figures are wanted. (serve_peer.py is a script run
-    # with arguments; sql_layer.py needs SQLAlchemy and fastapi_peer.py
-    # FastAPI, which only they use.)
+    # with arguments; sql_layer.py needs SQLAlchemy, fastapi_peer.py and
+    # sqlmodel_peer.py FastAPI and SQLModel, which only they use.)
     import subprocess
     import sys
     names = sorted(p.stem for p in (ROOT / "bench").glob("*.py")
-                   if p.stem not in ("serve_peer", "sql_layer", "fastapi_peer"))
+                   if p.stem not in ("serve_peer", "sql_layer", "fastapi_peer", "sqlmodel_peer"))
     run = subprocess.run([sys.executable, "-c", "\n".join(
         f"import {name}" for name in names)], cwd=ROOT / "bench",
         capture_output=True, text=True, timeout=120)
