@@ -41,11 +41,8 @@ LOGS_TO_STDERR = {"handlers": {
 
 def environment(args: argparse.Namespace, metrics_dir: str | None) -> dict[str, str]:
     """The ``USERSVC_*`` variables that give a worker these options."""
-    given = {"storage": args.storage, "max_body_size": args.max_body_size, "prefix": args.prefix,
-             "tokens_file": args.tokens_file, "idempotency_ttl": args.idempotency_ttl,
-             "max_batch": args.max_batch, "collections": args.collections,
-             "cors_origins": " ".join(args.cors_origin), "max_waiting": str(args.threads // 2),
-             "access_log": "1" if args.access_log else "0"}
+    given = {**args.given, "cors_origins": " ".join(args.cors_origin),
+             "max_waiting": str(args.threads // 2), "access_log": "1" if args.access_log else "0"}
     if args.metrics_port is not None:
         given |= {"metrics_port": str(args.metrics_port), "metrics_dir": metrics_dir,
                   "metrics_host": args.metrics_host or "127.0.0.1"}

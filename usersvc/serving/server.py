@@ -119,11 +119,12 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
         p.error("--port must be from 0 to 65535")
     if args.metrics_host is not None and args.metrics_port is None:
         p.error("--metrics-host needs --metrics-port (the port metrics are served on)")
-    given = {name: getattr(args, name) for name in
-             ("storage", "max_body_size", "prefix", "tokens_file", "idempotency_ttl",
-              "max_batch", "collections")}
+    #: The app's settings as given in text (``granian_server`` hands them on).
+    args.given = {name: text for name in ("storage", "max_body_size", "prefix", "tokens_file",
+                                          "idempotency_ttl", "max_batch", "collections")
+                  if (text := getattr(args, name)) is not None}
     args.settings = Settings.from_text(
-        {k: v for k, v in given.items() if v is not None}, as_option,
+        args.given, as_option,
         cors_origins=args.cors_origin, max_waiting=args.threads // 2, access_log=args.access_log,
         metrics_port=args.metrics_port, metrics_host=args.metrics_host or "127.0.0.1")
     return args
