@@ -7,7 +7,9 @@ third), for in-process requests over 1,000 users.
 Each operation runs in a child process under ``valgrind --tool=callgrind``
 twice, with ``FEW`` and with ``MANY`` requests; the difference over
 ``MANY - FEW`` is what one request costs, start-up and the first requests'
-warming left out. Operations: GET of one user, a page of 20, POST, PUT, and POST with an
+warming left out (each run makes ``MANY`` requests and sends ``FEW`` or
+``MANY`` of them: making a request's environ and body is not counted).
+Operations: GET of one user, a page of 20, POST, PUT, and POST with an
 ``Idempotency-Key`` (a new key each), on the memory store and on a SQLite
 file (its writer thread counted too). With ``--base``, the same in an
 earlier tree (checked out with ``git worktree``), and the ratio; with
@@ -34,7 +36,9 @@ FEW, MANY = 100, 300
 OPERATIONS = ("GET one", "a page", "POST", "PUT", "POST with a key")
 STORES = ("memory", "SQLite file")
 
-CHILD = CHILD_HELPERS + r"""
+# Every run makes the same ``MANY`` requests (their environs and bodies) and
+# sends the first ``count``: what making them costs is no request's.
+CHILD = CHILD_HELPERS + f"MADE = {MANY}\n" + r"""
 import json, sys, tempfile
 sys.path.insert(0, sys.argv[1])
 import os
@@ -49,7 +53,7 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         app = make_app(store, metrics=True) if sys.argv[5:] == ["metrics"] else make_app(store)
     envs = []
-    for i in range(count):
+    for i in range(MADE):
         if operation == "GET one":
             envs.append(environ("GET", "/users/1"))
         elif operation == "a page":     # 20 users by id, from a different place each time
@@ -61,7 +65,7 @@ with tempfile.TemporaryDirectory() as tmp:
             headers = {"idempotency_key": f"key-{i}"} if operation == "POST with a key" else {}
             envs.append(environ("POST", "/users", json.dumps(
                 {"name": "New", "email": f"new{i}@example.org"}).encode(), **headers))
-    timed(app, envs)
+    timed(app, envs[:count])
     store.close()
 """
 

@@ -30,6 +30,20 @@ def status_line(status: int) -> str:
     return f"{status} {title(status)}"
 
 
+@lru_cache(maxsize=64)      # PERF: made once for the few a server is sent
+def _base_url(scheme: str, host: str | None, server: str, port: str | None,
+              script: str) -> str:
+    if host is None:
+        host = server
+        if port and (scheme, port) not in (("http", "80"), ("https", "443")):
+            host = f"{host}:{port}"
+    elif (scheme == "http" and host.endswith(":80")) or (scheme == "https" and host.endswith(":443")):
+        host = host.rsplit(":", 1)[0]
+    if script:
+        script = quote(script.encode("latin-1"), safe=PATH_SAFE)
+    return f"{scheme}://{host}{script}"
+
+
 class Request:
     """One request: its method, its path, the headers the app reads, and
     its body once the app has read it (``App`` bounds and reads it before
@@ -123,18 +137,8 @@ class Request:
         """Scheme, host and ``SCRIPT_NAME``: what every URL the app writes
         starts with (the same as WebOb's ``application_url``)."""
         e = self.environ
-        scheme = e.get("wsgi.url_scheme", "http")
-        host = e.get("HTTP_HOST")
-        if host is None:
-            host, port = e.get("SERVER_NAME", "localhost"), e.get("SERVER_PORT")
-            if port and (scheme, port) not in (("http", "80"), ("https", "443")):
-                host = f"{host}:{port}"
-        elif (scheme == "http" and host.endswith(":80")) or (scheme == "https" and host.endswith(":443")):
-            host = host.rsplit(":", 1)[0]
-        script = e.get("SCRIPT_NAME", "")
-        if script:
-            script = quote(script.encode("latin-1"), safe=PATH_SAFE)
-        return f"{scheme}://{host}{script}"
+        return _base_url(e.get("wsgi.url_scheme", "http"), self.host, e.get("SERVER_NAME", "localhost"),
+                         e.get("SERVER_PORT"), e.get("SCRIPT_NAME", ""))
 
     # -- the body ---------------------------------------------------------
 
@@ -159,6 +163,9 @@ class Request:
         return self.environ["wsgi.input"].read(size)
 
 
+_NOSNIFF = ("X-Content-Type-Options", "nosniff")
+
+
 class Response:
     """A status, headers and a body. Every answer may differ by ``Accept``,
     so every one says ``Vary: Accept``; ``vary`` names more request headers
@@ -172,13 +179,11 @@ class Response:
         self.headers = headers if headers is not None else []
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        headers = self.headers
+        headers, body = self.headers, self.body
         if self.vary:
             headers.append(("Vary", self.vary))
-        headers.append(("X-Content-Type-Options", "nosniff"))   # every answer is what it says
-        if self.status not in (204, 304):
-            headers.append(("Content-Length", str(len(self.body))))
+        headers.append(_NOSNIFF)                    # every answer is what it says
+        if body or self.status not in (204, 304):
+            headers.append(("Content-Length", str(len(body))))
         start_response(status_line(self.status), headers)
-        if environ.get("REQUEST_METHOD") == "HEAD" or not self.body:
-            return []
-        return [self.body]
+        return [body] if body and environ.get("REQUEST_METHOD") != "HEAD" else []

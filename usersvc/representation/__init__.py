@@ -102,6 +102,7 @@ _XML_SUFFIX = re.compile(r"application/[!#$&^_.+\w-]+\+xml")
 _CHARSET = re.compile(r"charset\s*=\s*\"?([^\s;\"]+)", re.IGNORECASE)
 
 
+@lru_cache(maxsize=64)      # PERF: by the header's text, as ``best_offer``
 def body_format(content_type: str | None, *, patch: bool = False) -> Format | None:
     """The parser for a body of this Content-Type, in UTF-8, or ``None``:
     POST and PUT read JSON (and any ``+json`` type) and XML (``text/xml``,

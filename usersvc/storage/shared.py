@@ -58,15 +58,17 @@ class Watch:
     def __init__(self, position: Callable[[], int], interval: float | None = None) -> None:
         self._position = position
         self._interval = interval
-        self._changed = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._notified = 0          # how many times notify was called
         self._waiting = 0           # how many calls wait now
         self._closed = False
 
     def notify(self) -> None:
         """A change was committed (here, or announced): wake the waiters.
-        (PERF: a plain lock, no wake-up when no one waits: 0.2 µs, not 0.5.)"""
-        with self._changed:
+        (PERF: a plain lock, taken as itself rather than through the
+        condition's Python methods, and no wake-up when no one waits.)"""
+        with self._lock:
             self._notified += 1
             if self._waiting:
                 self._changed.notify_all()
