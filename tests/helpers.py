@@ -97,7 +97,8 @@ class Served:
         self.process = subprocess.Popen(
             [sys.executable, str(script), "--port", str(port), *args],
             cwd=cwd, stdout=subprocess.PIPE, stderr=self._log, text=True,
-            start_new_session=True)     # (its own group: a server that hangs is killed whole)
+            start_new_session=True,     # (its own group: a server that hangs is killed whole)
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"})      # (stopped_hung's stacks)
         self.line = self.process.stdout.readline()
         match = re.match(r"usersvc serving http://127\.0\.0\.1:(\d+)(/\S*) with storage (\S+)(?: and metrics at http://\S+:(\d+)/metrics)?$", self.line)
         if not match:
@@ -126,10 +127,21 @@ class Served:
         try:
             return self.process.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            kill_group(self.process)
-            raise
+            raise AssertionError(f"the server did not stop within 15 s of {sig!r}; where each "
+                                 f"of its threads was:\n{self.stopped_hung()}") from None
         finally:
             self._close()
+
+    def stopped_hung(self) -> str:
+        """Kill a server that hangs, its threads' stacks first (SIGABRT:
+        Python's fault handler writes them to the log), and its log's end."""
+        self.process.send_signal(signal.SIGABRT)
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        kill_group(self.process)
+        return self.log()[-6000:]
 
     def _close(self):
         self.process.stdout.close()
