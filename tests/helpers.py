@@ -84,6 +84,17 @@ def kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
+#: Python, then ``exec`` of the rest of the command with SIGINT and SIGQUIT
+#: at their defaults, as a terminal starts a program: a suite run by a
+#: non-interactive shell in the background (``pytest ... &``) has them
+#: ignored (POSIX), and a child would inherit that: Ctrl-C's SIGINT could
+#: not stop it (seen: test_serve_py_stops_on_sigint, only in such runs).
+AS_A_TERMINAL_STARTS_IT = [sys.executable, "-c", (
+    "import os, signal, sys; "
+    "[signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGQUIT)]; "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")]
+
+
 class Served:
     """serve.py (or another ``script`` that serves as it does) in a child
     process, with the URL it printed; its stderr (the logs) goes to a file,
@@ -95,7 +106,7 @@ class Served:
         self.log_path = Path(cwd) / f"serve-{next(self.count)}.log"
         self._log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [sys.executable, str(script), "--port", str(port), *args],
+            [*AS_A_TERMINAL_STARTS_IT, str(script), "--port", str(port), *args],
             cwd=cwd, stdout=subprocess.PIPE, stderr=self._log, text=True,
             start_new_session=True,     # (its own group: a server that hangs is killed whole)
             env={**os.environ, "PYTHONFAULTHANDLER": "1"})      # (stopped_hung's stacks)
@@ -134,14 +145,18 @@ class Served:
 
     def stopped_hung(self) -> str:
         """Kill a server that hangs, its threads' stacks first (SIGABRT:
-        Python's fault handler writes them to the log), and its log's end."""
+        Python's fault handler writes them to the log), and its log's end,
+        after the signals it ignores and catches (Linux's /proc)."""
+        status = Path(f"/proc/{self.process.pid}/status")
+        masks = ([line for line in status.read_text().splitlines()
+                  if line.startswith(("SigIgn", "SigCgt", "SigBlk"))] if status.exists() else [])
         self.process.send_signal(signal.SIGABRT)
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
         kill_group(self.process)
-        return self.log()[-6000:]
+        return f"{masks}\n{self.log()[-6000:]}"
 
     def _close(self):
         self.process.stdout.close()

@@ -78,6 +78,14 @@ def test_a_generated_client_creates_reads_pages_replaces_and_gets_problems(clien
         cursor = parse_qs(urlsplit(link).query)["cursor"][0]
     assert names == ["Ada Lovelace", "Alan Turing", "Grace Hopper"]
 
+    # Conditions with an operator: each field[op] an argument of its own,
+    # sent as named (name[gte]=...).
+    asked = api("list_users").sync_detailed(client=client, namegte="b", emailin="ADA@example.org,"
+                                            "grace@example.org", sort=models.ListUsersSort.NAME)
+    assert asked.status_code == 200 and [u.name for u in asked.parsed] == ["Grace Hopper"]
+    after_one = api("list_users").sync_detailed(client=client, idgt=1, idlte=3)
+    assert [u.id for u in after_one.parsed] == [2, 3]
+
     replaced = api("replace_user").sync_detailed(
         2, client=client, body=models.UserReplace(name="Ada King", email="ada@example.org"), if_match=etag)
     assert replaced.status_code == 200 and replaced.parsed.name == "Ada King"

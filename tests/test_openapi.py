@@ -266,7 +266,8 @@ def test_a_stateful_walk_follows_next_links_in_sorted_filtered_pages():
                 "q": {"enum": ["a", "ada"]}}
     listing["parameters"] = [{**p, "schema": narrowed[p["name"]], "required": True}
                              if p["name"] in narrowed else p
-                             for p in listing["parameters"] if p["name"] not in ("after", "email")]
+                             for p in listing["parameters"]
+                             if p["name"] not in ("after", "email") and "[" not in p["name"]]
     # Valid data only: a walk is a client following links, not a fuzzer.
     walk_config = schemathesis.Config.from_str(f"""
 seed = {SEED}

@@ -18,7 +18,7 @@ import pytest
 from conftest import POSTGRES_REQUIRED, POSTGRES_URL, unavailable, with_search_path
 from helpers import Served, call, check_release_0_1_0, load_release_dump, page_shapes, race
 
-from usersvc import USER, text
+from usersvc import USER, asking, text
 from usersvc.storage import SchemaTooNew, StoreUnavailable, open_store
 
 if not (POSTGRES_URL or POSTGRES_REQUIRED):
@@ -248,6 +248,19 @@ def test_every_page_reads_an_index_and_never_scans_the_users(analyzed, arguments
         assert "Index Scan using users_email_unique" in plan, plan
     else:                       # one index, walked in the page's order
         assert "Index Scan" in plan and "Sort" not in plan, plan
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("sort, asked", [("name", "name[gte]=name 05000&name[lt]=name 06000"),
+                                         ("id", "id[gt]=7000")])
+def test_a_range_on_the_pages_own_order_is_a_search_of_its_index(analyzed, sort, asked, reverse):
+    """The cost rule (docs/api.md, "Asking"): the page starts at the
+    range's edge in the order's index (an Index Cond), and walks it."""
+    where = tuple(asking.read(USER, *pair.split("=")) for pair in asked.split("&"))
+    query, params = USERS.page(limit=10, sort=sort, reverse=reverse, where=where)
+    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + query, *params))
+    assert "Seq Scan" not in plan and "Sort" not in plan, plan
+    assert "Index Cond" in plan and ("name__key >" if sort == "name" else "id >") in plan, plan
 
 
 @pytest.mark.parametrize("after", [0, 10_000, 19_990])

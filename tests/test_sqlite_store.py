@@ -15,7 +15,7 @@ from conftest import Client, problem
 from helpers import (RELEASE_0_1_0, RELEASE_1_USERS, check_positions_after_migration, check_release_0_1_0,
                      check_sorted_and_searched_after_migration, page_shapes, race)
 
-from usersvc import USER, make_app
+from usersvc import USER, asking, make_app
 from usersvc.storage import (
     Conflict,
     Precondition,
@@ -219,6 +219,21 @@ def test_every_page_walks_an_index_and_never_scans(fifty, arguments):
         if found.startswith("SCAN"):        # from the start: the index's first entries
             assert "after" not in arguments and "email" not in arguments, found
             assert arguments["sort"] == "id" or "INDEX" in found, found
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("sort, asked", [("name", "name[gte]=u&name[lt]=v"), ("id", "id[gt]=7"),
+                                         ("email", "email[ne]=u5@example.org")])
+def test_a_range_on_the_pages_own_order_is_a_search_of_its_index(fifty, sort, asked, reverse):
+    """The cost rule (docs/api.md, "Asking"): the page starts at the
+    range's edge in the order's index, and walks it: no sort, no scan."""
+    where = tuple(asking.read(USER, *pair.split("=")) for pair in asked.split("&"))
+    found = plan(fifty, *USERS.page(limit=10, sort=sort, reverse=reverse, where=where))
+    if sort == "email":         # ne is no range: the index walked from its start
+        assert found.startswith("SCAN u USING INDEX users_email_unique"), found
+    else:
+        assert found.startswith("SEARCH u USING "), found
+        assert "(email__key" not in found and "TEMP B-TREE" not in found, found
 
 
 @pytest.mark.parametrize("sort", ["name"])

@@ -3,7 +3,8 @@
 references, deletes and (on a store that outlives its process) restarts
 on two related collections (users, and tasks that may name a user)
 through the WSGI app, against a plain model, on every store, each request
-under a deadline. After every step: each collection
+under a deadline; and asks the tasks questions with operators
+(``field[op]=value``), in an order, answered as the model answers them. After every step: each collection
 is what the model says, no task names a missing user, e-mails are unique,
 the feed replayed from 0 equals the collection, and positions never go
 back. (Features verified one at a time broke where they met: a batch
@@ -26,7 +27,7 @@ from usersvc import USER, Schema, boolean, make_app, ref, text
 from usersvc.storage import open_store
 
 TASKS = Schema("task", "tasks", {"title": text(20), "done": boolean, "owner": ref("users")},
-               optional=("owner",), filters=("done",))
+               optional=("owner",), filters=("done", "owner"), sorts=("title",))
 EMAILS = ["a@x.org", "A@x.org", "b@x.org", "c@x.org", "d@x.org"]   # two alike, case-folded
 MERGE = "application/merge-patch+json"
 
@@ -229,6 +230,26 @@ class Together(RuleBasedStateMachine):
         it kept, keyed answers too, positions where they were."""
         self.storage.close()
         self._open()
+
+    @rule(data=st.data(), sort=st.sampled_from(["id", "-id", "title", "-title"]))
+    def ask(self, data, sort):
+        user, task = self._id(data, self.model.users), self._id(data, self.model.tasks)
+        query, keeps = data.draw(st.sampled_from([
+            ("owner[exists]=true", lambda i, t: "owner" in t),
+            ("owner[exists]=false", lambda i, t: "owner" not in t),
+            (f"owner[eq]={user}", lambda i, t: t.get("owner") == user),
+            (f"owner[ne]={user}", lambda i, t: "owner" in t and t["owner"] != user),
+            (f"owner[in]={user},999", lambda i, t: t.get("owner") in (user, 999)),
+            ("done[ne]=true&title[gte]=u", lambda i, t: not t["done"] and t["title"] >= "u"),
+            (f"id[gt]={task}&title[lt]=u", lambda i, t: i > task and t["title"] < "u"),
+            (f"id[lte]={task}&owner[exists]=true", lambda i, t: i <= task and "owner" in t)]))
+        answer = within(DEADLINE, lambda: self.client.get(
+            f"/tasks?{query}&sort={sort}&limit=1000", headers={"Prefer": "count=exact"}))
+        kept = [i for i, t in self.model.tasks.items() if keeps(i, t)]
+        kept.sort(key=(lambda i: i) if sort.endswith("id") else
+                  (lambda i: (self.model.tasks[i]["title"], i)), reverse=sort[0] == "-")
+        assert [t["id"] for t in answer.json] == kept, query
+        assert answer.headers["X-Total-Count"] == str(len(kept))
 
     # -- after every step ------------------------------------------------------
 

@@ -14,7 +14,7 @@ import pytest
 
 from usersvc import USER
 from usersvc.storage import position
-from usersvc.storage.memory.bulk import search_terms
+from usersvc.storage.memory.walks import search_terms
 
 User = USER.record
 ORDERS = USER.sorts

@@ -55,6 +55,7 @@ class Field:
     input_hint = ""         # and what a person should know beside it
     noun = ""               # what a sentence calls a value ("": the field's name)
     filterable = True       # a list may be filtered by it (equality)
+    ordered = False         # a declared sort of it takes ranges (``asking.takes``)
     collated_type = "text"  # ``collate``'s column (kinds that override it): or "integer"
     options: tuple[str, ...] = ()
     refers_to: str | None = None    # a ``ref``'s collection (``storage.references``)
@@ -125,6 +126,8 @@ class Folded(Field):
 class Text(Folded):
     """A string: trimmed, 1 to ``max_length`` code points, and no control
     characters (Unicode category Cc) inside."""
+
+    ordered = True
 
     def __init__(self, max_length: int) -> None:
         if not 1 <= max_length:

@@ -18,9 +18,11 @@ import hmac
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_plus, urlencode
 
+from . import asking
 from .fields import FieldError
 from .problems import Problem
 from .request import Request
@@ -77,6 +79,7 @@ class Listing:
     reverse: bool = False
     after: Position | None = None
     filters: dict[str, Any] = field(default_factory=dict)
+    where: tuple[asking.Condition, ...] = ()     # field[op]=value (``asking``)
     q: str | None = None
     query: dict[str, list[str]] = field(default_factory=dict)   # as sent
     # What a cursor is bound to: the collection, the order, the filters.
@@ -86,17 +89,21 @@ class Listing:
     @classmethod
     def read(cls, schema: Schema, query: dict[str, list[str]]) -> Listing:
         """The listing a query string asks for; 400 for anything else."""
-        one = parameters(query, known_parameters(schema), f"/{schema.plural}")
+        one = parameters(query, known_parameters(schema), f"/{schema.plural}",
+                         asking.asked_parameters(schema))
+        asked = [name for name in one if "[" in name]       # (field[op]: asking's)
+        where = tuple(asking.read(schema, name, one[name]) for name in sorted(asked)) if asked else ()
         sort, reverse = _sort(schema, one.get("sort", "id"))
         q = one.get("q")
         if q is not None and not 1 <= len(q) <= MAX_Q:
             raise Problem(400, f"The query parameter q must be 1 to {MAX_Q} characters long.")
         filters = {name: _filter(schema, name, one[name]) for name in schema.filters if name in one}
         listing = cls(limit=whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), sort=sort,
-                      reverse=reverse, q=q, query=query, filters=filters, schema=schema)
+                      reverse=reverse, q=q, query=query, filters=filters, where=where,
+                      schema=schema)
         if sort != "id":
             listing.context = json.dumps([schema.plural, one["sort"], sorted(
-                (name, one[name]) for name in filters), q]).encode()
+                (name, one[name]) for name in (*filters, *asked)), q]).encode()
         if "cursor" in one:
             if "after" in one:
                 raise Problem(400, "Give after or cursor, not both.")
@@ -114,6 +121,8 @@ class Listing:
         """Keyword arguments for the store's ``list``: only what was asked,
         so a store without sorting or search takes a plain page."""
         arguments: dict[str, Any] = {"limit": self.limit, **self.filters}
+        if self.where:
+            arguments["where"] = self.where
         if self.after is not None:
             arguments["after"] = self.after
         if self.sort != "id":
@@ -126,7 +135,8 @@ class Listing:
 
     def count_arguments(self) -> dict[str, Any]:
         """Keyword arguments for the store's ``count``: the filters."""
-        return {**self.filters, **({} if self.q is None else {"q": self.q})}
+        return {**self.filters, **({} if self.q is None else {"q": self.q}),
+                **({"where": self.where} if self.where else {})}
 
     def next_query(self, last: Any) -> str:
         """The query string of the page after the one that ends with
@@ -141,6 +151,7 @@ class Listing:
         return f"{kept}&{at}&limit={self.limit}" if kept else f"{at}&limit={self.limit}"
 
 
+@lru_cache(maxsize=None)        # (a schema's, made once: every page asks)
 def known_parameters(schema: Schema) -> list[str]:
     """The query parameters a collection's list takes, in the docs' order."""
     sorted_too = len(schema.sorts) > 1
@@ -150,14 +161,18 @@ def known_parameters(schema: Schema) -> list[str]:
     return known
 
 
-def parameters(query: dict[str, list[str]], known: list[str], where: str) -> dict[str, str]:
+def parameters(query: dict[str, list[str]], known: list[str], where: str,
+               asked: tuple[str, ...] = ()) -> dict[str, str]:
     """Each query parameter's value: 400 for one that ``where`` does not
-    take (naming them and what it takes), or one given more than once."""
-    unknown = [name for name in query if name not in known]
+    take (naming them and what it takes), or one given more than once.
+    With ``asked`` (``due[gt|lt]``...), any ``field[op]`` is let through
+    for ``asking.read`` to judge."""
+    unknown = [name for name in query if name not in known
+               and not (asked and asking.ASKED.fullmatch(name))]
     if unknown:
         names = ", ".join(unknown)
         raise Problem(400, f"Unknown query parameter{'s' * (len(unknown) > 1)}: {names}. "
-                           f"{where} takes: {', '.join(known)}.")
+                           f"{where} takes: {', '.join([*known, *asked])}.")
     for name, values in query.items():
         if len(values) > 1:
             raise Problem(400, f"The query parameter {name} is given more than once.")

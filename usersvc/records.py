@@ -18,7 +18,7 @@ from .fields import Field
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 #: Names a field cannot have: a record's own, the feed's, the listing's and the store's.
 RESERVED = frozenset({"id", "version", "seq", "limit", "sort", "after", "cursor", "q",
-                      "reverse", "precondition"})
+                      "reverse", "precondition", "where"})
 
 
 def is_name(name: Any) -> bool:

@@ -16,6 +16,7 @@ class Choice(Field):
 
     type = "choice"
     collated_type = "integer"        # its place in the list
+    ordered = True                   # as listed
 
     def __init__(self, *options: str) -> None:
         if not options or len(set(options)) != len(options) or not all(

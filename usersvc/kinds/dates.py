@@ -24,6 +24,7 @@ class Date(Field):
     (no 2026-02-30); ordered by date."""
 
     type = "date"
+    ordered = True
     input_type = "date"
 
     def __call__(self, value: Any) -> str:
@@ -49,6 +50,7 @@ class DateTime(Field):
     ``2026-11-25T20:57:01.5Z``); ordered by instant; not a filter."""
 
     type = "datetime"
+    ordered = True
     input_type = "datetime-local"   # in UTC: the page says so, and its script adds the Z
     input_attributes = ' step="any"'
     input_hint = "in UTC"

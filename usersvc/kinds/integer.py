@@ -15,6 +15,7 @@ class Integer(Field):
     boolean, a float or a string), or in XML the element's decimal text."""
 
     type = "integer"
+    ordered = True
     input_type = "number"
 
     def __init__(self, minimum: int, maximum: int) -> None:

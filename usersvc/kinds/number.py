@@ -23,6 +23,7 @@ class Number(Field):
     ``maximum``, kept as a double (``shortest``); ordered; not a filter."""
 
     type = "number"
+    ordered = True
     input_type = "number"
     input_attributes = ' step="any"'
     filterable = False

@@ -160,7 +160,7 @@ class RecordStore(Protocol):
         """The record (``schema.record``) with that id; raises ``NotFound``."""
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
-             after: Position | None = None, q: str | None = None,
+             after: Position | None = None, q: str | None = None, where: Sequence[Any] = (),
              **filters: Any) -> list[Any]:
         """Up to ``limit`` records in ``sort`` order, backwards if ``reverse``,
         from just past ``after`` (``None``: from the first).
@@ -171,9 +171,10 @@ class RecordStore(Protocol):
         hold: one per ``schema.filters`` field, the records whose value
         collates as the one given does; ``q``, the records
         of which a search term (a word of a ``words`` field, a ``prefixes``
-        field whole) starts with it."""
+        field whole) starts with it; ``where``, conditions with an operator
+        (``asking.Condition``: what its ``holds`` keeps)."""
 
-    def count(self, *, q: str | None = None, **filters: Any) -> int:
+    def count(self, *, q: str | None = None, where: Sequence[Any] = (), **filters: Any) -> int:
         """How many records the filters of ``list`` keep, on all pages."""
 
     def create(self, *, key: Any = None, **fields: Any) -> Any:

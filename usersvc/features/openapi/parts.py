@@ -11,6 +11,7 @@ from ...representation import JSON_TYPE
 from ...storage import MAX_ID
 from ...validation import Schema
 from ..idempotency import BARE, MAX_LENGTH, QUOTED
+from .asked import asked_parameters
 
 JSON_BODY = (JSON_TYPE,)
 XML_BODY = ("application/xml", "text/xml")
@@ -99,6 +100,7 @@ def list_parameters(schema: Schema) -> list[dict[str, Any]]:
           query(f, schema.fields[f].describe(), f"Only the {schema.plural} with this {f} "
                 "(a value not of its kind is a 400).")
           for f in schema.filters),
+        *asked_parameters(schema, query),     # (``asked``)
         *([query("q", {"type": "string", "minLength": 1, "maxLength": MAX_Q},
                  "Search: the records with a word of "
                  + " or ".join([*(f"the {f}" for f in schema.words)])

@@ -1,6 +1,5 @@
 """What the memory store does with many records at once: pages, counts,
-searches and the change feed (its ``Indexes`` walked: ``walk``,
-``matches``), restoring a copy (``restore``), each under the collection's
+searches and the change feed (its ``Indexes`` walked: ``walks``), restoring a copy (``restore``), each under the collection's
 lock, and a batch's writes, undone together if one fails (``undoing``).
 
 ``touched`` counts the records each call has looked at, so tests can show
@@ -10,18 +9,16 @@ from __future__ import annotations
 
 import builtins
 import itertools
-import operator
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ...fields import words
-from ...validation import Schema
 from ..protocol import Conflict, Position, position
 from ..feed import Change
 from ..stored import Restores, check_fresh_ids
+from .walks import NONE, bounds, matches, past, walk
 
-_SECOND = operator.itemgetter(1)      # the id of a (key, id) position
+Where = Sequence[Any]                   # a page's conditions (``asking.Condition``)
 
 
 class MemoryBulk(Restores):
@@ -31,25 +28,52 @@ class MemoryBulk(Restores):
     touched = 0
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
-             after: Position | None = None, q: str | None = None,
+             after: Position | None = None, q: str | None = None, where: Where = (),
              **filters: Any) -> builtins.list[Any]:
         with self._lock:
             if not filters and q is None:
-                ids = walk(self._indexes, sort, reverse, after)
-                page = list(map(self._records.__getitem__, itertools.islice(ids, limit)))
+                records = map(self._records.__getitem__, walk(
+                    self._indexes, sort, reverse, after, bounds(sort, where) if where else NONE))
+                if where:       # each record looked at, kept or not, is touched
+                    page = list(itertools.islice(filter(self._holds(where),
+                                                        self._looked_at(records)), limit))
+                    return page
+                page = list(itertools.islice(records, limit))
             else:
-                found = sorted(self._matches(filters, q),
+                found = sorted(self._matches(filters, q, where),
                                key=lambda r: position(self.schema, r, sort), reverse=reverse)
                 page = list(itertools.islice(past(self.schema, found, sort, reverse, after),
                                              limit))
             self.touched += len(page)
             return page
 
-    def count(self, *, q: str | None = None, **filters: Any) -> int:
+    def count(self, *, q: str | None = None, where: Where = (), **filters: Any) -> int:
         with self._lock:
             if not filters and q is None:
-                return len(self._records)
-            return sum(1 for _ in self._matches(filters, q))
+                if not where:
+                    return len(self._records)
+                return sum(map(self._holds(where), self._records.values()))
+            return len(self._matches(filters, q, where))
+
+    def _looked_at(self, records: Iterable[Any]) -> Iterator[Any]:
+        for record in records:
+            self.touched += 1
+            yield record
+
+    def _holds(self, where: Where) -> Any:
+        """Whether a record meets every condition (``asking.Condition``)."""
+        checks = [(self.schema.record._fields.index(c.field),
+                   None if c.field == "id" else self.schema.fields[c.field].collate, c)
+                  for c in where]
+
+        def holds(record: Any) -> bool:
+            for at, collate, condition in checks:
+                value = record[at]
+                if not condition.holds(value if value is None or collate is None
+                                       else collate(value)):
+                    return False
+            return True
+        return holds
 
     def last_id(self) -> int:
         with self._lock:
@@ -81,10 +105,12 @@ class MemoryBulk(Restores):
     def stop_waiting(self) -> None:
         self._watch.close()
 
-    def _matches(self, filters: dict[str, str], q: str | None) -> builtins.list[Any]:
+    def _matches(self, filters: dict[str, str], q: str | None,
+                 where: Where = ()) -> builtins.list[Any]:
         ids = matches(self._indexes, filters, q, self._records)
         self.touched += len(ids)
-        return [self._records[i] for i in ids]
+        found = [self._records[i] for i in ids]
+        return list(filter(self._holds(where), found)) if where else found
 
     def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
         with self._lock:
@@ -160,67 +186,6 @@ class Undo:
         self.was.setdefault(record_id, (old, seq))
 
 
-def walk(indexes: Any, sort: str, reverse: bool, after: Position | None) -> Iterator[int]:
-    """The ids in ``sort`` order from just past ``after``. (``irange``
-    walks the index without SortedList's positional index, which
-    slicing would build and every later change would keep up.)"""
-    index = indexes.ids if sort == "id" else indexes.orders[sort]
-    if after is None:
-        walk = reversed(index) if reverse else iter(index)
-    elif reverse:
-        walk = index.irange(maximum=after, inclusive=(True, False), reverse=True)
-    else:
-        walk = index.irange(minimum=after, inclusive=(False, True))
-    return walk if sort == "id" else map(_SECOND, walk)
-
-
-def matches(indexes: Any, filters: dict[str, str], q: str | None,
-            records: dict[int, Any]) -> set[int]:
-    """The records the filters keep, in no order: a look-up per filter,
-    one range of the words and of each prefix field's index for ``q``."""
-    ids: set[int] | None = None
-    for field, value in filters.items():
-        if field not in indexes.unique and field not in indexes.filtered:
-            raise TypeError(f"{indexes.schema.plural} cannot be filtered by {field}")
-        collated = indexes.schema.fields[field].collate(value)
-        if field in indexes.unique:
-            holder = indexes.unique[field].get(collated)
-            found = set() if holder is None else {holder}
-        else:
-            found = set(indexes.filtered[field].get(collated, ()))
-        ids = found if ids is None else ids & found
-    if q is not None:
-        prefix = q.casefold()
-        searched: set[int] = set()
-        if ids is None or len(ids) > 1:
-            for word in indexes.all_words.irange(minimum=prefix):
-                if not word.startswith(prefix):
-                    break
-                searched |= indexes.named[word]
-            for field in indexes.schema.prefixes:
-                for term, record_id in indexes.orders[field].irange(minimum=(prefix,)):
-                    if not term.startswith(prefix):
-                        break
-                    searched.add(record_id)
-        else:           # one record or none: look at it, not at the index
-            searched = {i for i in ids if any(
-                term.startswith(prefix) for term in search_terms(indexes.schema, records[i]))}
-        ids = searched if ids is None else ids & searched
-    assert ids is not None
-    return ids
-
-
-def past(schema: Schema, records: list[Any], sort: str, reverse: bool,
-         after: Position | None) -> Iterable[Any]:
-    """The records (sorted by ``sort``) that come after the position ``after``."""
-    if after is None:
-        return records
-    start: Any = after        # an id in id order, a (collated, id) pair in the others
-    if reverse:
-        return (r for r in records if position(schema, r, sort) < start)
-    return (r for r in records if position(schema, r, sort) > start)
-
-
 def claim_all(indexes: Any, records: Sequence[Any]) -> None:
     """Raise ``Conflict`` if a unique value of ``records`` is taken, by
     a record held or by another of them (for ``restore``)."""
@@ -233,15 +198,3 @@ def claim_all(indexes: Any, records: Sequence[Any]) -> None:
                 raise Conflict(f"The store already holds {indexes.schema.a_name} with "
                                f"this {field}: {getattr(record, field)}.", field)
             held.add(collated)
-
-
-def search_terms(schema: Schema, record: Any) -> set[str]:
-    """What ``q`` is matched against, as a prefix: every word of the
-    ``words`` fields and each ``prefixes`` field whole, case-folded."""
-    terms = {value.casefold() for f in schema.prefixes
-            if (value := getattr(record, f)) is not None}
-    for field in schema.words:
-        value = getattr(record, field)
-        if value is not None:
-            terms.update(words(value))
-    return terms

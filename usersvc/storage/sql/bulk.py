@@ -67,11 +67,11 @@ class PageQueries:
 
     def page(self, *, limit: int, sort: str = "id", reverse: bool = False,
              after: Position | None = None, q: str | None = None, columns: str | None = None,
-             **filters: Any) -> tuple[str, list[Any]]:
+             where: Sequence[Any] = (), **filters: Any) -> tuple[str, list[Any]]:
         """The query for ``RecordStore.list`` with these arguments, and its
         parameters; ``columns="u.id, u.version"`` asks only for each
         record's id and version."""
-        params = self._filter_params(filters, q)
+        params = self._filter_params(filters, q, where)
         if after is not None:
             if sort == "id":
                 params.append(after)
@@ -80,17 +80,19 @@ class PageQueries:
                 params.extend(after[:len(self._order(sort))])
         params.append(limit)
         shape = (columns, sort, reverse, after is not None, tuple(filters), q is not None,
-                 q is not None and prefix_end(q.casefold()) is not None)
+                 q is not None and prefix_end(q.casefold()) is not None, _shapes(where))
         query = self._pages.get(shape)
         if query is None:
             query = self._pages[shape] = self._page_sql(*shape)
         return query, params
 
-    def count(self, *, q: str | None = None, **filters: Any) -> tuple[str, list[Any]]:
+    def count(self, *, q: str | None = None, where: Sequence[Any] = (),
+              **filters: Any) -> tuple[str, list[Any]]:
         """The query for ``RecordStore.count`` with these filters, and its parameters."""
         end = q is not None and prefix_end(q.casefold()) is not None
-        source, where = self._filtered(tuple(filters), q is not None, end)
-        return f"SELECT count(*) FROM {source}{_where(where)}", self._filter_params(filters, q)
+        source, conditions = self._filtered(tuple(filters), q is not None, end, _shapes(where))
+        return (f"SELECT count(*) FROM {source}{_where(conditions)}",
+                self._filter_params(filters, q, where))
 
     def compared(self, field: str) -> str:
         """What a field is compared and ordered by, in filters, orders and
@@ -113,7 +115,8 @@ class PageQueries:
         column = f"u.{self.compared(sort)}"
         return (column,) if sort in self.schema.unique else (column, "u.id")
 
-    def _filter_params(self, filters: dict[str, str], q: str | None) -> list[Any]:
+    def _filter_params(self, filters: dict[str, str], q: str | None,
+                       where: Sequence[Any]) -> list[Any]:
         params: list[Any] = []
         if q is not None:
             prefix = q.casefold()
@@ -121,12 +124,18 @@ class PageQueries:
             params += [prefix] if end is None else [prefix, end]
         kinds = self.schema.fields
         params += [kinds[field].collate(value) for field, value in filters.items()]
+        for condition in where:         # (``asking.Condition``: its value collated)
+            if condition.op == "in":
+                params += condition.collated
+            elif condition.op != "exists":
+                params.append(condition.collated)
         return [_sendable(p) for p in params]
 
     def _page_sql(self, columns: str | None, sort: str, reverse: bool, has_after: bool,
-                  filters: tuple[str, ...], has_q: bool, has_end: bool) -> str:
+                  filters: tuple[str, ...], has_q: bool, has_end: bool,
+                  asked: tuple[tuple[str, str, Any], ...]) -> str:
         mark = self.dialect.mark
-        source, where = self._filtered(filters, has_q, has_end)
+        source, where = self._filtered(filters, has_q, has_end, asked)
         walked = self._order(sort)
         if has_after:
             op = "<" if reverse else ">"
@@ -139,9 +148,10 @@ class PageQueries:
         selected = columns or ", ".join(f"u.{c}" for c in self.columns.split(", "))
         return f"SELECT {selected} FROM {source}{_where(where)} ORDER BY {order} LIMIT {mark}"
 
-    def _filtered(self, filters: tuple[str, ...], has_q: bool,
-                  has_end: bool) -> tuple[str, list[str]]:
-        """The rows a query starts from, and its filters' conditions."""
+    def _filtered(self, filters: tuple[str, ...], has_q: bool, has_end: bool,
+                  asked: tuple[tuple[str, str, Any], ...] = ()) -> tuple[str, list[str]]:
+        """The rows a query starts from, and its filters' conditions, then
+        those ``asked`` (``_shapes``: what ``asking.Condition.holds`` says)."""
         mark = self.dialect.mark
         source, where = f"{self.name} AS u", []
         if has_q:
@@ -152,7 +162,25 @@ class PageQueries:
             if field not in self.schema.filters:
                 raise TypeError(f"{self.name} cannot be filtered by {field}")
             where.append(f"u.{self.compared(field)} = {mark}")
+        for field, op, more in asked:
+            column = "u.id" if field == "id" else f"u.{self.compared(field)}"
+            if op == "exists":          # (more: whether it must have one)
+                where.append(f"{column} IS {'NOT ' if more else ''}NULL")
+            elif op == "in":            # (more: how many values)
+                where.append(f"{column} IN ({', '.join(mark for _ in range(more))})")
+            else:                       # (NULL compares to nothing: no value, not kept)
+                where.append(f"{column} {_SQL_OPERATORS[op]} {mark}")
         return source, where
+
+
+_SQL_OPERATORS = {"eq": "=", "ne": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
+def _shapes(where: Sequence[Any]) -> tuple[tuple[str, str, Any], ...]:
+    """What a page's conditions make of its SQL: field, operator, and an
+    ``in``'s number of values or an ``exists``'s answer."""
+    return tuple((c.field, c.op, len(c.collated) if c.op == "in" else
+                  c.value if c.op == "exists" else None) for c in where)
 
 
 def _where(conditions: list[str]) -> str:
@@ -180,8 +208,8 @@ class SQLBulk(Restores):
     def _page(self, db: Any, arguments: dict[str, Any]) -> builtins.list[Any]:
         return list(map(self._make, db.execute(*self.table.page(**arguments))))
 
-    def count(self, *, q: str | None = None, **filters: Any) -> int:
-        query, params = self.table.count(q=q, **filters)
+    def count(self, *, q: str | None = None, where: Sequence[Any] = (), **filters: Any) -> int:
+        query, params = self.table.count(q=q, where=where, **filters)
         return int(self._read(None, lambda db: db.execute(query, params).fetchone()[0]))
 
     def last_id(self) -> int:

@@ -1,0 +1,133 @@
+"""Asking: the conditions a page's query names with an operator,
+``field[op]=value`` (docs/api.md, "Asking"), beside the plain
+``field=value`` filters ``listing`` reads.
+
+``takes(schema, field)`` says which operators a field takes: a declared
+filter ``eq``, ``ne``, ``in`` (and ``exists`` if optional); a declared
+sort of an ordered kind (``Field.ordered``), and ``id``, the ranges
+``gt``, ``gte``, ``lt``, ``lte``, as do ``created`` and ``updated`` (a
+time to the millisecond, as the store writes them). ``read(schema, name, text)`` makes one
+query parameter a ``Condition``, its value checked by the field's kind,
+or a 400 that names the parameter and says what it takes.
+``Condition.holds`` is what each means, on a record's collated value: the
+memory store asks it, and the SQL stores say the same in ``WHERE``
+(``sql.bulk``). ``ne`` and the ranges never keep a record without a value.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from .fields import FieldError
+from .problems import Problem
+from .storage import MAX_ID
+from .validation import Schema
+
+RANGES = ("gt", "gte", "lt", "lte")
+MAX_IN = 100            # values an ``in`` takes at most
+_COMPARE = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "gte": operator.ge,
+            "lt": operator.lt, "lte": operator.le}
+ASKED = re.compile(r"([a-z][a-z0-9_]*)\[([a-z]+)\]")       # due[lt]
+# One value of an ``in`` list: "a text, with \" inside", or anything to the next comma.
+_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"(?=,|$)|([^,"]*)(?=,|$)')
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``field op value``: ``value`` as the kind cleaned it (``in``: a
+    tuple of them; ``exists``: a bool), ``collated`` as the stores
+    compare it (``in``: a tuple; ``exists``: ``None``)."""
+
+    field: str
+    op: str
+    value: Any
+    collated: Any
+
+    def holds(self, collated: Any) -> bool:
+        """Whether a record whose value collates to ``collated`` (``None``:
+        it has none) is kept."""
+        if self.op == "exists":
+            return (collated is not None) is self.value
+        if collated is None:
+            return False
+        if self.op == "in":
+            return collated in self.collated
+        return _COMPARE[self.op](collated, self.collated)
+
+
+def takes(schema: Schema, field: str) -> tuple[str, ...]:
+    """The operators ``field`` takes in a page's query (none: not a field)."""
+    ops: tuple[str, ...] = ()
+    if field in schema.filters:
+        ops = ("eq", "ne", "in", *(("exists",) if field in schema.optional else ()))
+    if field == "id" or field in schema.read_only or (
+            field in schema.sorts and schema.fields[field].ordered):
+        ops += RANGES
+    return ops
+
+
+@lru_cache(maxsize=None)        # (a schema's, made once: every page names them)
+def asked_parameters(schema: Schema) -> tuple[str, ...]:
+    """Every ``field[op]`` a page of ``schema`` takes, as ``due[gt|lt]``."""
+    fields = ("id", *(f for f in schema.fields if takes(schema, f)))
+    return tuple(f"{field}[{'|'.join(takes(schema, field))}]" for field in fields)
+
+
+def read(schema: Schema, name: str, text: str) -> Condition:
+    """The condition of the query parameter ``name`` (``due[lt]``) with the
+    value ``text``; else a 400 naming it and saying what it takes."""
+    field, op = ASKED.fullmatch(name).groups()      # type: ignore[union-attr]
+    ops = takes(schema, field)
+    if op not in ops:
+        what = (f"{field} takes {field}[{'|'.join(ops)}]" if ops else
+                f"{field} is not a field it can be asked about; it takes "
+                f"{', '.join(asked_parameters(schema))}")
+        raise Problem(400, f"The query parameter {name} is not one /{schema.plural} "
+                           f"takes: {what}.")
+    if op == "exists":
+        if text not in ("true", "false"):
+            raise Problem(400, f"The query parameter {name} must be true or false.")
+        return Condition(field, op, text == "true", None)
+    if op == "in":
+        values = tuple(_value(schema, name, field, item) for item in _items(name, text))
+        return Condition(field, op, values, tuple(_collate(schema, field, v) for v in values))
+    value = _value(schema, name, field, text)
+    return Condition(field, op, value, _collate(schema, field, value))
+
+
+def _items(name: str, text: str) -> list[str]:
+    """An ``in`` list's values: comma-separated, a value with a comma in
+    double quotes (a quote in it as ``\\"``); 1 to ``MAX_IN`` of them."""
+    items, at = [], 0
+    while True:
+        m = _ITEM.match(text, at)
+        if m is None:
+            raise Problem(400, f"The query parameter {name} must be values separated by "
+                               'commas, a value with a comma in double quotes ("a, b").')
+        items.append(m.group(2) if m.group(1) is None
+                     else re.sub(r"\\(.)", r"\1", m.group(1)))
+        at = m.end() + 1
+        if at > len(text):
+            break
+    if len(items) > MAX_IN:
+        raise Problem(400, f"The query parameter {name} takes at most {MAX_IN} values.")
+    return items
+
+
+def _value(schema: Schema, name: str, field: str, text: str) -> Any:
+    if field == "id":
+        if not (text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_ID):
+            raise Problem(400, f"The query parameter {name} must be a whole number "
+                               f"from 0 to {MAX_ID}.")
+        return int(text)
+    try:
+        return schema.fields[field].from_query(text)
+    except FieldError as e:
+        raise Problem(400, f"The query parameter {name} {e}.") from None
+
+
+def _collate(schema: Schema, field: str, value: Any) -> Any:
+    return value if field == "id" else schema.fields[field].collate(value)

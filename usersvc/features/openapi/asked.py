@@ -1,0 +1,41 @@
+"""The OpenAPI parameters of a page's conditions with an operator
+(``asking``): each ``field[op]`` a parameter of its own, named as a client
+sends it (``due[lt]``), its value typed by the field's kind, so that a
+generated client can send it."""
+from __future__ import annotations
+
+from typing import Any
+
+from ... import asking
+from ...fields import Folded
+from ...storage import MAX_ID
+from ...validation import Schema
+
+_SAYS = {"eq": "equal to", "ne": "not equal to (and with a value)", "gt": "after",
+         "gte": "at or after", "lt": "before", "lte": "at or before"}
+
+
+def asked_parameters(schema: Schema, query: Any) -> list[dict[str, Any]]:
+    """Each ``field[op]`` a page takes (``asking.takes``), a parameter of its
+    own, named as sent, its value typed by the field's kind."""
+    found = []
+    for field in ("id", *schema.fields):
+        kind = None if field == "id" else schema.fields[field]
+        value = ({"type": "integer", "minimum": 0, "maximum": MAX_ID} if kind is None else
+                 {"type": "string"} if isinstance(kind, Folded) else kind.describe())
+        for op in asking.takes(schema, field):
+            if op == "exists":
+                found.append(query(f"{field}[exists]", {"type": "boolean"},
+                                   f"true: only the {schema.plural} with a {field}; "
+                                   f"false: only those without."))
+            elif op == "in":
+                found.append(query(f"{field}[in]", {"type": "string"},
+                                   f"Only the {schema.plural} whose {field} is one of these, "
+                                   f"comma-separated (at most {asking.MAX_IN}; a value with a "
+                                   'comma in double quotes, a quote in it as \\").'))
+            else:
+                order = "" if op in ("eq", "ne") else " in its order"
+                found.append(query(f"{field}[{op}]", value,
+                                   f"Only the {schema.plural} whose {field} is {_SAYS[op]} "
+                                   f"this{order}."))
+    return found

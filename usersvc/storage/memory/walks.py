@@ -1,0 +1,137 @@
+"""How the memory store's pages walk its ``Indexes``: an order from a
+position, within the bounds a range on the order's field sets (``walk``,
+``bounds``); the records filters and ``q`` match (``matches``), and those
+of them past a position (``past``)."""
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from ...fields import words
+from ...validation import Schema
+from ..protocol import Position, position
+
+_SECOND = operator.itemgetter(1)      # the id of a (key, id) position
+Bound = tuple[Any, bool]       # an index entry, and whether it is in
+NONE: tuple[Bound | None, Bound | None] = (None, None)      # no range: the whole order
+
+
+def walk(indexes: Any, sort: str, reverse: bool, after: Position | None,
+         within: tuple[Bound | None, Bound | None] = NONE) -> Iterator[int]:
+    """The ids in ``sort`` order from just past ``after``, ``within`` the
+    lowest and highest entries a range on the sort field lets in
+    (``bounds``). (``irange`` walks the index without SortedList's
+    positional index, which slicing would build and every later change
+    would keep up.)"""
+    index = indexes.ids if sort == "id" else indexes.orders[sort]
+    low, high = within
+    if low is None and high is None:        # (no range: most pages)
+        if after is None:
+            walk = reversed(index) if reverse else iter(index)
+        elif reverse:
+            walk = index.irange(maximum=after, inclusive=(True, False), reverse=True)
+        else:
+            walk = index.irange(minimum=after, inclusive=(False, True))
+    else:
+        if after is not None:       # (a position is an entry: past it, never it)
+            if reverse:
+                high = _tighter(high, (after, False), min)
+            else:
+                low = _tighter(low, (after, False), max)
+        walk = index.irange(minimum=None if low is None else low[0],
+                            maximum=None if high is None else high[0],
+                            inclusive=(low is None or low[1], high is None or high[1]),
+                            reverse=reverse)
+    return walk if sort == "id" else map(_SECOND, walk)
+
+
+def bounds(sort: str, where: Sequence[Any]) -> tuple[Bound | None, Bound | None]:
+    """The lowest and highest index entries of ``sort`` that its ranges in
+    ``where`` let in: a page walks from one to the other, O(log N + what
+    it reads), rather than from an end. In an order by a field, an entry
+    is ``(collated, id)``: ``(v,)`` sorts before every ``(v, id)``, and
+    ``(v, inf)`` after."""
+    low = high = None
+    for c in where:
+        if c.field != sort or c.op not in _EDGES:
+            continue
+        v = c.collated
+        edge = (v, c.op in ("gte", "lte")) if sort == "id" else _EDGES[c.op](v)
+        if c.op in ("gt", "gte"):
+            low = _tighter(low, edge, max)
+        else:
+            high = _tighter(high, edge, min)
+    return low, high
+
+
+_PAST = float("inf")        # after every id
+_EDGES = {"gt": lambda v: ((v, _PAST), False), "gte": lambda v: ((v,), True),
+          "lt": lambda v: ((v,), False), "lte": lambda v: ((v, _PAST), True)}
+
+
+def _tighter(bound: Bound | None, other: Bound, pick: Any) -> Bound:
+    """Of two bounds, the one that lets fewer in (at the same entry: the
+    one that leaves it out)."""
+    if bound is None or bound[0] != other[0]:
+        return other if bound is None or pick(bound[0], other[0]) == other[0] else bound
+    return (bound[0], bound[1] and other[1])
+
+
+def matches(indexes: Any, filters: dict[str, str], q: str | None,
+            records: dict[int, Any]) -> set[int]:
+    """The records the filters keep, in no order: a look-up per filter,
+    one range of the words and of each prefix field's index for ``q``."""
+    ids: set[int] | None = None
+    for field, value in filters.items():
+        if field not in indexes.unique and field not in indexes.filtered:
+            raise TypeError(f"{indexes.schema.plural} cannot be filtered by {field}")
+        collated = indexes.schema.fields[field].collate(value)
+        if field in indexes.unique:
+            holder = indexes.unique[field].get(collated)
+            found = set() if holder is None else {holder}
+        else:
+            found = set(indexes.filtered[field].get(collated, ()))
+        ids = found if ids is None else ids & found
+    if q is not None:
+        prefix = q.casefold()
+        searched: set[int] = set()
+        if ids is None or len(ids) > 1:
+            for word in indexes.all_words.irange(minimum=prefix):
+                if not word.startswith(prefix):
+                    break
+                searched |= indexes.named[word]
+            for field in indexes.schema.prefixes:
+                for term, record_id in indexes.orders[field].irange(minimum=(prefix,)):
+                    if not term.startswith(prefix):
+                        break
+                    searched.add(record_id)
+        else:           # one record or none: look at it, not at the index
+            searched = {i for i in ids if any(
+                term.startswith(prefix) for term in search_terms(indexes.schema, records[i]))}
+        ids = searched if ids is None else ids & searched
+    assert ids is not None
+    return ids
+
+
+def past(schema: Schema, records: list[Any], sort: str, reverse: bool,
+         after: Position | None) -> Iterable[Any]:
+    """The records (sorted by ``sort``) that come after the position ``after``."""
+    if after is None:
+        return records
+    start: Any = after        # an id in id order, a (collated, id) pair in the others
+    if reverse:
+        return (r for r in records if position(schema, r, sort) < start)
+    return (r for r in records if position(schema, r, sort) > start)
+
+
+def search_terms(schema: Schema, record: Any) -> set[str]:
+    """What ``q`` is matched against, as a prefix: every word of the
+    ``words`` fields and each ``prefixes`` field whole, case-folded."""
+    terms = {value.casefold() for f in schema.prefixes
+            if (value := getattr(record, f)) is not None}
+    for field in schema.words:
+        value = getattr(record, field)
+        if value is not None:
+            terms.update(words(value))
+    return terms
