@@ -92,7 +92,8 @@ class Listing:
         one = parameters(query, known_parameters(schema), f"/{schema.plural}",
                          asking.asked_parameters(schema))
         asked = [name for name in one if "[" in name]       # (field[op]: asking's)
-        where = tuple(asking.read(schema, name, one[name]) for name in sorted(asked)) if asked else ()
+        where = (tuple(asking.read(schema, name, one[name]) for name in sorted(asked))
+                 if asked else ())
         sort, reverse = _sort(schema, one.get("sort", "id"))
         q = one.get("q")
         if q is not None and not 1 <= len(q) <= MAX_Q:
