@@ -1,6 +1,7 @@
 """What the memory store does with many records at once: pages, counts,
-searches and the change feed (its ``Indexes`` walked: ``walks``), restoring a copy (``restore``), each under the collection's
-lock, and a batch's writes, undone together if one fails (``undoing``).
+searches and the change feed (its ``Indexes`` walked: ``walks``),
+restoring a copy (``restore``), each under the collection's lock, and a
+batch's writes, undone together if one fails (``undoing``).
 
 ``touched`` counts the records each call has looked at, so tests can show
 what a page costs without timing it.
@@ -35,9 +36,8 @@ class MemoryBulk(Restores):
                 records = map(self._records.__getitem__, walk(
                     self._indexes, sort, reverse, after, bounds(sort, where) if where else NONE))
                 if where:       # each record looked at, kept or not, is touched
-                    page = list(itertools.islice(filter(self._holds(where),
+                    return list(itertools.islice(filter(self._holds(where),
                                                         self._looked_at(records)), limit))
-                    return page
                 page = list(itertools.islice(records, limit))
             else:
                 found = sorted(self._matches(filters, q, where),
