@@ -18,7 +18,7 @@ from usersvc.storage.sql.dialects import POSTGRES, SQLITE
 
 def test_sorted_keeps_smaller_parts_in_order():
     """``Sorted`` is ``SortedList`` with a smaller load: its parts, as
-    entries come and go, stay under 500 (SortedList's: under 2,000)."""
+    entries come and go, stay under 1,000 (SortedList's: under 2,000)."""
     many = Sorted()
     for n in range(20_000):
         many.add((str(n * 7919 % 20_000), n))
@@ -26,7 +26,7 @@ def test_sorted_keeps_smaller_parts_in_order():
             many.remove(many[len(many) // 2])
     many._check()
     assert list(many) == sorted(many)
-    assert max(map(len, many._lists)) <= 2 * Sorted.DEFAULT_LOAD_FACTOR == 500
+    assert max(map(len, many._lists)) <= 2 * Sorted.DEFAULT_LOAD_FACTOR == 1000
 
 
 def _state(indexes: Indexes) -> tuple:

@@ -112,7 +112,7 @@ def test_a_cursor_needs_no_secret_any_app_on_the_store_reads_it(tmp_path):
 
 
 @pytest.mark.parametrize("query, says", [
-    ("nmae=Ada", "Unknown query parameter: nmae. /users takes: limit, sort, after, cursor, email, q, "
+    ("nmae=Ada", "Unknown query parameter: nmae. /users takes: limit, sort, after, cursor, email, q, fields, "
                  "id[gt|gte|lt|lte], name[gt|gte|lt|lte], email[eq|ne|in]."),
     ("sort=", "sort must be one of id, name, email"),
     ("sort=age", "sort must be one of id, name, email"),
@@ -221,7 +221,7 @@ def test_a_collection_gets_the_parameters_its_schema_declares():
     client.post("/notes", json_body={"text": "Dune"})
     assert [b["text"] for b in client.get("/notes?limit=1").json] == ["Dune"]
     body = problem(client.get("/notes?sort=text"), 400)
-    assert body["detail"] == "Unknown query parameter: sort. /notes takes: limit, after, id[gt|gte|lt|lte]."
+    assert body["detail"] == "Unknown query parameter: sort. /notes takes: limit, after, fields, id[gt|gte|lt|lte]."
 
     films = Schema("film", "films", {"title": text(100), "year": text(4)},
                    filters=("year",), sorts=("title",), words=("title",))

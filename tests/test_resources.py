@@ -244,7 +244,7 @@ def test_unknown_query_parameters_are_400_naming_them_and_the_known_ones(client)
     client.create()
     body = problem(client.get("/users?nmae=Ada&page=3"), 400)
     assert body["detail"] == ("Unknown query parameters: nmae, page. "
-                              "/users takes: limit, sort, after, cursor, email, q, "
+                              "/users takes: limit, sort, after, cursor, email, q, fields, "
                               "id[gt|gte|lt|lte], name[gt|gte|lt|lte], email[eq|ne|in].")
 
 

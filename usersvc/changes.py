@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from . import sparse
 from .listing import parameters, query_of, whole_number
 from .problems import Problem
 from .representation import Format, Representations
@@ -27,7 +28,7 @@ from .validation import Schema
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 MAX_WAIT = 30
-KNOWN = ["after", "limit", "wait"]
+KNOWN = ["after", "limit", "wait", "fields"]
 
 #: The relation type of a page's link to the feed: an extension relation
 #: type (RFC 8288 §2.1.2), a URI that names it and nothing else. A tag URI
@@ -91,10 +92,12 @@ class Changes:
             with self.waiting.slot():
                 self.store.wait(after, wait)
             found = self.store.changes(after=after, limit=limit)
+        names = sparse.named(self.schema, one)       # fields=: id and those
         body = fmt.join_changes([
             fmt.render_change(self.schema, change.seq, change.id,
                               None if change.record is None
-                              else self.representations.one(change.record, fmt))
+                              else self.representations.one(change.record, fmt) if names is None
+                              else sparse.render(fmt, self.schema, change.record, names))
             for change in found])
         last = found[-1].seq if found else after
         return Response(200, body, [

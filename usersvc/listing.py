@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_plus, urlencode
 
-from . import asking
+from . import asking, sparse
 from .fields import FieldError
 from .problems import Problem
 from .request import Request
@@ -80,6 +80,7 @@ class Listing:
     after: Position | None = None
     filters: dict[str, Any] = field(default_factory=dict)
     where: tuple[asking.Condition, ...] = ()     # field[op]=value (``asking``)
+    fields: tuple[str, ...] | None = None       # fields=a,b (``sparse``)
     q: str | None = None
     query: dict[str, list[str]] = field(default_factory=dict)   # as sent
     # What a cursor is bound to: the collection, the order, the filters.
@@ -101,6 +102,7 @@ class Listing:
         filters = {name: _filter(schema, name, one[name]) for name in schema.filters if name in one}
         listing = cls(limit=whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), sort=sort,
                       reverse=reverse, q=q, query=query, filters=filters, where=where,
+                      fields=sparse.named(schema, one) if "fields" in one else None,
                       schema=schema)
         if sort != "id":
             listing.context = json.dumps([schema.plural, one["sort"], sorted(
@@ -159,7 +161,7 @@ def known_parameters(schema: Schema) -> list[str]:
     known = ["limit", *["sort"] * sorted_too, "after", *["cursor"] * sorted_too, *schema.filters]
     if schema.searchable:
         known.append("q")
-    return known
+    return [*known, "fields"]
 
 
 def parameters(query: dict[str, list[str]], known: list[str], where: str,

@@ -20,6 +20,7 @@ import hashlib
 from typing import Any
 
 from .changes import FEED_RELATION, feed_url
+from . import sparse
 from .listing import Listing, query_of
 from .representation import (DEFAULT, Format, Offers, Representations, etag, read_document,
                              version_in)
@@ -86,7 +87,11 @@ class Collection(Resource):
         if len(records) == listing.limit:   # a full page: there may be more (RFC 8288)
             url = (f"{req.base_url}/{self.schema.plural}?"
                    f"{listing.next_query(records[-1])}")
-        response, tag = fmt.answer_list(req, self.representations, records, url, listing.q)
+        if listing.fields is None or fmt.name == "html":
+            response, tag = fmt.answer_list(req, self.representations, records, url, listing.q)
+        else:       # fields=: a tag made from the bytes
+            response, tag = Response(200, sparse.page(fmt, self.schema, records, listing.fields),
+                                     [("Content-Type", fmt.media_type)]), None
         links = [] if url is None else [f'<{url}>; rel="next"']
         if feed is not None:
             links.append(f'<{feed_url(req, self.schema, feed)}>; rel="{FEED_RELATION}"')
@@ -122,11 +127,16 @@ class Item(Resource):
     def on_get(self, req: Request, fmt: Format, id: int) -> Response:
         record = self.store.get(id)
         tag = etag(record, fmt)
+        names = sparse.asked(query_of(req), self.schema, fmt) if req.query_string else None
+        if names is not None:       # fields=: id and those (``sparse``)
+            tag = sparse.etag(tag, names)
         # RFC 9110 §13.1.2: If-None-Match compares weakly; a match is a 304
         # with the headers the 200 would have had (§15.4.5).
         if _none_match(req, tag):
             return Response(304, headers=[("ETag", tag), _REVALIDATE])
-        response = fmt.answer(req, 200, self.representations, record, tag)
+        response = (fmt.answer(req, 200, self.representations, record, tag) if names is None else
+                    Response(200, sparse.render(fmt, self.schema, record, names),
+                             [("Content-Type", fmt.media_type)]))
         response.headers += [("ETag", tag), _REVALIDATE]
         return response
 

@@ -212,7 +212,7 @@ def etag(record: Any, fmt: Format) -> str:
     return f'"{record.id}-{record.version}{suffix}"'
 
 
-_ETAG = re.compile(r"([0-9]+)-([0-9]+)(?:-xml|-html)?")
+_ETAG = re.compile(r"([0-9]+)-([0-9]+)(?:-xml|-html)?(?:\.[a-z0-9_]+)*")   # (.name: ``sparse``)
 
 
 def version_in(tag: str, record_id: int) -> int | None:

@@ -1,7 +1,7 @@
-"""The OpenAPI parameters of a page's conditions with an operator
-(``asking``): each ``field[op]`` a parameter of its own, named as a client
-sends it (``due[lt]``), its value typed by the field's kind, so that a
-generated client can send it."""
+"""The OpenAPI parameters of what a client may ask beyond a page's order
+and filters: each ``field[op]`` (``asking``) a parameter of its own,
+named as a client sends it (``due[lt]``), its value typed by the field's
+kind, so that a generated client can send it; and ``fields=`` (``sparse``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -39,3 +39,14 @@ def asked_parameters(schema: Schema, query: Any) -> list[dict[str, Any]]:
                                    f"Only the {schema.plural} whose {field} is {_SAYS[op]} "
                                    f"this{order}."))
     return found
+
+
+def fields_parameter(schema: Schema) -> dict[str, Any]:
+    """``fields=a,b`` (``sparse``): which fields a record's representation holds."""
+    names = "|".join(schema.field_names)
+    return {"name": "fields", "in": "query", "required": False,
+            "schema": {"type": "string", "pattern": f"^({names})(,({names}))*$"},
+            "description": f"Only these fields of each {schema.name}, comma-separated (and "
+                           "`id`): a representation of its own, with an ETag of its own, "
+                           "which `If-Match` takes as the whole record's version. A name "
+                           "that is not a field is a 400. Pages for people show whole records."}

@@ -12,6 +12,7 @@ from ...validation import Schema
 from ..health import HEALTH_PATH
 from ..pages import ASSETS
 from .batch import batch_paths
+from .asked import fields_parameter
 from .feed import feed_link_header, feed_paths
 from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STORE, PAGE,
                     VARY, asset_paths, collection_names, common_schemas, content, header,
@@ -134,10 +135,18 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
     record, xml_record = record_schemas(schema)
     schemas[name] = record
     schemas[f"{name}Xml"] = xml_record
-    schemas[f"{name}List"] = {"type": "array", "items": {"$ref": f"#/components/schemas/{name}"},
+    # fields=a,b: id and those only (``sparse``), beside the whole record.
+    for xml in ("", "Xml"):
+        schemas[f"{name}Fields{xml}"] = {
+            **schemas[f"{name}{xml}"], "required": ["id"],
+            "description": f"{schema.a_name.capitalize()} as `fields=` asks: its id and the "
+                           "fields named (an absent optional field left out)."}
+        schemas[f"{name}Got{xml}"] = {"anyOf": [{"$ref": f"#/components/schemas/{name}{xml}"},
+                                                {"$ref": f"#/components/schemas/{name}Fields{xml}"}]}
+    schemas[f"{name}List"] = {"type": "array", "items": {"$ref": f"#/components/schemas/{name}Got"},
                               "xml": {"name": plural, "wrapped": True}}
     schemas[f"{name}ListXml"] = {"type": "array",
-                                 "items": {"$ref": f"#/components/schemas/{name}Xml"},
+                                 "items": {"$ref": f"#/components/schemas/{name}GotXml"},
                                  "xml": {"name": plural, "wrapped": True}}
     for kind, required in (("Create", True), ("Replace", True), ("Patch", False)):
         for in_xml in (False, True):
@@ -213,8 +222,9 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             "operationId": f"get{name}", "summary": f"One {schema.name}.",
             "description": f"The {schema.name} and its version (`ETag`); `If-None-Match` with "
                            "that version is a 304.",
-            "parameters": [if_none_match],
-            "responses": operation_responses(404, 406, 503, s200={**one, "headers": {
+            "parameters": [if_none_match, fields_parameter(schema)],
+            "responses": operation_responses(400, 404, 406, 503, s200={
+                **one, "content": {**content(f"{name}Got"), **PAGE}, "headers": {
                 "ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE}}, s304=not_modified(ETAG)),
         },
         "put": {
@@ -248,7 +258,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
                             templated=True),
         "head": _head(f"head{name}", {"200": {"ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE},
                                       "304": {"ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE}},
-                      [if_none_match], (404, 406, 503)),
+                      [if_none_match, fields_parameter(schema)], (400, 404, 406, 503)),
     }
 
 

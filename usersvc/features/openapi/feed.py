@@ -7,6 +7,7 @@ from typing import Any
 from ...changes import DEFAULT_LIMIT, FEED_RELATION, MAX_LIMIT, MAX_WAIT
 from ...storage import MAX_ID
 from ...validation import Schema
+from .asked import fields_parameter
 from .parts import VARY, header, operation_responses
 
 NO_STORE = header("`no-store`: the same URL answers more as changes come.", {"const": "no-store"})
@@ -30,7 +31,7 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
         "id": {"type": "integer", "minimum": 1, "maximum": MAX_ID}}
     schemas[f"{name}Changed"] = {
         "type": "object", "required": ["seq", "id", schema.name], "additionalProperties": False,
-        "properties": {**position, schema.name: {"$ref": f"#/components/schemas/{name}"}},
+        "properties": {**position, schema.name: {"$ref": f"#/components/schemas/{name}Got"}},
         "description": f"{schema.a_name.capitalize()} as it is after its latest change."}
     schemas[f"{name}Deleted"] = {
         "type": "object", "required": ["seq", "id", "deleted"], "additionalProperties": False,
@@ -42,7 +43,7 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
     schemas[f"{name}ChangeXml"] = {
         "type": "object", "xml": {"name": "change"},
         "properties": {"seq": {"type": "string"}, "id": {"type": "string"},
-                       schema.name: {"$ref": f"#/components/schemas/{name}Xml"},
+                       schema.name: {"$ref": f"#/components/schemas/{name}GotXml"},
                        "deleted": {"const": "true"}}}
     schemas[f"{name}ChangeListXml"] = {
         "type": "array", "items": {"$ref": f"#/components/schemas/{name}ChangeXml"},
@@ -59,6 +60,7 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
         query("limit", MAX_LIMIT, DEFAULT_LIMIT, 1, "How many entries at most."),
         query("wait", MAX_WAIT, 0, 0, "Seconds to wait for a change when there is none "
                                       "after `after` (long-poll); 0: answer at once."),
+        fields_parameter(schema),
     ]
     headers = {"Link": header(f'`<.../{plural}/changes?after=S&limit=L>; rel="next"`, always: '
                               "S is the last position answered, or `after` when none was."),

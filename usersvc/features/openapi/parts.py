@@ -11,7 +11,7 @@ from ...representation import JSON_TYPE
 from ...storage import MAX_ID
 from ...validation import Schema
 from ..idempotency import BARE, MAX_LENGTH, QUOTED
-from .asked import asked_parameters
+from .asked import asked_parameters, fields_parameter
 
 JSON_BODY = (JSON_TYPE,)
 XML_BODY = ("application/xml", "text/xml")
@@ -55,8 +55,9 @@ VARY_PREFER = header("`Accept, Prefer`: a page may differ by both (and `Origin`,
 NO_STORE = header("`no-store`.", {"const": "no-store"})
 CACHE = header("`no-cache`: revalidate with the ETag before reusing.", {"const": "no-cache"})
 ETAG = header('A strong entity-tag: `"{id}-{version}"` in JSON, `"{id}-{version}-xml"` in XML, '
-              '`"{id}-{version}-html"` for the page.',
-              {"type": "string", "pattern": '^"[0-9]+-[0-9]+(-xml|-html)?"$'})
+              '`"{id}-{version}-html"` for the page; with `fields=`, the names after a dot each '
+              '(`"{id}-{version}.name.email"`).',
+              {"type": "string", "pattern": '^"[0-9]+-[0-9]+(-xml|-html)?(\\.[a-z0-9_]+)*"$'})
 BODY_ETAG = header("A strong entity-tag made from the representation's bytes.",
                     {"type": "string", "pattern": '^"[0-9a-f]{24}"$'})
 IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "required": False,
@@ -101,6 +102,7 @@ def list_parameters(schema: Schema) -> list[dict[str, Any]]:
                 "(a value not of its kind is a 400).")
           for f in schema.filters),
         *asked_parameters(schema, query),     # (``asked``)
+        fields_parameter(schema),
         *([query("q", {"type": "string", "minLength": 1, "maxLength": MAX_Q},
                  "Search: the records with a word of "
                  + " or ".join([*(f"the {f}" for f in schema.words)])

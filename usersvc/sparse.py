@@ -1,0 +1,64 @@
+"""Sparse representations: ``fields=a,b`` (docs/api.md, "Asking"), on a
+record, a page and the change feed, in JSON and XML: ``id`` and the named
+fields only (an absent optional field left out, as in a whole record).
+
+A sparse representation is another representation of the same version,
+so it has an ETag of its own: the whole record's with the names after it
+(``"7-3.name"``, ``"7-3-xml.name.email"``), which ``version_in`` reads as
+version 3, so ``If-Match`` with it on a write means what the whole
+record's tag means. Pages for people (HTML) show whole records.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .problems import Problem
+from .validation import Schema
+
+PARAMETER = "fields"
+
+
+def named(schema: Schema, one: dict[str, str]) -> tuple[str, ...] | None:
+    """The fields ``fields=`` names, in the record's order, or ``None`` (not
+    given); 400 for an empty list or a name that is not a field (one named
+    twice is named)."""
+    text = one.get(PARAMETER)
+    if text is None:
+        return None
+    names = text.split(",")
+    unknown = [n for n in names if n not in schema.field_names]
+    if not text or unknown:
+        raise Problem(400, f"The query parameter fields must name fields of "
+                           f"{schema.a_name}, comma-separated: "
+                           f"{', '.join(schema.field_names)}"
+                           + (f" (not {', '.join(unknown)})." if text and unknown else "."))
+    return tuple(f for f in schema.field_names if f in names)
+
+
+def render(fmt: Any, schema: Schema, record: Any, names: tuple[str, ...]) -> bytes:
+    """``record`` in ``fmt``, ``id`` and ``names`` only."""
+    kept = {"id", *names}
+    return fmt.render(schema, {f: v for f, v in zip(schema.field_names, record)
+                               if f in kept and v is not None})
+
+
+def etag(whole: str, names: tuple[str, ...]) -> str:
+    """The sparse representation's ETag, from the whole record's."""
+    return f'{whole[:-1]}.{".".join(names)}"'
+
+
+def asked(query: dict[str, list[str]], schema: Schema, fmt: Any) -> tuple[str, ...] | None:
+    """What a record's GET asks with ``fields=`` in its ``query`` (its only
+    parameter; any other is left alone, as before), or ``None``: not
+    asked, or a page for people."""
+    given = query.get(PARAMETER)
+    if given is None or fmt.name == "html":
+        return None
+    if len(given) > 1:
+        raise Problem(400, "The query parameter fields is given more than once.")
+    return named(schema, {PARAMETER: given[0]})
+
+
+def page(fmt: Any, schema: Schema, records: list[Any], names: tuple[str, ...]) -> bytes:
+    """A page of ``records``, ``id`` and ``names`` of each."""
+    return fmt.join(schema, [render(fmt, schema, record, names) for record in records])
