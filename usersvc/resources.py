@@ -87,11 +87,8 @@ class Collection(Resource):
         if len(records) == listing.limit:   # a full page: there may be more (RFC 8288)
             url = (f"{req.base_url}/{self.schema.plural}?"
                    f"{listing.next_query(records[-1])}")
-        if listing.fields is None or fmt.name == "html":
-            response, tag = fmt.answer_list(req, self.representations, records, url, listing.q)
-        else:       # fields=: a tag made from the bytes
-            response, tag = Response(200, sparse.page(fmt, self.schema, records, listing.fields),
-                                     [("Content-Type", fmt.media_type)]), None
+        fmt = sparse.view(fmt, listing.fields)      # (fields=: some of each record's)
+        response, tag = fmt.answer_list(req, self.representations, records, url, listing.q)
         links = [] if url is None else [f'<{url}>; rel="next"']
         if feed is not None:
             links.append(f'<{feed_url(req, self.schema, feed)}>; rel="{FEED_RELATION}"')
@@ -126,17 +123,14 @@ class Item(Resource):
 
     def on_get(self, req: Request, fmt: Format, id: int) -> Response:
         record = self.store.get(id)
+        if req.query_string:        # fields=: some of its fields (``sparse``)
+            fmt = sparse.view(fmt, sparse.asked(query_of(req), self.schema))
         tag = etag(record, fmt)
-        names = sparse.asked(query_of(req), self.schema, fmt) if req.query_string else None
-        if names is not None:       # fields=: id and those (``sparse``)
-            tag = sparse.etag(tag, names)
         # RFC 9110 §13.1.2: If-None-Match compares weakly; a match is a 304
         # with the headers the 200 would have had (§15.4.5).
         if _none_match(req, tag):
             return Response(304, headers=[("ETag", tag), _REVALIDATE])
-        response = (fmt.answer(req, 200, self.representations, record, tag) if names is None else
-                    Response(200, sparse.render(fmt, self.schema, record, names),
-                             [("Content-Type", fmt.media_type)]))
+        response = fmt.answer(req, 200, self.representations, record, tag)
         response.headers += [("ETag", tag), _REVALIDATE]
         return response
 

@@ -4,7 +4,7 @@ fields only (an absent optional field left out, as in a whole record).
 
 A sparse representation is another representation of the same version,
 so it has an ETag of its own: the whole record's with the names after it
-(``"7-3.name"``, ``"7-3-xml.name.email"``), which ``version_in`` reads as
+(``"7-3.name"``, ``"7-3-xml.name.email"``: ``Fields.tag_suffix``), which ``version_in`` reads as
 version 3, so ``If-Match`` with it on a write means what the whole
 record's tag means. Pages for people (HTML) show whole records.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .problems import Problem
+from .request import Response
 from .validation import Schema
 
 PARAMETER = "fields"
@@ -42,17 +43,40 @@ def render(fmt: Any, schema: Schema, record: Any, names: tuple[str, ...]) -> byt
                                if f in kept and v is not None})
 
 
-def etag(whole: str, names: tuple[str, ...]) -> str:
-    """The sparse representation's ETag, from the whole record's."""
-    return f'{whole[:-1]}.{".".join(names)}"'
+class Fields:
+    """``fmt``, each record holding ``id`` and ``names`` only: what a
+    record's or a page's GET answers in with ``fields=`` (``view``). Its
+    answers are made, not kept (the kept encodings are whole records'); a
+    page's tag is made from its bytes."""
+
+    def __init__(self, fmt: Any, names: tuple[str, ...]) -> None:
+        self.fmt, self.names = fmt, names
+        self.tag_suffix = f'{fmt.tag_suffix}.{".".join(names)}'   # "7-3-xml.name"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.fmt, name)
+
+    def answer(self, req: Any, status: int, kept: Any, record: Any, tag: str) -> Response:
+        return Response(status, render(self.fmt, kept.schema, record, self.names),
+                        [("Content-Type", self.fmt.media_type)])
+
+    def answer_list(self, req: Any, kept: Any, records: list[Any], next_url: str | None,
+                    q: str | None) -> tuple[Response, None]:
+        return Response(200, page(self.fmt, kept.schema, records, self.names),
+                        [("Content-Type", self.fmt.media_type)]), None
 
 
-def asked(query: dict[str, list[str]], schema: Schema, fmt: Any) -> tuple[str, ...] | None:
+def view(fmt: Any, names: tuple[str, ...] | None) -> Any:
+    """``fmt``, or with ``fields=`` (``names``), its ``Fields``; pages for
+    people (HTML) show whole records."""
+    return fmt if names is None or fmt.name == "html" else Fields(fmt, names)
+
+
+def asked(query: dict[str, list[str]], schema: Schema) -> tuple[str, ...] | None:
     """What a record's GET asks with ``fields=`` in its ``query`` (its only
-    parameter; any other is left alone, as before), or ``None``: not
-    asked, or a page for people."""
+    parameter; any other is left alone, as before), or ``None``."""
     given = query.get(PARAMETER)
-    if given is None or fmt.name == "html":
+    if given is None:
         return None
     if len(given) > 1:
         raise Problem(400, "The query parameter fields is given more than once.")

@@ -208,8 +208,7 @@ def etag(record: Any, fmt: Format) -> str:
     """A strong ETag (RFC 9110 §8.8.3) for this version in this format:
     ``"7-3"`` is user 7 at version 3 in JSON, ``"7-3-xml"`` in XML,
     ``"7-3-html"`` its page."""
-    suffix = "" if fmt is JSON else "-" + fmt.name
-    return f'"{record.id}-{record.version}{suffix}"'
+    return f'"{record.id}-{record.version}{fmt.tag_suffix}"'
 
 
 _ETAG = re.compile(r"([0-9]+)-([0-9]+)(?:-xml|-html)?(?:\.[a-z0-9_]+)*")   # (.name: ``sparse``)

@@ -32,6 +32,11 @@ class Format(Protocol):
     media_type: str        # Content-Type of a record or a list
     problem_type: str      # Content-Type of a problem document
 
+    @property
+    def tag_suffix(self) -> str:
+        """What a record's ETag has after its version (``etag``): ``-xml``."""
+        return "-" + self.name
+
     def render(self, schema: Schema, record: Mapping[str, Any]) -> bytes:
         """A record given as its fields, by name, in order."""
 
@@ -152,6 +157,7 @@ def _written(names: tuple[str, ...], values: Iterable[Any]) -> bytes | None:
 
 class JSONFormat(Format):
     name = "json"
+    tag_suffix = ""         # (the first format: "7-3")
     media_type = JSON_TYPE
     problem_type = "application/problem+json"
 
