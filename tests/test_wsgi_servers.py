@@ -154,7 +154,16 @@ def test_each_server_command_the_docs_show_serves(tmp_path, server):
             if "USERSVC_COLLECTIONS" in settings:     # the books, over both workers
                 served_books(("127.0.0.1", port), port)
             if "USERSVC_METRICS_PORT" in settings:    # every request of every worker
-                status, _, text = call(("127.0.0.1", metrics_port), "GET", "/metrics")
+                # The port is claimed by a worker's thread as it starts (metrics.shared):
+                # it may come a moment after the app answers (seen once under granian).
+                for _ in range(200):
+                    try:
+                        status, _, text = call(("127.0.0.1", metrics_port), "GET", "/metrics")
+                        break
+                    except OSError:
+                        threading.Event().wait(0.05)
+                else:
+                    raise AssertionError(f"no worker of {command} serves /metrics")
                 assert status == 200
                 posts = {(s.labels["http_route"], s.value) for family in
                          text_string_to_metric_families(text.decode()) for s in family.samples
