@@ -18,6 +18,7 @@ TASKS = Schema("task", "tasks",
                 "link": url, "owner": ref("users")},
                optional=("estimate", "due", "remind_at", "link", "owner"),
                filters=("done", "priority", "owner"), sorts=("title", "priority"),
+               filtered_sorts={"done": ("updated",)},
                words=("title",), timestamps=True)
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ THINGS = Schema(
     unique=("code", "contact", "at", "link"),
     filters=("code", "contact", "count", "done", "due", "level", "link"),
     sorts=("title", "count", "done", "at", "level"),
+    filtered_sorts={"done": ("title", "at", "level"), "count": ("title",), "level": ("count",),
+                    "due": ("title",)},
     words=("title", "note"), prefixes=("code",))
 
 

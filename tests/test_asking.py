@@ -52,6 +52,13 @@ QUESTIONS = [
     ("owner[exists]=true", lambda r: r.owner is not None),
     ("done=true&count[gte]=2", lambda r: r.done and r.count >= 2),
     ("q=many&count[lt]=3", lambda r: "many" in r.title.casefold().split() and r.count < 3),
+    # equalities a filtered sort's index answers in some of the orders (every_kind's THINGS)
+    ("count=3", lambda r: r.count == 3),
+    ("done=false&level[in]=low,high", lambda r: not r.done and r.level in ("low", "high")),
+    ("done[eq]=true&at[gte]=2026-01-01T00:00:10Z",
+     lambda r: r.done and _instant(r.at) >= _instant("2026-01-01T00:00:10Z")),
+    ("due=2026-12-04&title[gte]=thing 2", lambda r: r.due == "2026-12-04" and r.title >= "Thing 2"),
+    ("level[in]=high,low,high&count[ne]=2", lambda r: r.level in ("low", "high") and r.count != 2),
 ]
 ORDERS = ["id", "-id", "title", "-count", "at", "-level", "done"]
 

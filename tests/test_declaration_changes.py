@@ -1,7 +1,7 @@
 """Declaration changes are idempotent (docs/api.md, "Changing a
 declaration"): hypothesis makes sequences of changes (a field added,
 dropped, converted, made required by a default or optional again, renamed, its rule
-narrowed, a choice's values changed), with records written between them,
+narrowed, a choice's values changed, a filtered sort kept or no longer), with records written between them,
 as an app's declaration would grow, each migration kept declared once
 made; after each change is opened, opening the same declaration again
 changes nothing: no log line, no new version, no feed entry. On SQLite
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from usersvc import Schema, choice, integer, text
 from usersvc.storage import open_store
 
-CHANGES = ["add", "drop", "convert", "require", "loosen", "rename", "narrow", "choice"]
+CHANGES = ["add", "drop", "convert", "require", "loosen", "rename", "narrow", "choice", "index"]
 SQL_STORES = [pytest.param("sqlite", id="sqlite-file")]
 if POSTGRES_URL or POSTGRES_REQUIRED:
     SQL_STORES.append(pytest.param("postgres", id="postgres"))
@@ -37,11 +37,13 @@ class Declared:
         self.optional = {"year", "note"}
         self.renamed, self.dropped, self.converted, self.defaults = {}, [], {}, {}
         self.added = itertools.count(1)
+        self.indexed = False        # level kept in title order (``filtered_sorts``)
 
     def schema(self):
         return Schema("item", "items", dict(self.fields),
                       optional=[f for f in self.fields if f in self.optional],
                       filters=("level",), sorts=("title", "level"), words=("title",),
+                      filtered_sorts={"level": ("title",)} if self.indexed else None,
                       renamed=dict(self.renamed), dropped=tuple(self.dropped),
                       converted=dict(self.converted), defaults=dict(self.defaults))
 
@@ -80,6 +82,8 @@ class Declared:
                 self.defaults["remark"] = self.defaults.pop("note")
         elif what == "narrow" and fields["title"].max_length > 20:
             fields["title"] = text(fields["title"].max_length - 10)
+        elif what == "index":
+            self.indexed = not self.indexed
         elif what == "choice":
             options = list(fields["level"].options)
             options.insert(n % (len(options) + 1), f"v{len(options)}")

@@ -30,7 +30,11 @@ def test_sorted_keeps_smaller_parts_in_order():
 
 
 def _state(indexes: Indexes) -> tuple:
-    return (list(indexes.ids), indexes.unique, indexes.filtered,
+    return (list(indexes.ids), indexes.unique,
+            {f: {v: list(ids) for v, ids in by_value.items()}
+             for f, by_value in indexes.filtered.items()},
+            {pair: {v: list(entries) for v, entries in by_value.items()}
+             for pair, by_value in indexes.within.items()},
             {f: list(order) for f, order in indexes.orders.items()},
             list(indexes.all_words), indexes.named)
 
@@ -81,3 +85,12 @@ def test_a_rows_columns_are_row_ofs(schema, records, dialect):
 def test_a_words_value_is_json_dumps_of_the_words(text):
     table = Table(USER, SQLITE)
     assert table.words_value(text) == json.dumps(sorted(set(words(text))), ensure_ascii=False)
+
+
+@given(st.text(alphabet=st.sampled_from("aZ09._~-+ %&=[]/é\x00\""), max_size=12))
+def test_a_next_links_values_are_quoted_as_urlencode_quotes_them(text):
+    from urllib.parse import quote_plus, urlencode
+
+    from usersvc.listing import _quoted, _quoted_name
+    assert _quoted(text) == quote_plus(text) == _quoted_name(text)
+    assert f"{_quoted_name(text)}={_quoted(text)}" == urlencode([(text, text)])

@@ -14,7 +14,7 @@ from usersvc.request import Request
 
 # Query strings as WSGI hands them over: latin-1 strs of the bytes received,
 # made mostly of the characters that matter to parsing.
-RAW_QUERIES = st.text(alphabet=st.sampled_from("ab=&+%;2F0AcEd\x80\xc3\xa9\xff "), max_size=30)
+RAW_QUERIES = st.text(alphabet=st.sampled_from("ab=&+%;2F0AcEd\x80\xc3\xa9\xff []5Bb"), max_size=30)
 
 
 def reference_query(raw: str) -> dict[str, list[str]]:

@@ -27,7 +27,8 @@ from usersvc import USER, Schema, boolean, make_app, ref, text
 from usersvc.storage import open_store
 
 TASKS = Schema("task", "tasks", {"title": text(20), "done": boolean, "owner": ref("users")},
-               optional=("owner",), filters=("done", "owner"), sorts=("title",))
+               optional=("owner",), filters=("done", "owner"), sorts=("title",),
+               filtered_sorts={"done": ("title",), "owner": ("title",)})
 EMAILS = ["a@x.org", "A@x.org", "b@x.org", "c@x.org", "d@x.org"]   # two alike, case-folded
 MERGE = "application/merge-patch+json"
 
@@ -242,7 +243,11 @@ class Together(RuleBasedStateMachine):
             (f"owner[in]={user},999", lambda i, t: t.get("owner") in (user, 999)),
             ("done[ne]=true&title[gte]=u", lambda i, t: not t["done"] and t["title"] >= "u"),
             (f"id[gt]={task}&title[lt]=u", lambda i, t: i > task and t["title"] < "u"),
-            (f"id[lte]={task}&owner[exists]=true", lambda i, t: i <= task and "owner" in t)]))
+            (f"id[lte]={task}&owner[exists]=true", lambda i, t: i <= task and "owner" in t),
+            # read from a filtered sort's index (done and owner, in title order)
+            ("done=false", lambda i, t: not t["done"]),
+            (f"owner={user}&done=true", lambda i, t: t.get("owner") == user and t["done"]),
+            ("done[eq]=true&title[lt]=u", lambda i, t: t["done"] and t["title"] < "u")]))
         answer = within(DEADLINE, lambda: self.client.get(
             f"/tasks?{query}&sort={sort}&limit=1000", headers={"Prefer": "count=exact"}))
         kept = [i for i, t in self.model.tasks.items() if keeps(i, t)]

@@ -76,6 +76,7 @@ def asked_parameters(schema: Schema) -> tuple[str, ...]:
     return tuple(f"{field}[{'|'.join(takes(schema, field))}]" for field in fields)
 
 
+@lru_cache(maxsize=1024)     # (pages followed by their next links ask alike)
 def read(schema: Schema, name: str, text: str) -> Condition:
     """The condition of the query parameter ``name`` (``due[lt]``) with the
     value ``text``; else a 400 naming it and saying what it takes."""

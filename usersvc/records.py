@@ -58,7 +58,8 @@ def declared_fields(name: str, plural: str, fields: Mapping[str, Field]) -> dict
 
 
 def indexes(schema: Any, optional: Iterable[str], unique: Iterable[str], filters: Iterable[str],
-            sorts: Iterable[str], words: Iterable[str], prefixes: Iterable[str]) -> None:
+            sorts: Iterable[str], words: Iterable[str], prefixes: Iterable[str],
+            filtered_sorts: Mapping[str, Iterable[str]] | None = None) -> None:
     """What a schema says of its fields (``Schema``'s text), checked and kept on it:
     every ref is a filter too (what a delete looks up), timestamps are sorts."""
     def names(what: str, given: Iterable[str], text_only: bool = False) -> tuple[str, ...]:
@@ -84,6 +85,16 @@ def indexes(schema: Any, optional: Iterable[str], unique: Iterable[str], filters
         if field in schema.optional:
             raise ValueError(f"{schema.plural}.{field}: an optional field cannot be a sort "
                              "(a record without it has no place in the order)")
+    schema.filtered_sorts = {}
+    for field, by in (filtered_sorts or {}).items():
+        if field not in schema.filters or field in schema.unique:
+            raise ValueError(f"{schema.plural}: filtered_sorts names {field!r}, which is not "
+                             "a filter, or is unique (its pages hold one record at most)")
+        schema.filtered_sorts[field] = names("filtered_sorts", [by] if isinstance(by, str) else by)
+        for sort in schema.filtered_sorts[field]:
+            if sort not in schema.sorts[1:]:
+                raise ValueError(f"{schema.plural}: filtered_sorts[{field!r}] names {sort!r}, "
+                                 "which is not a sort")
 
 
 def migrations(schema: Any, renamed: Mapping[str, str] | None, dropped: Iterable[str],

@@ -38,7 +38,9 @@ class Schema:
     ``optional`` fields may be absent; ``unique`` ones belong to one record
     at most; a list may be filtered by ``filters`` (equal values) and
     ordered by ``sorts`` (required; then by id), compared as the kind
-    collates them. ``q`` matches the start of any word of a ``words`` text
+    collates them; ``filtered_sorts`` maps a filter to the sorts whose
+    pages filtered by it are read from an index of their own (a filtered
+    page in id order always is). ``q`` matches the start of any word of a ``words`` text
     field and of a whole ``prefixes`` one, case-folded. ``timestamps``:
     read-only ``created`` and ``updated``, set by the store. What a SQL
     store does once at open: each field ``renamed`` from the name it had,
@@ -50,6 +52,7 @@ class Schema:
                  optional: Iterable[str] = (), unique: Iterable[str] = (),
                  filters: Iterable[str] = (), sorts: Iterable[str] = (),
                  words: Iterable[str] = (), prefixes: Iterable[str] = (),
+                 filtered_sorts: Mapping[str, Iterable[str]] | None = None,
                  timestamps: bool = False, renamed: Mapping[str, str] | None = None,
                  dropped: Iterable[str] = (), converted: Mapping[str, Any] | None = None,
                  defaults: Mapping[str, Any] | None = None) -> None:
@@ -61,7 +64,7 @@ class Schema:
             raise ValueError(f"{plural}: timestamps are the fields created and updated")
         self.fields.update(dict.fromkeys(sorted(self.read_only), stamp))
         self.field_names = ("id", *self.fields)
-        indexes(self, optional, unique, filters, sorts, words, prefixes)
+        indexes(self, optional, unique, filters, sorts, words, prefixes, filtered_sorts)
         self.required = tuple(f for f in self.fields if f not in {*self.optional, *self.read_only})
         self._required = frozenset(self.required)
         self.searchable = bool(self.words or self.prefixes)

@@ -71,6 +71,8 @@ def declaration(schema: Schema) -> dict[str, Any]:
             "unique": sorted(schema.unique), "filters": sorted(schema.filters),
             "sorts": sorted(schema.sorts[1:]), "words": sorted(schema.words),
             "prefixes": sorted(schema.prefixes), "keyed": sorted(schema.collated),
+            **({"filtered_sorts": {f: list(by) for f, by in schema.filtered_sorts.items()}}
+               if schema.filtered_sorts else {}),
             "timestamps": bool(schema.read_only)}
 
 
@@ -90,6 +92,7 @@ def schema_from(declaration: dict[str, Any]) -> Schema:
               if not (timestamps and f in ("created", "updated"))}
     return Schema(declaration["name"], declaration["plural"], fields, timestamps=timestamps,
                   optional=[f for f, kind in declaration["fields"].items() if kind["optional"]],
+                  filtered_sorts=declaration.get("filtered_sorts"),
                   **{what: declaration[what] for what in ("unique", "filters", "sorts", "words",
                                                           "prefixes")})
 

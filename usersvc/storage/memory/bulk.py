@@ -9,7 +9,9 @@ what a page costs without timing it.
 from __future__ import annotations
 
 import builtins
+import functools
 import itertools
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -17,7 +19,7 @@ from typing import Any
 from ..protocol import Conflict, Position, position
 from ..feed import Change
 from ..stored import Restores, check_fresh_ids
-from .walks import NONE, bounds, matches, past, walk
+from .walks import NONE, bounded, bounds, chosen, matches, past, walk
 
 Where = Sequence[Any]                   # a page's conditions (``asking.Condition``)
 
@@ -32,11 +34,23 @@ class MemoryBulk(Restores):
              after: Position | None = None, q: str | None = None, where: Where = (),
              **filters: Any) -> builtins.list[Any]:
         with self._lock:
-            if not filters and q is None:
+            # The indexes to walk in this order, and the filter they hold
+            # (``None``: no index walks in this order: the matches, sorted).
+            equal = {} if q is not None else self._equal(filters, where)
+            found = None if q is not None else chosen(
+                self._indexes, sort, {f: values for f, (values, _) in equal.items()})
+            if found is None and q is None and not filters:     # (an = or in, unindexed)
+                found = chosen(self._indexes, sort, {})
+            if found is not None:
+                walked, used = found
                 records = map(self._records.__getitem__, walk(
-                    self._indexes, sort, reverse, after, bounds(sort, where) if where else NONE))
-                if where:       # each record looked at, kept or not, is touched
-                    return list(itertools.islice(filter(self._holds(where),
+                    sort, reverse, after, bounds(sort, where) if where else NONE, walked))
+                # Left to check: all but the filter walked and the ranges the walk keeps to.
+                by = equal[used][1] if used is not None else None
+                left_filters = {f: v for f, v in filters.items() if f != used or by is not None}
+                left = [c for c in where if c is not by and not bounded(sort, c)]
+                if left or left_filters:    # each record looked at, kept or not, is touched
+                    return list(itertools.islice(filter(self._holds(left, left_filters),
                                                         self._looked_at(records)), limit))
                 page = list(itertools.islice(records, limit))
             else:
@@ -60,20 +74,34 @@ class MemoryBulk(Restores):
             self.touched += 1
             yield record
 
-    def _holds(self, where: Where) -> Any:
-        """Whether a record meets every condition (``asking.Condition``)."""
-        checks = [(self.schema.record._fields.index(c.field),
-                   None if c.field == "id" else self.schema.fields[c.field].collate, c)
-                  for c in where]
+    def _holds(self, where: Where, filters: dict[str, Any] | None = None) -> Any:
+        """Whether a record meets every condition (``asking.Condition``) and
+        has each filter's value."""
+        fields, kinds = self.schema.record._fields, self.schema.fields
+        checks = [(fields.index(c.field), None if c.field == "id" else kinds[c.field].collate,
+                   c.holds) for c in where]
+        checks += [(fields.index(f), kinds[f].collate,
+                    functools.partial(operator.eq, kinds[f].collate(value)))
+                   for f, value in (filters or {}).items()]
 
         def holds(record: Any) -> bool:
-            for at, collate, condition in checks:
+            for at, collate, keeps in checks:
                 value = record[at]
-                if not condition.holds(value if value is None or collate is None
-                                       else collate(value)):
+                if not keeps(value if value is None or collate is None else collate(value)):
                     return False
             return True
         return holds
+
+    def _equal(self, filters: dict[str, Any], where: Where) -> dict[str, tuple[Any, Any]]:
+        """The collated values each filter's ``=`` (or ``in``) lets in, and
+        the condition that says so (``None``: a plain ``field=value``)."""
+        equal = {c.field: (c.collated if c.op == "in" else (c.collated,), c)
+                 for c in where if c.op in ("eq", "in")}
+        for field, value in filters.items():
+            if field not in self._indexes.unique and field not in self._indexes.filtered:
+                raise TypeError(f"{self.schema.plural} cannot be filtered by {field}")
+            equal[field] = ((self.schema.fields[field].collate(value),), None)
+        return equal
 
     def last_id(self) -> int:
         with self._lock:

@@ -35,8 +35,9 @@ class Sorted(SortedList):
 
 class Indexes:
     """A collection's indexes, by its schema: ids, sorted; per unique field,
-    its collated values to ids, per other filter to sets of ids; per sort
-    and prefix field, ``(collated, id)`` sorted; the words of its words
+    its collated values to ids, per other filter to ids, sorted; per sort
+    and prefix field, ``(collated, id)`` sorted, and per filtered sort
+    (``within``) the same per value of the filter; the words of its words
     fields, sorted, each with its records' ids. A write moves only the
     entries whose collated values changed (``move``)."""
 
@@ -45,6 +46,8 @@ class Indexes:
         self.unique = {f: {} for f in schema.unique}            # collated -> id
         self.filtered = {f: {} for f in schema.filters if f not in schema.unique}  # collated -> ids
         self.orders = {f: Sorted() for f in dict.fromkeys((*schema.sorts[1:], *schema.prefixes))}
+        self.within = {(f, sort): {} for f, sorts in schema.filtered_sorts.items()
+                       for sort in sorts}           # collated -> (collated, id) sorted
         # PERF: each write walks these, made once from the schema: (a
         # field's place in a record, and its index of each kind, or None).
         place = {f: i for i, f in enumerate(schema.record._fields)}
@@ -53,6 +56,8 @@ class Indexes:
         self._indexed = tuple((place[f], self.unique.get(f), self.filtered.get(f),
                                self.orders.get(f), collate[f])
                               for f in dict.fromkeys((*self.unique, *self.filtered, *self.orders)))
+        self._pairs = tuple((place[f], collate[f], place[sort], collate[sort], by_value)
+                            for (f, sort), by_value in self.within.items())
         self._word_places = tuple(place[f] for f in schema.words)
         self.all_words = Sorted()           # distinct words, sorted
         self.named: dict[str, set[int]] = {}  # word -> ids of the records with it
@@ -87,17 +92,19 @@ class Indexes:
                 if after is not None:
                     unique[after] = record_id
             elif filtered is not None:
-                if before is not None:
-                    filtered[before].discard(record_id)
-                    if not filtered[before]:
-                        del filtered[before]
-                if after is not None:
-                    filtered.setdefault(after, set()).add(record_id)
+                _move(filtered, before, after, record_id, record_id)
             if order is not None:
                 if before is not None:
                     order.remove((before, record_id))
                 if after is not None:
                     order.add((after, record_id))
+        for f_at, f_collate, s_at, s_collate, by_value in self._pairs:
+            before, after = (None if r is None or r[f_at] is None else
+                             (f_collate(r[f_at]), (s_collate(r[s_at]), record_id))
+                             for r in (old, new))
+            if before != after:
+                _move(by_value, before and before[0], after and after[0],
+                      before and before[1], after and after[1])
         for at in self._word_places:
             if old is None or new is None or old[at] != new[at]:
                 self._rewords(record_id, self._words_of(old), self._words_of(new))
@@ -119,11 +126,17 @@ class Indexes:
             elif filtered is not None:
                 ids = filtered.get(value)
                 if ids is None:
-                    filtered[value] = {record_id}
-                else:
-                    ids.add(record_id)
+                    ids = filtered[value] = Sorted()
+                ids.add(record_id)
             if order is not None:
                 order.add((value, record_id))
+        for f_at, f_collate, s_at, s_collate, by_value in self._pairs:
+            if record[f_at] is not None:
+                value = f_collate(record[f_at])
+                entries = by_value.get(value)
+                if entries is None:
+                    entries = by_value[value] = Sorted()
+                entries.add((s_collate(record[s_at]), record_id))
         if self._word_places:
             named = self.named
             for word in self._words_of(record):
@@ -154,6 +167,22 @@ class Indexes:
                 self.all_words.add(word)
                 self.named[word] = set()
             self.named[word].add(record_id)
+
+
+def _move(by_value: dict[Any, Sorted], before: Any, after: Any,
+          old_entry: Any, new_entry: Any) -> None:
+    """An entry of an index kept per value (``filtered``, ``within``) moved
+    from ``before``'s index to ``after``'s (``None``: not there)."""
+    if before is not None:
+        entries = by_value[before]
+        entries.remove(old_entry)
+        if not entries:
+            del by_value[before]
+    if after is not None:
+        entries = by_value.get(after)
+        if entries is None:
+            entries = by_value[after] = Sorted()
+        entries.add(new_entry)
 
 
 class MemoryRecords(MemoryBulk):

@@ -1,9 +1,11 @@
 """How the memory store's pages walk its ``Indexes``: an order from a
 position, within the bounds a range on the order's field sets (``walk``,
-``bounds``); the records filters and ``q`` match (``matches``), and those
-of them past a position (``past``)."""
+``bounds``), or a filter's values' indexes in that order (``chosen``);
+the records filters and ``q`` match (``matches``), and those of them
+past a position (``past``)."""
 from __future__ import annotations
 
+import heapq
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -17,33 +19,65 @@ Bound = tuple[Any, bool]       # an index entry, and whether it is in
 NONE: tuple[Bound | None, Bound | None] = (None, None)      # no range: the whole order
 
 
-def walk(indexes: Any, sort: str, reverse: bool, after: Position | None,
-         within: tuple[Bound | None, Bound | None] = NONE) -> Iterator[int]:
+def walk(sort: str, reverse: bool, after: Position | None,
+         within: tuple[Bound | None, Bound | None], walked: Sequence[Any]) -> Iterator[int]:
     """The ids in ``sort`` order from just past ``after``, ``within`` the
     lowest and highest entries a range on the sort field lets in
-    (``bounds``). (``irange`` walks the index without SortedList's
-    positional index, which slicing would build and every later change
-    would keep up.)"""
-    index = indexes.ids if sort == "id" else indexes.orders[sort]
+    (``bounds``), in the indexes ``walked`` (``chosen``), merged."""
+    walks = [_from(index, reverse, after, within) for index in walked]
+    found = walks[0] if len(walks) == 1 else heapq.merge(*walks, reverse=reverse)
+    return found if sort == "id" else map(_SECOND, found)
+
+
+def _from(index: Any, reverse: bool, after: Position | None,
+          within: tuple[Bound | None, Bound | None]) -> Iterator[Any]:
+    """One index's entries from just past ``after``, ``within`` two bounds.
+    (``irange`` walks the index without SortedList's positional index,
+    which slicing would build and every later change would keep up.)"""
     low, high = within
     if low is None and high is None:        # (no range: most pages)
         if after is None:
-            walk = reversed(index) if reverse else iter(index)
-        elif reverse:
-            walk = index.irange(maximum=after, inclusive=(True, False), reverse=True)
+            return reversed(index) if reverse else iter(index)
+        if reverse:
+            return index.irange(maximum=after, inclusive=(True, False), reverse=True)
+        return index.irange(minimum=after, inclusive=(False, True))
+    if after is not None:       # (a position is an entry: past it, never it)
+        if reverse:
+            high = _tighter(high, (after, False), min)
         else:
-            walk = index.irange(minimum=after, inclusive=(False, True))
-    else:
-        if after is not None:       # (a position is an entry: past it, never it)
-            if reverse:
-                high = _tighter(high, (after, False), min)
-            else:
-                low = _tighter(low, (after, False), max)
-        walk = index.irange(minimum=None if low is None else low[0],
-                            maximum=None if high is None else high[0],
-                            inclusive=(low is None or low[1], high is None or high[1]),
-                            reverse=reverse)
-    return walk if sort == "id" else map(_SECOND, walk)
+            low = _tighter(low, (after, False), max)
+    return index.irange(minimum=None if low is None else low[0],
+                        maximum=None if high is None else high[0],
+                        inclusive=(low is None or low[1], high is None or high[1]),
+                        reverse=reverse)
+
+
+def chosen(indexes: Any, sort: str, equal: dict[str, tuple[Any, ...]]
+           ) -> tuple[list[Any], str | None] | None:
+    """The indexes a page with ``equal`` conditions (a filter's collated
+    values: one for ``=``, several for ``in``) walks in ``sort`` order, and
+    the filter they hold: of the filters kept in this order (by id always,
+    in another if it is one of the filter's ``filtered_sorts``), the one
+    with the fewest entries, its values' indexes; ``None``: none is (or
+    one is unique). No conditions: the order's own index."""
+    if not equal:
+        return [indexes.ids if sort == "id" else indexes.orders[sort]], None
+    best: tuple[int, list[Any], str] | None = None
+    for field, values in equal.items():
+        if field in indexes.unique:
+            return None         # (one record at most: ``matches`` finds it)
+        by_value = indexes.filtered[field] if sort == "id" else indexes.within.get((field, sort))
+        if by_value is not None:
+            found = [by_value[v] for v in dict.fromkeys(values) if v in by_value]
+            size = sum(map(len, found))
+            if best is None or size < best[0]:
+                best = (size, found, field)
+    return None if best is None else best[1:]
+
+
+def bounded(sort: str, condition: Any) -> bool:
+    """Whether ``bounds`` keeps a page to ``condition`` (a range on its order)."""
+    return condition.field == sort and condition.op in _EDGES
 
 
 def bounds(sort: str, where: Sequence[Any]) -> tuple[Bound | None, Bound | None]:

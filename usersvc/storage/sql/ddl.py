@@ -78,6 +78,11 @@ def objects(table: Table) -> dict[str, Object]:
             indexed = table.compared(field)
             found[f"{t}_{field}_order"] = Object(
                 "index", t, f"CREATE INDEX {t}_{field}_order ON {t} ({indexed}, id, version)")
+    for field, sorts in s.filtered_sorts.items():     # a filtered page in another order
+        for sort in sorts:
+            indexed = f"{table.compared(field)}, {table.compared(sort)}"
+            found[f"{t}_{field}_by_{sort}"] = Object(
+                "index", t, f"CREATE INDEX {t}_{field}_by_{sort} ON {t} ({indexed}, id, version)")
     triggers = _sqlite_triggers if table.dialect is SQLITE else _postgres_triggers
     found.update(triggers(table))
     return found

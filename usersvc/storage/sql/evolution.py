@@ -157,6 +157,12 @@ def _changes(stored: dict[str, Any], want: dict[str, Any], todo: list[Any]) -> I
             yield f"{field} is now {said}"
         for field in sorted(set(stored[role]) - set(want[role]) - migrated):
             yield f"{field} is no longer {said}"
+    pairs = [{(f, s) for f, sorts in d.get("filtered_sorts", {}).items() for s in sorts}
+             for d in (stored, want)]
+    for field, sort in sorted(pairs[1] - pairs[0]):
+        yield f"pages filtered by {field} now have an index in {sort} order"
+    for field, sort in sorted(pairs[0] - pairs[1]):
+        yield f"pages filtered by {field} no longer have an index in {sort} order"
 
 
 def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
@@ -184,6 +190,8 @@ def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
     for what in ("unique", "filters", "sorts", "words", "prefixes", "keyed"):
         if what in stored:
             stored[what] = rename(stored[what])
+    stored["filtered_sorts"] = {renames.get(f, f): rename(by)
+                                for f, by in stored.get("filtered_sorts", {}).items()}
     return True
 
 

@@ -1,0 +1,196 @@
+"""The cost rule for filtered pages (docs/api.md, "Asking", "What a page
+costs"): a page whose conditions are equalities on a filter, and at most
+one range on the page's sort field, reads only what it returns when the
+filter is kept in that order (by id always; in another order where the
+schema's ``filtered_sorts`` names it), shown without timing: the memory
+store's ``touched`` counter, SQLite's and PostgreSQL's query plans. What
+they answer is every store's as the plain model's (test_asking)."""
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from contextlib import closing
+
+import pytest
+from conftest import POSTGRES_URL, opened, unavailable, with_search_path
+from every_kind import THINGS, thing_maker
+
+from usersvc import USER, asking, make_app
+from usersvc.storage import open_store
+from usersvc.storage.sql import POSTGRES, SQLITE, Table
+from webob import Request
+
+ask = lambda name, value: asking.read(THINGS, name, value)  # noqa: E731
+N = 3000
+
+
+def _fill(things, n: int = N, done_in: int = 2) -> list:
+    """``n`` things, one in ``done_in`` done."""
+    make = thing_maker()
+    return [things.create(**{**make(f"Thing {i:04d}"), "done": i % done_in == 0})
+            for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def memory():
+    for storage in opened("memory://", (USER, THINGS)):
+        yield storage, _fill(storage["things"])
+
+
+#: (the page asked, what it keeps as a plain predicate, and its order's key)
+INDEXED = [
+    (dict(done=False, sort="title"), lambda r: not r.done),
+    (dict(done=True, sort="title", reverse=True, after=("thing 2000", 2001)),
+     lambda r: r.done and r.title.casefold() < "thing 2000"),
+    (dict(done=False, sort="title", where=(ask("title[gte]", "THING 1500"),)),
+     lambda r: not r.done and r.title.casefold() >= "thing 1500"),
+    (dict(sort="at", where=(ask("done[eq]", "true"), ask("at[lt]", "2026-01-01T00:30:00Z"))),
+     lambda r: r.done and r.at < "2026-01-01T00:30:00"),
+    (dict(count=4, sort="title"), lambda r: r.count == 4),
+    (dict(count=4, done=True, sort="title"), lambda r: r.count == 4 and r.done),
+    (dict(sort="count", reverse=True, where=(ask("level[in]", "high,low"),)),
+     lambda r: r.level in ("high", "low")),
+    (dict(done=True), lambda r: r.done),                          # by id: always kept
+    (dict(level="normal", reverse=True, where=(ask("id[lt]", "2000"),)),
+     lambda r: r.level == "normal" and r.id < 2000),
+]
+
+
+def _expected(records, keeps, arguments) -> list:
+    sort = arguments.get("sort", "id")
+    key = (lambda r: r.id) if sort == "id" else (
+        lambda r: (THINGS.fields[sort].collate(getattr(r, sort)), r.id))
+    kept = sorted(filter(keeps, records), key=key, reverse=arguments.get("reverse", False))
+    if "after" in arguments:
+        after = arguments["after"]
+        kept = [r for r in kept if (key(r) < after if arguments.get("reverse") else key(r) > after)]
+    return kept[:10]
+
+
+@pytest.mark.parametrize("arguments, keeps", INDEXED, ids=[repr(a) for a, _ in INDEXED])
+def test_an_indexed_page_reads_only_what_it_returns_on_memory(memory, arguments, keeps):
+    storage, records = memory
+    collection = storage.collections["things"]        # (``touched``: the records' own)
+    collection.touched = 0
+    page = storage["things"].list(limit=10, **arguments)
+    assert page == _expected(records, keeps, arguments)
+    assert len(page) == 10
+    # The filters' own index in the order: each record looked at is one
+    # returned (two filters: the smaller index, the other checked).
+    looked = collection.touched
+    if "done" in arguments and "count" in arguments:
+        assert looked <= 10 * 2 * 7, looked       # count=4: 1 in 7; done: 1 in 2
+    else:
+        assert looked == 10, looked
+
+
+def test_a_page_with_no_index_in_its_order_reads_what_its_filter_matches(memory):
+    """``level`` is kept by count (THINGS' filtered_sorts), not by title: a
+    page filtered by it in title order reads every record it matches."""
+    storage, records = memory
+    collection = storage.collections["things"]
+    collection.touched = 0
+    page = storage["things"].list(limit=10, level="high", sort="title")
+    assert page == _expected(records, lambda r: r.level == "high", {"sort": "title"})
+    assert collection.touched == N // 3 + len(page)
+
+
+def test_writes_keep_each_filtered_sort_in_step(memory):
+    """A change of the filter's value or of the order's moves the entry: a
+    second store, changed, then asked every indexed question."""
+    for storage in opened("memory://", (USER, THINGS)):
+        things = storage["things"]
+        made = _fill(things, 200)
+        for record in made[::3]:
+            things.update(record.id, done=not record.done, title=f"Again {record.id}")
+        for record in made[1::5]:
+            things.update(record.id, count=(record.count + 1) % 7, level="high")
+        for record in made[2::7]:
+            things.delete(record.id)
+        records = things.list(limit=1000)
+        for arguments, keeps in INDEXED:
+            arguments = {k: v for k, v in arguments.items() if k != "after"}
+            assert things.list(limit=10, **arguments) == _expected(records, keeps, arguments)
+
+
+SQL_PAGES = [dict(done=False, sort="title"), dict(done=True, sort="title", reverse=True),
+             dict(sort="title", where=(ask("done[eq]", "false"), ask("title[gte]", "thing 1"))),
+             dict(count=3, sort="title", after=("thing 0100", 101)),
+             dict(level="low", sort="count", reverse=True), dict(done=True)]
+
+
+def _index_of(arguments) -> str:
+    field = next(f for f in ("done", "count", "level") if f in arguments or any(
+        c.field == f for c in arguments.get("where", ())))
+    sort = arguments.get("sort", "id")
+    return f"things_{field}_order" if sort == "id" else f"things_{field}_by_{sort}"
+
+
+@pytest.mark.parametrize("arguments", SQL_PAGES, ids=repr)
+def test_an_indexed_page_is_a_search_of_the_filters_index_on_sqlite(tmp_path_factory, arguments):
+    path = _sqlite_things(tmp_path_factory)
+    query, params = Table(THINGS, SQLITE).page(limit=10, **arguments)
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("ANALYZE")
+        found = " / ".join(row[-1] for row in db.execute("EXPLAIN QUERY PLAN " + query, params))
+    assert found.startswith(f"SEARCH u USING INDEX {_index_of(arguments)} ") or found.startswith(
+        f"SEARCH u USING COVERING INDEX {_index_of(arguments)} "), found
+    assert "TEMP B-TREE" not in found, found
+
+
+_made: dict[str, str] = {}
+
+
+def _sqlite_things(tmp_path_factory) -> str:
+    if "sqlite" not in _made:
+        path = str(tmp_path_factory.mktemp("things") / "things.db")
+        for storage in opened(f"sqlite:///{path}?synchronous=normal", (USER, THINGS)):
+            _fill(storage["things"], 600)
+        _made["sqlite"] = path
+    return _made["sqlite"]
+
+
+@pytest.fixture(scope="module")
+def analyzed():
+    """2,000 things, one in 50 done, and fresh planner statistics in a
+    PostgreSQL schema of their own; ``run(query, *params)``."""
+    if not POSTGRES_URL:
+        unavailable("USERSVC_TEST_POSTGRES_URL is not set")
+    import psycopg
+    schema = f"usersvc_things_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            url = with_search_path(POSTGRES_URL, schema)
+            for storage in opened(url, (USER, THINGS)):
+                _fill(storage["things"], 2000, done_in=50)
+            from usersvc.storage.postgres.store import split_url
+            with psycopg.connect(split_url(url)[0], autocommit=True) as db:
+                db.execute("ANALYZE things")
+                yield lambda query, *params: db.execute(query, params).fetchall()
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.mark.parametrize("arguments", SQL_PAGES, ids=repr)
+def test_an_indexed_page_is_a_search_of_an_index_in_its_order_on_postgres(analyzed, arguments):
+    """PostgreSQL's planner chooses by cost: where the filter keeps one
+    record in two it may walk the order's own index and skip the others
+    (two read a record returned); where it keeps few, the filter's."""
+    query, params = Table(THINGS, POSTGRES).page(limit=10, **arguments)
+    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + query, *params))
+    assert "Seq Scan" not in plan and "Sort" not in plan, plan
+    assert "Index Scan" in plan or "Index Only Scan" in plan, plan
+    if arguments.get("done") is True:       # one in 50
+        assert f" using {_index_of(arguments)} " in plan, plan
+
+
+def test_the_app_answers_an_indexed_page_as_the_store_does(memory):
+    storage, records = memory
+    app = make_app(storage)
+    response = Request.blank("/things?done=false&sort=-title&limit=5&title[lt]=thing 1000",
+                             headers={"Accept": "application/json"}).get_response(app)
+    assert response.status_int == 200, response.json
+    kept = sorted((r for r in records if not r.done and r.title.casefold() < "thing 1000"),
+                  key=lambda r: r.title.casefold(), reverse=True)
+    assert [t["id"] for t in response.json] == [r.id for r in kept[:5]]
