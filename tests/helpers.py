@@ -206,7 +206,7 @@ def check_release_0_1_0(store):
     """The users of ``RELEASE_0_1_0``, opened by this release: every user at
     its version (its ETags still valid), the id high-water mark above the
     deleted ids, the feed's positions and tombstones, the indexes and the
-    search; and the next change takes the next position."""
+    search (folded now); and the next change takes the next position."""
     assert [(u.id, u.name, u.email, u.version) for u in store.list()] == [
         (1, "Ada King", "Ada@Example.org", 2), (2, "Émile Zola-Ada", "ez@example.org", 1),
         (4, "Grace B. Hopper", "GRACE@example.org", 3), (5, "Ünïcødé Name", "u@example.org", 1)]
@@ -216,6 +216,8 @@ def check_release_0_1_0(store):
     assert [u.id for u in store.list(sort="name")] == [1, 4, 2, 5]
     assert [u.id for u in store.list(sort="email", reverse=True)] == [5, 4, 2, 1]
     assert [u.id for u in store.list(q="ADA")] == [1, 2] and store.count(q="grace@") == 1
+    # Indexed again, once, folded (docs/api.md, "Searching"): 0.1.0 kept "ünïcødé".
+    assert [u.id for u in store.list(q="unicode")] == [5] and store.count(q="emile") == 1
     assert [u.id for u in store.list(email="grace@EXAMPLE.org")] == [4]
     with pytest.raises(Conflict):
         store.create(name="Again", email="ada@example.ORG")

@@ -4,6 +4,8 @@ declaration that says everything a ``Schema`` can (``every_kind``)."""
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 
 import pytest
 from hypothesis import given
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 
 from every_kind import THINGS, thing_maker
 from usersvc import USER
-from usersvc.fields import words
+from usersvc.fields import fold, search_terms, words
 from usersvc.storage.memory.collection import Indexes, Sorted
 from usersvc.storage.sql.collection import Table
 from usersvc.storage.sql.dialects import POSTGRES, SQLITE
@@ -81,10 +83,19 @@ def test_a_rows_columns_are_row_ofs(schema, records, dialect):
         assert table.row(values) == list(table.row_of(dict(zip(schema.fields, values))).values())
 
 
-@given(st.text())
-def test_a_words_value_is_json_dumps_of_the_words(text):
+@given(st.text(), st.booleans(), st.booleans())
+def test_a_terms_value_is_json_dumps_of_the_search_terms(text, by_words, whole):
     table = Table(USER, SQLITE)
-    assert table.words_value(text) == json.dumps(sorted(set(words(text))), ensure_ascii=False)
+    assert table.terms_value(text, by_words, whole) == json.dumps(
+        sorted(set(search_terms(text, by_words, whole))), ensure_ascii=False)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_ascii_folds_and_splits_as_any_text_does(text):
+    """``fold`` and ``words`` read ASCII text without NFKD: the same."""
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
+    assert fold(text) == "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
+    assert words(text) == re.sub(r"[\W_]", " ", fold(text)).split()
 
 
 @given(st.text(alphabet=st.sampled_from("aZ09._~-+ %&=[]/é\x00\""), max_size=12))

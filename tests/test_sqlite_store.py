@@ -155,7 +155,7 @@ def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path):
         assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'u'").fetchone()[0] == 0
 
 
-def test_a_file_made_by_release_0_1_0_opens_with_everything_kept(tmp_path):
+def test_a_file_made_by_release_0_1_0_opens_with_everything_kept(tmp_path, caplog):
     path = tmp_path / "release.db"
     shutil.copyfile(RELEASE_0_1_0, path)
     store = open_users(str(path))
@@ -164,6 +164,10 @@ def test_a_file_made_by_release_0_1_0_opens_with_everything_kept(tmp_path):
         check_release_0_1_0(store)
     finally:
         store.storage.close()
+    caplog.clear()      # opened again: nothing to do (re-indexed once)
+    with caplog.at_level(logging.INFO, logger="usersvc.storage"):
+        open_users(str(path)).storage.close()
+    assert [r.getMessage() for r in caplog.records if " writes in " not in r.getMessage()] == []
 
 
 def test_a_database_from_a_newer_version_is_refused(path):

@@ -27,7 +27,7 @@ from usersvc import USER, Schema, boolean, make_app, ref, text
 from usersvc.storage import open_store
 
 TASKS = Schema("task", "tasks", {"title": text(20), "done": boolean, "owner": ref("users")},
-               optional=("owner",), filters=("done", "owner"), sorts=("title",),
+               optional=("owner",), filters=("done", "owner"), sorts=("title",), words=("title",),
                filtered_sorts={"done": ("title",), "owner": ("title",)})
 EMAILS = ["a@x.org", "A@x.org", "b@x.org", "c@x.org", "d@x.org"]   # two alike, case-folded
 MERGE = "application/merge-patch+json"
@@ -156,7 +156,7 @@ class Together(RuleBasedStateMachine):
         if owner is not None:
             owner = self._id(data, self.model.users)
         if kind == "task":
-            return ("task", data.draw(st.sampled_from(["t", "u"])), owner)
+            return ("task", data.draw(st.sampled_from(["t", "u", "Über"])), owner)
         if kind == "own":
             return ("own", self._id(data, self.model.tasks), owner)
         return (kind, self._id(data, self.model.users if kind == "delete user"
@@ -247,7 +247,10 @@ class Together(RuleBasedStateMachine):
             # read from a filtered sort's index (done and owner, in title order)
             ("done=false", lambda i, t: not t["done"]),
             (f"owner={user}&done=true", lambda i, t: t.get("owner") == user and t["done"]),
-            ("done[eq]=true&title[lt]=u", lambda i, t: t["done"] and t["title"] < "u")]))
+            ("done[eq]=true&title[lt]=u", lambda i, t: t["done"] and t["title"] < "u"),
+            # q, folded alike in every store: "uber" finds "Über", "u" both
+            ("q=uber", lambda i, t: t["title"] == "Über"),
+            ("q=U&done=false", lambda i, t: t["title"] in ("u", "Über") and not t["done"])]))
         answer = within(DEADLINE, lambda: self.client.get(
             f"/tasks?{query}&sort={sort}&limit=1000", headers={"Prefer": "count=exact"}))
         kept = [i for i, t in self.model.tasks.items() if keeps(i, t)]

@@ -14,6 +14,7 @@ import pytest
 
 from usersvc import USER
 from usersvc.storage import position
+from usersvc.fields import fold
 from usersvc.storage.memory.walks import search_terms
 
 User = USER.record
@@ -34,7 +35,7 @@ def model(users, *, sort="id", reverse=False, email=None, q=None):
     """What every store must answer: the users the filters keep, in order."""
     kept = [u for u in users
             if (email is None or u.email.casefold() == email.casefold())
-            and (q is None or any(k.startswith(q.casefold()) for k in search_terms(USER, u)))]
+            and (q is None or any(k.startswith(fold(q)) for k in search_terms(USER, u)))]
     return sorted(kept, key=lambda u: position(USER, u, sort), reverse=reverse)
 
 

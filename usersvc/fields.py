@@ -57,6 +57,7 @@ class Field:
     filterable = True       # a list may be filtered by it (equality)
     ordered = False         # a declared sort of it takes ranges (``asking.takes``)
     collated_type = "text"  # ``collate``'s column (kinds that override it): or "integer"
+    collated_is_folded = False      # its collated value is its search term (``fold``)
     options: tuple[str, ...] = ()
     refers_to: str | None = None    # a ``ref``'s collection (``storage.references``)
 
@@ -176,6 +177,7 @@ class Email(Folded):
 
     input_type = "email"      # the browser checks the same rule before sending
     noun = "e-mail address"
+    collated_is_folded = True   # ASCII only: case-folded is folded (q searches its order)
 
     def __call__(self, value: Any) -> str:
         trimmed = as_text(value)
@@ -198,9 +200,29 @@ email = Email()
 
 # -- search ----------------------------------------------------------------
 
+#: The folding's version: a SQL store whose search terms were folded with
+#: another indexes them again, once, at open (``evolution``).
+FOLDING = 1
+
+# The letters NFKD leaves whole, as a reader searching without them types them.
+_WHOLE = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "æ": "ae", "œ": "oe", "ð": "d",
+                        "þ": "th", "ħ": "h", "ı": "i", "ŧ": "t", "ŋ": "n", "ĸ": "k"})
+
+
+def fold(text: str) -> str:
+    """``text`` as ``q`` compares it: case-folded, its marks removed after
+    NFKD (``é`` is ``e``, ``ß`` ``ss``, ``ﬁ`` ``fi``), and the letters NFKD
+    leaves whole mapped (``ø`` ``o``, ``ł`` ``l``, ``đ`` ``d``, ``æ``
+    ``ae``, ``œ`` ``oe``; ``ð þ ħ ı ŧ ŋ ĸ`` too)."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
+    return "".join(c for c in decomposed if unicodedata.category(c) != "Mn").translate(_WHOLE)
+
+
 # Any one character that is not part of a word: Python's \W, and "_".
 # Combining marks are \W to Python's re but part of the letter before them
-# (an accent, a Devanagari vowel sign), so ``words`` keeps them.
+# (a Devanagari vowel sign, which folding keeps), so ``words`` keeps them.
 _NOT_WORD = re.compile(r"[\W_]")
 
 
@@ -215,9 +237,17 @@ _ASCII_WORDS = "".join(c if c.isalnum() else " " for c in map(chr, range(128)))
 
 
 def words(value: str) -> list[str]:
-    """The case-folded words of ``value``: split at anything that is not a
+    """The folded words of ``value``: split at anything that is not a
     letter, a digit or a mark (``"Ada Lovelace-Byron"`` is ``ada``,
-    ``lovelace``, ``byron``)."""
+    ``lovelace``, ``byron``; ``"Émile Zoła"`` ``emile``, ``zola``)."""
     if value.isascii():
         return value.lower().translate(_ASCII_WORDS).split()
-    return _NOT_WORD.sub(_separator, value.casefold()).split()
+    return _NOT_WORD.sub(_separator, fold(value)).split()
+
+
+def search_terms(value: str, by_words: bool, whole: bool) -> list[str]:
+    """What ``q`` is matched against in one field's value, each as a
+    prefix: its words (a ``words`` field) and the whole of it (a
+    ``prefixes`` field), folded."""
+    found = words(value) if by_words else []
+    return [*found, fold(value)] if whole else found

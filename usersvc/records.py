@@ -81,6 +81,13 @@ def indexes(schema: Any, optional: Iterable[str], unique: Iterable[str], filters
     schema.sorts = ("id", *dict.fromkeys((*names("sorts", sorts), *sorted(schema.read_only))))
     schema.words = names("words", words, text_only=True)
     schema.prefixes = names("prefixes", prefixes, text_only=True)
+    #: The prefix fields ``q`` searches in their collated index (their kind's
+    #: collated value is folded: an e-mail address), and each other field it
+    #: searches, with its own terms: (by its words, by its whole value).
+    schema.prefixes_by_key = tuple(f for f in schema.prefixes
+                                   if schema.fields[f].collated_is_folded)
+    schema.searched = {f: (f in schema.words, f in schema.prefixes) for f in dict.fromkeys(
+        (*schema.words, *schema.prefixes)) if f not in schema.prefixes_by_key}
     for field in schema.sorts[1:]:
         if field in schema.optional:
             raise ValueError(f"{schema.plural}.{field}: an optional field cannot be a sort "

@@ -41,7 +41,7 @@ class Schema:
     collates them; ``filtered_sorts`` maps a filter to the sorts whose
     pages filtered by it are read from an index of their own (a filtered
     page in id order always is). ``q`` matches the start of any word of a ``words`` text
-    field and of a whole ``prefixes`` one, case-folded. ``timestamps``:
+    field and of a whole ``prefixes`` one, folded (``fields.fold``). ``timestamps``:
     read-only ``created`` and ``updated``, set by the store. What a SQL
     store does once at open: each field ``renamed`` from the name it had,
     ``dropped`` stored fields, fields ``converted`` by a function of each

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..fields import MAX_INTEGER, text
+from ..fields import FOLDING, MAX_INTEGER, text
 from ..kinds import integer, kind_of, number
 from ..validation import Schema
 from .protocol import Conflict
@@ -71,6 +71,7 @@ def declaration(schema: Schema) -> dict[str, Any]:
             "unique": sorted(schema.unique), "filters": sorted(schema.filters),
             "sorts": sorted(schema.sorts[1:]), "words": sorted(schema.words),
             "prefixes": sorted(schema.prefixes), "keyed": sorted(schema.collated),
+            "folding": FOLDING, "searched": sorted(schema.searched),
             **({"filtered_sorts": {f: list(by) for f, by in schema.filtered_sorts.items()}}
                if schema.filtered_sorts else {}),
             "timestamps": bool(schema.read_only)}

@@ -107,7 +107,8 @@ def list_parameters(schema: Schema) -> list[dict[str, Any]]:
                  "Search: the records with a word of "
                  + " or ".join([*(f"the {f}" for f in schema.words)])
                  + "".join(f", or the {f} itself," for f in schema.prefixes)
-                 + " starting with this text, ignoring case.")] if schema.searchable else []),
+                 + " starting with this text, ignoring case, accents and marks "
+                   "(folded: `emile` finds Émile, `lodz` Łódź).")] if schema.searchable else []),
         {"name": "Prefer", "in": "header", "required": False, "schema": {"type": "string"},
          "description": "`count=exact` (RFC 7240): count every record the filters keep, "
                         "in `X-Total-Count`."},

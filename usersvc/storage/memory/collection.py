@@ -14,7 +14,7 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
-from ...fields import words
+from ...fields import search_terms
 from ...validation import Schema
 from ..protocol import Conflict, NotFound, Precondition, StaleVersion
 from ..shared import Watch, checked_id
@@ -36,16 +36,17 @@ class Sorted(SortedList):
 class Indexes:
     """A collection's indexes, by its schema: ids, sorted; per unique field,
     its collated values to ids, per other filter to ids, sorted; per sort
-    and prefix field, ``(collated, id)`` sorted, and per filtered sort
-    (``within``) the same per value of the filter; the words of its words
-    fields, sorted, each with its records' ids. A write moves only the
+    (and prefix field searched by it), ``(collated, id)`` sorted, and per filtered sort (``within``) the same
+    per value of the filter; the search terms of its searched fields
+    (``fields.search_terms``), sorted, each with its records' ids. A write moves only the
     entries whose collated values changed (``move``)."""
 
     def __init__(self, schema: Schema) -> None:
         self.schema, self.ids = schema, Sorted()
         self.unique = {f: {} for f in schema.unique}            # collated -> id
         self.filtered = {f: {} for f in schema.filters if f not in schema.unique}  # collated -> ids
-        self.orders = {f: Sorted() for f in dict.fromkeys((*schema.sorts[1:], *schema.prefixes))}
+        self.orders = {f: Sorted() for f in dict.fromkeys((*schema.sorts[1:],
+                                                           *schema.prefixes_by_key))}
         self.within = {(f, sort): {} for f, sorts in schema.filtered_sorts.items()
                        for sort in sorts}           # collated -> (collated, id) sorted
         # PERF: each write walks these, made once from the schema: (a
@@ -58,9 +59,9 @@ class Indexes:
                               for f in dict.fromkeys((*self.unique, *self.filtered, *self.orders)))
         self._pairs = tuple((place[f], collate[f], place[sort], collate[sort], by_value)
                             for (f, sort), by_value in self.within.items())
-        self._word_places = tuple(place[f] for f in schema.words)
-        self.all_words = Sorted()           # distinct words, sorted
-        self.named: dict[str, set[int]] = {}  # word -> ids of the records with it
+        self._searched = tuple((place[f], *how) for f, how in schema.searched.items())
+        self.all_words = Sorted()           # distinct search terms, sorted
+        self.named: dict[str, set[int]] = {}  # term -> ids of the records with it
 
     def claim(self, record: list[Any], record_id: int) -> None:
         """Raise ``Conflict`` if a unique value belongs to another record."""
@@ -105,7 +106,7 @@ class Indexes:
             if before != after:
                 _move(by_value, before and before[0], after and after[0],
                       before and before[1], after and after[1])
-        for at in self._word_places:
+        for at, _, _ in self._searched:
             if old is None or new is None or old[at] != new[at]:
                 self._rewords(record_id, self._words_of(old), self._words_of(new))
                 break
@@ -137,7 +138,7 @@ class Indexes:
                 if entries is None:
                     entries = by_value[value] = Sorted()
                 entries.add((s_collate(record[s_at]), record_id))
-        if self._word_places:
+        if self._searched:
             named = self.named
             for word in self._words_of(record):
                 ids = named.get(word)
@@ -148,11 +149,11 @@ class Indexes:
                     ids.add(record_id)
 
     def _words_of(self, record: Any) -> set[str]:
-        """A record's words, from all its ``words`` fields together."""
+        """A record's search terms, from all its searched fields together."""
         found: set[str] = set()
-        for at in (() if record is None else self._word_places):
+        for at, by_words, whole in (() if record is None else self._searched):
             if record[at] is not None:
-                found.update(words(record[at]))
+                found.update(search_terms(record[at], by_words, whole))
         return found
 
     def _rewords(self, record_id: int, gone: set[str], came: set[str]) -> None:

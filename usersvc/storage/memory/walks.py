@@ -10,7 +10,8 @@ import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ...fields import words
+from ... import fields
+from ...fields import fold
 from ...validation import Schema
 from ..protocol import Position, position
 
@@ -128,14 +129,14 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
             found = set(indexes.filtered[field].get(collated, ()))
         ids = found if ids is None else ids & found
     if q is not None:
-        prefix = q.casefold()
+        prefix = fold(q)
         searched: set[int] = set()
         if ids is None or len(ids) > 1:
-            for word in indexes.all_words.irange(minimum=prefix):
-                if not word.startswith(prefix):
+            for term in indexes.all_words.irange(minimum=prefix):
+                if not term.startswith(prefix):
                     break
-                searched |= indexes.named[word]
-            for field in indexes.schema.prefixes:
+                searched |= indexes.named[term]
+            for field in indexes.schema.prefixes_by_key:
                 for term, record_id in indexes.orders[field].irange(minimum=(prefix,)):
                     if not term.startswith(prefix):
                         break
@@ -161,11 +162,11 @@ def past(schema: Schema, records: list[Any], sort: str, reverse: bool,
 
 def search_terms(schema: Schema, record: Any) -> set[str]:
     """What ``q`` is matched against, as a prefix: every word of the
-    ``words`` fields and each ``prefixes`` field whole, case-folded."""
-    terms = {value.casefold() for f in schema.prefixes
-            if (value := getattr(record, f)) is not None}
-    for field in schema.words:
+    ``words`` fields and each ``prefixes`` field whole, folded."""
+    terms = {value.casefold() for f in schema.prefixes_by_key
+             if (value := getattr(record, f)) is not None}
+    for field, (by_words, whole) in schema.searched.items():
         value = getattr(record, field)
         if value is not None:
-            terms.update(words(value))
+            terms.update(fields.search_terms(value, by_words, whole))
     return terms

@@ -13,6 +13,7 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
+from ...fields import fold
 from ..protocol import Conflict, Position
 from ..feed import Change
 from ..stored import Restores, check_fresh_ids
@@ -80,7 +81,7 @@ class PageQueries:
                 params.extend(after[:len(self._order(sort))])
         params.append(limit)
         shape = (columns, sort, reverse, after is not None, tuple(filters), q is not None,
-                 q is not None and prefix_end(q.casefold()) is not None, _shapes(where))
+                 q is not None and prefix_end(fold(q)) is not None, _shapes(where))
         query = self._pages.get(shape)
         if query is None:
             query = self._pages[shape] = self._page_sql(*shape)
@@ -89,7 +90,7 @@ class PageQueries:
     def count(self, *, q: str | None = None, where: Sequence[Any] = (),
               **filters: Any) -> tuple[str, list[Any]]:
         """The query for ``RecordStore.count`` with these filters, and its parameters."""
-        end = q is not None and prefix_end(q.casefold()) is not None
+        end = q is not None and prefix_end(fold(q)) is not None
         source, conditions = self._filtered(tuple(filters), q is not None, end, _shapes(where))
         return (f"SELECT count(*) FROM {source}{_where(conditions)}",
                 self._filter_params(filters, q, where))
@@ -119,7 +120,7 @@ class PageQueries:
                        where: Sequence[Any]) -> list[Any]:
         params: list[Any] = []
         if q is not None:
-            prefix = q.casefold()
+            prefix = fold(q)
             end = prefix_end(prefix)
             params += [prefix] if end is None else [prefix, end]
         kinds = self.schema.fields

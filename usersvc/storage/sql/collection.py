@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ...fields import Field, words
+from ...fields import Field, search_terms
 from ...validation import Schema
 from ..protocol import Conflict, NotFound, Precondition, StaleVersion
 from ..shared import Watch, checked_id
@@ -50,10 +50,10 @@ class Table(PageQueries):
         self.collated = s.collated                  # fields with a __key column
         self.stored_as = tuple(f for f, kind in s.fields.items()    # kept as another value
                                if type(kind).to_stored is not Field.to_stored)
-        self.derived = ([f"{f}__key" for f in self.collated] + [f"{f}__words" for f in s.words])
+        self.derived = ([f"{f}__key" for f in self.collated] + [f"{f}__words" for f in s.searched])
         fields = list(s.fields)
         self._collated_at = [(fields.index(f), s.fields[f].collate) for f in self.collated]
-        self._words_at = [fields.index(f) for f in s.words]
+        self._words_at = [(fields.index(f), *how) for f, how in s.searched.items()]
         self._stored_at = [(fields.index(f), s.fields[f].to_stored) for f in self.stored_as]
         self.columns = ", ".join(["id", *fields, "version"])      # schema.record's order
         written = [*fields, *self.derived]
@@ -74,8 +74,8 @@ class Table(PageQueries):
         row = list(values)
         for at, collate in self._collated_at:
             row.append(None if values[at] is None else collate(values[at]))
-        for at in self._words_at:
-            row.append(self.words_value(values[at]))
+        for at, by_words, whole in self._words_at:
+            row.append(self.terms_value(values[at], by_words, whole))
         for at, to_stored in self._stored_at:
             if row[at] is not None:
                 row[at] = to_stored(row[at])
@@ -88,20 +88,20 @@ class Table(PageQueries):
         for field in self.collated:
             if field in fields:
                 row[f"{field}__key"] = None if fields[field] is None else kinds[field].collate(fields[field])
-        for field in self.schema.words:
+        for field, (by_words, whole) in self.schema.searched.items():
             if field in fields:
-                row[f"{field}__words"] = self.words_value(fields[field])
+                row[f"{field}__words"] = self.terms_value(fields[field], by_words, whole)
         for field in self.stored_as:
             if row.get(field) is not None:
                 row[field] = kinds[field].to_stored(row[field])
         return row
 
-    def words_value(self, value: str | None) -> Any:
-        """A ``<field>__words`` value: the distinct case-folded words (in
-        SQLite, as a JSON array)."""
+    def terms_value(self, value: str | None, by_words: bool, whole: bool) -> Any:
+        """A ``<field>__words`` value: the distinct folded search terms
+        (``fields.search_terms``; in SQLite, as a JSON array)."""
         if value is None:
             return None
-        found = sorted(set(words(value)))
+        found = sorted(set(search_terms(value, by_words, whole)))
         # As json.dumps(found, ensure_ascii=False) writes it (PERF: a tenth of its work).
         return found if self.dialect.arrays else "[" + ", ".join(map(_STRING, found)) + "]"
 

@@ -50,7 +50,7 @@ def create_tables(table: Table) -> list[str]:
     s, d, t, c = table.schema, table.dialect, table.name, table.changes_table
     columns = [d.id_column, *(column(table, f) for f in s.fields),
                f"version {COLUMN_TYPES['integer'][d.name]} NOT NULL", *(collated_column(table, f) for f in table.collated),
-               *(words_column(table, f) for f in s.words)]
+               *(words_column(table, f) for f in s.searched)]
     kept = [f"{f} {k.column_type(d.name)}" for f, k in s.fields.items()]
     if d is SQLITE:
         words = (f"CREATE TABLE {table.words_table} (word TEXT NOT NULL, {table.owner} "
@@ -103,10 +103,13 @@ def fill_words(table: Table) -> str:
 
 
 def _search_terms(table: Table) -> list[tuple[str, str]]:
-    """Each search term column of a row, as ``(kind, column)``: a words
-    field's ``__words`` (many terms), a prefix field's ``__key`` (one)."""
+    """Each search term column of a row, as ``(kind, column)``: a searched
+    field's ``__words`` (its terms, folded in Python at the write:
+    ``fields.search_terms``), a prefix field's ``__key`` where its collated
+    value is folded (one term: ``Schema.prefixes_by_key``)."""
     s = table.schema
-    return [("words", f"{f}__words") for f in s.words] + [("whole", f"{f}__key") for f in s.prefixes]
+    return [("words", f"{f}__words") for f in s.searched] + [
+        ("whole", f"{f}__key") for f in s.prefixes_by_key]
 
 
 def _sqlite_triggers(table: Table) -> dict[str, Object]:

@@ -103,7 +103,7 @@ def evolve(db: Any, table: Table) -> None:
         # A collated value follows the rule (a choice's place among its values): made again.
         kind = table.schema.fields[field]
         _fill(db, table, f"{field}__key", field, lambda value: kind.collate(kind.from_stored(value)))
-    if _search_terms(stored) != _search_terms(want) or todo:
+    if _search_terms(stored) != _search_terms(want) or todo:    # (folded otherwise too)
         db.execute(f"DELETE FROM {table.words_table}")
         if table.schema.searchable:
             db.execute(ddl.fill_words(table))
@@ -175,7 +175,7 @@ def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
     if not renames:
         return False
     t, c = table.name, table.changes_table
-    suffixes = {"__key": reshape.collated_fields(stored), "__words": set(stored["words"])}
+    suffixes = {"__key": reshape.collated_fields(stored), "__words": reshape.searched_fields(stored)}
     for old, new in renames.items():
         for name in (t, c):
             db.execute(f"ALTER TABLE {name} RENAME COLUMN {old} TO {new}")
@@ -187,7 +187,7 @@ def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
     rename = lambda names: sorted(renames.get(n, n) for n in names)    # noqa: E731
     stored["fields"] = {renames.get(f, f): kind for f, kind in stored["fields"].items()}
     stored["order"] = [renames.get(f, f) for f in stored.get("order", stored["fields"])]
-    for what in ("unique", "filters", "sorts", "words", "prefixes", "keyed"):
+    for what in ("unique", "filters", "sorts", "words", "prefixes", "keyed", "searched"):
         if what in stored:
             stored[what] = rename(stored[what])
     stored["filtered_sorts"] = {renames.get(f, f): rename(by)
@@ -223,8 +223,9 @@ def _check(stored: dict[str, Any], want: dict[str, Any], plural: str,
                                  "before may have no value: give them one with defaults=)")
 
 
-def _search_terms(declaration: dict[str, Any]) -> tuple[list[str], list[str]]:
-    return declaration["words"], declaration["prefixes"]
+def _search_terms(declaration: dict[str, Any]) -> tuple[Any, ...]:
+    return (declaration["words"], declaration["prefixes"], declaration.get("folding"),
+            declaration.get("searched"))
 
 
 def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[str, Any]) -> None:
@@ -237,7 +238,7 @@ def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[st
             kind = table.schema.fields[field].column_type(table.dialect.name)
             db.execute(f"ALTER TABLE {c} ADD COLUMN {field} {kind}")
     old_collated, new_collated = reshape.collated_fields(stored), reshape.collated_fields(want)
-    old_words, new_words = set(stored["words"]), set(want["words"])
+    old_words, new_words = reshape.searched_fields(stored), reshape.searched_fields(want)
     for field in sorted(old_collated - new_collated):
         db.execute(f"ALTER TABLE {t} DROP COLUMN {field}__key")
     for field in sorted(old_words - new_words):
@@ -248,7 +249,10 @@ def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[st
         _fill(db, table, f"{field}__key", field, lambda value: kind.collate(kind.from_stored(value)))
     for field in sorted(new_words - old_words):
         db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.words_column(table, field)}")
-        _fill(db, table, f"{field}__words", field, table.words_value)
+    refolded = stored.get("folding") != want["folding"]     # (each term made again, once)
+    for field in sorted(new_words - old_words if not refolded else new_words):
+        how = table.schema.searched[field]
+        _fill(db, table, f"{field}__words", field, lambda value: table.terms_value(value, *how))
 
 
 def _fill(db: Any, table: Table, column: str, field: str, derive: Any) -> None:

@@ -148,9 +148,17 @@ def _drop_derived(db: Any, table: Table, stored: dict[str, Any], field: str) -> 
         db.execute(f"ALTER TABLE {table.name} DROP COLUMN {field}__key")
         collated.discard(field)
     stored["keyed"] = sorted(collated)
-    if field in stored["words"]:
+    if field in searched_fields(stored):
         db.execute(f"ALTER TABLE {table.name} DROP COLUMN {field}__words")
-        stored["words"] = [f for f in stored["words"] if f != field]
+        for what in ("words", "prefixes", "searched"):
+            if what in stored:
+                stored[what] = [f for f in stored[what] if f != field]
+
+
+def searched_fields(declaration: dict[str, Any]) -> set[str]:
+    """The fields that have a ``__words`` column (``Schema.searched``,
+    recorded since search is folded; before that, the ``words`` fields)."""
+    return set(declaration.get("searched", declaration["words"]))
 
 
 def collated_fields(declaration: dict[str, Any]) -> set[str]:
