@@ -4,6 +4,9 @@
 # two linters nobody here wrote, at the versions pinned in tools/package.json
 # (and package-lock.json): Redocly CLI with its `recommended` rules and
 # Spectral with `spectral:oas`. Any error or warning from either fails.
+# Then a TypeScript client made from the tasks document by openapi-typescript
+# (tools/typescript/send.ts, on openapi-fetch) is compiled with `tsc --strict`
+# and run against examples/tasks.py: it sends `field[op]` parameters, typed.
 #   tools/lint-openapi.sh        (needs Node.js and npm, and the project's .venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,4 +40,28 @@ PY
         status=1
     fi
 done
+
+echo "== typescript client"
+ts="$out/ts"
+mkdir "$ts"
+cp tools/typescript/send.ts tools/typescript/tsconfig.json "$ts/"
+echo '{"type": "module"}' > "$ts/package.json"
+ln -s "$PWD/tools/node_modules" "$ts/node_modules"
+(cd tools && npx --no-install openapi-typescript "$out/openapi-tasks.json" -o "$ts/tasks.d.ts" --silent)
+if (cd "$ts" && ./node_modules/.bin/tsc -p .); then
+    port=$(.venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    .venv/bin/python examples/tasks.py --port "$port" --storage memory:// --no-access-log \
+        > "$out/server.log" 2>&1 &
+    server=$!
+    for _ in $(seq 50); do
+        .venv/bin/python -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" \
+            2>/dev/null && break
+        sleep 0.2
+    done
+    node "$ts/dist/send.js" "http://127.0.0.1:$port" || status=1
+    kill "$server"; wait "$server" 2>/dev/null || true
+else
+    echo "typescript client: tsc refused it"
+    status=1
+fi
 exit $status
