@@ -80,8 +80,9 @@ def browser():
     driver.quit()
 
 
-def start(width=1200, height=900):
-    """A headless Chromium that keeps its console (``get_log("browser")``)."""
+def start(width=1200, height=900, script=True):
+    """A headless Chromium that keeps its console (``get_log("browser")``);
+    ``script=False``: one that runs no page's script."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     options = webdriver.ChromeOptions()
@@ -92,6 +93,9 @@ def start(width=1200, height=900):
                  f"--window-size={width},{height}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    if not script:
+        options.add_experimental_option(
+            "prefs", {"profile.managed_default_content_settings.javascript": 2})
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
     driver.set_script_timeout(30)
     return driver

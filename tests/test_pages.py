@@ -243,3 +243,38 @@ def test_a_ref_links_to_the_record_it_names_and_number_inputs_carry_their_bounds
         assert 'name="owner" type="number" value="1" min="1" max="9223372036854775807"' in shown
         assert 'name="size" type="number" value="" min="1" max="5"' in shown
         assert 'name="weight" type="number" value="" step="any" min="0" max="2.5"' in shown
+
+
+def test_the_find_section_keeps_what_was_asked_escaped_and_sends_no_empty_value():
+    """Each link and form of a collection page's "Find" section carries the
+    page's other parameters (not its position), every value escaped; each
+    form has one input, required, so a browser without script never sends
+    an empty value (a 400)."""
+    import sys
+    from helpers import ROOT
+    sys.path.insert(0, str(ROOT / "examples"))
+    from tasks import TASKS
+
+    from usersvc import USER
+    app = make_app("memory://", collections=(USER, TASKS))
+    client = Client(app)
+    asked = "/tasks?q=%3Cb%3E%22x&done=true&priority%5Bgte%5D=normal&limit=5"
+    text = page(client.get(asked, headers={"Accept": "text/html"}))
+    find = text.split('<section class="find"')[1].split("</section>")[0]
+    assert "<b>" not in find and "&lt;b&gt;&quot;x" in find
+    links = [v for tag, name, v in loads(find).urls if tag == "a"]
+    take_away_q = "/tasks?done=true&priority%5Bgte%5D=normal&limit=5"
+    assert take_away_q in links
+    assert "/tasks?q=%3Cb%3E%22x&priority%5Bgte%5D=normal&limit=5&done=false" in links
+    assert "/tasks?q=%3Cb%3E%22x&done=true&priority%5Bgte%5D=normal&limit=5&sort=-created" in links
+    forms = find.split('<form class="condition"')[1:]
+    assert forms and all(form.count(" required") == 1 for form in forms)
+    for form in forms:      # the page's parameters, hidden, but the form's own
+        own = re.search(r'<(?:input|select) id="find-[^"]+" name="([^"]+)"', form).group(1)
+        hidden = dict(re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"', form))
+        assert hidden == {k: v for k, v in {"q": "&lt;b&gt;&quot;x", "done": "true",
+                                           "priority[gte]": "normal", "limit": "5"}.items()
+                          if k != own}, own
+    for link in links:      # every link asks what the service takes
+        assert client.get(html.unescape(link)).status_code == 200, link
+    app.close()

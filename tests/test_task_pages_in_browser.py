@@ -159,3 +159,48 @@ def test_a_read_while_chromium_replaces_the_document_is_waited_out():
     with pytest.raises(WebDriverException, match="chrome not reachable"):
         chromium.wait(None, lambda _: (_ for _ in ()).throw(
             WebDriverException("chrome not reachable")), timeout=5)
+
+
+def _titles(driver):
+    return [row.text for row in driver.find_elements(By.CSS_SELECTOR, "table tbody td:nth-child(2)")]
+
+
+def test_a_person_asks_by_links_and_forms_without_script(service, tmp_path):
+    """The collection page's "Find" section, in a browser that runs no
+    script: a filter's values and the orders are links, the other
+    conditions small GET forms; each keeps what was asked before, and a
+    condition asked is taken away by its link."""
+    base, address = service
+    tasks = [("Apples", False, "low"), ("Bread", True, "high"), ("Cheese", False, "high"),
+             ("Dates", False, "normal"), ("Eggs", True, "low"), ("Figs", False, "high")]
+    for title, done, priority in tasks:
+        status, _, _ = call(address, "POST", "/tasks", {"title": title, "done": done,
+                                                         "priority": priority})
+        assert status == 201
+    driver = chromium.start(script=False)       # (Chromium's setting: no page's script runs)
+    try:
+        driver.get(base + "/tasks")
+        find = "section.find"
+        driver.find_element(By.XPATH, "//p[@class='choices'][span='done']/a[text()='false']").click()
+        wait(driver, lambda d: _titles(d) == ["Apples", "Cheese", "Dates", "Figs"])
+        driver.find_element(By.XPATH, "//p[@class='choices'][span='sort']/a[text()='-title']").click()
+        wait(driver, lambda d: _titles(d) == ["Figs", "Dates", "Cheese", "Apples"])
+        driver.find_element(By.CSS_SELECTOR, f"{find} details summary").click()
+        form = driver.find_element(By.XPATH, "//form[@class='condition'][.//input[@name='title[gte]']]")
+        form.find_element(By.NAME, "title[gte]").send_keys("c")
+        form.find_element(By.TAG_NAME, "button").click()
+        wait(driver, lambda d: _titles(d) == ["Figs", "Dates", "Cheese"])
+        assert "done=false" in driver.current_url and "sort=-title" in driver.current_url
+        driver.find_element(By.CSS_SELECTOR, f"{find} details summary").click()    # (a new page)
+        form = driver.find_element(By.XPATH, "//form[@class='condition'][.//select[@name='priority[gte]']]")
+        Select(form.find_element(By.NAME, "priority[gte]")).select_by_visible_text("high")
+        form.find_element(By.TAG_NAME, "button").click()
+        wait(driver, lambda d: _titles(d) == ["Figs", "Cheese"])
+        driver.save_screenshot(str(tmp_path / "find.png"))
+        driver.find_element(By.XPATH, "//span[@class='condition'][starts-with(., 'priority[gte]')]/a").click()
+        wait(driver, lambda d: _titles(d) == ["Figs", "Dates", "Cheese"])
+        driver.find_element(By.XPATH, "//span[@class='condition'][starts-with(., 'done = false')]/a").click()
+        wait(driver, lambda d: _titles(d) == ["Figs", "Eggs", "Dates", "Cheese"])
+        assert "done" not in driver.current_url and "sort=-title" in driver.current_url
+    finally:
+        driver.quit()

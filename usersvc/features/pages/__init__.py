@@ -24,12 +24,13 @@ from string import Template
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...listing import MAX_Q
+from ...listing import MAX_Q, query_of
 from ...problems import Problem
 from ...representation import Format, JSON, XML
 from ...request import Request, Response
 from ...resources import revalidated
 from ...validation import Schema
+from .finding import find_section
 
 HTML_TYPE = "text/html"
 
@@ -105,8 +106,8 @@ def collection_page(req: Request, schema: Schema, rows: bytes, count: int,
                     next_url: str | None, q: str | None,
                     schemas: Sequence[Schema] = ()) -> Response:
     """A page of records: a table of ``rows`` (made by the HTML format), the
-    link to the next page, the search box and the form to create one
-    (``schemas``: the collections the nav links to; none: this one)."""
+    link to the next page, the search box and what else may be asked
+    (``finding``), the form to create one (``schemas``: as the nav's)."""
     url = f"{_base(req)}/{schema.plural}"
     title = schema.plural.capitalize()
     search = Html("")
@@ -114,6 +115,7 @@ def collection_page(req: Request, schema: Schema, rows: bytes, count: int,
         clear = Html(f'<a href="{escape(url)}">Show all</a>' if q else "")
         search = fill("search", url=url, q=q or "", max=MAX_Q, clear=clear,
                       hint=_search_hint(schema))
+    search = Html(search + find_section(schema, url, query_of(req)))
     if count:
         summary = f"{count} {schema.plural if count > 1 else schema.name} on this page."
     else:
