@@ -243,6 +243,11 @@ def test_a_ref_links_to_the_record_it_names_and_number_inputs_carry_their_bounds
         assert 'name="owner" type="number" value="1" min="1" max="9223372036854775807"' in shown
         assert 'name="size" type="number" value="" min="1" max="5"' in shown
         assert 'name="weight" type="number" value="" step="any" min="0" max="2.5"' in shown
+        # The input offers the users it may name, by id, labelled by name.
+        offered = ('list="edit-owner-records"' ' aria-describedby="edit-owner-error">'
+                   '<datalist id="edit-owner-records"><option value="1">Ada</option></datalist>')
+        assert offered in shown.replace("\n", " ").replace('  ', ' ')
+        assert '<datalist id="new-owner-records"><option value="1">Ada</option>' in listed
 
 
 def test_the_find_section_keeps_what_was_asked_escaped_and_sends_no_empty_value():

@@ -62,6 +62,12 @@ def test_a_task_is_made_and_changed_through_the_inputs_of_its_kinds(service, bro
                      "estimate": ("input", "number"), "due": ("input", "date"),
                      "remind_at": ("input", "datetime-local"), "priority": ("select", "select-one"),
                      "link": ("input", "url"), "owner": ("input", "number")}
+    # The owner's input offers the users it may name (a datalist: the browser
+    # lists them as the person types), by id, each labelled by its name.
+    assert field(browser, form, "owner").get_attribute("list") == "new-owner-records"
+    assert [(o.get_attribute("value"), o.get_attribute("textContent")) for o in
+            browser.find_elements(By.CSS_SELECTOR, "datalist#new-owner-records option")] == [
+        ("1", "Ada")]
     # created and updated are the service's: no input asks for them.
     assert browser.find_elements(By.CSS_SELECTOR, f"{form} [name=created]") == []
 

@@ -8,7 +8,7 @@ nothing of the request, so they are kept like any encoding, and the page
 around them (``answer``, ``answer_list``, ``answer_problem``) adds links,
 forms and the script. Rows link relatively, right under any prefix.
 
-Each page is a template of this folder filled by ``fill``, which escapes
+Each page is a template of this folder filled by ``inputs.fill``, which escapes
 every value unless it is ``Html`` made from escaped parts. A page reads as
 plain HTML; its one script (``usersvc.js``) sends JSON, with the ETag the
 page was shown at as ``If-Match``, and the tab's token. Everything a page
@@ -20,7 +20,6 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from html import escape
 from importlib.resources import files
-from string import Template
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,6 +30,7 @@ from ...request import Request, Response
 from ...resources import revalidated
 from ...validation import Schema
 from .finding import find_section
+from .inputs import OFFERED, Html, Offered, fill, inputs
 
 HTML_TYPE = "text/html"
 
@@ -38,10 +38,6 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 
 _FOLDER = files(__package__)
-_TEMPLATES = {name: Template(_FOLDER.joinpath(f"{name}.html").read_text(encoding="utf-8"))
-              for name in ("layout", "root", "collection", "search", "record", "field", "select",
-                           "problem", "token")}
-
 
 class Asset:
     """A file the pages load, served as it is in the package."""
@@ -74,16 +70,6 @@ ASSETS = {"/assets/usersvc.css": Asset("usersvc.css", "text/css; charset=utf-8")
           "/assets/usersvc.svg": Asset("usersvc.svg", "image/svg+xml")}
 
 
-class Html(str):
-    """Markup made from escaped parts: ``fill`` puts it in as it is."""
-
-
-def fill(template: str, **values: Any) -> Html:
-    """The template with each value escaped, except ``Html``."""
-    return Html(_TEMPLATES[template].substitute(
-        {k: v if isinstance(v, Html) else escape(str(v)) for k, v in values.items()}))
-
-
 def page(req: Request, status: int, title: str, main: Html,
          schemas: Sequence[Schema] = ()) -> Response:
     """A whole page: ``main`` in the layout, with the headers every page has."""
@@ -103,8 +89,8 @@ def root_page(req: Request, schemas: Sequence[Schema]) -> Response:
 
 
 def collection_page(req: Request, schema: Schema, rows: bytes, count: int,
-                    next_url: str | None, q: str | None,
-                    schemas: Sequence[Schema] = ()) -> Response:
+                    next_url: str | None, q: str | None, schemas: Sequence[Schema] = (),
+                    offered: Offered | None = None) -> Response:
     """A page of records: a table of ``rows`` (made by the HTML format), the
     link to the next page, the search box and what else may be asked
     (``finding``), the form to create one (``schemas``: as the nav's)."""
@@ -127,12 +113,12 @@ def collection_page(req: Request, schema: Schema, rows: bytes, count: int,
     headings = Html("".join(f'<th scope="col">{escape(n)}</th>' for n in schema.field_names))
     main = fill("collection", title=title, search=search, summary=summary, headings=headings,
                 rows=Html(rows.decode()), pages=Html(" ".join(links)), name=schema.name,
-                url=url, inputs=_inputs(schema, "new", {}))
+                url=url, inputs=inputs(schema, "new", {}, offered))
     return page(req, 200, f"{title}{' matching ' + q if q else ''}", main, schemas or (schema,))
 
 
 def record_page(req: Request, schema: Schema, record: Any, tag: str,
-                schemas: Sequence[Schema] = ()) -> Response:
+                schemas: Sequence[Schema] = (), offered: Offered | None = None) -> Response:
     """One record: its fields and ETag, a form to edit it, a button to
     delete it, and its JSON and XML representations (``schemas``: as
     ``collection_page``'s)."""
@@ -144,7 +130,7 @@ def record_page(req: Request, schema: Schema, record: Any, tag: str,
                           for k, v in values.items()))
     main = fill("record", kind=schema.name, collection_url=collection_url, plural=schema.plural,
                 heading=heading, fields=fields, etag=tag, url=f"{collection_url}/{record.id}",
-                inputs=_inputs(schema, "edit", values),
+                inputs=inputs(schema, "edit", values, offered),
                 json=JSON.render_record(schema, record).decode(),
                 xml=XML.render_record(schema, record).decode())
     return page(req, 200, f"{heading} ({schema.name} {record.id})", main, schemas or (schema,))
@@ -159,41 +145,6 @@ def problem_page(req: Request, problem: Mapping[str, Any],
                 lines=Html(HTML.render_problem(problem).decode()),
                 token=fill("token") if status == 401 else Html(""))
     return page(req, status, f"{status} {problem['title']}", main, schemas)
-
-
-def _inputs(schema: Schema, form: str, values: Mapping[str, Any]) -> Html:
-    """An input for each field a client sends, named after it, and the
-    place for its error; an optional one may be left empty. The service
-    checks every rule; the browser only those an input type checks the same
-    way (the field kind's ``input_type``), since ``maxlength`` would count
-    UTF-16 units, not characters. A kind with ``options`` is a ``<select>``
-    (an optional one's first option: "(none)"); a checkbox is never required
-    (unticked is false), so an optional one is a ``<select>`` of none,
-    true and false: it can be left without a value, or cleared."""
-    return Html("".join(_input(f"{form}-{name}", name, kind, values.get(name),
-                               name in schema.optional) for name, kind in schema.fields.items()
-                        if name not in schema.read_only))
-
-
-def _input(id: str, name: str, kind: Any, value: Any, optional: bool) -> Html:
-    required = "" if optional else " required"
-    choices = kind.options or (("true", "false") if optional and kind.input_type == "checkbox"
-                               else ())
-    if choices:     # (the page's script sends a boolean's as one: data-type)
-        chosen = None if value is None else kind.input_value(value)
-        options = [*[""] * (optional or chosen is None), *choices]
-        return fill("select", id=id, name=name, attributes=Html(
-            f'{required} data-type="{escape(kind.type)}"'), options=Html("".join(
-                f'<option{" selected" * (o == chosen)} value="{escape(o)}">'
-                f'{escape(o or "(none)" * optional)}</option>' for o in options)))
-    if kind.input_type == "checkbox":
-        attributes = ' value="true"' + " checked" * bool(value)
-    else:
-        text = "" if value is None else kind.input_value(value)
-        attributes = f' value="{escape(text)}"{required}'
-    hint = f'<span class="hint">{escape(kind.input_hint)}</span>' if kind.input_hint else ""
-    return fill("field", id=id, name=name, type=kind.input_type, hint=Html(hint),
-                attributes=Html(attributes + kind.input_attributes))
 
 
 def _search_hint(schema: Schema) -> str:
@@ -223,8 +174,9 @@ class HTMLFormat(Format):
     media_type = "text/html; charset=utf-8"
     problem_type = media_type
 
-    def __init__(self, collections: Sequence[Schema] = ()) -> None:
-        self.collections = collections
+    def __init__(self, collections: Sequence[Schema] = (),
+                 offered: Offered | None = None) -> None:
+        self.collections, self.offered = collections, offered
 
     def render(self, schema, record):
         """One row: each field, the id and the first other field linking
@@ -263,7 +215,7 @@ class HTMLFormat(Format):
         raise Problem(415, "HTML is never read as a request body.")
 
     def answer(self, req, status, kept, record, tag):
-        response = record_page(req, kept.schema, record, tag, self.collections)
+        response = record_page(req, kept.schema, record, tag, self.collections, self.offered)
         response.status = status
         return response
 
@@ -271,7 +223,7 @@ class HTMLFormat(Format):
         rows, _ = kept.many(records, self)
         # The page around the rows: its own tag, from its bytes.
         return (collection_page(req, kept.schema, rows, len(records), next_url, q,
-                                self.collections), None)
+                                self.collections, self.offered), None)
 
     def answer_problem(self, req, problem, schemas):
         return problem_page(req, problem, schemas)
@@ -287,13 +239,25 @@ def plug(app: Any) -> None:
     as they are then. HTML is offered last, so JSON, then XML, win a tie
     (``*/*``), and a browser, which asks for ``text/html`` first, gets the
     page; its pages' nav links to every collection of the app."""
-    html = HTMLFormat(app.schemas)
+    html = HTMLFormat(app.schemas, lambda plural: _offered(app, plural))
     offers = {HTML_TYPE: html, f"{HTML_TYPE};charset=utf-8": html}
     app.offers = app.offers.plus(offers)
     app.problem_offers = app.problem_offers.plus(offers)
     for path, asset in ASSETS.items():
         app.router.add(path, StaticFile(asset))
     app.open_paths.update(ASSETS)
+
+
+def _offered(app: Any, plural: str) -> list[tuple[int, str]]:
+    """The first records of ``plural`` (by id), for a reference's input:
+    each id, and its first field's text (``inputs.OFFERED`` at most)."""
+    for schema, store in zip(app.schemas, app.stores):
+        if schema.plural == plural:
+            first = next(iter(schema.fields), None)
+            return [(r.id, "" if first is None or getattr(r, first) is None
+                     else schema.text_of(first, getattr(r, first)))
+                    for r in store.list(limit=OFFERED)]
+    return []
 
 
 def _text(value: Any) -> str:
