@@ -54,9 +54,9 @@ class MemoryBulk(Restores):
                                                         self._looked_at(records)), limit))
                 page = list(itertools.islice(records, limit))
             else:
-                found = sorted(self._matches(filters, q, where),
-                               key=lambda r: position(self.schema, r, sort), reverse=reverse)
-                page = list(itertools.islice(past(self.schema, found, sort, reverse, after),
+                matched = sorted(self._matches(filters, q, where),
+                                 key=lambda r: position(self.schema, r, sort), reverse=reverse)
+                page = list(itertools.islice(past(self.schema, matched, sort, reverse, after),
                                              limit))
             self.touched += len(page)
             return page
