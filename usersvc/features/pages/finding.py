@@ -32,14 +32,13 @@ def find_section(schema: Schema, url: str, query: dict[str, list[str]]) -> str:
              if name not in _POSITION]
     parts = ['<section class="find" aria-labelledby="find-heading">',
              '<h2 id="find-heading">Find</h2>']
-    if any(name not in ("limit",) for name, _ in asked):
+    if any(name != "limit" for name, _ in asked):
         parts.append('<p class="asked">Asked: ' + " ".join(
             f'<span class="condition">{escape(name)} = {escape(value)} '
             f'<a href="{_link(url, asked, drop=name)}" title="Take away {escape(name)}">'
             f'(take away)</a></span>' for name, value in asked if name != "limit") + "</p>")
     for name in schema.filters:
-        kind = schema.fields[name]
-        values = kind.options or (("true", "false") if kind.input_type == "checkbox" else ())
+        values = _few_values(schema.fields[name])
         if values:
             parts.append(_choices(name, [(v, _link(url, asked, drop=name, add=(name, v)))
                                          for v in values], asked))
@@ -47,8 +46,7 @@ def find_section(schema: Schema, url: str, query: dict[str, list[str]]) -> str:
     parts.append(_choices("sort", [(o, _link(url, asked, drop="sort", add=("sort", o)))
                                    for o in orders], asked))
     forms = [_form(url, asked, name, name, schema.fields[name]) for name in schema.filters
-             if not (schema.fields[name].options
-                     or schema.fields[name].input_type == "checkbox")]
+             if not _few_values(schema.fields[name])]
     for name in ("id", *schema.fields):
         if "gte" in asking.takes(schema, name):
             kind = schema.fields.get(name)
@@ -58,6 +56,11 @@ def find_section(schema: Schema, url: str, query: dict[str, list[str]]) -> str:
         parts += ["<details><summary>More conditions</summary>", *forms, "</details>"]
     parts.append("</section>")
     return "\n".join(parts) + "\n"
+
+
+def _few_values(kind: Any) -> tuple[str, ...]:
+    """A choice's values, a boolean's two; other kinds have too many to list."""
+    return kind.options or (("true", "false") if kind.input_type == "checkbox" else ())
 
 
 def _choices(name: str, links: list[tuple[str, str]], asked: list[tuple[str, str]]) -> str:
