@@ -25,8 +25,11 @@ def walk(sort: str, reverse: bool, after: Position | None,
     """The ids in ``sort`` order from just past ``after``, ``within`` the
     lowest and highest entries a range on the sort field lets in
     (``bounds``), in the indexes ``walked`` (``chosen``), merged."""
-    walks = [_from(index, reverse, after, within) for index in walked]
-    found = walks[0] if len(walks) == 1 else heapq.merge(*walks, reverse=reverse)
+    if len(walked) == 1:
+        found = _from(walked[0], reverse, after, within)
+    else:
+        found = heapq.merge(*(_from(index, reverse, after, within) for index in walked),
+                            reverse=reverse)
     return found if sort == "id" else map(_SECOND, found)
 
 
