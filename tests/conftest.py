@@ -12,6 +12,7 @@ PostgreSQL-only tests are skipped, saying why; with
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -120,6 +121,22 @@ def postgres_url(postgres_admin) -> Iterator[str]:
 def with_search_path(url: str, schema: str) -> str:
     """``url`` with libpq's ``options`` set so that tables go to ``schema``."""
     return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+
+
+@contextlib.contextmanager
+def schema_of_its_own(prefix: str) -> Iterator[str]:
+    """A PostgreSQL schema made for a fixture and dropped after it: the
+    test server's URL with its tables going there."""
+    if not POSTGRES_URL:
+        unavailable("USERSVC_TEST_POSTGRES_URL is not set")
+    import psycopg
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            yield with_search_path(POSTGRES_URL, schema)
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def unavailable(reason: str) -> None:

@@ -153,17 +153,9 @@ def fresh(url, tmp_path, request):
 
 @pytest.fixture
 def another_postgres_url(postgres_url):
-    import uuid
-
-    import psycopg
-    from conftest import with_search_path
-    schema = f"usersvc_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-        try:
-            yield with_search_path(POSTGRES_URL, schema)
-        finally:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+    from conftest import schema_of_its_own
+    with schema_of_its_own("usersvc_test") as url:
+        yield url
 
 
 REFUSED = [

@@ -8,15 +8,13 @@ they answer is every store's as the plain model's (test_asking)."""
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from contextlib import closing
 
 import pytest
-from conftest import POSTGRES_URL, opened, unavailable, with_search_path
+from conftest import opened, schema_of_its_own
 from every_kind import THINGS, thing_maker
 
 from usersvc import USER, asking, make_app
-from usersvc.storage import open_store
 from usersvc.storage.sql import POSTGRES, SQLITE, Table
 from webob import Request
 
@@ -154,22 +152,15 @@ def _sqlite_things(tmp_path_factory) -> str:
 def analyzed():
     """2,000 things, one in 50 done, and fresh planner statistics in a
     PostgreSQL schema of their own; ``run(query, *params)``."""
-    if not POSTGRES_URL:
-        unavailable("USERSVC_TEST_POSTGRES_URL is not set")
-    import psycopg
-    schema = f"usersvc_things_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-        try:
-            url = with_search_path(POSTGRES_URL, schema)
-            for storage in opened(url, (USER, THINGS)):
-                _fill(storage["things"], 2000, done_in=50)
-            from usersvc.storage.postgres.store import split_url
-            with psycopg.connect(split_url(url)[0], autocommit=True) as db:
-                db.execute("ANALYZE things")
-                yield lambda query, *params: db.execute(query, params).fetchall()
-        finally:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+    with schema_of_its_own("usersvc_things") as url:
+        import psycopg
+
+        from usersvc.storage.postgres.store import split_url
+        for storage in opened(url, (USER, THINGS)):
+            _fill(storage["things"], 2000, done_in=50)
+        with psycopg.connect(split_url(url)[0], autocommit=True) as db:
+            db.execute("ANALYZE things")
+            yield lambda query, *params: db.execute(query, params).fetchall()
 
 
 @pytest.mark.parametrize("arguments", SQL_PAGES, ids=repr)

@@ -15,7 +15,7 @@ import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from conftest import POSTGRES_REQUIRED, POSTGRES_URL, unavailable, with_search_path
+from conftest import POSTGRES_REQUIRED, POSTGRES_URL, schema_of_its_own, unavailable
 from helpers import Served, call, check_release_0_1_0, load_release_dump, page_shapes, race
 
 from usersvc import USER, asking, text
@@ -212,28 +212,20 @@ def analyzed():
     """20,000 users, a few of them "Rare", and fresh planner statistics, in
     a schema of their own that every query-plan test reads (made once: the
     plans are read, nothing is written)."""
-    if not POSTGRES_URL:
-        unavailable("USERSVC_TEST_POSTGRES_URL is not set")
-    schema = f"usersvc_plans_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-        try:
-            url = with_search_path(POSTGRES_URL, schema)
-            storage = open_store(url)
-            storage["users"].restore([
-                User(id=i, name=f"Name {i:05} {'Rare' if i % 2000 == 0 else 'Common'}",
-                     email=f"u{i}@example.org", version=1) for i in range(1, 20_001)], last_id=20_000)
-            storage.close()
-            with psycopg.connect(split_url(url)[0], autocommit=True) as db:
-                for table in ("users", "user_words", "user_changes"):
-                    db.execute(f"ANALYZE {table}")
+    with schema_of_its_own("usersvc_plans") as url:
+        storage = open_store(url)
+        storage["users"].restore([
+            User(id=i, name=f"Name {i:05} {'Rare' if i % 2000 == 0 else 'Common'}",
+                 email=f"u{i}@example.org", version=1) for i in range(1, 20_001)], last_id=20_000)
+        storage.close()
+        with psycopg.connect(split_url(url)[0], autocommit=True) as db:
+            for table in ("users", "user_words", "user_changes"):
+                db.execute(f"ANALYZE {table}")
 
-                def run(query, *params):
-                    cursor = db.execute(query, params)
-                    return cursor.fetchall() if cursor.description else None
-                yield run
-        finally:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+            def run(query, *params):
+                cursor = db.execute(query, params)
+                return cursor.fetchall() if cursor.description else None
+            yield run
 
 
 @pytest.mark.parametrize("arguments", PAGES, ids=repr)

@@ -103,7 +103,7 @@ def evolve(db: Any, table: Table) -> None:
         # A collated value follows the rule (a choice's place among its values): made again.
         kind = table.schema.fields[field]
         _fill(db, table, f"{field}__key", field, lambda value: kind.collate(kind.from_stored(value)))
-    if _search_terms(stored) != _search_terms(want) or todo:    # (folded otherwise too)
+    if _search_terms(stored) != _search_terms(want) or todo:    # (the folding's version too)
         db.execute(f"DELETE FROM {table.words_table}")
         if table.schema.searchable:
             db.execute(ddl.fill_words(table))
