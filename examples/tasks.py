@@ -17,7 +17,7 @@ TASKS = Schema("task", "tasks",
                 "due": date, "remind_at": datetime, "priority": choice("low", "normal", "high"),
                 "link": url, "owner": ref("users")},
                optional=("estimate", "due", "remind_at", "link", "owner"),
-               filters=("done", "priority", "owner"), sorts=("title", "priority"),
+               filters=("done", "priority", "owner"), sorts=("title", "priority", "due"),
                filtered_sorts={"done": ("updated",)},
                words=("title",), timestamps=True)
 

@@ -22,9 +22,9 @@ THINGS = Schema(
     optional=("contact", "weight", "due", "link", "note", "owner"),
     unique=("code", "contact", "at", "link"),
     filters=("code", "contact", "count", "done", "due", "level", "link"),
-    sorts=("title", "count", "done", "at", "level"),
-    filtered_sorts={"done": ("title", "at", "level"), "count": ("title",), "level": ("count",),
-                    "due": ("title",)},
+    sorts=("title", "count", "done", "at", "level", "due", "weight"),     # (two optional)
+    filtered_sorts={"done": ("title", "at", "level", "weight"), "count": ("title",),
+                    "level": ("count",), "due": ("title",)},
     words=("title", "note"), prefixes=("code",))
 
 

@@ -1,7 +1,9 @@
 """Declaration changes are idempotent (docs/api.md, "Changing a
 declaration"): hypothesis makes sequences of changes (a field added,
-dropped, converted, made required by a default or optional again, renamed, its rule
-narrowed, a choice's values changed, a filtered sort kept or no longer), with records written between them,
+dropped, converted, made required by a default or optional again (a
+sort: on PostgreSQL, its index of the records without a value made and
+dropped), renamed, its rule narrowed, a choice's values changed, a
+filtered sort kept or no longer), with records written between them,
 as an app's declaration would grow, each migration kept declared once
 made; after each change is opened, opening the same declaration again
 changes nothing: no log line, no new version, no feed entry. On SQLite
@@ -40,10 +42,12 @@ class Declared:
         self.indexed = False        # level kept in title order (``filtered_sorts``)
 
     def schema(self):
+        # (the note, by either name, a sort made required and optional again)
+        note = "remark" if "remark" in self.fields else "note"
         return Schema("item", "items", dict(self.fields),
                       optional=[f for f in self.fields if f in self.optional],
-                      filters=("level",), sorts=("title", "level"), words=("title",),
-                      filtered_sorts={"level": ("title",)} if self.indexed else None,
+                      filters=("level",), sorts=("title", "level", note), words=("title",),
+                      filtered_sorts={"level": ("title", note)} if self.indexed else None,
                       renamed=dict(self.renamed), dropped=tuple(self.dropped),
                       converted=dict(self.converted), defaults=dict(self.defaults))
 

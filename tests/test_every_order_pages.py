@@ -1,9 +1,10 @@
 """Every order pages (docs/api.md, "Paging"): on a declaration with every
 kind and timestamps, on every store, each declared sort's ``rel="next"``
 links, followed both ways, with and without a filter, give each record
-once, in the order the sort's keys say (ties by id). (``?sort=created``
-and ``?sort=-updated`` once failed at page 2 on every store: a stamp's
-cursor was refused as no stamp's key.)"""
+once, in the order the sort's keys say (ties by id; an optional sort's
+records without a value last both ways, by id in the page's direction).
+(``?sort=created`` and ``?sort=-updated`` once failed at page 2 on every
+store: a stamp's cursor was refused as no stamp's key.)"""
 from __future__ import annotations
 
 import json
@@ -32,7 +33,9 @@ def client(store_url):
     fields = thing_maker()
     owner = client.post("/users", json_body={"name": "A", "email": "a@x.org"}).json["id"]
     for n in range(11):         # ties in every order but the unique ones; a change between
-        thing = client.post("/things", json_body={**fields(f"t{n % 4}"), "owner": owner}).json
+        some = {"due": f"2026-0{1 + n % 3}-01", "weight": n % 4 / 2} if n % 3 else {}
+        thing = client.post("/things", json_body={**fields(f"t{n % 4}"), "owner": owner,
+                                                  **some}).json
         if n % 3 == 0:
             client.patch(f"/things/{thing['id']}", json_body={"title": f"u{n % 2}"},
                          content_type="application/merge-patch+json")
@@ -60,8 +63,9 @@ def test_every_order_pages_both_ways_with_and_without_a_filter(client, sort, rev
         k: v for k, v in t.items()}) for t in client.get("/things?limit=1000").json]
     if query:
         everything = [t for t in everything if t.done]
-    expected = [t.id for t in sorted(everything, key=lambda t: position(STAMPED, t, sort),
-                                     reverse=reverse)]
+    # (an optional sort's things without a value last, both ways)
+    expected = [t.id for t in sorted(everything, key=lambda t: (
+        (getattr(t, sort) is None) != reverse, position(STAMPED, t, sort)), reverse=reverse)]
     walked = _walk(client, f"/things?sort={'-' * reverse}{sort}&limit=3{query}")
     assert walked == expected
     assert len(expected) > 3
@@ -87,3 +91,18 @@ def test_a_cursor_holding_a_nul_is_refused_on_every_store(client):
     assert answer.status_code == 400 and "cursor" in answer.json["detail"]
     assert client.get(f"/things?sort=title&cursor={listing._write_cursor(['t', 1], context)}"
                       ).status_code == 200      # (the same cursor, without it: taken)
+
+
+def test_a_cursor_past_the_values_is_only_an_optional_sorts(client):
+    """A cursor holds ``[null, id]`` once a page in an optional sort's order
+    has passed its values; in a required sort's order no record is without
+    one, and such a cursor is refused, as one the service did not write."""
+    for sort, taken in (("weight", True), ("title", False)):
+        context = json.dumps(["things", sort, [], None]).encode()
+        answer = client.get(f"/things?sort={sort}&cursor={listing._write_cursor([None, 3], context)}")
+        assert answer.status_code == (200 if taken else 400), answer.text
+    without = [t["id"] for t in client.get("/things?sort=weight&limit=1000").json[-4:]]
+    context = json.dumps(["things", "weight", [], None]).encode()
+    page = client.get(f"/things?sort=weight&cursor={listing._write_cursor([None, without[0]], context)}")
+    assert [t["id"] for t in page.json] == without[1:]
+    assert all("weight" not in t for t in page.json)

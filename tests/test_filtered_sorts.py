@@ -7,6 +7,7 @@ store's ``touched`` counter, SQLite's and PostgreSQL's query plans. What
 they answer is every store's as the plain model's (test_asking)."""
 from __future__ import annotations
 
+import re
 import sqlite3
 from contextlib import closing
 
@@ -22,11 +23,16 @@ ask = lambda name, value: asking.read(THINGS, name, value)  # noqa: E731
 N = 3000
 
 
-def _fill(things, n: int = N, done_in: int = 2) -> list:
-    """``n`` things, one in ``done_in`` done."""
+def _fill(things, n: int = N, done_in: int = 2, absent_in: int = 3) -> list:
+    """``n`` things, one in ``done_in`` done, one in ``absent_in`` without a
+    weight (an optional sort)."""
     make = thing_maker()
-    return [things.create(**{**make(f"Thing {i:04d}"), "done": i % done_in == 0})
+    return [things.create(**{**make(f"Thing {i:04d}"), "done": i % done_in == 0,
+                             "weight": i % 5 * 1.5 if i % absent_in else None})
             for i in range(n)]
+
+
+weight = THINGS.fields["weight"].collate
 
 
 @pytest.fixture(scope="module")
@@ -51,17 +57,34 @@ INDEXED = [
     (dict(done=True), lambda r: r.done),                          # by id: always kept
     (dict(level="normal", reverse=True, where=(ask("id[lt]", "2000"),)),
      lambda r: r.level == "normal" and r.id < 2000),
+    # an optional sort: its values, then the records without one, both ways
+    (dict(sort="weight"), lambda r: True),
+    (dict(sort="weight", after=(weight(6), 2970)), lambda r: True),      # across the two
+    (dict(sort="weight", reverse=True, after=(weight(0), 40)), lambda r: True),
+    (dict(sort="weight", reverse=True, after=(None, 2000)), lambda r: True),
+    (dict(done=True, sort="weight", reverse=True, after=(weight(0), 100)), lambda r: r.done),
+    (dict(done=False, sort="weight", after=(None, 1000)), lambda r: not r.done),
+    (dict(sort="weight", reverse=True, where=(ask("weight[lt]", "4"),)),      # values only
+     lambda r: r.weight is not None and r.weight < 4),
 ]
 
 
 def _expected(records, keeps, arguments) -> list:
-    sort = arguments.get("sort", "id")
-    key = (lambda r: r.id) if sort == "id" else (
-        lambda r: (THINGS.fields[sort].collate(getattr(r, sort)), r.id))
-    kept = sorted(filter(keeps, records), key=key, reverse=arguments.get("reverse", False))
+    """The page, from the records: an optional sort's without a value last."""
+    sort, reverse = arguments.get("sort", "id"), arguments.get("reverse", False)
+
+    def key(r):
+        if sort == "id":
+            return r.id
+        value = getattr(r, sort)
+        return _ranked((None if value is None else THINGS.fields[sort].collate(value), r.id))
+
+    def _ranked(position):
+        return (position[0] is None) != reverse, position
+    kept = sorted(filter(keeps, records), key=key, reverse=reverse)
     if "after" in arguments:
-        after = arguments["after"]
-        kept = [r for r in kept if (key(r) < after if arguments.get("reverse") else key(r) > after)]
+        after = arguments["after"] if sort == "id" else _ranked(arguments["after"])
+        kept = [r for r in kept if (key(r) < after if reverse else key(r) > after)]
     return kept[:10]
 
 
@@ -80,6 +103,9 @@ def test_an_indexed_page_reads_only_what_it_returns_on_memory(memory, arguments,
         assert looked <= 10 * 2 * 7, looked       # count=4: 1 in 7; done: 1 in 2
     else:
         assert looked == 10, looked
+    if "weight" == arguments.get("sort") and "where" not in arguments:   # (reaching both)
+        assert {r.weight is None for r in page} == ({True} if None in arguments.get(
+            "after", ()) else {False, True} if "after" in arguments else {False}), page
 
 
 def test_a_page_with_no_index_in_its_order_reads_what_its_filter_matches(memory):
@@ -136,6 +162,38 @@ def test_an_indexed_page_is_a_search_of_the_filters_index_on_sqlite(tmp_path_fac
     assert "TEMP B-TREE" not in found, found
 
 
+#: Pages in an optional sort's order: its values' walk, then the records'
+#: without one (in id order), or that walk alone past the values.
+SQL_OPTIONAL = [dict(sort="weight"), dict(sort="weight", reverse=True, after=(weight(3), 500)),
+                dict(done=True, sort="weight", reverse=True), dict(sort="weight", after=(None, 100)),
+                dict(done=False, sort="weight", reverse=True, after=(None, 500))]
+
+
+def _optional_indexes(arguments) -> tuple[str, str]:
+    """The indexes of its values and of those without one (PostgreSQL's own;
+    SQLite walks the first for both, its NULLs together, in id order)."""
+    index = "things_done_by_weight" if "done" in arguments else "things_weight_order"
+    return index, index.replace("_order", "") + "_absent"
+
+
+@pytest.mark.parametrize("arguments", SQL_OPTIONAL, ids=repr)
+def test_an_optional_sorts_page_is_two_searches_of_its_index_on_sqlite(tmp_path_factory,
+                                                                       arguments):
+    path = _sqlite_things(tmp_path_factory)
+    query, params = Table(THINGS, SQLITE).page(limit=10, **arguments)
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("ANALYZE")
+        found = [row[-1] for row in db.execute("EXPLAIN QUERY PLAN " + query, params)]
+    walks = [step for step in found if step.endswith(" u") or " u " in step]
+    both = None not in arguments.get("after", ())
+    assert len(walks) == 1 + both, found
+    values = _optional_indexes(arguments)[0]
+    assert all(step.startswith(f"SEARCH u USING INDEX {values} (") for step in walks), found
+    # (at most two pages, ordered together: the only sort)
+    assert [step for step in found if "TEMP B-TREE" in step] == (
+        ["USE TEMP B-TREE FOR ORDER BY"] if both else []), found
+
+
 _made: dict[str, str] = {}
 
 
@@ -150,14 +208,14 @@ def _sqlite_things(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def analyzed():
-    """2,000 things, one in 50 done, and fresh planner statistics in a
+    """2,000 things, one in 50 done, one in 50 without a weight, and fresh planner statistics in a
     PostgreSQL schema of their own; ``run(query, *params)``."""
     with schema_of_its_own("usersvc_things") as url:
         import psycopg
 
         from usersvc.storage.postgres.store import split_url
         for storage in opened(url, (USER, THINGS)):
-            _fill(storage["things"], 2000, done_in=50)
+            _fill(storage["things"], 2000, done_in=50, absent_in=50)
         with psycopg.connect(split_url(url)[0], autocommit=True) as db:
             db.execute("ANALYZE things")
             yield lambda query, *params: db.execute(query, params).fetchall()
@@ -185,3 +243,17 @@ def test_the_app_answers_an_indexed_page_as_the_store_does(memory):
     kept = sorted((r for r in records if not r.done and r.title.casefold() < "thing 1000"),
                   key=lambda r: r.title.casefold(), reverse=True)
     assert [t["id"] for t in response.json] == [r.id for r in kept[:5]]
+
+
+@pytest.mark.parametrize("arguments", SQL_OPTIONAL, ids=repr)
+def test_an_optional_sorts_page_is_two_index_searches_on_postgres(analyzed, arguments):
+    query, params = Table(THINGS, POSTGRES).page(limit=10, **arguments)
+    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + query, *params))
+    assert "Seq Scan" not in plan, plan
+    # (by cost: a filter that keeps most may be checked on the sort's own indexes)
+    values, without = _optional_indexes(arguments)
+    if arguments.get("done") is not True:
+        values, without = "things_weight_order", "things_weight_absent"
+    assert re.search(f" (on|using) (things_done_by_weight_absent|{without}) ", plan), plan
+    if None not in arguments.get("after", ()):
+        assert re.search(f" using (things_done_by_weight|{values}) ", plan), plan

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import GUNICORN, Gunicorn, Served, call, free_port, race
+from helpers import DEADLINE, GUNICORN, Gunicorn, Served, call, free_port, race
 
 pytest.importorskip("prometheus_client", reason="pip install -e '.[metrics]'")
 from test_metrics import DURATION, operations, requests, samples  # noqa: E402
@@ -154,6 +154,9 @@ def test_one_scrape_counts_every_worker_and_a_killed_worker_keeps_its_counts(
             until(lambda: scrape(port).get(("usersvc_feed_waiting_requests", frozenset())) == 1,
                   "the long-poll was not counted as waiting")
             assert _active(scrape(port), "GET") == 1
+        else:       # (a worker without threads answers at once: answered before the kill,
+            waiting.join(DEADLINE)      # not by the workers that come after it)
+            assert not waiting.is_alive()
         # Every worker killed: the server starts others, the counts stay and
         # the killed workers' gauges go (the long-poll is no longer active).
         killed = workers_of(served.process, directory)

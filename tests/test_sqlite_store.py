@@ -243,7 +243,7 @@ def test_a_range_on_the_pages_own_order_is_a_search_of_its_index(fifty, sort, as
 @pytest.mark.parametrize("sort", ["name"])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_a_pages_ids_and_versions_come_from_its_orders_index_alone(fifty, sort, reverse):
-    found = plan(fifty, *USERS.page(limit=10, columns="u.id, u.version", sort=sort,
+    found = plan(fifty, *USERS.page(limit=10, columns=("u.id", "u.version"), sort=sort,
                                reverse=reverse, after=("u", 5)))
     assert found.startswith(f"SEARCH u USING COVERING INDEX users_{sort}_order "), found
 

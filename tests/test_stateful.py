@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 from conftest import POSTGRES_URL, Client, with_search_path
-from helpers import DEADLINE
+from helpers import DEADLINE, link_to
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
@@ -27,10 +27,11 @@ from usersvc import USER, Schema, boolean, make_app, ref, text
 from usersvc.storage import open_store
 
 TASKS = Schema("task", "tasks", {"title": text(20), "done": boolean, "owner": ref("users")},
-               optional=("owner",), filters=("done", "owner"), sorts=("title",), words=("title",),
-               filtered_sorts={"done": ("title",), "owner": ("title",)})
+               optional=("owner",), filters=("done", "owner"), sorts=("title", "owner"),
+               words=("title",), filtered_sorts={"done": ("title", "owner"), "owner": ("title",)})
 EMAILS = ["a@x.org", "A@x.org", "b@x.org", "c@x.org", "d@x.org"]   # two alike, case-folded
 MERGE = "application/merge-patch+json"
+ORDERS = ["id", "-id", "title", "-title", "owner", "-owner"]
 
 
 def within(deadline, call):
@@ -99,7 +100,7 @@ class Model:
         if op[0] == "user":
             self.users[body["id"]] = {"name": "N", "email": op[1]}
         else:
-            self.tasks[body["id"]] = {"title": op[1], "done": False,
+            self.tasks[body["id"]] = {"title": op[1], "done": op[3],
                                       **({} if op[2] is None else {"owner": op[2]})}
 
 
@@ -110,7 +111,7 @@ def request_of(op):
         return {"method": "POST", "path": "/users", "body": {"name": "N", "email": args[0]}}
     if kind == "task":
         return {"method": "POST", "path": "/tasks", "body": {
-            "title": args[0], "done": False, **({} if args[1] is None else {"owner": args[1]})}}
+            "title": args[0], "done": args[2], **({} if args[1] is None else {"owner": args[1]})}}
     if kind == "delete user":
         return {"method": "DELETE", "path": f"/users/{args[0]}"}
     if kind == "delete task":
@@ -156,7 +157,8 @@ class Together(RuleBasedStateMachine):
         if owner is not None:
             owner = self._id(data, self.model.users)
         if kind == "task":
-            return ("task", data.draw(st.sampled_from(["t", "u", "Über"])), owner)
+            return ("task", data.draw(st.sampled_from(["t", "u", "Über"])), owner,
+                    data.draw(st.booleans()))
         if kind == "own":
             return ("own", self._id(data, self.model.tasks), owner)
         return (kind, self._id(data, self.model.users if kind == "delete user"
@@ -170,14 +172,17 @@ class Together(RuleBasedStateMachine):
 
     # -- the steps -------------------------------------------------------------
 
-    @rule(data=st.data())
-    def single(self, data):
-        op = self._op(data)
-        expected = self.model.expect(op)
-        answer = self._send(op)
-        assert answer.status_code == expected, (op, answer.text)
-        if expected == 201:
-            self.model.created(op, answer.json)
+    @rule(data=st.data(), times=st.integers(1, 3))
+    def single(self, data, times):
+        """One to three single writes, one after another (a few: so that
+        the questions ``ask`` asks have several records to answer with)."""
+        for _ in range(times):
+            op = self._op(data)
+            expected = self.model.expect(op)
+            answer = self._send(op)
+            assert answer.status_code == expected, (op, answer.text)
+            if expected == 201:
+                self.model.created(op, answer.json)
 
     @rule(data=st.data(), size=st.integers(1, 4))
     def batch(self, data, size):
@@ -232,10 +237,14 @@ class Together(RuleBasedStateMachine):
         self.storage.close()
         self._open()
 
-    @rule(data=st.data(), sort=st.sampled_from(["id", "-id", "title", "-title"]))
-    def ask(self, data, sort):
+    @precondition(lambda self: len(self.model.tasks) > 1)
+    @rule(data=st.data(), paged=st.sampled_from(ORDERS))
+    def ask(self, data, paged):
+        """A question, answered as the model answers it in every order, and
+        in one of them (``paged``) in pages of two, following next links."""
         user, task = self._id(data, self.model.users), self._id(data, self.model.tasks)
         query, keeps = data.draw(st.sampled_from([
+            ("", lambda i, t: True),
             ("owner[exists]=true", lambda i, t: "owner" in t),
             ("owner[exists]=false", lambda i, t: "owner" not in t),
             (f"owner[eq]={user}", lambda i, t: t.get("owner") == user),
@@ -251,12 +260,24 @@ class Together(RuleBasedStateMachine):
             # q, folded alike in every store: "uber" finds "Über", "u" both
             ("q=uber", lambda i, t: t["title"] == "Über"),
             ("q=U&done=false", lambda i, t: t["title"] in ("u", "Über") and not t["done"])]))
-        answer = within(DEADLINE, lambda: self.client.get(
-            f"/tasks?{query}&sort={sort}&limit=1000", headers={"Prefer": "count=exact"}))
+        for sort in ORDERS:
+            self._answers(query, keeps, sort, 2 if sort == paged else 1000)
+
+    def _answers(self, query, keeps, sort, limit):
+        found, path = [], f"/tasks?{query}&sort={sort}&limit={limit}"
+        while path:
+            answer = within(DEADLINE, lambda: self.client.get(
+                path, headers={"Prefer": "count=exact"}))
+            assert answer.status_code == 200, answer.text
+            found += [t["id"] for t in answer.json]
+            path = link_to(answer.headers)
         kept = [i for i, t in self.model.tasks.items() if keeps(i, t)]
-        kept.sort(key=(lambda i: i) if sort.endswith("id") else
-                  (lambda i: (self.model.tasks[i]["title"], i)), reverse=sort[0] == "-")
-        assert [t["id"] for t in answer.json] == kept, query
+        field, reverse = sort.lstrip("-"), sort[0] == "-"
+        # (by the field's value, then id; the tasks without an owner last both ways)
+        kept.sort(key=(lambda i: i) if field == "id" else (lambda i: (
+            (field not in self.model.tasks[i]) != reverse, self.model.tasks[i].get(field, 0), i)),
+            reverse=reverse)
+        assert found == kept, (query, sort)
         assert answer.headers["X-Total-Count"] == str(len(kept))
 
     # -- after every step ------------------------------------------------------

@@ -114,7 +114,8 @@ class Listing:
                 raise Problem(400, "Give after or cursor, not both.")
             if sort == "id":
                 raise Problem(400, "cursor is for the other orders; id order goes on by after.")
-            listing.after = _read_cursor(one["cursor"], listing.context, schema.fields[sort])
+            listing.after = _read_cursor(one["cursor"], listing.context, schema.fields[sort],
+                                         sort in schema.optional)
         if "after" in one:
             if sort != "id":
                 raise Problem(400, "after is for id order; pages in other orders "
@@ -234,9 +235,10 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(name)      # NaN, Infinity: no kind's collated value
 
 
-def _read_cursor(cursor: str, context: bytes, kind: Any) -> Position:
+def _read_cursor(cursor: str, context: bytes, kind: Any, optional: bool) -> Position:
     """The position a cursor holds, if it is one this service wrote for
-    this order and these filters, with a collated value of the order's kind."""
+    this order and these filters, with a collated value of the order's kind
+    (or none, if the sort is ``optional``)."""
     refused = Problem(400, "The cursor is not one the service wrote for this order and these "
                            "filters, or it was altered: follow the next link as given.")
     if len(cursor) > MAX_CURSOR or not _BASE64URL.fullmatch(cursor):
@@ -252,7 +254,9 @@ def _read_cursor(cursor: str, context: bytes, kind: Any) -> Position:
         collated, record_id = json.loads(payload, parse_constant=_refuse_constant)
     except (ValueError, TypeError):
         raise refused from None
-    # (A value a store could not compare, such as a lone surrogate, is no kind's.)
-    if not (kind.is_collated(collated) and type(record_id) is int and 0 < record_id <= MAX_ID):
+    # (A value a store could not compare, such as a lone surrogate, is no kind's;
+    # none is past an optional sort's values.)
+    if not ((kind.is_collated(collated) or optional and collated is None)
+            and type(record_id) is int and 0 < record_id <= MAX_ID):
         raise refused
     return (collated, record_id)

@@ -88,10 +88,6 @@ def indexes(schema: Any, optional: Iterable[str], unique: Iterable[str], filters
                                    if schema.fields[f].collated_is_folded)
     schema.searched = {f: (f in schema.words, f in schema.prefixes) for f in dict.fromkeys(
         (*schema.words, *schema.prefixes)) if f not in schema.prefixes_by_key}
-    for field in schema.sorts[1:]:
-        if field in schema.optional:
-            raise ValueError(f"{schema.plural}.{field}: an optional field cannot be a sort "
-                             "(a record without it has no place in the order)")
     schema.filtered_sorts = {}
     for field, by in (filtered_sorts or {}).items():
         if field not in schema.filters or field in schema.unique:

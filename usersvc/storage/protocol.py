@@ -141,10 +141,13 @@ Position = Union[int, tuple[Any, int]]
 
 def position(schema: Schema, record: Any, sort: str) -> Position:
     """Where ``record`` stands in ``sort`` order, as ``list(after=...)``
-    takes it: its id, or its value collated (``Field.collate``) and its id."""
+    takes it: its id, or its value collated (``Field.collate``) and its id;
+    ``(None, id)`` for a record without a value of an optional sort (after
+    every value, in either direction)."""
     if sort == "id":
         return record.id
-    return (schema.fields[sort].collate(getattr(record, sort)), record.id)
+    value = getattr(record, sort)
+    return (None if value is None else schema.fields[sort].collate(value), record.id)
 
 
 class RecordStore(Protocol):
@@ -166,8 +169,10 @@ class RecordStore(Protocol):
         from just past ``after`` (``None``: from the first).
 
         Orders: ``id``, and each of ``schema.sorts``, by the value collated
-        and then by id. A position is an id in id order and a ``(collated, id)``
-        pair in the others (``position``). Filters, all of which must
+        and then by id; an optional sort's records without a value come
+        after the rest both ways, by id (backwards if ``reverse``). A
+        position is an id in id order and a ``(collated, id)`` pair in the
+        others, ``(None, id)`` without a value (``position``). Filters, all of which must
         hold: one per ``schema.filters`` field, the records whose value
         collates as the one given does; ``q``, the records
         of which a search term (a word of a ``words`` field, a ``prefixes``

@@ -84,8 +84,9 @@ def list_parameters(schema: Schema) -> list[dict[str, Any]]:
         query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
                         "default": DEFAULT_LIMIT}, "How many records a page holds at most."),
         *([query("sort", {"type": "string", "enum": orders, "default": "id"},
-                 "The order: by id, or by a field (text case-folded) and then by id; "
-                 "a leading `-` reverses it.")] if sorted_too else []),
+                 "The order: by id, or by a field (text case-folded) and then by id, "
+                 "the records without a value last; a leading `-` reverses it (and "
+                 "keeps those last).")] if sorted_too else []),
         query("after", {"type": "integer", "minimum": 0, "maximum": MAX_ID},
               "In id order only: the records past this id (for `-id`, below it). "
               "Not with `cursor`."),

@@ -16,10 +16,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..protocol import Conflict, Position, position
+from ..protocol import Conflict, Position
 from ..feed import Change
 from ..stored import Restores, check_fresh_ids
-from .walks import NONE, bounded, bounds, chosen, matches, past, walk
+from .walks import NONE, bounded, bounds, chosen, matches, past, ranked, walk
 
 Where = Sequence[Any]                   # a page's conditions (``asking.Condition``)
 
@@ -37,7 +37,7 @@ class MemoryBulk(Restores):
             if q is None and not filters and not where:     # PERF: most pages, plainly
                 index = self._indexes.ids if sort == "id" else self._indexes.orders[sort]
                 page = list(itertools.islice(map(self._records.__getitem__, walk(
-                    sort, reverse, after, NONE, (index,))), limit))
+                    sort, reverse, after, NONE, (index,), sort in self.schema.optional)), limit))
                 self.touched += len(page)
                 return page
             # The indexes to walk in this order, and the filter they hold
@@ -50,7 +50,8 @@ class MemoryBulk(Restores):
             if found is not None:
                 walked, used = found
                 records = map(self._records.__getitem__, walk(
-                    sort, reverse, after, bounds(sort, where) if where else NONE, walked))
+                    sort, reverse, after, bounds(sort, where) if where else NONE, walked,
+                    sort in self.schema.optional))
                 # Left to check: all but the filter walked and the ranges the walk keeps to.
                 by = equal[used][1] if used is not None else None
                 left_filters = {f: v for f, v in filters.items() if f != used or by is not None}
@@ -60,10 +61,9 @@ class MemoryBulk(Restores):
                                                         self._looked_at(records)), limit))
                 page = list(itertools.islice(records, limit))
             else:
-                matched = sorted(self._matches(filters, q, where),
-                                 key=lambda r: position(self.schema, r, sort), reverse=reverse)
-                page = list(itertools.islice(past(self.schema, matched, sort, reverse, after),
-                                             limit))
+                rank = ranked(self.schema, sort, reverse)
+                matched = sorted(self._matches(filters, q, where), key=rank, reverse=reverse)
+                page = list(itertools.islice(past(matched, rank, reverse, after), limit))
             self.touched += len(page)
             return page
 

@@ -12,34 +12,25 @@ import os
 import threading
 from typing import Any
 
-from sortedcontainers import SortedList
-
 from ...fields import search_terms
 from ...validation import Schema
 from ..protocol import Conflict, NotFound, Precondition, StaleVersion
 from ..shared import Watch, checked_id
 from ..keys import Key, MemoryKeys
 from .bulk import MemoryBulk
+from .walks import ABSENT, Sorted, or_absent
 
 _log = logging.getLogger("usersvc.storage")
-
-
-class Sorted(SortedList):
-    """sortedcontainers' ``SortedList`` in parts of 250 to 1,000 entries (its
-    default: 500 to 2,000), so an entry put in the middle moves half as
-    many (PERF: 1% of a user's POST, more with more records; smaller parts
-    cost a page more parts to cross: 250 to 1,000 balances the two)."""
-
-    DEFAULT_LOAD_FACTOR = 500
 
 
 class Indexes:
     """A collection's indexes, by its schema: ids, sorted; per unique field,
     its collated values to ids, per other filter to ids, sorted; per sort
-    (and prefix field searched by it), ``(collated, id)`` sorted, and per filtered sort (``within``) the same
-    per value of the filter; the search terms of its searched fields
-    (``fields.search_terms``), sorted, each with its records' ids. A write moves only the
-    entries whose collated values changed (``move``)."""
+    (and prefix field searched by it), ``(collated, id)`` sorted (``(ABSENT,
+    id)`` without a value), and per filtered sort (``within``) the same per
+    value of the filter; the search terms of its searched fields
+    (``fields.search_terms``), sorted, each with its records' ids. A write
+    moves only the entries whose collated values changed (``move``)."""
 
     def __init__(self, schema: Schema) -> None:
         self.schema, self.ids = schema, Sorted()
@@ -57,8 +48,11 @@ class Indexes:
         self._indexed = tuple((place[f], self.unique.get(f), self.filtered.get(f),
                                self.orders.get(f), collate[f])
                               for f in dict.fromkeys((*self.unique, *self.filtered, *self.orders)))
-        self._pairs = tuple((place[f], collate[f], place[sort], collate[sort], by_value)
+        self._pairs = tuple((place[f], collate[f], place[sort], or_absent(collate[sort]) if
+                             sort in schema.optional else collate[sort], by_value)
                             for (f, sort), by_value in self.within.items())
+        self._absent = tuple((place[f], self.orders[f]) for f in schema.sorts[1:]
+                             if f in schema.optional)      # (ABSENT, id) for each without one
         self._searched = tuple((place[f], *how) for f, how in schema.searched.items())
         self.all_words = Sorted()           # distinct search terms, sorted
         self.named: dict[str, set[int]] = {}  # term -> ids of the records with it
@@ -99,6 +93,10 @@ class Indexes:
                     order.remove((before, record_id))
                 if after is not None:
                     order.add((after, record_id))
+        for at, order in self._absent:
+            before, after = (r is not None and r[at] is None for r in (old, new))
+            if before != after:
+                (order.add if after else order.remove)((ABSENT, record_id))
         for f_at, f_collate, s_at, s_collate, by_value in self._pairs:
             before, after = (None if r is None or r[f_at] is None else
                              (f_collate(r[f_at]), (s_collate(r[s_at]), record_id))
@@ -131,6 +129,9 @@ class Indexes:
                 ids.add(record_id)
             if order is not None:
                 order.add((value, record_id))
+        for at, order in self._absent:
+            if record[at] is None:
+                order.add((ABSENT, record_id))
         for f_at, f_collate, s_at, s_collate, by_value in self._pairs:
             if record[f_at] is not None:
                 value = f_collate(record[f_at])

@@ -2,13 +2,19 @@
 position, within the bounds a range on the order's field sets (``walk``,
 ``bounds``), or a filter's values' indexes in that order (``chosen``);
 the records filters and ``q`` match (``matches``), and those of them
-past a position (``past``)."""
+past a position, sorted (``ranked``, ``past``). An index is a ``Sorted``;
+in an optional sort's, a record without a value is ``(ABSENT, id)``:
+after every value, so walked last going up, and after the values going
+down."""
 from __future__ import annotations
 
 import heapq
+import itertools
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
+
+from sortedcontainers import SortedList
 
 from ... import fields
 from ...fields import fold
@@ -20,24 +26,80 @@ Bound = tuple[Any, bool]       # an index entry, and whether it is in
 NONE: tuple[Bound | None, Bound | None] = (None, None)      # no range: the whole order
 
 
+class Sorted(SortedList):
+    """sortedcontainers' ``SortedList`` in parts of 250 to 1,000 entries (its
+    default: 500 to 2,000), so an entry put in the middle moves half as
+    many (PERF: 1% of a user's POST, more with more records; smaller parts
+    cost a page more parts to cross: 250 to 1,000 balances the two)."""
+
+    DEFAULT_LOAD_FACTOR = 500
+
+
+class _Absent:
+    """``ABSENT``: greater than every value, equal to itself only."""
+    __slots__ = ()
+
+    def __lt__(self, other: Any) -> bool:
+        return False
+
+    def __le__(self, other: Any) -> bool:
+        return other is self
+
+    def __gt__(self, other: Any) -> bool:
+        return other is not self
+
+    def __ge__(self, other: Any) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = _Absent()
+_VALUES_ONLY: Bound = ((ABSENT,), False)        # below every record without a value
+
+
 def walk(sort: str, reverse: bool, after: Position | None,
-         within: tuple[Bound | None, Bound | None], walked: Sequence[Any]) -> Iterator[int]:
+         within: tuple[Bound | None, Bound | None], walked: Sequence[Any],
+         optional: bool = False) -> Iterator[int]:
     """The ids in ``sort`` order from just past ``after``, ``within`` the
     lowest and highest entries a range on the sort field lets in
-    (``bounds``), in the indexes ``walked`` (``chosen``), merged."""
+    (``bounds``), in the indexes ``walked`` (``chosen``), merged; an
+    ``optional`` sort's records without a value last, both ways."""
+    if type(after) is tuple and after[0] is None:
+        after = (ABSENT, after[1])
     if len(walked) == 1:
-        found = _from(walked[0], reverse, after, within)
-    else:
-        found = heapq.merge(*(_from(index, reverse, after, within) for index in walked),
-                            reverse=reverse)
+        found = _from(walked[0], reverse, after, within, optional)
+    else:       # (going down, an optional sort's values first: then the rest)
+        found = heapq.merge(*(_from(index, reverse, after, within, optional) for index in walked),
+                            key=_values_first if optional and reverse else None, reverse=reverse)
     return found if sort == "id" else map(_SECOND, found)
 
 
+def or_absent(collate: Any) -> Any:
+    """``collate``, and ``ABSENT`` for no value (an optional sort's index entry)."""
+    return lambda value: ABSENT if value is None else collate(value)
+
+
+def _values_first(entry: tuple[Any, int]) -> tuple[bool, tuple[Any, int]]:
+    return entry[0] is not ABSENT, entry
+
+
 def _from(index: Any, reverse: bool, after: Position | None,
-          within: tuple[Bound | None, Bound | None]) -> Iterator[Any]:
+          within: tuple[Bound | None, Bound | None], optional: bool = False) -> Iterator[Any]:
     """One index's entries from just past ``after``, ``within`` two bounds.
     (``irange`` walks the index without SortedList's positional index,
-    which slicing would build and every later change would keep up.)"""
+    which slicing would build and every later change would keep up.)
+    Going down an ``optional`` sort: its values, then the entries without
+    one (a range keeps none of them)."""
+    if optional and reverse:
+        if type(after) is tuple and after[0] is ABSENT:
+            return index.irange(minimum=(ABSENT,), maximum=after, inclusive=(True, False),
+                                reverse=True)
+        values = _from(index, True, after, (within[0], _tighter(within[1], _VALUES_ONLY, min)))
+        if within != NONE:
+            return values
+        return itertools.chain(values, index.irange(minimum=(ABSENT,), reverse=True))
     low, high = within
     if low is None and high is None:        # (no range: most pages)
         if after is None:
@@ -89,7 +151,7 @@ def bounds(sort: str, where: Sequence[Any]) -> tuple[Bound | None, Bound | None]
     ``where`` let in: a page walks from one to the other, O(log N + what
     it reads), rather than from an end. In an order by a field, an entry
     is ``(collated, id)``: ``(v,)`` sorts before every ``(v, id)``, and
-    ``(v, inf)`` after."""
+    ``(v, inf)`` after; a range keeps no record without a value."""
     low = high = None
     for c in where:
         if c.field != sort or c.op not in _EDGES:
@@ -98,6 +160,8 @@ def bounds(sort: str, where: Sequence[Any]) -> tuple[Bound | None, Bound | None]
         edge = (v, c.op in ("gte", "lte")) if sort == "id" else _EDGES[c.op](v)
         if c.op in ("gt", "gte"):
             low = _tighter(low, edge, max)
+            if sort != "id":
+                high = _tighter(high, _VALUES_ONLY, min)
         else:
             high = _tighter(high, edge, min)
     return low, high
@@ -141,7 +205,7 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
                 searched |= indexes.named[term]
             for field in indexes.schema.prefixes_by_key:
                 for term, record_id in indexes.orders[field].irange(minimum=(prefix,)):
-                    if not term.startswith(prefix):
+                    if term is ABSENT or not term.startswith(prefix):
                         break
                     searched.add(record_id)
         else:           # one record or none: look at it, not at the index
@@ -152,15 +216,27 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
     return ids
 
 
-def past(schema: Schema, records: list[Any], sort: str, reverse: bool,
-         after: Position | None) -> Iterable[Any]:
-    """The records (sorted by ``sort``) that come after the position ``after``."""
+def ranked(schema: Schema, sort: str, reverse: bool) -> Any:
+    """A record's place in ``sort`` order, as ``sorted(key=...,
+    reverse=reverse)`` and ``past`` take it: its ``position``, after
+    whether it has a value (so that one without comes last both ways)."""
+    if sort == "id":
+        return operator.attrgetter("id")
+
+    def place(record: Any) -> tuple[bool, Position]:
+        at = position(schema, record, sort)
+        return (at[0] is None) != reverse, at
+    return place
+
+
+def past(records: list[Any], rank: Any, reverse: bool, after: Position | None) -> Iterable[Any]:
+    """The records (sorted, ``rank`` their key) that come after the position ``after``."""
     if after is None:
         return records
-    start: Any = after        # an id in id order, a (collated, id) pair in the others
+    start = after if type(after) is int else ((after[0] is None) != reverse, after)
     if reverse:
-        return (r for r in records if position(schema, r, sort) < start)
-    return (r for r in records if position(schema, r, sort) > start)
+        return (r for r in records if rank(r) < start)
+    return (r for r in records if rank(r) > start)
 
 
 def search_terms(schema: Schema, record: Any) -> set[str]:

@@ -271,9 +271,9 @@ class PostgresRecords(SQLRecords):
         # One statement: each row of the page also carries the position, read
         # once (an InitPlan) in the page's own snapshot. An empty page has no
         # row to carry it: then the position first, and the page again.
-        columns = ", ".join(f"u.{c}" for c in self.table.columns.split(", "))
+        columns = tuple(f"u.{c}" for c in self.table.columns.split(", "))
         query, params = self.table.page(**{"limit": 100, **arguments},
-                                        columns=f"{columns}, ({self.table.position})")
+                                        columns=(*columns, f"({self.table.position})"))
         rows = self._read(None, lambda db: db.execute(query, params).fetchall())
         if not rows:
             return self.position(), self.list(**arguments)

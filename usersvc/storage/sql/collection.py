@@ -27,7 +27,8 @@ from ...validation import Schema
 from ..protocol import Conflict, NotFound, Precondition, StaleVersion
 from ..shared import Watch, checked_id
 from ..keys import Key
-from .bulk import PageQueries, SQLBulk
+from .bulk import SQLBulk
+from .queries import PageQueries
 from .dialects import Dialect
 
 T = TypeVar("T")

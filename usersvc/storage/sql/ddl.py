@@ -83,9 +83,25 @@ def objects(table: Table) -> dict[str, Object]:
             indexed = f"{table.compared(field)}, {table.compared(sort)}"
             found[f"{t}_{field}_by_{sort}"] = Object(
                 "index", t, f"CREATE INDEX {t}_{field}_by_{sort} ON {t} ({indexed}, id, version)")
+            if sort in s.optional and table.dialect is not SQLITE:
+                found.update(_absent(table, f"{t}_{field}_by_{sort}", sort, table.compared(field)))
+    for sort in s.sorts[1:]:
+        if sort in s.optional and table.dialect is not SQLITE:
+            found.update(_absent(table, f"{t}_{sort}", sort))
     triggers = _sqlite_triggers if table.dialect is SQLITE else _postgres_triggers
     found.update(triggers(table))
     return found
+
+
+def _absent(table: Table, name: str, sort: str, *by: str) -> dict[str, Object]:
+    """On PostgreSQL, the index of an optional sort's records without a
+    value, in id order (after ``by``), which a page walks after the values:
+    its planner does not take ``IS NULL`` as an equality after which the
+    order index is in id order (SQLite's does, and needs none)."""
+    t = table.name
+    return {f"{name}_absent": Object("index", t, f"CREATE INDEX {name}_absent ON {t} "
+                                     f"({', '.join((*by, 'id', 'version'))}) "
+                                     f"WHERE {table.compared(sort)} IS NULL")}
 
 
 def fill_words(table: Table) -> str:

@@ -1,0 +1,217 @@
+"""The queries of a SQL store's pages and counts (``PageQueries``, part
+of ``sql.Table``), and of the feed and a restore, made once per shape.
+
+A page in any order is a walk of one index (``ddl``: one on ``(<field>__key,
+id, version)`` for each sort and filter) from the last page's position
+(keyset paging): O(log N + limit); a search starts from the words that
+match (``q <= word < prefix_end(q)``) and sorts only those. An optional
+sort is two walks, its values' and then its records' without one (by id),
+a page of each at most, in one statement.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...fields import fold
+from ..protocol import Position
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix``, for
+    an index range ``prefix <= term < prefix_end(prefix)`` in code point order
+    (``None``: there is none, every string from ``prefix`` on qualifies)."""
+    stripped = prefix.rstrip("\U0010ffff")
+    if not stripped:
+        return None
+    following = ord(stripped[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:      # surrogates are not text: skip them
+        following = 0xE000
+    return stripped[:-1] + chr(following)
+
+
+def _sendable(param: Any) -> Any:
+    """A filter's or search's value as a database can be sent it: NUL,
+    which no stored value holds and PostgreSQL cannot be sent, as U+FFFE,
+    which no stored value holds either (every text kind refuses it), so
+    it matches nothing, as it does in memory."""
+    return param.replace("\x00", "\ufffe") if type(param) is str and "\x00" in param else param
+
+
+class PageQueries:
+    """The queries of ``RecordStore.list`` and ``count``, the feed's and a
+    restore's (a ``Table``'s)."""
+
+    def make_bulk_statements(self: Any, written: list[str]) -> None:
+        """The statements of the feed and of a restore (``written``: the
+        columns a write sets), made once with the ``Table``."""
+        t, c, m, fields = self.name, self.changes_table, self.dialect.mark, list(self.schema.fields)
+        self.restore = (f"INSERT INTO {t} (id, {', '.join(written)}, version)"
+                        f"{' OVERRIDING SYSTEM VALUE' if self.dialect.name == 'postgres' else ''} "
+                        f"VALUES ({', '.join(m for _ in range(len(written) + 2))})")
+        self.forget_change = f"DELETE FROM {c} WHERE id = {m}"
+        self.restore_change = (f"INSERT INTO {c} (seq, id, {', '.join(fields)}, version) "
+                               f"VALUES ({', '.join(m for _ in range(len(fields) + 3))})")
+        self.changes = (f"SELECT seq, {self.columns} FROM {c} WHERE seq > {m} "
+                        f"ORDER BY seq LIMIT {m}")
+        self.position = f"SELECT coalesce(max(seq), 0) FROM {c}"
+        if self.dialect.name == "sqlite":   # AUTOINCREMENT's high-water mark
+            self.last_id = f"SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = '{t}'"
+        else:                       # the identity column's sequence
+            self.last_id = ("SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("
+                            f"'{t}', 'id')::regclass), 0)")
+        self._pages: dict[tuple[Any, ...], str] = {}
+
+    def page(self, *, limit: int, sort: str = "id", reverse: bool = False,
+             after: Position | None = None, q: str | None = None,
+             columns: tuple[str, ...] | None = None, where: Sequence[Any] = (),
+             **filters: Any) -> tuple[str, list[Any]]:
+        """The query for ``RecordStore.list`` with these arguments, and its
+        parameters; ``columns=("u.id", "u.version")`` asks only for each
+        record's id and version."""
+        params = self._filter_params(filters, q, where)
+        # An optional sort: past its values (a position without one), or
+        # its values and then, in a second walk, the records without one.
+        # (A range on it keeps none of those.)
+        past_values = type(after) is tuple and after[0] is None
+        both = sort in self.schema.optional and not past_values and not any(
+            c.field == sort and c.op in _RANGES for c in where)
+        walked = params.copy() if both else []
+        if after is not None:
+            if sort == "id":
+                params.append(after)
+            else:
+                assert isinstance(after, tuple)
+                params.extend(after[1:] if past_values else after[:len(self._order(sort))])
+        params.append(limit)
+        if both:
+            params += [*walked, limit, limit]
+        shape = (columns, sort, reverse, after is not None, tuple(filters), q is not None,
+                 q is not None and prefix_end(fold(q)) is not None, _shapes(where),
+                 past_values, both)
+        query = self._pages.get(shape)
+        if query is None:
+            query = self._pages[shape] = self._page_sql(*shape)
+        return query, params
+
+    def count(self, *, q: str | None = None, where: Sequence[Any] = (),
+              **filters: Any) -> tuple[str, list[Any]]:
+        """The query for ``RecordStore.count`` with these filters, and its parameters."""
+        end = q is not None and prefix_end(fold(q)) is not None
+        source, conditions = self._filtered(tuple(filters), q is not None, end, _shapes(where))
+        return (f"SELECT count(*) FROM {source}{_where(conditions)}",
+                self._filter_params(filters, q, where))
+
+    def compared(self, field: str) -> str:
+        """What a field is compared and ordered by, in filters, orders and
+        their indexes: its collated column, or its own; text in code point
+        order on every store, whatever the database's collation (on
+        PostgreSQL, ``COLLATE "C"``: an ICU database ordered
+        ``https://B...`` after ``https://a...``)."""
+        if field in self.collated:
+            return f"{field}__key"
+        if self.dialect.name == "postgres" and self.schema.fields[field].column_type(
+                "postgres") == "text":
+            return f'{field} COLLATE "C"'
+        return field
+
+    def _order(self, sort: str) -> tuple[str, ...]:
+        """The columns an order walks. A unique field orders the records alone
+        (the id after it could never decide)."""
+        if sort == "id":
+            return ("u.id",)
+        column = f"u.{self.compared(sort)}"
+        return (column,) if sort in self.schema.unique else (column, "u.id")
+
+    def _filter_params(self, filters: dict[str, str], q: str | None,
+                       where: Sequence[Any]) -> list[Any]:
+        params: list[Any] = []
+        if q is not None:
+            prefix = fold(q)
+            end = prefix_end(prefix)
+            params += [prefix] if end is None else [prefix, end]
+        kinds = self.schema.fields
+        params += [kinds[field].collate(value) for field, value in filters.items()]
+        for condition in where:         # (``asking.Condition``: its value collated)
+            if condition.op == "in":
+                params += condition.collated
+            elif condition.op != "exists":
+                params.append(condition.collated)
+        return [_sendable(p) for p in params]
+
+    def _page_sql(self, columns: tuple[str, ...] | None, sort: str, reverse: bool,
+                  has_after: bool, filters: tuple[str, ...], has_q: bool, has_end: bool,
+                  asked: tuple[tuple[str, str, Any], ...], past_values: bool, both: bool) -> str:
+        mark, op, direction = self.dialect.mark, "<" if reverse else ">", " DESC" if reverse else ""
+        source, where = self._filtered(filters, has_q, has_end, asked)
+        selected = columns or tuple(f"u.{c}" for c in self.columns.split(", "))
+        walked = self._order(sort)
+        if past_values:             # (an optional sort's records without a value, by id)
+            where += [f"{walked[0]} IS NULL", f"u.id {op} {mark}"]
+            return _walk(selected, source, where, ("u.id",), direction, mark)
+        if both:                    # (the conditions of the second walk, before the first's)
+            absent = [*where, f"{walked[0]} IS NULL"]
+            where.append(f"{walked[0]} IS NOT NULL")
+        if has_after:
+            if len(walked) == 1:
+                where.append(f"{walked[0]} {op} {mark}")
+            else:                       # a row value: (name__key, id) > (?, ?)
+                where.append(f"({', '.join(walked)}) {op} ({', '.join(mark for _ in walked)})")
+        if not both:
+            return _walk(selected, source, where, walked, direction, mark)
+        # Two walks, each its index's, then at most a page of each in order.
+        named = [f"{column} AS c{i}" for i, column in enumerate(selected)]
+        values = _walk(("0 AS part", f"{walked[0]} AS at", *named), source, where, walked,
+                       direction, mark)
+        without = _walk(("1", walked[0], *named), source, absent, ("u.id",), direction, mark)
+        collation = walked[0].partition(" COLLATE ")[1:]
+        order = f"part, at{''.join(collation)}{direction}, c{selected.index('u.id')}{direction}"
+        return (f"SELECT {', '.join(f'c{i}' for i in range(len(selected)))} FROM "
+                f"(SELECT * FROM ({values}) AS v UNION ALL SELECT * FROM ({without}) AS a) "
+                f"AS page ORDER BY {order} LIMIT {mark}")
+
+    def _filtered(self, filters: tuple[str, ...], has_q: bool, has_end: bool,
+                  asked: tuple[tuple[str, str, Any], ...] = ()) -> tuple[str, list[str]]:
+        """The rows a query starts from, and its filters' conditions, then
+        those ``asked`` (``_shapes``: what ``asking.Condition.holds`` says)."""
+        mark = self.dialect.mark
+        source, where = f"{self.name} AS u", []
+        if has_q:
+            found = f"word >= {mark}" + (f" AND word < {mark}" if has_end else "")
+            source = (f"(SELECT DISTINCT {self.owner} FROM {self.words_table} WHERE {found}) "
+                      f"AS m {self.dialect.join} {self.name} AS u ON u.id = m.{self.owner}")
+        for field in filters:
+            if field not in self.schema.filters:
+                raise TypeError(f"{self.name} cannot be filtered by {field}")
+            where.append(f"u.{self.compared(field)} = {mark}")
+        for field, op, more in asked:
+            column = "u.id" if field == "id" else f"u.{self.compared(field)}"
+            if op == "exists":          # (more: whether it must have one)
+                where.append(f"{column} IS {'NOT ' if more else ''}NULL")
+            elif op == "in":            # (more: how many values)
+                where.append(f"{column} IN ({', '.join(mark for _ in range(more))})")
+            else:                       # (NULL compares to nothing: no value, not kept)
+                where.append(f"{column} {_SQL_OPERATORS[op]} {mark}")
+        return source, where
+
+
+_SQL_OPERATORS = {"eq": "=", "ne": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+_RANGES = ("gt", "gte", "lt", "lte")
+
+
+def _walk(selected: Sequence[str], source: str, where: list[str], order: Sequence[str],
+          direction: str, mark: str) -> str:
+    """A page's walk of one index: ``selected`` from ``source``, in ``order``."""
+    by = ", ".join(column + direction for column in order)
+    return f"SELECT {', '.join(selected)} FROM {source}{_where(where)} ORDER BY {by} LIMIT {mark}"
+
+
+def _shapes(where: Sequence[Any]) -> tuple[tuple[str, str, Any], ...]:
+    """What a page's conditions make of its SQL: field, operator, and an
+    ``in``'s number of values or an ``exists``'s answer."""
+    return tuple((c.field, c.op, len(c.collated) if c.op == "in" else
+                  c.value if c.op == "exists" else None) for c in where)
+
+
+def _where(conditions: list[str]) -> str:
+    return " WHERE " + " AND ".join(conditions) if conditions else ""
