@@ -408,3 +408,15 @@ class Granian:
             kill_group(self.process)
             raise
 
+
+def within(deadline, call):
+    """``call()``'s result; a call still running after ``deadline`` seconds
+    fails the test (a hang fails it; it never hangs the suite)."""
+    done: list = []
+    thread = threading.Thread(target=lambda: done.append(call()), daemon=True)
+    thread.start()
+    thread.join(deadline)
+    if thread.is_alive():
+        pytest.fail(f"a request did not answer within {deadline} s", pytrace=False)
+    assert done, "the request raised (see the thread's traceback above)"
+    return done[0]

@@ -12,12 +12,10 @@ beside single writes deadlocked, two batches left a dangling reference.)
 """
 from __future__ import annotations
 
-import threading
 import uuid
 
-import pytest
 from conftest import POSTGRES_URL, Client, with_search_path
-from helpers import DEADLINE, link_to
+from helpers import DEADLINE, link_to, within
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
@@ -32,19 +30,6 @@ TASKS = Schema("task", "tasks", {"title": text(20), "done": boolean, "owner": re
 EMAILS = ["a@x.org", "A@x.org", "b@x.org", "c@x.org", "d@x.org"]   # two alike, case-folded
 MERGE = "application/merge-patch+json"
 ORDERS = ["id", "-id", "title", "-title", "owner", "-owner"]
-
-
-def within(deadline, call):
-    """``call()``'s result; a call still running after ``deadline`` seconds
-    fails the test (a hang fails it; it never hangs the suite)."""
-    done: list = []
-    thread = threading.Thread(target=lambda: done.append(call()), daemon=True)
-    thread.start()
-    thread.join(deadline)
-    if thread.is_alive():
-        pytest.fail(f"a request did not answer within {deadline} s", pytrace=False)
-    assert done, "the request raised (see the thread's traceback above)"
-    return done[0]
 
 
 class Model:

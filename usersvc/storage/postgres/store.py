@@ -271,10 +271,11 @@ class PostgresRecords(SQLRecords):
         # One statement: each row of the page also carries the position, read
         # once (an InitPlan) in the page's own snapshot. An empty page has no
         # row to carry it: then the position first, and the page again.
+        # (In an optional sort's order, a page of its values that is not
+        # full goes on in a second statement, read after the position.)
         columns = tuple(f"u.{c}" for c in self.table.columns.split(", "))
-        query, params = self.table.page(**{"limit": 100, **arguments},
-                                        columns=(*columns, f"({self.table.position})"))
-        rows = self._read(None, lambda db: db.execute(query, params).fetchall())
+        rows = self._read(None, lambda db: self._rows(db, {"limit": 100, **arguments},
+                                                      (*columns, f"({self.table.position})")))
         if not rows:
             return self.position(), self.list(**arguments)
         return int(rows[0][-1]), [self._make(row[:-1]) for row in rows]

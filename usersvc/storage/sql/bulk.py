@@ -34,7 +34,21 @@ class SQLBulk(Restores):
             int(db.execute(self.table.position).fetchone()[0]), self._page(db, full)))
 
     def _page(self, db: Any, arguments: dict[str, Any]) -> builtins.list[Any]:
-        return list(map(self._make, db.execute(*self.table.page(**arguments))))
+        return list(map(self._make, self._rows(db, arguments)))
+
+    def _rows(self, db: Any, arguments: dict[str, Any],
+              columns: tuple[str, ...] | None = None) -> builtins.list[Any]:
+        """A page's rows (of ``columns``): in an optional sort's order, its
+        values' walk and, if that is short, the walk of its records without
+        one (``PageQueries.rest``; a record that lost its value between the
+        two is not taken twice)."""
+        rows = db.execute(*self.table.page(**arguments, columns=columns)).fetchall()
+        rest = self.table.rest(arguments, len(rows))
+        if rest is not None:
+            taken = {row[0] for row in rows}
+            rows += [row for row in db.execute(*self.table.page(**rest, columns=columns))
+                     if row[0] not in taken]
+        return rows
 
     def count(self, *, q: str | None = None, where: Sequence[Any] = (), **filters: Any) -> int:
         query, params = self.table.count(q=q, where=where, **filters)

@@ -4,9 +4,11 @@ of ``sql.Table``), and of the feed and a restore, made once per shape.
 A page in any order is a walk of one index (``ddl``: one on ``(<field>__key,
 id, version)`` for each sort and filter) from the last page's position
 (keyset paging): O(log N + limit); a search starts from the words that
-match (``q <= word < prefix_end(q)``) and sorts only those. An optional
-sort is two walks, its values' and then its records' without one (by id),
-a page of each at most, in one statement.
+match (``q <= word < prefix_end(q)``) and sorts only those. In an
+optional sort's order, a page walks its values, and then, if it is not
+full, its records without one, in id order, in a second statement
+(``rest``); one in the union of both walks read both whole, and sorted
+them: 1.8 times a page in a required sort's order on SQLite.
 """
 from __future__ import annotations
 
@@ -68,15 +70,13 @@ class PageQueries:
              **filters: Any) -> tuple[str, list[Any]]:
         """The query for ``RecordStore.list`` with these arguments, and its
         parameters; ``columns=("u.id", "u.version")`` asks only for each
-        record's id and version."""
+        record's id and version. In an optional sort's order: its values'
+        walk, or the walk of its records without one past them (a position
+        without a value); ``rest`` says what follows a short page."""
         params = self._filter_params(filters, q, where)
-        # An optional sort: past its values (a position without one), or
-        # its values and then, in a second walk, the records without one.
-        # (A range on it keeps none of those.)
         past_values = type(after) is tuple and after[0] is None
-        both = sort in self.schema.optional and not past_values and not any(
-            c.field == sort and c.op in _RANGES for c in where)
-        walked = params.copy() if both else []
+        if past_values and after[1] is None:    # (past the values, from the first: ``rest``)
+            after = None
         if after is not None:
             if sort == "id":
                 params.append(after)
@@ -84,15 +84,26 @@ class PageQueries:
                 assert isinstance(after, tuple)
                 params.extend(after[1:] if past_values else after[:len(self._order(sort))])
         params.append(limit)
-        if both:
-            params += [*walked, limit, limit]
         shape = (columns, sort, reverse, after is not None, tuple(filters), q is not None,
                  q is not None and prefix_end(fold(q)) is not None, _shapes(where),
-                 past_values, both)
+                 past_values, sort in self.schema.optional)
         query = self._pages.get(shape)
         if query is None:
             query = self._pages[shape] = self._page_sql(*shape)
         return query, params
+
+    def rest(self, arguments: dict[str, Any], found: int) -> dict[str, Any] | None:
+        """The arguments of a page's second walk, in an optional sort's
+        order, after its values' walk found ``found`` records: its records
+        without a value, from the first (in id order, backwards if
+        reversed); ``None``: the page is whole (full, past the values, in a
+        required sort's order, or a range on the sort, which keeps none)."""
+        sort, after = arguments.get("sort", "id"), arguments.get("after")
+        if (found >= arguments["limit"] or sort not in self.schema.optional
+                or type(after) is tuple and after[0] is None
+                or any(c.field == sort and c.op in _RANGES for c in arguments.get("where", ()))):
+            return None
+        return {**arguments, "limit": arguments["limit"] - found, "after": (None, None)}
 
     def count(self, *, q: str | None = None, where: Sequence[Any] = (),
               **filters: Any) -> tuple[str, list[Any]]:
@@ -141,34 +152,25 @@ class PageQueries:
 
     def _page_sql(self, columns: tuple[str, ...] | None, sort: str, reverse: bool,
                   has_after: bool, filters: tuple[str, ...], has_q: bool, has_end: bool,
-                  asked: tuple[tuple[str, str, Any], ...], past_values: bool, both: bool) -> str:
-        mark, op, direction = self.dialect.mark, "<" if reverse else ">", " DESC" if reverse else ""
+                  asked: tuple[tuple[str, str, Any], ...], past_values: bool,
+                  optional: bool) -> str:
+        mark, op = self.dialect.mark, "<" if reverse else ">"
         source, where = self._filtered(filters, has_q, has_end, asked)
-        selected = columns or tuple(f"u.{c}" for c in self.columns.split(", "))
         walked = self._order(sort)
         if past_values:             # (an optional sort's records without a value, by id)
-            where += [f"{walked[0]} IS NULL", f"u.id {op} {mark}"]
-            return _walk(selected, source, where, ("u.id",), direction, mark)
-        if both:                    # (the conditions of the second walk, before the first's)
-            absent = [*where, f"{walked[0]} IS NULL"]
-            where.append(f"{walked[0]} IS NOT NULL")
-        if has_after:
-            if len(walked) == 1:
+            where += [f"{walked[0]} IS NULL", *[f"u.id {op} {mark}"] * has_after]
+            walked = ("u.id",)
+        else:
+            if optional:            # (its values: NULL is first in SQLite's order)
+                where.append(f"{walked[0]} IS NOT NULL")
+            if has_after and len(walked) == 1:
                 where.append(f"{walked[0]} {op} {mark}")
-            else:                       # a row value: (name__key, id) > (?, ?)
+            elif has_after:             # a row value: (name__key, id) > (?, ?)
                 where.append(f"({', '.join(walked)}) {op} ({', '.join(mark for _ in walked)})")
-        if not both:
-            return _walk(selected, source, where, walked, direction, mark)
-        # Two walks, each its index's, then at most a page of each in order.
-        named = [f"{column} AS c{i}" for i, column in enumerate(selected)]
-        values = _walk(("0 AS part", f"{walked[0]} AS at", *named), source, where, walked,
-                       direction, mark)
-        without = _walk(("1", walked[0], *named), source, absent, ("u.id",), direction, mark)
-        collation = walked[0].partition(" COLLATE ")[1:]
-        order = f"part, at{''.join(collation)}{direction}, c{selected.index('u.id')}{direction}"
-        return (f"SELECT {', '.join(f'c{i}' for i in range(len(selected)))} FROM "
-                f"(SELECT * FROM ({values}) AS v UNION ALL SELECT * FROM ({without}) AS a) "
-                f"AS page ORDER BY {order} LIMIT {mark}")
+        direction = " DESC" if reverse else ""
+        order = ", ".join(column + direction for column in walked)
+        selected = ", ".join(columns or (f"u.{c}" for c in self.columns.split(", ")))
+        return f"SELECT {selected} FROM {source}{_where(where)} ORDER BY {order} LIMIT {mark}"
 
     def _filtered(self, filters: tuple[str, ...], has_q: bool, has_end: bool,
                   asked: tuple[tuple[str, str, Any], ...] = ()) -> tuple[str, list[str]]:
@@ -197,13 +199,6 @@ class PageQueries:
 
 _SQL_OPERATORS = {"eq": "=", "ne": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 _RANGES = ("gt", "gte", "lt", "lte")
-
-
-def _walk(selected: Sequence[str], source: str, where: list[str], order: Sequence[str],
-          direction: str, mark: str) -> str:
-    """A page's walk of one index: ``selected`` from ``source``, in ``order``."""
-    by = ", ".join(column + direction for column in order)
-    return f"SELECT {', '.join(selected)} FROM {source}{_where(where)} ORDER BY {by} LIMIT {mark}"
 
 
 def _shapes(where: Sequence[Any]) -> tuple[tuple[str, str, Any], ...]:

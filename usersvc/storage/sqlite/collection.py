@@ -32,7 +32,7 @@ class SQLiteRecords(SQLRecords):
         fields, so a record already built at that version is taken as it is,
         and only the others are read (cheaper than reading and building all)."""
         kept = self._kept
-        keys = db.execute(*self.table.page(columns=("u.id", "u.version"), **arguments)).fetchall()
+        keys = self._rows(db, arguments, ("u.id", "u.version"))
         found = {record_id: record for record_id, version in keys
                  if (record := kept.get(record_id)) is not None and record.version == version}
         wanted = [record_id for record_id, _ in keys if record_id not in found]
