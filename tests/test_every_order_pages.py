@@ -11,7 +11,7 @@ import json
 import re
 
 import pytest
-from conftest import Client
+from conftest import STORES, Client, schema_of_its_own
 from every_kind import THINGS, thing_maker
 
 from usersvc import USER, Schema, listing, make_app
@@ -26,7 +26,17 @@ STAMPED = Schema(THINGS.name, THINGS.plural,
 _NEXT = re.compile(r'<http://localhost([^>]*)>; rel="next"')
 
 
-@pytest.fixture
+@pytest.fixture(scope="module", params=STORES)
+def store_url(request, tmp_path_factory):
+    """Each store, once for the module: its tests only read."""
+    if request.param == "{postgres}":
+        with schema_of_its_own("usersvc_orders") as url:
+            yield url
+    else:
+        yield request.param.format(tmp=tmp_path_factory.mktemp("orders"))
+
+
+@pytest.fixture(scope="module")
 def client(store_url):
     storage = open_store(store_url, (USER, STAMPED))
     client = Client(make_app(storage))
