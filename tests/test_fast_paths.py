@@ -10,7 +10,6 @@ import unicodedata
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sortedcontainers import SortedList
 
 from every_kind import THINGS, thing_maker
 from usersvc import USER
@@ -18,35 +17,6 @@ from usersvc.fields import fold, search_terms, words
 from usersvc.storage.memory.collection import Indexes, Sorted
 from usersvc.storage.sql.collection import Table
 from usersvc.storage.sql.dialects import POSTGRES, SQLITE
-
-
-@given(st.lists(st.tuples(st.sampled_from(["add", "add", "add", "remove", "at"]),
-                          st.integers(-50, 3_000)), min_size=20, max_size=3_000),
-       st.sampled_from([4, 8, 500]))
-def test_sorted_adds_as_sortedlist_adds(steps, load):
-    """``Sorted.add`` (its steps in one method, an entry above every other
-    appended) leaves what ``SortedList.add`` leaves: the same parts, maxima,
-    length and positional index (built by a read by position, kept by
-    later adds), whatever came before; parts split as ``load`` says."""
-    fast, plain = Sorted(), SortedList()
-    fast._reset(load)
-    plain._reset(load)
-    for what, value in steps:
-        if what == "add":
-            value = value if value < 2_900 else len(plain) + value     # often above all
-            fast.add(value)
-            SortedList.add(plain, value)
-        elif what == "remove" and plain:
-            gone = fast[value % len(plain)]
-            assert gone == plain[value % len(plain)]
-            fast.remove(gone)
-            plain.remove(gone)
-        elif what == "at" and plain:    # a middle part's: builds the positional index
-            assert fast[len(plain) // 2] == plain[len(plain) // 2]
-        assert (fast._lists, fast._maxes, fast._len, fast._index, fast._offset) == (
-            plain._lists, plain._maxes, plain._len, plain._index, plain._offset)
-    fast._check()
-
 
 def test_sorted_keeps_smaller_parts_in_order():
     """``Sorted`` is ``SortedList`` with a smaller load: its parts, as

@@ -9,7 +9,6 @@ down."""
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right, insort
 import itertools
 import operator
 from collections.abc import Iterable, Iterator, Sequence
@@ -34,27 +33,6 @@ class Sorted(SortedList):
     cost a page more parts to cross: 250 to 1,000 balances the two)."""
 
     DEFAULT_LOAD_FACTOR = 500
-
-    def add(self, value: Any) -> None:
-        """``SortedList.add`` (PERF: its steps in one method: a part split,
-        or the positional index kept, only when there is one to keep; a
-        new id or feed position, above every entry, appended)."""
-        maxes = self._maxes
-        if not maxes:
-            self._lists.append([value])
-            maxes.append(value)
-            self._len = 1
-            return
-        if value >= maxes[-1]:
-            pos = len(maxes) - 1
-            self._lists[pos].append(value)
-            maxes[pos] = value
-        else:
-            pos = bisect_right(maxes, value)
-            insort(self._lists[pos], value)
-        self._len += 1
-        if self._index or len(self._lists[pos]) > self._load << 1:
-            self._expand(pos)
 
 
 class _Absent:
