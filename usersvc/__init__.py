@@ -31,6 +31,7 @@ from .kinds import boolean, choice, date, datetime, integer, number, ref, url
 from .problems import Problem
 from .release import VERSION as __version__, install_hint
 from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
+                       DEFAULT_STREAM_SECONDS,
                        DEFAULT_MAX_BATCH, DEFAULT_STORAGE, Settings)
 from .storage import RecordStore, Storage, open_store
 from .storage.protocol import Atomic
@@ -48,6 +49,7 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
              tokens: Mapping[str, str] | Tokens | None = None,
              cors_origins: Iterable[str] = (),
              max_waiting: int = DEFAULT_MAX_WAITING,
+             stream_seconds: int = DEFAULT_STREAM_SECONDS,
              idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL, max_batch: int = DEFAULT_MAX_BATCH,
              metrics: bool = False) -> App:
     """A WSGI app serving each of ``collections`` (default: ``USER`` alone)
@@ -63,8 +65,10 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     whose pages may call the app (CORS; see ``usersvc.features.cors``).
     Writes from pages of other origins are refused either way.
     ``max_waiting``: how many requests may wait for changes at once
-    (``GET /users/changes?wait=N``); keep it at most half the server's
-    worker threads (waitress's default is 4). ``idempotency_ttl``: how many
+    (``GET /users/changes?wait=N``, and each stream of them, ``Accept:
+    text/event-stream``); keep it at most half the server's worker threads
+    (waitress's default is 4). ``stream_seconds``: how long a stream lasts
+    before its client is told to come back (default 300). ``idempotency_ttl``: how many
     seconds the answer to a POST or PATCH sent with an ``Idempotency-Key``
     is kept for its retries (default a day; see ``usersvc.features.idempotency``).
     ``max_batch``: the most requests one ``POST /batch`` may hold (a store
@@ -75,7 +79,7 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     (``usersvc.settings.SettingError``) that names it."""
     settings = Settings(storage, max_body_size=max_body_size, tokens=tokens,
                         cors_origins=cors_origins, max_waiting=max_waiting,
-                        idempotency_ttl=idempotency_ttl, max_batch=max_batch, metrics=metrics)
+                        stream_seconds=stream_seconds, idempotency_ttl=idempotency_ttl, max_batch=max_batch, metrics=metrics)
     return build_app(settings, collections)
 
 

@@ -104,14 +104,16 @@ class App:
         if isinstance(store, ChangeFeed):
             self.feeds.append(schema.plural)
             self.router.add(f"/{schema.plural}/changes",
-                            Changes(schema, store, representations, self.waiting))
+                            Changes(schema, store, representations, self.waiting,
+                                    self.settings.stream_seconds))
 
     def on_close(self, closer: Callable[[], None]) -> None:
         self._closers.append(closer)
 
     def stop_waiting(self) -> None:
         """Answer every request waiting for changes now, and every later
-        one at once: for a server that is stopping."""
+        one at once, and end every stream: for a server that is stopping."""
+        self.waiting.stopped = True
         for store in self.stores:
             if isinstance(store, ChangeFeed):
                 store.stop_waiting()

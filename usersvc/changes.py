@@ -8,7 +8,9 @@ oldest first, each once, in its latest state or as a tombstone, and a
 a change is committed or the seconds pass; at most ``Waiting.most``
 requests wait at once (then 503), and a server without threads does not
 wait. Every page of the collection links here too (``FEED_RELATION``), at
-the position read before the page, so a client misses no change.
+the position read before the page, so a client misses no change. Asked
+for ``text/event-stream``, the same feed is pushed as it happens
+(``events``), each stream holding one of the waiting slots.
 """
 from __future__ import annotations
 
@@ -17,12 +19,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from . import sparse
+from . import events, sparse
 from .listing import parameters, query_of, whole_number
 from .problems import Problem
-from .representation import Format, Representations
+from .representation import DEFAULT, JSON, Format, Representations
 from .request import Request, Response
+from .settings import DEFAULT_STREAM_SECONDS
 from .storage import MAX_ID
+from .storage.feed import Change
 from .validation import Schema
 
 DEFAULT_LIMIT = 100
@@ -37,30 +41,41 @@ FEED_RELATION = "tag:usersvc.example,2026:changes"
 
 
 class Waiting:
-    """At most ``most`` requests waiting for changes at once."""
+    """At most ``most`` requests waiting for changes at once: long-polls and
+    streams (``events``) alike; ``stopped`` once the server is stopping."""
 
     def __init__(self, most: int) -> None:
         if most < 0:
             raise ValueError("the number of waiting requests cannot be negative")
         self.most = most
         self.now = 0                        # requests waiting (for metrics)
+        self.stopped = False
         self.watchers: list[Callable[[int], None]] = []    # told of each change to now
         self._slots = threading.BoundedSemaphore(most) if most else None
         self._counting = threading.Lock()
 
+    def take(self) -> bool:
+        """One of the slots, if one is free (hand it back with ``give_back``)."""
+        if self._slots is None or not self._slots.acquire(blocking=False):
+            return False
+        self._count(1)
+        return True
+
+    def give_back(self) -> None:
+        self._count(-1)
+        self._slots.release()           # type: ignore[union-attr]
+
     @contextmanager
     def slot(self) -> Iterator[None]:
         """Hold one of the slots while waiting; 503 if none is free."""
-        if self._slots is None or not self._slots.acquire(blocking=False):
+        if not self.take():
             raise Problem(503, f"{self.most} requests are already waiting for changes, as many "
                                "as may wait at once; try again, or ask without wait.",
                           headers=[("Retry-After", "1")])
-        self._count(1)
         try:
             yield
         finally:
-            self._count(-1)
-            self._slots.release()
+            self.give_back()
 
     def _count(self, n: int) -> None:
         with self._counting:
@@ -77,31 +92,57 @@ def feed_url(req: Request, schema: Schema, after: int, limit: int | None = None)
 class Changes:
     """``/<plural>/changes``: the records changed after a position."""
 
+    #: What ``Accept`` may ask for: the feed in JSON or XML, or pushed as
+    #: it happens (``text/event-stream``, ``events``).
+    offers = DEFAULT.plus({events.EVENT_STREAM: events.EVENTS})
+
     def __init__(self, schema: Schema, store: Any, representations: Representations,
-                 waiting: Waiting) -> None:
+                 waiting: Waiting, stream_seconds: float = DEFAULT_STREAM_SECONDS) -> None:
         self.schema, self.store, self.representations = schema, store, representations
-        self.waiting = waiting
+        self.waiting, self.stream_seconds = waiting, stream_seconds
 
     def on_get(self, req: Request, fmt: Format) -> Response:
         one = parameters(query_of(req), KNOWN, f"/{self.schema.plural}/changes")
-        after = whole_number(one, "after", 0, 0, MAX_ID)
         limit = whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         wait = whole_number(one, "wait", 0, 0, MAX_WAIT)
+        names = sparse.named(self.schema, one)       # fields=: id and those
+        if fmt is events.EVENTS:
+            return self._stream(req, one, names)
+        after = whole_number(one, "after", 0, 0, MAX_ID)
         found = self.store.changes(after=after, limit=limit)
         if not found and wait and req.environ.get("wsgi.multithread", True):
             with self.waiting.slot():
                 self.store.wait(after, wait)
             found = self.store.changes(after=after, limit=limit)
-        names = sparse.named(self.schema, one)       # fields=: id and those
-        body = fmt.join_changes([
-            fmt.render_change(self.schema, change.seq, change.id,
-                              None if change.record is None
-                              else self.representations.one(change.record, fmt) if names is None
-                              else sparse.render(fmt, self.schema, change.record, names))
-            for change in found])
+        body = fmt.join_changes([self._entry(fmt, change, names) for change in found])
         last = found[-1].seq if found else after
         return Response(200, body, [
             ("Content-Type", fmt.media_type),
             ("Link", f'<{feed_url(req, self.schema, last, limit)}>; rel="next"'),
             # The same URL answers more as changes come: never reuse an answer.
             ("Cache-Control", "no-store")])
+
+    def _entry(self, fmt: Format, change: Change, names: tuple[str, ...] | None) -> bytes:
+        """A change as the feed's entry in ``fmt``: the record as a GET
+        gives it (its kept encoding; ``fields=``: id and those), or a tombstone."""
+        record = change.record
+        return fmt.render_change(
+            self.schema, change.seq, change.id,
+            None if record is None else self.representations.one(record, fmt) if names is None
+            else sparse.render(fmt, self.schema, record, names))
+
+    def _stream(self, req: Request, one: dict[str, str], names: tuple[str, ...] | None) -> Response:
+        """The feed as Server-Sent Events (``events``), holding a waiting slot
+        for its life: past them, a ``retry:`` alone; without threads, the
+        changes so far."""
+        after = whole_number(one, "after", 0, 0, MAX_ID) if "after" in one else None
+        start = events.start(req, after, self.store.position)
+        headers = [("Content-Type", events.EVENT_STREAM), ("Cache-Control", "no-store"),
+                   ("X-Accel-Buffering", "no")]     # (nginx: send each event as it comes)
+        threads = req.environ.get("wsgi.multithread", True)
+        if threads and not self.waiting.take():
+            return events.Stream(events.BUSY, headers)
+        return events.Stream(events.Events(
+            self.store, lambda change: events.event(change, self._entry(JSON, change, names)),
+            start, seconds=self.stream_seconds, stopped=lambda: self.waiting.stopped,
+            release=self.waiting.give_back if threads else None), headers)

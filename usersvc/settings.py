@@ -24,6 +24,9 @@ DEFAULT_MAX_WAITING = 2
 DEFAULT_IDEMPOTENCY_TTL = 24 * 3600
 #: The most requests one ``POST /batch`` may hold.
 DEFAULT_MAX_BATCH = 100
+#: Seconds a stream of changes (Server-Sent Events) lasts before its
+#: client is told to come back: five minutes.
+DEFAULT_STREAM_SECONDS = 300
 
 _ORIGIN = re.compile(r"https?://[^/\s]+")
 
@@ -56,7 +59,8 @@ class Settings:
     ``{token: "read" | "write"}`` mapping or ``usersvc.features.auth.Tokens``
     (``None``: no tokens asked for); ``cors_origins`` the origins
     (``scheme://host[:port]``, ``*`` for any) whose pages may call the app;
-    ``max_waiting`` the requests that may wait for changes at once;
+    ``max_waiting`` the requests that may wait for changes at once (long-polls
+    and streams); ``stream_seconds`` how long a stream of changes lasts;
     ``idempotency_ttl`` seconds; ``max_batch`` the most requests a
     ``POST /batch`` may hold; ``metrics`` counts for Prometheus (the
     ``metrics`` extra). The rest are for a server around the app:
@@ -72,6 +76,7 @@ class Settings:
     tokens: Any = None
     cors_origins: frozenset[str] = field(default_factory=frozenset)
     max_waiting: int = DEFAULT_MAX_WAITING
+    stream_seconds: int = DEFAULT_STREAM_SECONDS
     idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL
     max_batch: int = DEFAULT_MAX_BATCH
     metrics: bool = False
@@ -161,12 +166,14 @@ class Settings:
 #: What a server reads as text (options, variables): every field but
 #: ``tokens`` (read from ``tokens_file``) and ``metrics`` (on with a port).
 READ_FROM_TEXT = ("storage", "tokens_file", "cors_origins", "max_body_size", "prefix",
-                  "max_waiting", "access_log", "idempotency_ttl", "max_batch", "collections",
+                  "max_waiting", "stream_seconds", "access_log", "idempotency_ttl", "max_batch",
+                  "collections",
                   "metrics_port", "metrics_host", "metrics_dir")
 
 
 #: The whole numbers among the settings, and the least each may be.
-_LEAST = {"max_body_size": 1, "max_waiting": 0, "idempotency_ttl": 1, "max_batch": 1}
+_LEAST = {"max_body_size": 1, "max_waiting": 0, "stream_seconds": 1, "idempotency_ttl": 1,
+          "max_batch": 1}
 
 
 def _whole(name: str, text: str) -> int:

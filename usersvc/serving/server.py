@@ -23,7 +23,8 @@ import waitress
 from .. import USER, Mount, Schema, build_app
 from ..release import VERSION, install_hint
 from ..settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_SIZE,
-                        DEFAULT_STORAGE, SettingError, Settings, as_option)
+                        DEFAULT_STORAGE, DEFAULT_STREAM_SECONDS, SettingError, Settings,
+                        as_option)
 from ..storage import redact
 from .ops import AccessLog
 
@@ -88,6 +89,9 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--max-batch", default=str(DEFAULT_MAX_BATCH), metavar="N",
                    help="the most requests one POST /batch may hold; more gets 413 "
                         "(default: %(default)s)")
+    p.add_argument("--stream-seconds", default=str(DEFAULT_STREAM_SECONDS), metavar="SECONDS",
+                   help="how long a stream of changes (text/event-stream) lasts before its "
+                        "client is told to come back (default: %(default)s)")
     p.add_argument("--no-access-log", dest="access_log", action="store_false",
                    help="do not log a line per request")
     p.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
@@ -121,7 +125,8 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
         p.error("--metrics-host needs --metrics-port (the port metrics are served on)")
     #: The app's settings as given in text (``granian_server`` hands them on).
     args.given = {name: text for name in ("storage", "max_body_size", "prefix", "tokens_file",
-                                          "idempotency_ttl", "max_batch", "collections")
+                                          "idempotency_ttl", "max_batch", "stream_seconds",
+                                          "collections")
                   if (text := getattr(args, name)) is not None}
     args.settings = Settings.from_text(
         args.given, as_option,
@@ -181,11 +186,14 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         proxy = {"trusted_proxy": args.trusted_proxy, "trusted_proxy_headers": PROXY_HEADERS}
     try:
         # Resolve first: waitress says only "Invalid host/port specified."
+        # send_bytes=1: each write goes out as it is made (a stream's events),
+        # where waitress would hold one under 18,000 bytes until its loop
+        # next woke (up to a second) or the request ended.
         socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)
         server = waitress.create_server(
             wsgi, host=args.host, port=args.port, threads=args.threads,
             max_request_body_size=max(SERVER_BODY_CAP, 4 * settings.max_body_size),
-            ident="usersvc", **SERVER_LIMITS, **proxy)
+            ident="usersvc", send_bytes=1, **SERVER_LIMITS, **proxy)
     except (OSError, ValueError) as e:     # in use, not this machine's, no such host
         app.close()
         print(f"usersvc: cannot listen on {args.host} port {args.port}: {_reason(e)}",

@@ -61,6 +61,11 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
         query("wait", MAX_WAIT, 0, 0, "Seconds to wait for a change when there is none "
                                       "after `after` (long-poll); 0: answer at once."),
         fields_parameter(schema),
+        {"name": "Last-Event-ID", "in": "header", "required": False,
+         "description": "With `Accept: text/event-stream`: the position to stream from, "
+                        "over `after` (what `EventSource` sends when it reconnects: the last "
+                        "event's `id`); not a position: 400. Otherwise unread.",
+         "schema": {"type": "string"}},
     ]
     headers = {"Link": header(f'`<.../{plural}/changes?after=S&limit=L>; rel="next"`, always: '
                               "S is the last position answered, or `after` when none was."),
@@ -69,7 +74,14 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
                          "its latest state, or a tombstone.",
           "headers": headers,
           "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}ChangeList"}},
-                      "application/xml": {"schema": {"$ref": f"#/components/schemas/{name}ChangeListXml"}}}}
+                      "application/xml": {"schema": {"$ref": f"#/components/schemas/{name}ChangeListXml"}},
+                      "text/event-stream": {"schema": {
+                          "type": "string", "description": (
+                              "Server-Sent Events: `retry:` and the start's `id:` first, then "
+                              "each change as it is committed (`id:` its position, `event:` "
+                              "`change` or `delete`, `data:` the entry in JSON), a `: "
+                              "keep-alive` comment while nothing changes, until the stream's "
+                              "seconds pass; past the waiting slots, `retry:` alone.")}}}}
     retry = header("Seconds to wait: 1.")
     head_responses = {"200": {"description": "As GET.", "headers": headers}}
     for status in (400, 406, 503):
@@ -84,7 +96,10 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
                            "its latest change: as it is, or `deleted` (tombstones are kept). "
                            "Follow `rel=\"next\"` for ever to stay in sync; with `wait`, an "
                            "empty answer waits for the next change. Too many waiting "
-                           "requests: 503. Unknown parameters are a 400.",
+                           "requests: 503. Unknown parameters are a 400. Asked for "
+                           "`text/event-stream`, the changes are pushed as they happen "
+                           "(Server-Sent Events), from `Last-Event-ID`, else `after`, "
+                           "else the end.",
             "parameters": parameters,
             "responses": operation_responses(400, 406, 503, s200=ok),
         },

@@ -1,0 +1,315 @@
+"""The change feed pushed as Server-Sent Events (usersvc/events.py), through
+the WSGI app, on every store: what a stream says and in what order, where
+it starts, how it ends, the waiting slots it shares with long-polls, and
+beside batches, keyed retries and writers in threads. Each stream is read
+in a thread of its own (``Listener``); every read has a deadline, so a
+stream that hangs fails a test and never holds the suite. Real servers
+and processes: test_events_server.py."""
+from __future__ import annotations
+
+import json
+import queue
+import threading
+
+import pytest
+from conftest import Client, problem
+from webob import Request
+
+from usersvc import events, make_app
+
+DEADLINE = 10       # seconds any block may take to come: a hang, not a time
+
+
+class Listener:
+    """A stream of ``target`` read in a thread, each block (up to a blank
+    line) parsed into its fields: ``{"id": "3", "event": "change", "data":
+    ...}``, a comment as ``{"": "keep-alive"}``."""
+
+    def __init__(self, app, target: str = "/users/changes", headers=None,
+                 threads: bool = True, method: str = "GET") -> None:
+        req = Request.blank(target, method=method,
+                            headers={"Accept": "text/event-stream", **(headers or {})})
+        req.environ["wsgi.multithread"] = threads
+        self.status, self.headers = "", {}
+
+        def start_response(status, headers, exc_info=None):
+            self.status, self.headers = status, dict(headers)
+        self.body = app(req.environ, start_response)
+        self.blocks: queue.Queue = queue.Queue()
+        self.ended = threading.Event()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        buffer = b""
+        try:
+            for chunk in self.body:
+                buffer += chunk
+                while b"\n\n" in buffer:
+                    block, buffer = buffer.split(b"\n\n", 1)
+                    self.blocks.put(_parsed(block.decode()))
+            assert buffer == b"", buffer         # every block ends with a blank line
+        finally:
+            self.ended.set()
+
+    def next(self) -> dict:
+        try:
+            return self.blocks.get(timeout=DEADLINE)
+        except queue.Empty:
+            pytest.fail(f"no event within {DEADLINE} s", pytrace=False)
+
+    def changes(self, n: int) -> list[dict]:
+        """The next ``n`` events, keep-alives passed over."""
+        found = []
+        while len(found) < n:
+            block = self.next()
+            if "" not in block:
+                found.append(block)
+        return found
+
+    def end(self) -> list[dict]:
+        """Every block until the stream ends (within the deadline), then closed."""
+        if not self.ended.wait(DEADLINE):
+            pytest.fail(f"the stream did not end within {DEADLINE} s", pytrace=False)
+        self.thread.join(DEADLINE)
+        getattr(self.body, "close", lambda: None)()
+        rest = []
+        while not self.blocks.empty():
+            rest.append(self.blocks.get())
+        return rest
+
+
+def _parsed(block: str) -> dict:
+    fields: dict = {}
+    for line in block.split("\n"):
+        name, _, value = line.partition(":")
+        fields[name] = value[1:] if value.startswith(" ") else value
+    return fields
+
+
+def entries(client) -> list[dict]:
+    """The feed's entries from the start, as GET gives them in JSON."""
+    return client.get("/users/changes?after=0&limit=1000").json
+
+
+def as_events(found: list[dict]) -> list[tuple[int, str, dict]]:
+    return [(int(e["id"]), e["event"], json.loads(e["data"])) for e in found]
+
+
+@pytest.fixture
+def app(storage):
+    app = make_app(storage, stream_seconds=30)
+    yield app
+    app.stop_waiting()          # ends any stream a failed test left
+
+
+@pytest.fixture
+def client(app) -> Client:
+    return Client(app)
+
+
+def test_a_stream_says_retry_and_where_it_starts_then_each_change_as_the_feed_has_it(client):
+    client.create("Ada", "ada@example.org")
+    client.create("Bob", "bob@example.org")
+    client.put("/users/1", json_body={"name": "Ada King", "email": "ada@example.org"})
+    client.delete("/users/2")
+    listener = Listener(client.app, "/users/changes?after=0")
+    assert listener.status == "200 OK"
+    assert listener.headers["Content-Type"] == "text/event-stream"
+    assert listener.headers["Cache-Control"] == "no-store"
+    assert listener.headers["X-Accel-Buffering"] == "no"
+    assert "Content-Length" not in listener.headers
+    assert listener.next() == {"retry": "2000", "id": "0"}     # no data: no event, a place
+    found = as_events(listener.changes(2))
+    assert found == [(e["seq"], "delete" if e.get("deleted") else "change", e)
+                     for e in entries(client)]
+    assert [kind for _, kind, _ in found] == ["change", "delete"]
+    client.create("Cy", "cy@example.org")               # after the stream began
+    client.delete("/users/1")
+    assert as_events(listener.changes(2)) == [(e["seq"], "delete" if e.get("deleted") else "change", e)
+                                              for e in entries(client)[-2:]]
+    client.app.stop_waiting()
+    assert listener.end() == []
+
+
+def test_without_after_a_stream_starts_at_the_end_and_says_so(client):
+    client.create("Ada", "ada@example.org")
+    position = entries(client)[-1]["seq"]
+    listener = Listener(client.app)
+    assert listener.next() == {"retry": "2000", "id": str(position)}
+    client.create("Bob", "bob@example.org")
+    [(seq, kind, data)] = as_events(listener.changes(1))
+    assert (seq, kind, data["user"]["name"]) == (position + 1, "change", "Bob")
+
+
+def test_last_event_id_is_where_a_reconnecting_client_resumes_over_after(client):
+    for n in range(4):
+        client.create(f"U{n}", f"u{n}@example.org")
+    listener = Listener(client.app, "/users/changes?after=0", headers={"Last-Event-ID": "2"})
+    assert listener.next()["id"] == "2"
+    assert [seq for seq, _, _ in as_events(listener.changes(2))] == [3, 4]
+
+
+@pytest.mark.parametrize("sent", ["x", "-1", "1.5", " 3", "²", "9" * 21, str(2**63)])
+def test_a_last_event_id_that_is_not_a_position_is_400(client, sent):
+    req = Request.blank("/users/changes", headers={"Accept": "text/event-stream",
+                                                   "Last-Event-ID": sent})
+    body = problem(client.send(req), 400)
+    assert "Last-Event-ID" in body["detail"]
+
+
+def test_bad_parameters_are_400_before_any_stream(client):
+    for query in ("after=x", "fields=nope", "wait=99", "limit=0", "colour=red"):
+        req = Request.blank(f"/users/changes?{query}", headers={"Accept": "text/event-stream"})
+        problem(client.send(req), 400)
+
+
+def test_fields_are_the_datas_too(client):
+    client.create("Ada", "ada@example.org")
+    listener = Listener(client.app, "/users/changes?after=0&fields=name")
+    listener.next()
+    [(_, _, data)] = as_events(listener.changes(1))
+    assert data == {"seq": 1, "id": 1, "user": {"id": 1, "name": "Ada"}}
+
+
+def test_only_a_client_that_asks_gets_a_stream(client):
+    client.create("Ada", "ada@example.org")
+    for accept in ("*/*", "application/json, text/event-stream;q=0.5", ""):
+        answer = client.get("/users/changes", headers={"Accept": accept} if accept else {})
+        assert answer.content_type == "application/json" and len(answer.json) == 1
+    problem(client.get("/users", headers={"Accept": "text/event-stream"}), 406)
+
+
+def test_head_says_the_headers_and_holds_nothing(storage):
+    app = make_app(storage, max_waiting=1)
+    head = Listener(app, method="HEAD")
+    assert head.status == "200 OK" and head.headers["Content-Type"] == "text/event-stream"
+    assert head.end() == []
+    held = Listener(app)            # the one slot is free: HEAD held none
+    assert held.next() == {"retry": "2000", "id": "0"}
+    app.stop_waiting()
+    held.end()
+
+
+def test_a_stream_ends_after_its_seconds_and_a_client_resuming_misses_nothing(storage):
+    app = make_app(storage, stream_seconds=1)
+    client = Client(app)
+    client.create("Ada", "ada@example.org")
+    first = Listener(app, "/users/changes?after=0")
+    first.next()
+    [(last, _, _)] = as_events(first.changes(1))
+    assert first.end() == []            # ended by itself, after a second
+    client.create("Bob", "bob@example.org")           # while no one listens
+    client.create("Cy", "cy@example.org")
+    again = Listener(app, headers={"Last-Event-ID": str(last)})
+    assert again.next()["id"] == str(last)
+    assert [d["user"]["name"] for _, _, d in as_events(again.changes(2))] == ["Bob", "Cy"]
+    again.end()
+
+
+def test_an_idle_stream_says_keep_alive(client, monkeypatch):
+    monkeypatch.setattr(events, "KEEP_ALIVE", 0.05)
+    listener = Listener(client.app)
+    listener.next()
+    assert listener.next() == {"": "keep-alive"}
+    client.create("Ada", "ada@example.org")
+    assert as_events(listener.changes(1))[0][2]["user"]["name"] == "Ada"
+    client.app.stop_waiting()
+    listener.end()
+
+
+def test_streams_and_long_polls_share_the_slots_and_past_them_a_stream_is_told_to_retry(storage):
+    app = make_app(storage, max_waiting=1, stream_seconds=1)
+    client = Client(app)
+    held = Listener(app)
+    held.next()
+    busy = Listener(app)                # 200, a retry alone, the end: EventSource comes back
+    assert busy.status == "200 OK"
+    assert busy.end() == [{"retry": "5000"}]
+    problem(client.get("/users/changes?wait=5"), 503)   # a long-poll finds no slot either
+    held.end()                          # its second passes: the slot is handed back
+    after = Listener(app)
+    assert "id" in after.next()
+    after.end()
+
+
+def test_a_server_without_threads_holds_no_stream(storage):
+    app = make_app(storage, max_waiting=0)
+    client = Client(app)
+    client.create("Ada", "ada@example.org")
+    listener = Listener(app, "/users/changes?after=0", threads=False)
+    assert listener.next() == {"retry": "2000", "id": "0"}
+    blocks = listener.end()
+    assert [json.loads(b["data"])["user"]["name"] for b in blocks] == ["Ada"]
+
+
+def test_stopping_the_server_ends_every_stream(client):
+    listeners = [Listener(client.app) for _ in range(2)]
+    for listener in listeners:
+        listener.next()
+    client.app.stop_waiting()
+    for listener in listeners:
+        assert listener.end() == []
+
+
+def test_a_failed_batch_sends_nothing_and_a_stream_waits_on(client):
+    client.create("Ada", "ada@example.org")
+    listener = Listener(client.app)
+    listener.next()
+    failed = client.post("/batch", json_body={"requests": [
+        {"method": "POST", "path": "/users", "body": {"name": "Bob", "email": "bob@example.org"}},
+        {"method": "POST", "path": "/users", "body": {"name": "Eve", "email": "ada@example.org"}}]})
+    assert failed.status_code == 409, failed.text
+    done = client.post("/batch", json_body={"requests": [
+        {"method": "POST", "path": "/users", "body": {"name": "Cy", "email": "cy@example.org"}},
+        {"method": "DELETE", "path": "/users/1"}]})
+    assert done.status_code == 200, done.text
+    found = as_events(listener.changes(2))
+    assert [(kind, d.get("user", {}).get("name")) for _, kind, d in found] == [
+        ("change", "Cy"), ("delete", None)]
+    assert [seq for seq, _, _ in found] == [e["seq"] for e in entries(client)]
+    client.app.stop_waiting()
+    assert listener.end() == []         # nothing of the failed batch, ever
+
+
+def test_a_keyed_retry_is_one_change(client):
+    listener = Listener(client.app)
+    listener.next()
+    for _ in range(3):
+        answer = client.post("/users", json_body={"name": "Ada", "email": "ada@example.org"},
+                             headers={"Idempotency-Key": "one-ada"})
+        assert answer.status_code == 201
+    client.create("Bob", "bob@example.org")
+    assert [d["user"]["name"] for _, _, d in as_events(listener.changes(2))] == ["Ada", "Bob"]
+
+
+def test_streams_see_every_record_of_writers_in_threads_once_in_order(client):
+    """As the feed promises: positions only rising, none twice, and each
+    record as it is now by its last event (a change replaced before a
+    stream read it is not sent: the record's latest is)."""
+    listeners = [Listener(client.app) for _ in range(2)]
+    for listener in listeners:
+        listener.next()
+
+    def write(n: int) -> None:
+        for i in range(10):
+            made = client.create(f"W{n}-{i}", f"w{n}-{i}@example.org")
+            if i % 3 == 0:
+                client.put(f"/users/{made['id']}", json_body={"name": f"W{n}-{i}!",
+                                                             "email": made["email"]})
+    writers = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(DEADLINE * 3)
+        assert not writer.is_alive()
+    feed = entries(client)
+    assert len(feed) == 40
+    for listener in listeners:
+        found = []
+        while not found or found[-1][0] < feed[-1]["seq"]:
+            found += as_events(listener.changes(1))
+        seqs = [seq for seq, _, _ in found]
+        assert seqs == sorted(set(seqs)) and 40 <= len(seqs) <= 56
+        latest = {d["id"]: d for _, _, d in found}      # each record as its last event says
+        assert sorted(latest.values(), key=lambda d: d["seq"]) == feed

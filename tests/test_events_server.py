@@ -1,0 +1,149 @@
+"""The change feed as Server-Sent Events from real servers, over sockets:
+serve.py (waitress) and serve.py --server granian, on a SQLite file and on
+PostgreSQL, the writes made through another server process; a client that
+reconnects with Last-Event-ID after the server restarts misses nothing;
+SIGTERM ends every stream and the server stops. Every read has a deadline:
+a stream that hangs fails the test. The same through the WSGI app, in
+every detail: test_events.py."""
+from __future__ import annotations
+
+import http.client
+import json
+import queue
+import threading
+
+import pytest
+from helpers import GRANIAN, Served, call, shared_url
+
+DEADLINE = 15
+
+storage = pytest.fixture(params=["sqlite", "postgres"], name="storage")(shared_url)
+
+
+class Stream:
+    """``GET path`` with ``Accept: text/event-stream`` on a connection of its
+    own, its blocks read in a thread and parsed (``{"id": "3", "event":
+    "change", "data": "..."}``)."""
+
+    def __init__(self, address, path: str = "/users/changes", headers=None) -> None:
+        self.conn = http.client.HTTPConnection(*address, timeout=60)
+        self.conn.request("GET", path, headers={"Accept": "text/event-stream", **(headers or {})})
+        self.response = self.conn.getresponse()
+        self.blocks: queue.Queue = queue.Queue()
+        self.ended = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        block: dict = {}
+        try:
+            for line in iter(self.response.readline, b""):
+                line = line.decode().rstrip("\n")
+                if line:
+                    name, _, value = line.partition(":")
+                    block[name] = value.lstrip(" ")
+                elif block:
+                    self.blocks.put(block)
+                    block = {}
+        except OSError:
+            pass
+        finally:
+            self.ended.set()
+
+    def next(self) -> dict:
+        try:
+            return self.blocks.get(timeout=DEADLINE)
+        except queue.Empty:
+            pytest.fail(f"no event within {DEADLINE} s", pytrace=False)
+
+    def changes(self, n: int) -> list[tuple[int, str, dict]]:
+        """The next ``n`` events (keep-alives passed over): (id, event, data)."""
+        found = []
+        while len(found) < n:
+            block = self.next()
+            if "data" in block:
+                found.append((int(block["id"]), block["event"], json.loads(block["data"])))
+        return found
+
+    def end(self) -> None:
+        if not self.ended.wait(DEADLINE):
+            pytest.fail(f"the stream did not end within {DEADLINE} s", pytrace=False)
+        self.conn.close()
+
+
+def create(address, name: str) -> int:
+    status, headers, body = call(address, "POST", "/users",
+                                 {"name": name, "email": f"{name.lower()}@example.org"})
+    assert status == 201, body
+    return int(headers["Location"].rsplit("/", 1)[1])
+
+
+@pytest.mark.parametrize("server", ["waitress", "granian"])
+def test_a_stream_on_one_process_gets_each_write_made_through_another(storage, server, tmp_path):
+    """SQLite's other writers are noticed by the store's poll, PostgreSQL's
+    by NOTIFY; the stream's server never writes."""
+    if server == "granian" and not GRANIAN.exists():
+        pytest.skip("granian is not installed (pip install -e '.[test]')")
+    chosen = ["--server", "granian", "--workers", "1"] if server == "granian" else []
+    listening = Served("--storage", storage, *chosen, cwd=tmp_path)
+    writing = Served("--storage", storage, cwd=tmp_path)
+    try:
+        ada = create(writing.address, "Ada")
+        stream = Stream(listening.address, "/users/changes?after=0")
+        assert stream.response.status == 200
+        assert stream.response.headers["Content-Type"] == "text/event-stream"
+        assert stream.next() == {"retry": "2000", "id": "0"}
+        assert [(seq, kind) for seq, kind, _ in stream.changes(1)] == [(1, "change")]
+        bob = create(writing.address, "Bob")                # after the stream began
+        assert call(writing.address, "DELETE", f"/users/{ada}")[0] == 204
+        found = stream.changes(2)
+        assert [(seq, kind, data["id"]) for seq, kind, data in found] == [
+            (2, "change", bob), (3, "delete", ada)]
+        assert found[0][2]["user"]["name"] == "Bob"
+        listening.terminate()           # and a stream ends with the server
+        stream.end()
+        assert listening.process.wait(timeout=DEADLINE) == 0, listening.log()
+    finally:
+        for served in (listening, writing):
+            assert served.stop() == 0, served.log()
+    assert "Traceback" not in listening.log(), listening.log()
+
+
+def test_after_a_restart_a_client_resuming_from_its_last_event_misses_nothing(tmp_path):
+    url = f"sqlite:///{tmp_path}/users.db"
+    served = Served("--storage", url, cwd=tmp_path)
+    stream = Stream(served.address)
+    first = stream.next()
+    create(served.address, "Ada")
+    [(last, _, _)] = stream.changes(1)
+    assert served.stop() == 0, served.log()         # the stream ends with it
+    stream.end()
+    writer = Served("--storage", url, cwd=tmp_path)     # while no one listens
+    create(writer.address, "Bob")
+    assert writer.stop() == 0
+    served = Served("--storage", url, cwd=tmp_path)
+    try:
+        create(served.address, "Cy")
+        again = Stream(served.address, headers={"Last-Event-ID": str(last)})
+        assert again.next()["id"] == str(last)
+        assert [data["user"]["name"] for _, _, data in again.changes(2)] == ["Bob", "Cy"]
+    finally:
+        assert served.stop() == 0, served.log()
+    assert first["id"] == "0"
+
+
+def test_sigterm_ends_every_stream_at_once_and_past_the_slots_a_client_is_told_to_retry(tmp_path):
+    served = Served("--storage", "memory://", "--threads", "4", cwd=tmp_path)
+    streams = [Stream(served.address) for _ in range(2)]     # half the threads: every slot
+    for stream in streams:
+        stream.next()
+    busy = Stream(served.address)
+    assert busy.response.status == 200
+    assert busy.next() == {"retry": "5000"}
+    busy.end()
+    assert call(served.address, "GET", "/users/changes?wait=1")[0] == 503
+    assert call(served.address, "GET", "/users")[0] == 200      # the other threads serve
+    served.terminate()
+    for stream in streams:
+        stream.end()
+    assert served.process.wait(timeout=5) == 0, served.log()
+    served.stop()

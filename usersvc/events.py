@@ -1,0 +1,145 @@
+"""``/<plural>/changes`` pushed as it happens: Server-Sent Events (WHATWG
+HTML, "Server-sent events"), what a browser's ``EventSource`` reads and
+reconnects to by itself (docs/api.md, "Live changes").
+
+A GET that prefers ``text/event-stream`` gets a stream: first ``retry:``
+(how long a client waits before it reconnects) and ``id:`` the position it
+starts from, with no data (so a client that reconnects before any change
+resumes there, not from the end), then each change after that position,
+oldest first, as an event: ``id:`` its position, ``event: change`` (or
+``delete``, a tombstone), ``data:`` the feed's JSON entry. The start is
+``Last-Event-ID`` (which ``EventSource`` sends when it reconnects), else
+``after``, else the feed's end. Between changes a comment every
+``KEEP_ALIVE`` seconds keeps proxies from closing the connection; after
+``stream_seconds`` the stream ends and the client resumes from its last
+event, missing nothing.
+
+A stream waits as a long-poll does, on the store's wake-up, and holds one
+of the same slots (``Waiting``) for its life: past them, the answer is a
+200 with a ``retry:`` alone (a 503 would make ``EventSource`` give up for
+good). A server without threads holds no stream: the changes so far, then
+the end. When the server stops (``App.stop_waiting``) every stream ends.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .problems import Problem
+from .representation.json_format import JSONFormat
+from .request import Request, Response, status_line
+from .storage import MAX_ID
+
+log = logging.getLogger("usersvc")
+
+EVENT_STREAM = "text/event-stream"
+#: Seconds between keep-alive comments while nothing changes (proxies
+#: close a connection idle for 60 s by default: nginx, AWS's balancers).
+KEEP_ALIVE = 15.0
+#: What a client waits, in milliseconds, before it connects again: after a
+#: stream's end; and when every waiting slot was taken (``BUSY``).
+RETRY_MS = 2000
+BUSY = [b"retry: 5000\n\n"]
+#: The most changes read from the store at once.
+READ_AT_ONCE = 1000
+
+
+class EventStreamFormat(JSONFormat):
+    """What negotiation picks for ``Accept: text/event-stream`` on a feed:
+    the events' data is the feed's JSON entries."""
+
+    name = "events"
+    media_type = EVENT_STREAM
+
+
+EVENTS = EventStreamFormat()
+
+
+def start(req: Request, after: int | None, end: Callable[[], int]) -> int:
+    """Where a stream starts: ``Last-Event-ID``, else ``after``, else the
+    feed's end (``end()``); 400 for a ``Last-Event-ID`` that is not a position."""
+    last = req.header("Last-Event-ID")
+    if last is not None:
+        if not (last.isascii() and last.isdigit() and len(last) <= 20 and int(last) <= MAX_ID):
+            raise Problem(400, f"The Last-Event-ID header must be a position of the feed, "
+                               f"a whole number from 0 to {MAX_ID}.")
+        return int(last)
+    return end() if after is None else after
+
+
+class Stream(Response):
+    """A response whose body is made as it is sent: its ``events``, an
+    iterable the server closes when it is done (``close`` hands the
+    waiting slot back, whether the body was read or not)."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, events: Any, headers: list[tuple[str, str]]) -> None:
+        super().__init__(200, b"", headers)
+        self.events = events
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        self.headers += [("Vary", self.vary), ("X-Content-Type-Options", "nosniff")]
+        start_response(status_line(200), self.headers)
+        if environ.get("REQUEST_METHOD") == "HEAD":
+            getattr(self.events, "close", lambda: None)()
+            return []
+        return self.events
+
+
+class Events:
+    """One stream's body: the events from ``after`` on, as they happen,
+    until ``seconds`` pass or the server stops (``stopped()``); without
+    ``release`` (the waiting slot it holds: a server without threads),
+    only those there are now."""
+
+    def __init__(self, feed: Any, render: Callable[[Any], bytes], after: int, *,
+                 seconds: float, stopped: Callable[[], bool],
+                 release: Callable[[], None] | None) -> None:
+        self.feed, self.render, self.after = feed, render, after
+        self.seconds, self.stopped = seconds, stopped
+        self.hold, self._release = release is not None, release
+        self._events = self._made()
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._events
+
+    def close(self) -> None:
+        self._events.close()
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+    def _made(self) -> Iterator[bytes]:
+        yield b"retry: %d\nid: %d\n\n" % (RETRY_MS, self.after)
+        ends = time.monotonic() + self.seconds
+        spoke = time.monotonic()
+        after = self.after
+        try:
+            while True:
+                found = self.feed.changes(after=after, limit=READ_AT_ONCE)
+                if found:
+                    yield b"".join(map(self.render, found))
+                    after, spoke = found[-1].seq, time.monotonic()
+                    if len(found) == READ_AT_ONCE:
+                        continue
+                now = time.monotonic()
+                if not self.hold or self.stopped() or now >= ends:
+                    return
+                if now - spoke >= KEEP_ALIVE:
+                    yield b": keep-alive\n\n"
+                    spoke = now
+                self.feed.wait(after, min(ends, spoke + KEEP_ALIVE) - now)
+        except Exception:       # headers are sent: the stream can only end
+            log.exception("a stream of changes failed after %d", after)
+
+
+def event(change: Any, entry: bytes) -> bytes:
+    """One change as an event: its position, its kind, the feed's entry."""
+    kind = b"delete" if change.record is None else b"change"
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (change.seq, kind, entry)
+
+
+__all__ = ["BUSY", "EVENTS", "EVENT_STREAM", "Events", "Stream", "event", "start"]
