@@ -318,12 +318,11 @@ def follow_past_a_held_writer(store, url, sql, naive):
 
 
 def test_a_commit_in_another_process_wakes_a_waiting_request_by_notify(url, sql):
-    """Two stores stand for two processes. The waiting one never asks for
-    the position itself here (its interval is made a minute): once its
-    listener listens, only the NOTIFY it receives can wake it."""
+    """Two stores stand for two processes. A waiting request never asks
+    for the position itself: once its store's listener listens, only the
+    NOTIFY it receives can wake it."""
     waiting, writing = open_store(url), open_store(url)
     try:
-        waiting["users"].watch._interval = 60
         woke = threading.Event()
         thread = threading.Thread(target=lambda: (waiting["users"].wait(0, 30), woke.set()))
         thread.start()

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 import pytest
+from helpers import shared_url
 
-from usersvc import USER
+from usersvc import USER, open_store
 from usersvc.storage import Conflict, NotFound, Precondition, StaleVersion
+from usersvc.storage.shared import Watch
 
 User = USER.record
 
@@ -112,6 +115,71 @@ def test_wait_returns_when_another_thread_commits(store):
     assert woke.wait(10), "the waiting reader was not woken by the commit"
     thread.join()
     store.wait(store.position() - 1, 30)          # a change is there already: no wait
+
+
+class Counted:
+    """A position that counts how often it is read."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __call__(self) -> int:
+        self.reads += 1
+        return 0
+
+
+def test_a_waiting_request_reads_the_position_only_when_woken():
+    """Idle waiters (long-polls, streams) cost nothing: 20 of them read the
+    position as they start and once more when their time is up (or when
+    woken), never in between; closed, they leave without reading it."""
+    position = Counted()
+    watch = Watch(position)
+    waiters = [threading.Thread(target=watch.wait, args=(0, 1.0)) for _ in range(20)]
+    for waiter in waiters:
+        waiter.start()
+    for waiter in waiters:
+        waiter.join(10)
+    assert position.reads == 2 * 20         # as they started, and when their second passed
+    waiters = [threading.Thread(target=watch.wait, args=(0, 30)) for _ in range(20)]
+    for waiter in waiters:
+        waiter.start()
+    while watch._waiting < 20:              # (every one of them waiting)
+        threading.Event().wait(0.01)
+    watch.close()
+    for waiter in waiters:
+        waiter.join(10)
+        assert not waiter.is_alive()
+    assert position.reads == 2 * 20 + 20
+
+
+shared = pytest.fixture(params=["sqlite", "postgres"], name="shared")(shared_url)
+
+
+def test_one_look_per_store_wakes_every_waiter_when_another_process_commits(shared):
+    """Two stores on one file or database stand for two processes: 20
+    requests wait on the first; the second's commit wakes all of them, by
+    the first store's one look for other processes' commits (SQLite: one
+    polling thread; PostgreSQL: one listening connection)."""
+    waiting, writing = open_store(shared), open_store(shared)
+    try:
+        after = waiting["users"].position()
+        woke = []
+        waiters = [threading.Thread(target=lambda: (waiting["users"].wait(after, 60),
+                                                    woke.append(1)), daemon=True)
+                   for _ in range(20)]
+        for waiter in waiters:
+            waiter.start()
+        looking = [t for t in threading.enumerate() if t.name in ("usersvc-poll", "usersvc-listen")]
+        assert len(looking) == 1
+        writing["users"].create(name="Ada", email="ada@example.org")
+        deadline = time.monotonic() + 10    # bounded, not timed: a missed wake-up runs 60 s
+        for waiter in waiters:
+            waiter.join(max(0.0, deadline - time.monotonic()))
+        assert len(woke) == 20
+    finally:
+        waiting.close()
+        writing.close()
+    assert not [t for t in threading.enumerate() if t.name == "usersvc-poll" and t.is_alive()]
 
 
 def sync(store, writing, page_size=7, feed_size=13):

@@ -12,9 +12,10 @@ trigger that takes a lock held until commit), so no reader passes a
 position whose change is not yet visible.
 
 Waiting (``storage.Watch``): a write in this process wakes the waiters at
-once; another process's is seen by asking the store for its position every
-``interval`` seconds (SQLite), or by its NOTIFY (PostgreSQL,
-``postgres.notify``).
+once; another process's, the store's one look for it (SQLite: a thread
+asking the file every 0.2 s, ``sqlite.poll``; PostgreSQL: its NOTIFY,
+``postgres.notify``), which wakes every waiter of the store: a waiting
+request never asks on its own.
 """
 from __future__ import annotations
 

@@ -55,9 +55,8 @@ def checked_id(schema: Schema, record_id: int) -> int:
 class Watch:
     """Requests waiting for the store's position to pass theirs."""
 
-    def __init__(self, position: Callable[[], int], interval: float | None = None) -> None:
+    def __init__(self, position: Callable[[], int]) -> None:
         self._position = position
-        self._interval = interval
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._notified = 0          # how many times notify was called
@@ -87,8 +86,7 @@ class Watch:
                 if self._notified == seen and not self._closed:
                     self._waiting += 1
                     try:
-                        self._changed.wait(left if self._interval is None
-                                           else min(left, self._interval))
+                        self._changed.wait(left)
                     finally:
                         self._waiting -= 1
                 seen = self._notified

@@ -4,9 +4,11 @@ one: PostgreSQL's ``LISTEN``/``NOTIFY``.
 The feed's trigger calls ``pg_notify(ddl.CHANNEL)`` with the collection's
 plural, delivered at commit. A ``Listener`` listens on a connection of its
 own, in a thread, from the first request that waits until the store
-closes, and wakes the store's waiters. A lost connection is logged once and
-tried again every second; meanwhile the waiters still ask the store for
-its position every ``Watch`` interval.
+closes, and wakes the store's waiters: one connection per process,
+however many requests or streams wait. A lost connection is logged once
+and tried again every second; once it listens again, it wakes every
+waiter, who read their positions again (nothing committed meanwhile is
+missed, only seen later).
 """
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ class Listener:
                             self._wake(notice.payload)
             except psycopg.Error as e:
                 if not failed:
-                    log.warning("cannot listen for changes (waiting requests poll "
-                                "instead): %s", " ".join(str(e).split()))
+                    log.warning("cannot listen for changes (waiting requests are woken "
+                                "once it listens again): %s", " ".join(str(e).split()))
                 failed = True
                 self._stopping.wait(1.0)

@@ -48,8 +48,6 @@ T = TypeVar("T")
 
 
 DEFAULT_POOL_SIZE = 8
-#: Seconds between a waiting request's own looks at the position.
-LISTEN_FALLBACK = 0.5
 
 #: Errors for a cause outside the store that lasts until it is put right,
 #: and what to tell a client: ``WritesFailing`` (HTTP 503).
@@ -134,10 +132,10 @@ class PostgresStorage(Collections):
             raise
         self.schemas = tuple(t.schema for t in tables)
         self.keys = SQLKeys("%s")
-        self.collections = {t.name: PostgresRecords(self, t, LISTEN_FALLBACK) for t in tables}
+        self.collections = {t.name: PostgresRecords(self, t) for t in tables}
         self.serve()
-        # Other processes' commits wake the waiters by NOTIFY; asking for the
-        # position every LISTEN_FALLBACK seconds covers a lost listener.
+        # Other processes' commits wake the waiters by NOTIFY; a listener
+        # that lost its connection wakes them all when it listens again.
         self._conninfo = conninfo
         self._listener = Listener(conninfo, self._wake)
         self._pid = os.getpid()

@@ -176,12 +176,12 @@ class SQLRecords(SQLBulk):
     keeps_keys = True
     db: Any = None          # in an atomic step: its transaction's connection (``bound``)
 
-    def __init__(self, storage: Any, table: Table, interval: float | None) -> None:
+    def __init__(self, storage: Any, table: Table) -> None:
         self.storage, self.table, self.schema = storage, table, table.schema
         self._make = record_maker(self.schema)      # a row to a record
-        #: Requests waiting for changes; other processes' commits are seen
-        #: every ``interval`` seconds, or sooner when the store is told.
-        self.watch = Watch(self.position, interval)
+        #: Requests waiting for changes, woken by this process's commits
+        #: and by the store's word of other processes' (``storage.listen``).
+        self.watch = Watch(self.position)
 
     @property
     def writes_failing(self) -> str | None:

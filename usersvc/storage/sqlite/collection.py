@@ -22,8 +22,8 @@ KEPT = 100_000
 class SQLiteRecords(SQLRecords):
     """One collection of a ``SQLiteStorage``."""
 
-    def __init__(self, storage: Any, table: Table, interval: float | None) -> None:
-        super().__init__(storage, table, interval)
+    def __init__(self, storage: Any, table: Table) -> None:
+        super().__init__(storage, table)
         # Records built for pages, by id, for a page to take again (at most KEPT).
         self._kept: dict[int, Any] = {}
 

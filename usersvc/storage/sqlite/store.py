@@ -31,14 +31,10 @@ from .collection import SQLiteRecords
 from .connections import Connection, Connections, Writer
 from .errors import is_lasting, retrying, roll_back, undo_savepoint
 from .migrations import migrate
+from .poll import Poller
 
 T = TypeVar("T")
 log = logging.getLogger("usersvc.storage")
-
-#: How often a waiting request asks a file for its position: other
-#: processes may have committed, and SQLite cannot tell them.
-POLL_INTERVAL = 0.2
-
 
 class SQLiteStorage(Collections):
     unique_violation = sqlite3.IntegrityError
@@ -60,8 +56,13 @@ class SQLiteStorage(Collections):
         self.writer = (Writer(self.connections.connect, self.health, busy_timeout + 5)
                        if self.connections.one is None else None)
         self.schemas = tuple(t.schema for t in tables)
-        interval = POLL_INTERVAL if self.writer is not None else None   # a private database: none
-        self.collections = {t.name: SQLiteRecords(self, t, interval) for t in tables}
+        self.collections = {t.name: SQLiteRecords(self, t) for t in tables}
+        # Other processes' commits to a file are looked for by one thread
+        # (a private database has no other process).
+        self._poller = (Poller(lambda: sqlite3.connect(path, timeout=busy_timeout,
+                                                       isolation_level=None,
+                                                       check_same_thread=False),
+                               self._wake) if self.writer is not None else None)
         self.serve()
         self.keys = SQLKeys("?")
         # PERF: a read and a write go straight to what makes them: this
@@ -149,10 +150,18 @@ class SQLiteStorage(Collections):
         return self.writer is not None
 
     def listen(self) -> None:
-        """Other processes' commits are seen by polling."""
+        """Other processes' commits are looked for (``poll``), from now on."""
+        if self._poller is not None:
+            self._poller.start()
+
+    def _wake(self) -> None:
+        for records in self.collections.values():
+            records.watch.notify()
 
     def close(self) -> None:
         self.stop_waiting()
+        if self._poller is not None:
+            self._poller.stop()
         if self.writer is not None:
             # The writes already handed over are done first; a forked process
             # that never wrote has no writer of its own, nor figures to log.

@@ -1,0 +1,74 @@
+"""Waking the requests that wait for changes (long-polls, streams) when
+another process commits to the same SQLite file, which SQLite does not
+announce: one thread per store looks every ``INTERVAL`` seconds, on a
+connection of its own, whether anything was committed since it last
+looked (``PRAGMA data_version`` changes when another connection commits),
+and if so wakes every waiter of the store, who read their positions
+again. One look per store however many wait: a waiting request or an
+idle stream costs nothing between commits. (This process's own writes
+wake the waiters at once, from the writer; PostgreSQL's processes tell
+each other, ``postgres.notify``.)
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+
+log = logging.getLogger("usersvc.storage")
+
+#: Seconds between two looks: how late another process's commit may wake
+#: a waiting request, at most.
+INTERVAL = 0.2
+
+
+class Poller:
+    """Calls ``wake()`` whenever another connection has committed to the
+    file, and once when it starts looking (whatever was committed before);
+    from the first request that waits (``start``) until ``stop``."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection], wake: Callable[[], None],
+                 interval: float = INTERVAL) -> None:
+        self._connect, self._wake, self._interval = connect, wake, interval
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    def start(self) -> None:
+        """Look, if not already looking (a thread of its own, in this process)."""
+        with self._lock:
+            if self._pid != os.getpid():        # forked: the parent's thread is not here
+                self._pid, self._thread = os.getpid(), None
+            if self._thread is None and not self._stopping.is_set():
+                self._thread = threading.Thread(target=self._look, daemon=True,
+                                                name="usersvc-poll")
+                self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            thread = self._thread if self._pid == os.getpid() else None
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def _look(self) -> None:
+        db, seen = None, None
+        while not self._stopping.is_set():
+            try:
+                if db is None:
+                    db = self._connect()
+                version = db.execute("PRAGMA data_version").fetchone()[0]
+                if version != seen:
+                    seen = version
+                    self._wake()
+            except sqlite3.Error as e:      # (a moment's lock, a file gone): look again
+                log.debug("cannot look for other processes' commits: %s", e)
+                if db is not None:
+                    db.close()
+                db, seen = None, None
+            self._stopping.wait(self._interval)
+        if db is not None:
+            db.close()
