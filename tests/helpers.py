@@ -5,6 +5,7 @@ import http.client
 import itertools
 import json
 import os
+import queue
 import re
 import signal
 import socket
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from webob import Request
 
 from usersvc.storage import Conflict
 
@@ -420,3 +422,75 @@ def within(deadline, call):
         pytest.fail(f"a request did not answer within {deadline} s", pytrace=False)
     assert done, "the request raised (see the thread's traceback above)"
     return done[0]
+
+
+#: Seconds any block of a stream may take to come: a hang, not a time.
+STREAM_DEADLINE = 10
+
+
+class Listener:
+    """A stream of the change feed (Server-Sent Events) from ``app``, in
+    process: ``target`` read in a thread, each block (up to a blank
+    line) parsed into its fields: ``{"id": "3", "event": "change", "data":
+    ...}``, a comment as ``{"": "keep-alive"}``."""
+
+    def __init__(self, app, target: str = "/users/changes", headers=None,
+                 threads: bool = True, method: str = "GET") -> None:
+        req = Request.blank(target, method=method,
+                            headers={"Accept": "text/event-stream", **(headers or {})})
+        req.environ["wsgi.multithread"] = threads
+        self.status, self.headers = "", {}
+
+        def start_response(status, headers, exc_info=None):
+            self.status, self.headers = status, dict(headers)
+        self.body = app(req.environ, start_response)
+        self.blocks: queue.Queue = queue.Queue()
+        self.ended = threading.Event()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        buffer = b""
+        try:
+            for chunk in self.body:
+                buffer += chunk
+                while b"\n\n" in buffer:
+                    block, buffer = buffer.split(b"\n\n", 1)
+                    self.blocks.put(_parsed(block.decode()))
+            assert buffer == b"", buffer         # every block ends with a blank line
+        finally:
+            self.ended.set()
+
+    def next(self) -> dict:
+        try:
+            return self.blocks.get(timeout=STREAM_DEADLINE)
+        except queue.Empty:
+            pytest.fail(f"no event within {STREAM_DEADLINE} s", pytrace=False)
+
+    def changes(self, n: int) -> list[dict]:
+        """The next ``n`` events, keep-alives passed over."""
+        found = []
+        while len(found) < n:
+            block = self.next()
+            if "" not in block:
+                found.append(block)
+        return found
+
+    def end(self) -> list[dict]:
+        """Every block until the stream ends (within the deadline), then closed."""
+        if not self.ended.wait(STREAM_DEADLINE):
+            pytest.fail(f"the stream did not end within {STREAM_DEADLINE} s", pytrace=False)
+        self.thread.join(STREAM_DEADLINE)
+        getattr(self.body, "close", lambda: None)()
+        rest = []
+        while not self.blocks.empty():
+            rest.append(self.blocks.get())
+        return rest
+
+
+def _parsed(block: str) -> dict:
+    fields: dict = {}
+    for line in block.split("\n"):
+        name, _, value = line.partition(":")
+        fields[name] = value[1:] if value.startswith(" ") else value
+    return fields

@@ -8,83 +8,16 @@ and processes: test_events_server.py."""
 from __future__ import annotations
 
 import json
-import queue
 import threading
 
 import pytest
 from conftest import Client, problem
+from helpers import Listener
 from webob import Request
 
 from usersvc import events, make_app
 
-DEADLINE = 10       # seconds any block may take to come: a hang, not a time
-
-
-class Listener:
-    """A stream of ``target`` read in a thread, each block (up to a blank
-    line) parsed into its fields: ``{"id": "3", "event": "change", "data":
-    ...}``, a comment as ``{"": "keep-alive"}``."""
-
-    def __init__(self, app, target: str = "/users/changes", headers=None,
-                 threads: bool = True, method: str = "GET") -> None:
-        req = Request.blank(target, method=method,
-                            headers={"Accept": "text/event-stream", **(headers or {})})
-        req.environ["wsgi.multithread"] = threads
-        self.status, self.headers = "", {}
-
-        def start_response(status, headers, exc_info=None):
-            self.status, self.headers = status, dict(headers)
-        self.body = app(req.environ, start_response)
-        self.blocks: queue.Queue = queue.Queue()
-        self.ended = threading.Event()
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        buffer = b""
-        try:
-            for chunk in self.body:
-                buffer += chunk
-                while b"\n\n" in buffer:
-                    block, buffer = buffer.split(b"\n\n", 1)
-                    self.blocks.put(_parsed(block.decode()))
-            assert buffer == b"", buffer         # every block ends with a blank line
-        finally:
-            self.ended.set()
-
-    def next(self) -> dict:
-        try:
-            return self.blocks.get(timeout=DEADLINE)
-        except queue.Empty:
-            pytest.fail(f"no event within {DEADLINE} s", pytrace=False)
-
-    def changes(self, n: int) -> list[dict]:
-        """The next ``n`` events, keep-alives passed over."""
-        found = []
-        while len(found) < n:
-            block = self.next()
-            if "" not in block:
-                found.append(block)
-        return found
-
-    def end(self) -> list[dict]:
-        """Every block until the stream ends (within the deadline), then closed."""
-        if not self.ended.wait(DEADLINE):
-            pytest.fail(f"the stream did not end within {DEADLINE} s", pytrace=False)
-        self.thread.join(DEADLINE)
-        getattr(self.body, "close", lambda: None)()
-        rest = []
-        while not self.blocks.empty():
-            rest.append(self.blocks.get())
-        return rest
-
-
-def _parsed(block: str) -> dict:
-    fields: dict = {}
-    for line in block.split("\n"):
-        name, _, value = line.partition(":")
-        fields[name] = value[1:] if value.startswith(" ") else value
-    return fields
+DEADLINE = 10       # seconds a writer may take: a hang, not a time
 
 
 def entries(client) -> list[dict]:

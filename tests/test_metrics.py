@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import Client
-from helpers import ROOT, Served, call
+from helpers import ROOT, Listener, Served, call
 
 pytest.importorskip("prometheus_client", reason="pip install -e '.[metrics]'")
 from prometheus_client import generate_latest  # noqa: E402
@@ -144,6 +144,24 @@ def test_the_registry_also_holds_the_release_and_the_process(metered):
     assert any(name == "python_gc_collections_total" for name, _ in found)
     assert found[("usersvc_feed_waiting_requests", frozenset())] == 0
     assert found[("usersvc_feed_waiting_requests_limit", frozenset())] == 2
+
+
+@pytest.mark.parametrize("counted", ["in memory", "in files"])
+def test_an_open_stream_is_a_stream_and_a_waiting_request_until_it_ends(counted, tmp_path):
+    from usersvc import Settings, build_app
+    app = build_app(Settings("memory://", metrics=True, stream_seconds=60,
+                             metrics_dir=str(tmp_path) if counted == "in files" else None))
+    streams = ("usersvc_feed_streams", frozenset())
+    waiting = ("usersvc_feed_waiting_requests", frozenset())
+    Client(app).request("GET", "/users")        # (a process's gauges begin with its first request)
+    assert [scraped(app)[1][k] for k in (streams, waiting)] == [0, 0]
+    stream = Listener(app)
+    stream.next()
+    assert [scraped(app)[1][k] for k in (streams, waiting)] == [1, 1]
+    app.stop_waiting()
+    stream.end()
+    assert [scraped(app)[1][k] for k in (streams, waiting)] == [0, 0]
+    app.close()
 
 
 def test_two_apps_in_one_process_keep_their_own_counts(storage):

@@ -48,21 +48,23 @@ class Waiting:
         if most < 0:
             raise ValueError("the number of waiting requests cannot be negative")
         self.most = most
-        self.now = 0                        # requests waiting (for metrics)
+        self.now = 0                        # requests waiting (for metrics),
+        self.streams = 0                    # of which streams
         self.stopped = False
-        self.watchers: list[Callable[[int], None]] = []    # told of each change to now
+        #: Told of each change to them: ``watcher(n, stream)``.
+        self.watchers: list[Callable[[int, bool], None]] = []
         self._slots = threading.BoundedSemaphore(most) if most else None
         self._counting = threading.Lock()
 
-    def take(self) -> bool:
+    def take(self, stream: bool = False) -> bool:
         """One of the slots, if one is free (hand it back with ``give_back``)."""
         if self._slots is None or not self._slots.acquire(blocking=False):
             return False
-        self._count(1)
+        self._count(1, stream)
         return True
 
-    def give_back(self) -> None:
-        self._count(-1)
+    def give_back(self, stream: bool = False) -> None:
+        self._count(-1, stream)
         self._slots.release()           # type: ignore[union-attr]
 
     @contextmanager
@@ -77,11 +79,12 @@ class Waiting:
         finally:
             self.give_back()
 
-    def _count(self, n: int) -> None:
+    def _count(self, n: int, stream: bool = False) -> None:
         with self._counting:
             self.now += n
+            self.streams += n if stream else 0
         for watcher in self.watchers:
-            watcher(n)
+            watcher(n, stream)
 
 
 def feed_url(req: Request, schema: Schema, after: int, limit: int | None = None) -> str:
@@ -140,9 +143,9 @@ class Changes:
         headers = [("Content-Type", events.EVENT_STREAM), ("Cache-Control", "no-store"),
                    ("X-Accel-Buffering", "no")]     # (nginx: send each event as it comes)
         threads = req.environ.get("wsgi.multithread", True)
-        if threads and not self.waiting.take():
+        if threads and not self.waiting.take(stream=True):
             return events.Stream(events.BUSY, headers)
         return events.Stream(events.Events(
             self.store, lambda change: events.event(change, self._entry(JSON, change, names)),
             start, seconds=self.stream_seconds, stopped=lambda: self.waiting.stopped,
-            release=self.waiting.give_back if threads else None), headers)
+            release=(lambda: self.waiting.give_back(stream=True)) if threads else None), headers)

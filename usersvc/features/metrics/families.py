@@ -35,9 +35,12 @@ HELP = {
     "http_server_active_requests": "Number of active HTTP server requests.",
     "usersvc_store_operation_duration_seconds": "Duration of the store's operations, "
                                                 "by collection.",
-    "usersvc_feed_waiting_requests": "Requests waiting for changes (GET .../changes?wait=N).",
+    "usersvc_feed_waiting_requests": "Requests waiting for changes (GET .../changes?wait=N), "
+                                     "streams of them included.",
     "usersvc_feed_waiting_requests_limit": "Requests that may wait for changes at once; "
-                                           "past it, 503.",
+                                           "past it, 503 (a stream: retry later).",
+    "usersvc_feed_streams": "Streams of changes open (Accept: text/event-stream), each "
+                            "holding one of the waiting requests' places.",
     "usersvc_sqlite_commit_duration_seconds": "Duration of the SQLite writer's transactions, "
                                               "BEGIN to the end of COMMIT; its count is the "
                                               "commits.",
@@ -85,7 +88,8 @@ class Collector:
                          source.operations(),
                          lambda collection, operation: [collection, operation])
         for name, value in zip(("usersvc_feed_waiting_requests",
-                                "usersvc_feed_waiting_requests_limit"), source.waiting()):
+                                "usersvc_feed_waiting_requests_limit", "usersvc_feed_streams"),
+                               source.waiting()):
             yield GaugeMetricFamily(name, HELP[name], value=value)
         for found, name, bounds in zip(source.commits() or (), (
                 "usersvc_sqlite_commit_duration_seconds", "usersvc_sqlite_commit_writes"),

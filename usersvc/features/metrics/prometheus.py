@@ -106,9 +106,9 @@ class Metrics:
         """What ``Collector`` reads at a scrape: these counts, as they are."""
         return self
 
-    def waiting(self) -> tuple[int, int]:
-        """Requests waiting for changes now, and how many may."""
-        return self._waiting.now, self._waiting.most
+    def waiting(self) -> tuple[int, int, int]:
+        """Requests waiting for changes now, how many may, and the streams among them."""
+        return self._waiting.now, self._waiting.most, self._waiting.streams
 
     def commits(self) -> tuple[dict[Any, Totals], dict[Any, Totals]] | None:
         """SQLite's commits (their seconds, their writes), once a store tells them."""

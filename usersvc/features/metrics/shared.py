@@ -45,6 +45,7 @@ COMMITS, WRITES = "usersvc_sqlite_commit_duration_seconds", "usersvc_sqlite_comm
 _REQUEST_SIZE, _OPERATION_SIZE = len(REQUEST_BUCKETS) + 2, len(OPERATION_BUCKETS) + 2
 _FIRST_REQUEST, _FIRST_OPERATION = REQUEST_BUCKETS[0], OPERATION_BUCKETS[0]
 WAITING, LIMIT = "usersvc_feed_waiting_requests", "usersvc_feed_waiting_requests_limit"
+STREAMS = "usersvc_feed_streams"
 #: Each thread's one number for active requests: the method it serves now
 #: (0: none), in its own series, so a start and an end each write it once.
 SERVING = "serving"
@@ -63,12 +64,19 @@ class SharedMetrics:
         self.registry = CollectorRegistry()
         self.registry.register(Collector(self, version))
         self._waiting = waiting
-        waiting.watchers.append(lambda n: self.counts.add(self.counts.part(), WAITING, (), n))
+        waiting.watchers.append(self._waited)
         self._pid = 0       # the process of the last request (a worker's first: not this)
         self._pools: list[Any] = []         # the stores with a PostgreSQL pool
         self._commits = False               # whether a store tells its commits
         self._reader = Reader(directory)
         self._reading = threading.Lock()    # (the reader's files: one scrape at a time)
+
+    def _waited(self, n: int, stream: bool) -> None:
+        """A request (a stream) began or ended waiting for changes."""
+        part = self.counts.part()
+        self.counts.add(part, WAITING, (), n)
+        if stream:
+            self.counts.add(part, STREAMS, (), n)
 
     def plug(self, app: Any) -> SharedMetrics:
         """As ``Metrics.plug`` (the same starter, finisher and store
@@ -181,8 +189,9 @@ class Scraped:
                        if pid in self._alive
                        for (name, _), numbers in series.items() if name == SERVING and numbers[0])
 
-    def waiting(self) -> tuple[int, int]:
-        return (int(self._gauge(WAITING).get((), 0)), int(self._gauge(LIMIT).get((), 0)))
+    def waiting(self) -> tuple[int, int, int]:
+        return (int(self._gauge(WAITING).get((), 0)), int(self._gauge(LIMIT).get((), 0)),
+                int(self._gauge(STREAMS).get((), 0)))
 
     def commits(self) -> tuple[dict[Any, Totals], dict[Any, Totals]] | None:
         if not self._commits:
