@@ -494,3 +494,58 @@ def _parsed(block: str) -> dict:
         name, _, value = line.partition(":")
         fields[name] = value[1:] if value.startswith(" ") else value
     return fields
+
+
+class StreamOverHTTP:
+    """``GET path`` with ``Accept: text/event-stream`` on a connection of its
+    own, its blocks read in a thread and parsed (``{"id": "3", "event":
+    "change", "data": "..."}``)."""
+
+    def __init__(self, address, path: str = "/users/changes", headers=None) -> None:
+        self.conn = http.client.HTTPConnection(*address, timeout=60)
+        self.conn.request("GET", path, headers={"Accept": "text/event-stream", **(headers or {})})
+        self.response = self.conn.getresponse()
+        self.blocks: queue.Queue = queue.Queue()
+        self.ended = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        block: dict = {}
+        try:
+            for line in iter(self.response.readline, b""):
+                line = line.decode().rstrip("\n")
+                if line:
+                    name, _, value = line.partition(":")
+                    block[name] = value.lstrip(" ")
+                elif block:
+                    self.blocks.put(block)
+                    block = {}
+        except OSError:
+            pass
+        finally:
+            self.ended.set()
+
+    def next(self) -> dict:
+        try:
+            return self.blocks.get(timeout=STREAM_DEADLINE)
+        except queue.Empty:
+            pytest.fail(f"no event within {STREAM_DEADLINE} s", pytrace=False)
+
+    def changes(self, n: int) -> list[tuple[int, str, dict]]:
+        """The next ``n`` events (keep-alives passed over): (id, event, data)."""
+        found = []
+        while len(found) < n:
+            block = self.next()
+            if "data" in block:
+                found.append((int(block["id"]), block["event"], json.loads(block["data"])))
+        return found
+
+    def end(self) -> None:
+        if not self.ended.wait(STREAM_DEADLINE):
+            pytest.fail(f"the stream did not end within {STREAM_DEADLINE} s", pytrace=False)
+        self.conn.close()
+
+    def close(self) -> None:
+        """The client goes away: its side of the connection shut, its reader ended."""
+        self.conn.sock.shutdown(socket.SHUT_RDWR)
+        self.end()

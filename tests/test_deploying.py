@@ -14,7 +14,7 @@ import time
 
 import pytest
 from conftest import POSTGRES_URL
-from helpers import ROOT, Served, call, free_port, link_to
+from helpers import ROOT, Served, StreamOverHTTP, call, free_port, link_to
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if shutil.which("/usr/sbin/nginx") else None)
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
@@ -97,6 +97,22 @@ def test_requests_go_on_when_one_backend_stops(deployment):
     statuses = [call(address, "POST", "/users", {"name": "B", "email": f"b{i}@example.org"})[0]
                 for i in range(4)]
     assert statuses == [201] * 4
+
+
+def test_a_stream_of_changes_through_nginx_gets_each_write_as_it_is_made(deployment):
+    """nginx buffers a response unless told not to: the stream's
+    ``X-Accel-Buffering: no`` tells it, so each event passes as it comes
+    (buffered, none would come before the stream's end, minutes later)."""
+    address, _ = deployment
+    stream = StreamOverHTTP(address, "/users/changes?after=0")
+    assert stream.response.status == 200
+    assert stream.next() == {"retry": "2000", "id": "0"}
+    for name in ("Ada", "Bob", "Cy"):       # through nginx, to either backend
+        assert call(address, "POST", "/users",
+                    {"name": name, "email": f"{name.lower()}@example.org"})[0] == 201
+        [(_, kind, data)] = stream.changes(1)
+        assert (kind, data["user"]["name"]) == ("change", name)
+    stream.close()
 
 
 def test_the_backend_believes_forwarded_headers_only_from_its_trusted_proxy(tmp_path):

@@ -7,67 +7,10 @@ a stream that hangs fails the test. The same through the WSGI app, in
 every detail: test_events.py."""
 from __future__ import annotations
 
-import http.client
-import json
-import queue
-import threading
-
 import pytest
-from helpers import GRANIAN, Served, call, shared_url
-
-DEADLINE = 15
+from helpers import GRANIAN, STREAM_DEADLINE, Served, StreamOverHTTP, call, shared_url
 
 storage = pytest.fixture(params=["sqlite", "postgres"], name="storage")(shared_url)
-
-
-class Stream:
-    """``GET path`` with ``Accept: text/event-stream`` on a connection of its
-    own, its blocks read in a thread and parsed (``{"id": "3", "event":
-    "change", "data": "..."}``)."""
-
-    def __init__(self, address, path: str = "/users/changes", headers=None) -> None:
-        self.conn = http.client.HTTPConnection(*address, timeout=60)
-        self.conn.request("GET", path, headers={"Accept": "text/event-stream", **(headers or {})})
-        self.response = self.conn.getresponse()
-        self.blocks: queue.Queue = queue.Queue()
-        self.ended = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        block: dict = {}
-        try:
-            for line in iter(self.response.readline, b""):
-                line = line.decode().rstrip("\n")
-                if line:
-                    name, _, value = line.partition(":")
-                    block[name] = value.lstrip(" ")
-                elif block:
-                    self.blocks.put(block)
-                    block = {}
-        except OSError:
-            pass
-        finally:
-            self.ended.set()
-
-    def next(self) -> dict:
-        try:
-            return self.blocks.get(timeout=DEADLINE)
-        except queue.Empty:
-            pytest.fail(f"no event within {DEADLINE} s", pytrace=False)
-
-    def changes(self, n: int) -> list[tuple[int, str, dict]]:
-        """The next ``n`` events (keep-alives passed over): (id, event, data)."""
-        found = []
-        while len(found) < n:
-            block = self.next()
-            if "data" in block:
-                found.append((int(block["id"]), block["event"], json.loads(block["data"])))
-        return found
-
-    def end(self) -> None:
-        if not self.ended.wait(DEADLINE):
-            pytest.fail(f"the stream did not end within {DEADLINE} s", pytrace=False)
-        self.conn.close()
 
 
 def create(address, name: str) -> int:
@@ -88,7 +31,7 @@ def test_a_stream_on_one_process_gets_each_write_made_through_another(storage, s
     writing = Served("--storage", storage, cwd=tmp_path)
     try:
         ada = create(writing.address, "Ada")
-        stream = Stream(listening.address, "/users/changes?after=0")
+        stream = StreamOverHTTP(listening.address, "/users/changes?after=0")
         assert stream.response.status == 200
         assert stream.response.headers["Content-Type"] == "text/event-stream"
         assert stream.next() == {"retry": "2000", "id": "0"}
@@ -101,7 +44,7 @@ def test_a_stream_on_one_process_gets_each_write_made_through_another(storage, s
         assert found[0][2]["user"]["name"] == "Bob"
         listening.terminate()           # and a stream ends with the server
         stream.end()
-        assert listening.process.wait(timeout=DEADLINE) == 0, listening.log()
+        assert listening.process.wait(timeout=STREAM_DEADLINE) == 0, listening.log()
     finally:
         for served in (listening, writing):
             assert served.stop() == 0, served.log()
@@ -111,7 +54,7 @@ def test_a_stream_on_one_process_gets_each_write_made_through_another(storage, s
 def test_after_a_restart_a_client_resuming_from_its_last_event_misses_nothing(tmp_path):
     url = f"sqlite:///{tmp_path}/users.db"
     served = Served("--storage", url, cwd=tmp_path)
-    stream = Stream(served.address)
+    stream = StreamOverHTTP(served.address)
     first = stream.next()
     create(served.address, "Ada")
     [(last, _, _)] = stream.changes(1)
@@ -123,7 +66,7 @@ def test_after_a_restart_a_client_resuming_from_its_last_event_misses_nothing(tm
     served = Served("--storage", url, cwd=tmp_path)
     try:
         create(served.address, "Cy")
-        again = Stream(served.address, headers={"Last-Event-ID": str(last)})
+        again = StreamOverHTTP(served.address, headers={"Last-Event-ID": str(last)})
         assert again.next()["id"] == str(last)
         assert [data["user"]["name"] for _, _, data in again.changes(2)] == ["Bob", "Cy"]
     finally:
@@ -133,10 +76,10 @@ def test_after_a_restart_a_client_resuming_from_its_last_event_misses_nothing(tm
 
 def test_sigterm_ends_every_stream_at_once_and_past_the_slots_a_client_is_told_to_retry(tmp_path):
     served = Served("--storage", "memory://", "--threads", "4", cwd=tmp_path)
-    streams = [Stream(served.address) for _ in range(2)]     # half the threads: every slot
+    streams = [StreamOverHTTP(served.address) for _ in range(2)]     # half the threads: every slot
     for stream in streams:
         stream.next()
-    busy = Stream(served.address)
+    busy = StreamOverHTTP(served.address)
     assert busy.response.status == 200
     assert busy.next() == {"retry": "5000"}
     busy.end()

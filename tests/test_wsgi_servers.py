@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from helpers import GUNICORN, Gunicorn, call, free_port, long_poll, race, shared_url
+from helpers import (GUNICORN, Gunicorn, StreamOverHTTP, call, free_port, long_poll, race,
+                     shared_url)
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUPS = [(worker, preload) for worker in ("sync", "gthread") for preload in (False, True)]
@@ -76,6 +77,31 @@ def test_gunicorn_serves_writes_races_waits_and_stops(tmp_path, storage, worker,
     log = server.log()
     assert "Traceback" not in log and "WORKER TIMEOUT" not in log, log
     assert "Shutting down: Master" in log
+
+
+@pytest.mark.parametrize("worker", ["sync", "gthread"])
+def test_a_stream_of_changes_under_gunicorn(tmp_path, worker):
+    """gthread workers hold a stream, sending each write as it is made;
+    sync workers, one request at a time, hold none: the changes there are,
+    then the end (the client comes back after its retry)."""
+    server = Gunicorn(tmp_path, f"sqlite:///{tmp_path}/users.db", worker, preload=True)
+    try:
+        at = server.address
+        assert call(at, "POST", "/users", {"name": "Ada", "email": "ada@example.org"})[0] == 201
+        stream = StreamOverHTTP(at, "/users/changes?after=0")
+        assert stream.next() == {"retry": "2000", "id": "0"}
+        assert [data["user"]["name"] for _, _, data in stream.changes(1)] == ["Ada"]
+        if worker == "sync":
+            stream.end()
+        else:
+            for name in ("Bob", "Cy"):
+                assert call(at, "POST", "/users",
+                            {"name": name, "email": f"{name.lower()}@example.org"})[0] == 201
+                assert [data["user"]["name"] for _, _, data in stream.changes(1)] == [name]
+            stream.close()
+    finally:
+        assert server.stop() == 0
+    assert "Traceback" not in server.log(), server.log()
 
 
 @pytest.mark.parametrize("preload", [False, True], ids=["", "preload"])
