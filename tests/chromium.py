@@ -28,15 +28,24 @@ def require():
     pytest.importorskip("selenium.webdriver", reason="pip install -e '.[test]'")
 
 
-def serve(app, host="127.0.0.1", threads=4):
-    """``app`` under waitress on a free port, in a thread; ``server.close``
-    through its trigger stops it."""
-    server = waitress.create_server(app, host=host, port=0, threads=threads)
+def serve(app, host="127.0.0.1", threads=4, port=0):
+    """``app`` under waitress on ``port`` (0: a free one), in a thread, as
+    serve.py serves it; ``server.close`` through its trigger stops it."""
+    server = waitress.create_server(app, host=host, port=port, threads=threads)
+    server.served = app             # (waitress keeps it wrapped: ``stop`` ends its streams)
     threading.Thread(target=server.run, daemon=True).start()
     return server
 
 
 def stop(server):
+    """The app's waiting requests and streams (a page's) answered, every
+    task of the server done, and then the server closed. (Closed with a
+    task still running, the task would write its wake-up byte to the
+    server's closed trigger descriptor afterwards: to whatever the process
+    opened under that number since, a PostgreSQL connection's socket once.)"""
+    if hasattr(server.served, "stop_waiting"):
+        server.served.stop_waiting()
+    server.task_dispatcher.shutdown(timeout=10)
     server.trigger.pull_trigger(server.close)
 
 

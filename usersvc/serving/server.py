@@ -186,14 +186,11 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         proxy = {"trusted_proxy": args.trusted_proxy, "trusted_proxy_headers": PROXY_HEADERS}
     try:
         # Resolve first: waitress says only "Invalid host/port specified."
-        # send_bytes=1: each write goes out as it is made (a stream's events),
-        # where waitress would hold one under 18,000 bytes until its loop
-        # next woke (up to a second) or the request ended.
         socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)
         server = waitress.create_server(
             wsgi, host=args.host, port=args.port, threads=args.threads,
             max_request_body_size=max(SERVER_BODY_CAP, 4 * settings.max_body_size),
-            ident="usersvc", send_bytes=1, **SERVER_LIMITS, **proxy)
+            ident="usersvc", **SERVER_LIMITS, **proxy)
     except (OSError, ValueError) as e:     # in use, not this machine's, no such host
         app.close()
         print(f"usersvc: cannot listen on {args.host} port {args.port}: {_reason(e)}",

@@ -113,7 +113,7 @@ def collection_page(req: Request, schema: Schema, rows: bytes, count: int,
     headings = Html("".join(f'<th scope="col">{escape(n)}</th>' for n in schema.field_names))
     main = fill("collection", title=title, search=search, summary=summary, headings=headings,
                 rows=Html(rows.decode()), pages=Html(" ".join(links)), name=schema.name,
-                url=url, inputs=inputs(schema, "new", {}, offered))
+                plural=schema.plural, url=url, inputs=inputs(schema, "new", {}, offered))
     return page(req, 200, f"{title}{' matching ' + q if q else ''}", main, schemas or (schema,))
 
 
@@ -130,6 +130,7 @@ def record_page(req: Request, schema: Schema, record: Any, tag: str,
                           for k, v in values.items()))
     main = fill("record", kind=schema.name, collection_url=collection_url, plural=schema.plural,
                 heading=heading, fields=fields, etag=tag, url=f"{collection_url}/{record.id}",
+                id=record.id,
                 inputs=inputs(schema, "edit", values, offered),
                 json=JSON.render_record(schema, record).decode(),
                 xml=XML.render_record(schema, record).decode())
@@ -187,7 +188,8 @@ class HTMLFormat(Format):
         cells[0] = link + cells[0] + "</a>"
         if len(cells) > 1:
             cells[1] = link + cells[1] + "</a>"
-        return ("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>\n").encode()
+        return (f'<tr data-id="{record["id"]}">' + "".join(f"<td>{cell}</td>" for cell in cells)
+                + "</tr>\n").encode()
 
     def join(self, schema, rendered):
         return b"".join(rendered)

@@ -6,13 +6,19 @@
 // elements, each field's error beside it. With tokens on, the token a
 // person enters is kept for this tab (sessionStorage) and sent as
 // "Authorization: Bearer"; pages are then fetched with it, never with the
-// token in a cookie or a URL.
+// token in a cookie or a URL. A collection's page and a record's follow
+// the collection's changes as they happen (Server-Sent Events, read with
+// fetch so that the token goes too): the table is read again, its new,
+// changed and deleted rows marked; a record's page says when the record
+// was changed or deleted elsewhere, and leaves the form as it is.
 "use strict";
 
 (function () {
   const TOKEN = "usersvc-token";
   const FLASH = "usersvc-flash";
   let retried = false;
+  let following = null;       // the AbortController of this page's stream of changes
+  let saving = false;         // a write of this page's is on its way
 
   const token = () => sessionStorage.getItem(TOKEN);
 
@@ -69,6 +75,7 @@
 
   async function send(form, method, body) {
     clear(form);
+    saving = true;
     const more = {};
     if (body !== undefined) more["Content-Type"] = "application/json";
     if (form.dataset.etag) more["If-Match"] = form.dataset.etag;
@@ -76,10 +83,12 @@
     try {
       response = await fetch(form.dataset.url, { method, headers: headers(more), body });
     } catch (e) {
+      saving = false;
       say(form, "", "The service did not answer: " + e.message);
       return;
     }
     if (!response.ok) {
+      saving = false;
       await show(form, response);
       return;
     }
@@ -147,6 +156,121 @@
 
   window.addEventListener("popstate", () => go(location.href));
 
+  // A stream of changes (text/event-stream): seen(null) each time it
+  // (re)opens, so the page can catch up with what it may have missed,
+  // then seen({kind, entry}) for each change; after the stream's end or a
+  // lost connection, again after its retry, from the last event's id.
+  async function follow(url, seen, signal) {
+    let last = null, retry = 2000;
+    while (!signal.aborted) {
+      try {
+        const more = { Accept: "text/event-stream" };
+        if (last !== null) more["Last-Event-ID"] = last;
+        const response = await fetch(url, { headers: headers(more), signal, cache: "no-store" });
+        if (!response.ok) return;       // a feed this tab may not read
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let end;
+          while ((end = buffer.indexOf("\n\n")) >= 0) {
+            const fields = {};
+            for (const line of buffer.slice(0, end).split("\n")) {
+              const at = line.indexOf(":");
+              if (at === 0) continue;                     // a comment: keep-alive
+              fields[at < 0 ? line : line.slice(0, at)] = at < 0 ? "" : line.slice(at + 1).trim();
+            }
+            buffer = buffer.slice(end + 2);
+            if (fields.retry) retry = Number(fields.retry);
+            if (fields.id !== undefined) last = fields.id;
+            if (fields.data !== undefined) {
+              seen({ kind: fields.event, entry: JSON.parse(fields.data) });
+            } else if (fields.id !== undefined) {
+              seen(null);                                 // (re)opened: catch up
+            }
+          }
+        }
+      } catch (e) { /* the connection went, or the page did: see below */ }
+      if (!signal.aborted) await new Promise((resolve) => setTimeout(resolve, retry));
+    }
+  }
+
+  // A collection's page: its table read again (at most every 0.2 s) after
+  // any change, each row marked as the changes said: "new" (changed, and
+  // not on the page as it was opened), "changed", "deleted".
+  function liveTable(table, signal) {
+    const marks = new Map();
+    const said = { new: "New since this page was opened", changed: "Changed since this page " +
+                   "was opened", deleted: "Deleted since this page was opened" };
+    const opened = new Set([...table.querySelectorAll("tbody tr")].map((row) => row.dataset.id));
+    let timer = null;
+    async function refresh() {
+      timer = null;
+      let page;
+      try {
+        const response = await fetch(location.href, { headers: headers({ Accept: "text/html" }),
+                                                      signal, cache: "no-store" });
+        if (!response.ok) return;
+        page = new DOMParser().parseFromString(await response.text(), "text/html");
+      } catch (e) { return; }
+      const fresh = page.querySelector("[data-live] tbody");
+      const shown = table.querySelector("tbody");
+      if (!fresh || !shown) return;
+      const before = new Map([...shown.rows].map((row) => [row.dataset.id, row]));
+      for (const row of fresh.rows) {         // (a row moved in by others' changes: unmarked)
+        let mark = marks.get(row.dataset.id);
+        if (mark === "changed" && !opened.has(row.dataset.id)) mark = "new";
+        if (mark) { row.classList.add(mark); row.title = said[mark]; }
+      }
+      for (const [id, row] of before) {       // gone: deleted ones stay, marked
+        if (marks.get(id) === "deleted" && !fresh.querySelector(`tr[data-id="${id}"]`)) {
+          row.classList.remove("new", "changed");
+          row.classList.add("deleted");
+          row.title = said.deleted;
+          fresh.append(document.adoptNode(row));
+        }
+      }
+      shown.replaceWith(document.adoptNode(fresh));
+      const summary = page.querySelector(".summary");
+      if (summary) document.querySelector(".summary").textContent = summary.textContent;
+    }
+    follow(table.dataset.live, (change) => {
+      if (change) {
+        marks.set(String(change.entry.id), change.kind === "delete" ? "deleted" : "changed");
+      }
+      if (!timer) timer = setTimeout(refresh, 200);
+    }, signal);
+  }
+
+  // A record's page: told when the record is changed or deleted elsewhere
+  // (the page's own edits and delete are not that), its form left alone.
+  function liveRecord(record, signal) {
+    const notice = document.querySelector(".live");
+    const kind = record.dataset.kind;
+    function tell(deleted) {
+      notice.textContent = deleted
+        ? `This ${kind} was deleted elsewhere.`
+        : `This ${kind} was changed elsewhere after this page was loaded: reload the page to ` +
+          "see it as it is now (what you typed here stays until you do).";
+    }
+    async function check() {      // caught up: has it changed since the page was made?
+      try {
+        const response = await fetch(record.dataset.url, { signal, cache: "no-store",
+          headers: headers({ Accept: "text/html", "If-None-Match": record.dataset.etag }) });
+        if (response.status === 404) tell(true);
+        else if (response.status === 200 && !saving) tell(false);
+      } catch (e) { /* asked again when the stream opens again */ }
+    }
+    follow(record.dataset.live, (change) => {
+      if (!change) check();
+      else if (String(change.entry.id) === record.dataset.id && !saving) {
+        tell(change.kind === "delete");
+      }
+    }, signal);
+  }
+
   // What a page shows when it is opened: the last write's outcome, whether
   // a token is in use, and a page refused for want of the token, fetched
   // again with it.
@@ -157,6 +281,12 @@
       document.querySelector(".flash").textContent = flash;
     }
     document.querySelector(".token-status").hidden = !token();
+    if (following) following.abort();         // the page it followed for is gone
+    following = new AbortController();
+    const table = document.querySelector("[data-live].table");
+    const record = document.querySelector("dl.record[data-live]");
+    if (table) liveTable(table, following.signal);
+    if (record) liveRecord(record, following.signal);
     if (document.body.dataset.status === "401" && token() && !retried) {
       retried = true;
       go(location.href);

@@ -1,0 +1,186 @@
+"""The pages follow changes as they happen (Server-Sent Events), in a real
+browser (Debian's Chromium; chromium.py): a collection's page marks new,
+changed and deleted rows; a record's page says when the record was
+changed or deleted elsewhere and keeps what the person typed; after the
+server restarts, a page catches up with what was written meanwhile; the
+browser's own EventSource resumes by Last-Event-ID and misses nothing;
+with tokens on, the tab's token goes with the stream. The writes are made
+by another client (the service's HTTP API), as another person would.
+"""
+from __future__ import annotations
+
+import json
+
+import chromium
+import pytest
+from conftest import Client
+from helpers import call
+
+from usersvc import make_app
+
+chromium.require()
+from selenium.webdriver.common.by import By  # noqa: E402
+
+browser = chromium.browser
+faults = chromium.faults
+wait = chromium.wait
+WRITER = "writer-0123456789abcdef"
+
+
+class Service:
+    """usersvc on a SQLite file under waitress, on a port kept across restarts."""
+
+    def __init__(self, path, **options) -> None:
+        self.path, self.options, self.port = path, options, 0
+        self.app = None
+        self.start()
+
+    def start(self) -> None:
+        self.app = make_app(f"sqlite:///{self.path}", **self.options)
+        self.server = chromium.serve(self.app, port=self.port)
+        self.port = self.server.effective_port
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.address = ("127.0.0.1", self.port)
+
+    def stop(self) -> None:
+        if self.app is not None:
+            chromium.stop(self.server)      # (its streams ended, as serve.py's on SIGTERM)
+            self.app.close()
+            self.app = None
+
+    def followed(self, browser, streams: int = 1) -> None:
+        """Until the page's stream of changes is open (the app counts it)."""
+        wait(browser, lambda b: self.app.waiting.streams == streams)
+
+
+@pytest.fixture
+def service(tmp_path):
+    service = Service(tmp_path / "users.db", max_waiting=4)
+    yield service
+    service.stop()
+
+
+@pytest.fixture(autouse=True)
+def clean_console(browser):
+    browser.get_log("browser")
+    yield
+    assert faults(browser) == []
+
+
+def create(service, name, headers=None):
+    status, h, body = call(service.address, "POST", "/users",
+                           {"name": name, "email": f"{name.lower()}@example.org"}, headers)
+    assert status == 201, body
+    return json.loads(body)["id"]
+
+
+def row_classes(browser) -> dict[str, str]:
+    return {row.get_attribute("data-id"): row.get_attribute("class") or ""
+            for row in browser.find_elements(By.CSS_SELECTOR, "tbody tr")}
+
+
+def row_text(browser, record_id) -> str:
+    return browser.find_element(By.CSS_SELECTOR, f'tr[data-id="{record_id}"]').text
+
+
+def test_a_collections_page_marks_new_changed_and_deleted_rows_as_they_happen(browser, service,
+                                                                              tmp_path):
+    ada, bob = create(service, "Ada"), create(service, "Bob")
+    browser.get(service.base + "/users")
+    assert row_classes(browser) == {str(ada): "", str(bob): ""}
+    service.followed(browser)
+    assert call(service.address, "PUT", f"/users/{ada}",
+                {"name": "Ada King", "email": "ada@example.org"})[0] == 200
+    cy = create(service, "Cy")
+    assert call(service.address, "DELETE", f"/users/{bob}")[0] == 204
+    wait(browser, lambda b: row_classes(b) == {str(ada): "changed", str(bob): "deleted",
+                                               str(cy): "new"})
+    assert browser.find_element(By.CSS_SELECTOR, f'tr[data-id="{cy}"]').get_attribute(
+        "title") == "New since this page was opened"
+    assert "Ada King" in row_text(browser, ada) and "Cy" in row_text(browser, cy)
+    assert browser.find_element(By.CSS_SELECTOR, ".summary").text == "2 users on this page."
+    browser.save_screenshot(str(tmp_path / "live-users.png"))
+
+
+def test_a_records_page_says_it_changed_elsewhere_and_keeps_what_was_typed(browser, service,
+                                                                           tmp_path):
+    ada = create(service, "Ada")
+    browser.get(f"{service.base}/users/{ada}")
+    service.followed(browser)
+    notice = browser.find_element(By.CSS_SELECTOR, ".live")
+    name = browser.find_element(By.CSS_SELECTOR, "form.record input[name=name]")
+    name.clear()
+    name.send_keys("Ada, not yet saved")
+    assert call(service.address, "PUT", f"/users/{ada}",
+                {"name": "Ada King", "email": "ada@example.org"})[0] == 200
+    wait(browser, lambda b: "changed elsewhere" in notice.text)
+    assert name.get_attribute("value") == "Ada, not yet saved"
+    browser.save_screenshot(str(tmp_path / "live-user.png"))
+    assert call(service.address, "DELETE", f"/users/{ada}")[0] == 204
+    wait(browser, lambda b: notice.text == "This user was deleted elsewhere.")
+
+
+def test_a_records_own_save_is_not_a_change_elsewhere(browser, service):
+    ada = create(service, "Ada")
+    browser.get(f"{service.base}/users/{ada}")
+    name = browser.find_element(By.CSS_SELECTOR, "form.record input[name=name]")
+    name.clear()
+    name.send_keys("Ada Lovelace")
+    browser.find_element(By.CSS_SELECTOR, "form.record button").click()
+    wait(browser, lambda b: b.find_element(By.CSS_SELECTOR, ".flash").text == "Saved.")
+    assert browser.find_element(By.CSS_SELECTOR, "h1").text == "Ada Lovelace"
+    assert call(service.address, "GET", "/users/changes?after=1")[0] == 200
+    assert browser.find_element(By.CSS_SELECTOR, ".live").text == ""
+
+
+def test_after_a_restart_a_page_catches_up_with_what_was_written_meanwhile(browser, service):
+    ada = create(service, "Ada")
+    browser.get(service.base + "/users")
+    service.followed(browser)
+    service.stop()
+    meanwhile = make_app(f"sqlite:///{service.path}")        # another process, while it is down
+    assert Client(meanwhile).create("Bob", "bob@example.org")["id"] == ada + 1
+    meanwhile.close()
+    service.start()
+    wait(browser, lambda b: row_classes(b) == {str(ada): "", str(ada + 1): "new"}, timeout=20)
+
+
+def test_the_browsers_own_event_source_resumes_by_last_event_id_after_a_restart(browser, service):
+    create(service, "Ada")
+    browser.get(service.base + "/users")
+    browser.execute_script("""
+        window.seen = []; window.opened = 0;
+        const feed = new EventSource("/users/changes?after=0");
+        feed.onopen = () => { window.opened += 1; };
+        for (const kind of ["change", "delete"]) {
+          feed.addEventListener(kind, (e) => window.seen.push([e.lastEventId, kind]));
+        }""")
+    wait(browser, lambda b: b.execute_script("return window.seen.length") == 1)
+    service.stop()
+    meanwhile = make_app(f"sqlite:///{service.path}")        # another process, while it is down
+    client = Client(meanwhile)
+    client.create("Bob", "bob@example.org")
+    client.delete("/users/1")
+    meanwhile.close()
+    service.start()
+    create(service, "Cy")
+    wait(browser, lambda b: b.execute_script("return window.seen.length") == 4, timeout=20)
+    assert browser.execute_script("return window.seen") == [
+        ["1", "change"], ["2", "change"], ["3", "delete"], ["4", "change"]]
+    assert browser.execute_script("return window.opened") == 2      # one reconnect, by itself
+
+
+def test_with_tokens_the_tabs_token_goes_with_the_stream(browser, tmp_path):
+    service = Service(tmp_path / "users.db", tokens={WRITER: "write"})
+    try:
+        auth = {"Authorization": f"Bearer {WRITER}"}
+        ada = create(service, "Ada", auth)
+        browser.get(service.base + "/users")
+        browser.find_element(By.CSS_SELECTOR, "form.token input[name=token]").send_keys(WRITER)
+        browser.find_element(By.CSS_SELECTOR, "form.token button").click()
+        wait(browser, lambda b: row_classes(b) == {str(ada): ""})
+        bob = create(service, "Bob", auth)
+        wait(browser, lambda b: row_classes(b) == {str(ada): "", str(bob): "new"})
+    finally:
+        browser.execute_script("sessionStorage.clear()")
+        service.stop()
