@@ -41,7 +41,8 @@ PROXY_HEADERS = {"x-forwarded-proto", "x-forwarded-host", "x-forwarded-for"}
 #: (docs/security.md says why each).
 SERVER_LIMITS = {
     "channel_timeout": 30,              # seconds a connection may sit idle, mid-request too
-    "connection_limit": 200,            # open connections at once; more wait in the backlog
+    "connection_limit": 200,            # open connections at once (or twice --threads: streams
+                                        # hold theirs); more wait in the backlog
     "max_request_header_size": 16384,   # request line and headers; more is a 431
     "cleanup_interval": 10,             # how often idle connections are looked for
     "asyncore_use_poll": True,          # poll(), not select(): no 1,024-descriptor ceiling
@@ -190,7 +191,8 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         server = waitress.create_server(
             wsgi, host=args.host, port=args.port, threads=args.threads,
             max_request_body_size=max(SERVER_BODY_CAP, 4 * settings.max_body_size),
-            ident="usersvc", **SERVER_LIMITS, **proxy)
+            ident="usersvc", **{**SERVER_LIMITS, "connection_limit": max(
+                SERVER_LIMITS["connection_limit"], 2 * args.threads)}, **proxy)
     except (OSError, ValueError) as e:     # in use, not this machine's, no such host
         app.close()
         print(f"usersvc: cannot listen on {args.host} port {args.port}: {_reason(e)}",
