@@ -540,9 +540,9 @@ class StreamOverHTTP:
                 found.append((int(block["id"]), block["event"], json.loads(block["data"])))
         return found
 
-    def end(self) -> None:
-        if not self.ended.wait(STREAM_DEADLINE):
-            pytest.fail(f"the stream did not end within {STREAM_DEADLINE} s", pytrace=False)
+    def end(self, deadline: float = STREAM_DEADLINE) -> None:
+        if not self.ended.wait(deadline):
+            pytest.fail(f"the stream did not end within {deadline} s", pytrace=False)
         self.conn.close()
 
     def close(self) -> None:

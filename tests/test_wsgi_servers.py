@@ -79,12 +79,16 @@ def test_gunicorn_serves_writes_races_waits_and_stops(tmp_path, storage, worker,
     assert "Shutting down: Master" in log
 
 
-@pytest.mark.parametrize("worker", ["sync", "gthread"])
-def test_a_stream_of_changes_under_gunicorn(tmp_path, worker):
-    """gthread workers hold a stream, sending each write as it is made;
-    sync workers, one request at a time, hold none: the changes there are,
-    then the end (the client comes back after its retry)."""
-    server = Gunicorn(tmp_path, f"sqlite:///{tmp_path}/users.db", worker, preload=True)
+@pytest.mark.parametrize("worker, preload", [("sync", True), ("gthread", False), ("gthread", True)],
+                         ids=["sync", "gthread", "gthread-preload"])
+def test_a_stream_of_changes_under_gunicorn(tmp_path, worker, preload):
+    """gthread workers hold a stream, sending each write as it is made, and
+    end it at once on SIGTERM (gunicorn tells the app nothing: the worker's
+    ``alive`` is watched), well inside the --graceful-timeout of 10 s that
+    would end it otherwise; sync workers, one request at a time, hold none:
+    the changes there are, then the end (the client comes back after its
+    retry)."""
+    server = Gunicorn(tmp_path, f"sqlite:///{tmp_path}/users.db", worker, preload)
     try:
         at = server.address
         assert call(at, "POST", "/users", {"name": "Ada", "email": "ada@example.org"})[0] == 201
@@ -98,7 +102,9 @@ def test_a_stream_of_changes_under_gunicorn(tmp_path, worker):
                 assert call(at, "POST", "/users",
                             {"name": name, "email": f"{name.lower()}@example.org"})[0] == 201
                 assert [data["user"]["name"] for _, _, data in stream.changes(1)] == [name]
-            stream.close()
+            server.process.send_signal(signal.SIGTERM)
+            stream.end(deadline=5)
+            assert server.process.wait(timeout=5) == 0
     finally:
         assert server.stop() == 0
     assert "Traceback" not in server.log(), server.log()

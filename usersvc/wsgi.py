@@ -9,8 +9,9 @@
 With ``USERSVC_METRICS_PORT``, every worker's metrics are served there,
 added up, from files the workers count in, in ``USERSVC_METRICS_DIR``
 (``features.metrics.shared``; docs/deploying.md, "Metrics from every worker").
-Requests waiting for changes are answered as soon as the process is told
-to stop (``answer_waiting_when_stopped``).
+Requests waiting for changes, and streams of them, are answered as soon as
+the process is told to stop (``answer_waiting_when_stopped``; under
+gunicorn, ``answer_waiting_when_gunicorn_stops``).
 A value usersvc cannot use is one line on stderr and exit status 4,
 gunicorn's "the app failed to load", so gunicorn stops rather than
 restart workers. Stores open in the
@@ -25,6 +26,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,6 +63,7 @@ def from_environment(environ: Mapping[str, str]) -> Any:
             "several worker processes each has its own records and hands out the same ids; "
             "use SQLite or PostgreSQL there", os.getpid())
     answer_waiting_when_stopped(app)
+    answer_waiting_when_gunicorn_stops(app)
     wsgi: Any = Mount(settings.prefix, app) if settings.prefix else app
     return AccessLog(wsgi) if settings.access_log else wsgi
 
@@ -97,6 +100,30 @@ def answer_waiting_when_stopped(app: Any) -> bool:
                 app.stop_waiting()
     threading.Thread(target=watch, name="usersvc-stop-watch", daemon=True).start()
     return True
+
+
+def answer_waiting_when_gunicorn_stops(app: Any) -> None:
+    """The same under gunicorn, whose workers answer SIGTERM themselves
+    (``Worker.handle_exit`` turns its ``alive`` off) and tell the app
+    nothing: a waiting request or a stream would hold its worker until
+    ``--graceful-timeout``. In a worker of gunicorn's, the first request
+    that waits (with ``--preload`` the app was made in the master, before
+    the workers) starts a thread that looks twice a second whether the
+    worker is still alive, and when it is not, answers them all."""
+    watched = [0]                   # the process whose worker is watched
+
+    def watch_the_worker(n: int, stream: bool) -> None:
+        if watched[0] == os.getpid():
+            return
+        watched[0] = os.getpid()
+        worker = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
+        if type(worker).__module__.startswith("gunicorn.workers") and hasattr(worker, "alive"):
+            def watch() -> None:
+                while worker.alive:
+                    time.sleep(0.5)
+                app.stop_waiting()
+            threading.Thread(target=watch, name="usersvc-gunicorn-watch", daemon=True).start()
+    app.waiting.watchers.append(watch_the_worker)
 
 
 def _check_metrics(settings: Settings, environ: Mapping[str, str]) -> None:
