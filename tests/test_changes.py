@@ -91,7 +91,7 @@ class Waits(MemoryRecords):
 
     def wait(self, after, timeout):
         self.waiting.set()
-        super().wait(after, timeout)
+        return super().wait(after, timeout)
 
 
 def in_thread(client, path):

@@ -185,6 +185,17 @@ def test_stopping_the_server_ends_every_stream(client):
         assert listener.end() == []
 
 
+def test_a_stream_ends_when_its_store_closes_under_it(storage):
+    """An embedder's store closed without ``app.stop_waiting()``: the
+    stream ends (the store says nothing will come), rather than ask it
+    again and again until its seconds pass."""
+    app = make_app(storage, stream_seconds=60)
+    listener = Listener(app)
+    listener.next()
+    storage.stop_waiting()          # (what closing it does first)
+    assert listener.end() == []
+
+
 def test_a_failed_batch_sends_nothing_and_a_stream_waits_on(client):
     client.create("Ada", "ada@example.org")
     listener = Listener(client.app)

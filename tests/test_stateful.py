@@ -4,18 +4,22 @@ references, deletes and (on a store that outlives its process) restarts
 on two related collections (users, and tasks that may name a user)
 through the WSGI app, against a plain model, on every store, each request
 under a deadline; and asks the tasks questions with operators
-(``field[op]=value``), in an order, answered as the model answers them. After every step: each collection
-is what the model says, no task names a missing user, e-mails are unique,
-the feed replayed from 0 equals the collection, and positions never go
-back. (Features verified one at a time broke where they met: a batch
+(``field[op]=value``), in an order, answered as the model answers them;
+a stream of each collection's changes (Server-Sent Events) is open
+through every step, and resumed by its last event's id after a restart.
+After every step: each collection is what the model says, no task names
+a missing user, e-mails are unique, the feed replayed from 0 equals the
+collection, so does what the stream has sent, its positions only rising,
+and positions never go back. (Features verified one at a time broke where they met: a batch
 beside single writes deadlocked, two batches left a dangling reference.)
 """
 from __future__ import annotations
 
+import json
 import uuid
 
 from conftest import POSTGRES_URL, Client, with_search_path
-from helpers import DEADLINE, link_to, within
+from helpers import DEADLINE, Listener, link_to, within
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
@@ -121,11 +125,47 @@ class Together(RuleBasedStateMachine):
         self.keyed: dict[str, tuple] = {}       # key -> (op, status, body)
 
     def _open(self):
+        """The store opened, an app over it, and a stream of each
+        collection's changes: from the start, or (after a restart) from the
+        last event it sent, as a browser's ``EventSource`` resumes."""
         self.storage = open_store(self.url, (USER, TASKS))
-        self.client = Client(make_app(self.storage))
+        self.app = make_app(self.storage)
+        self.client = Client(self.app)
+        if not hasattr(self, "heard"):
+            self.heard = {plural: (0, {}) for plural in ("users", "tasks")}
+        self.streams = {plural: Listener(self.app, f"/{plural}/changes?after=0", headers=(
+            {"Last-Event-ID": str(self.heard[plural][0])} if self.heard[plural][0] else {}))
+            for plural in ("users", "tasks")}
+
+    def _close(self):
+        self.app.stop_waiting()         # (as a server stopping: the streams end)
+        for stream in self.streams.values():
+            stream.end()
+        self.storage.close()
+
+    def _streamed(self, plural, position):
+        """What the collection's stream has sent, up to ``position``: each
+        record as its latest event says (a tombstone removes it)."""
+        last, records = self.heard[plural]
+        while last < position:
+            block = self.streams[plural].next()
+            if "" in block:                             # a keep-alive
+                continue
+            if "data" not in block:
+                assert int(block["id"]) == last, block  # (where it starts: only first)
+                continue
+            entry = json.loads(block["data"])
+            assert int(block["id"]) == entry["seq"] > last          # only rising
+            last = entry["seq"]
+            if block["event"] == "delete":
+                records.pop(entry["id"], None)
+            else:
+                records[entry["id"]] = {k: v for k, v in entry[plural[:-1]].items() if k != "id"}
+        self.heard[plural] = (last, records)
+        return records
 
     def teardown(self):
-        self.storage.close()
+        self._close()
         self.closer()
 
     # -- what a step may name -------------------------------------------------
@@ -218,8 +258,9 @@ class Together(RuleBasedStateMachine):
     @rule()
     def restart(self):
         """The store closed and opened again, as a server restarts: all of
-        it kept, keyed answers too, positions where they were."""
-        self.storage.close()
+        it kept, keyed answers too, positions where they were; the streams
+        resumed from their last events."""
+        self._close()
         self._open()
 
     @precondition(lambda self: len(self.model.tasks) > 1)
@@ -288,6 +329,7 @@ class Together(RuleBasedStateMachine):
             position = store.position()
             assert position >= self.positions[plural]
             self.positions[plural] = position
+            assert self._streamed(plural, position) == held
 
 
 def test_every_write_path_together_holds_to_the_model(store_url, request, tmp_path):

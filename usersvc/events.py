@@ -131,7 +131,8 @@ class Events:
                 if now - spoke >= KEEP_ALIVE:
                     yield b": keep-alive\n\n"
                     spoke = now
-                self.feed.wait(after, min(ends, spoke + KEEP_ALIVE) - now)
+                if not self.feed.wait(after, min(ends, spoke + KEEP_ALIVE) - now):
+                    return          # the store stopped waiting (closed): nothing will come
         except Exception:       # headers are sent: the stream can only end
             log.exception("a stream of changes failed after %d", after)
 

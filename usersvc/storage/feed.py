@@ -55,9 +55,10 @@ class ChangeFeed(Protocol):
         ``Conflict`` as ``restore`` does, or if a position is not above the
         store's."""
 
-    def wait(self, after: int, timeout: float) -> None:
+    def wait(self, after: int, timeout: float) -> bool:
         """Until a change past ``after`` is committed, by any process, or
-        ``timeout`` seconds pass, or ``stop_waiting`` is called."""
+        ``timeout`` seconds pass, or ``stop_waiting`` is called (or the store
+        closes); false once that is so: nothing will come."""
 
     def stop_waiting(self) -> None:
         """Wake every waiting call, and answer every later one at once."""

@@ -72,16 +72,17 @@ class Watch:
             if self._waiting:
                 self._changed.notify_all()
 
-    def wait(self, after: int, timeout: float) -> None:
+    def wait(self, after: int, timeout: float) -> bool:
         """Until the store's position is past ``after``, ``timeout`` passes,
-        or the store closes. (A notify while the position is read counts.)"""
+        or the store closes; whether it is still open. (A notify while the
+        position is read counts.)"""
         deadline = time.monotonic() + timeout
         with self._changed:
             seen = self._notified
         while not self._closed and self._position() <= after:
             left = deadline - time.monotonic()
             if left <= 0:
-                return
+                return True
             with self._changed:
                 if self._notified == seen and not self._closed:
                     self._waiting += 1
@@ -90,6 +91,7 @@ class Watch:
                     finally:
                         self._waiting -= 1
                 seen = self._notified
+        return not self._closed
 
     def close(self) -> None:
         with self._changed:

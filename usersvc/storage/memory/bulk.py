@@ -133,8 +133,8 @@ class MemoryBulk(Restores):
     def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
         return self.position(), self.list(**arguments)
 
-    def wait(self, after: int, timeout: float) -> None:
-        self._watch.wait(after, timeout)
+    def wait(self, after: int, timeout: float) -> bool:
+        return self._watch.wait(after, timeout)
 
     def stop_waiting(self) -> None:
         self._watch.close()

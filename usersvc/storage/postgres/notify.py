@@ -58,7 +58,9 @@ class Listener:
                     failed = False
                     self._wake(None)    # whatever was committed before it listened
                     while not self._stopping.is_set():
-                        for notice in db.notifies(timeout=0.5):
+                        # (a short look, so that closing the store waits
+                        # 0.1 s at most for this thread to see it)
+                        for notice in db.notifies(timeout=0.1):
                             self._wake(notice.payload)
             except psycopg.Error as e:
                 if not failed:

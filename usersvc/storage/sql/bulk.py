@@ -67,9 +67,9 @@ class SQLBulk(Restores):
         return int(self._read(self.table.position, lambda db: db.execute(
             self.table.position).fetchone()[0]))
 
-    def wait(self, after: int, timeout: float) -> None:
+    def wait(self, after: int, timeout: float) -> bool:
         self.storage.listen()
-        self.watch.wait(after, timeout)
+        return self.watch.wait(after, timeout)
 
     def stop_waiting(self) -> None:
         self.watch.close()
