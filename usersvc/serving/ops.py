@@ -169,15 +169,17 @@ class _Lines:
         with self._writing:
             with self._lock:
                 lines, self._waiting = self._waiting, []
-                self._some.clear()
+                if not self._closed:    # (closing: the thread must see it, and end)
+                    self._some.clear()
             if lines:
                 self.stream.write("".join(lines))
                 self.stream.flush()
 
     def close(self) -> None:
-        self._closed = True
-        self._closing.set()
-        self._some.set()                # wakes the thread, which ends
+        with self._lock:                # (a flush now cannot clear what wakes the thread)
+            self._closed = True
+            self._closing.set()
+            self._some.set()            # wakes the thread, which ends
         self._thread.join()
         self.flush()
 
