@@ -428,99 +428,28 @@ def within(deadline, call):
 STREAM_DEADLINE = 10
 
 
-class Listener:
-    """A stream of the change feed (Server-Sent Events) from ``app``, in
-    process: ``target`` read in a thread, each block (up to a blank
-    line) parsed into its fields: ``{"id": "3", "event": "change", "data":
-    ...}``, a comment as ``{"": "keep-alive"}``."""
+class _Stream:
+    """A stream of the change feed (Server-Sent Events) read in a thread
+    from ``chunks`` (bytes, as they come), each block (up to a blank line)
+    parsed into its fields: ``{"id": "3", "event": "change", "data":
+    "..."}``, a comment as ``{"": "keep-alive"}``."""
 
-    def __init__(self, app, target: str = "/users/changes", headers=None,
-                 threads: bool = True, method: str = "GET") -> None:
-        req = Request.blank(target, method=method,
-                            headers={"Accept": "text/event-stream", **(headers or {})})
-        req.environ["wsgi.multithread"] = threads
-        self.status, self.headers = "", {}
-
-        def start_response(status, headers, exc_info=None):
-            self.status, self.headers = status, dict(headers)
-        self.body = app(req.environ, start_response)
+    def _start(self, chunks) -> None:
         self.blocks: queue.Queue = queue.Queue()
         self.ended = threading.Event()
-        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread = threading.Thread(target=self._read, args=(chunks,), daemon=True)
         self.thread.start()
 
-    def _read(self) -> None:
+    def _read(self, chunks) -> None:
         buffer = b""
         try:
-            for chunk in self.body:
+            for chunk in chunks:
                 buffer += chunk
                 while b"\n\n" in buffer:
                     block, buffer = buffer.split(b"\n\n", 1)
                     self.blocks.put(_parsed(block.decode()))
             assert buffer == b"", buffer         # every block ends with a blank line
-        finally:
-            self.ended.set()
-
-    def next(self) -> dict:
-        try:
-            return self.blocks.get(timeout=STREAM_DEADLINE)
-        except queue.Empty:
-            pytest.fail(f"no event within {STREAM_DEADLINE} s", pytrace=False)
-
-    def changes(self, n: int) -> list[dict]:
-        """The next ``n`` events, keep-alives passed over."""
-        found = []
-        while len(found) < n:
-            block = self.next()
-            if "" not in block:
-                found.append(block)
-        return found
-
-    def end(self) -> list[dict]:
-        """Every block until the stream ends (within the deadline), then closed."""
-        if not self.ended.wait(STREAM_DEADLINE):
-            pytest.fail(f"the stream did not end within {STREAM_DEADLINE} s", pytrace=False)
-        self.thread.join(STREAM_DEADLINE)
-        getattr(self.body, "close", lambda: None)()
-        rest = []
-        while not self.blocks.empty():
-            rest.append(self.blocks.get())
-        return rest
-
-
-def _parsed(block: str) -> dict:
-    fields: dict = {}
-    for line in block.split("\n"):
-        name, _, value = line.partition(":")
-        fields[name] = value[1:] if value.startswith(" ") else value
-    return fields
-
-
-class StreamOverHTTP:
-    """``GET path`` with ``Accept: text/event-stream`` on a connection of its
-    own, its blocks read in a thread and parsed (``{"id": "3", "event":
-    "change", "data": "..."}``)."""
-
-    def __init__(self, address, path: str = "/users/changes", headers=None) -> None:
-        self.conn = http.client.HTTPConnection(*address, timeout=60)
-        self.conn.request("GET", path, headers={"Accept": "text/event-stream", **(headers or {})})
-        self.response = self.conn.getresponse()
-        self.blocks: queue.Queue = queue.Queue()
-        self.ended = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        block: dict = {}
-        try:
-            for line in iter(self.response.readline, b""):
-                line = line.decode().rstrip("\n")
-                if line:
-                    name, _, value = line.partition(":")
-                    block[name] = value.lstrip(" ")
-                elif block:
-                    self.blocks.put(block)
-                    block = {}
-        except OSError:
+        except (OSError, http.client.HTTPException):    # (the connection shut: ``close``)
             pass
         finally:
             self.ended.set()
@@ -540,9 +469,60 @@ class StreamOverHTTP:
                 found.append((int(block["id"]), block["event"], json.loads(block["data"])))
         return found
 
-    def end(self, deadline: float = STREAM_DEADLINE) -> None:
+    def _ended(self, deadline: float) -> list[dict]:
+        """Every block left once the stream has ended (within ``deadline``)."""
         if not self.ended.wait(deadline):
             pytest.fail(f"the stream did not end within {deadline} s", pytrace=False)
+        self.thread.join(deadline)
+        rest = []
+        while not self.blocks.empty():
+            rest.append(self.blocks.get())
+        return rest
+
+
+def _parsed(block: str) -> dict:
+    fields: dict = {}
+    for line in block.split("\n"):
+        name, _, value = line.partition(":")
+        fields[name] = value[1:] if value.startswith(" ") else value
+    return fields
+
+
+class Listener(_Stream):
+    """A stream from ``app``, in process (``target``, with ``Accept:
+    text/event-stream``), as a WSGI server reads a body."""
+
+    def __init__(self, app, target: str = "/users/changes", headers=None,
+                 threads: bool = True, method: str = "GET") -> None:
+        req = Request.blank(target, method=method,
+                            headers={"Accept": "text/event-stream", **(headers or {})})
+        req.environ["wsgi.multithread"] = threads
+        self.status, self.headers = "", {}
+
+        def start_response(status, headers, exc_info=None):
+            self.status, self.headers = status, dict(headers)
+        self.body = app(req.environ, start_response)
+        self._start(self.body)
+
+    def end(self) -> list[dict]:
+        """Every block until the stream ends (within the deadline); then closed,
+        as a server closes a body."""
+        rest = self._ended(STREAM_DEADLINE)
+        getattr(self.body, "close", lambda: None)()
+        return rest
+
+
+class StreamOverHTTP(_Stream):
+    """``GET path`` with ``Accept: text/event-stream`` on a connection of its own."""
+
+    def __init__(self, address, path: str = "/users/changes", headers=None) -> None:
+        self.conn = http.client.HTTPConnection(*address, timeout=60)
+        self.conn.request("GET", path, headers={"Accept": "text/event-stream", **(headers or {})})
+        self.response = self.conn.getresponse()
+        self._start(iter(lambda: self.response.read1(65536), b""))
+
+    def end(self, deadline: float = STREAM_DEADLINE) -> None:
+        self._ended(deadline)
         self.conn.close()
 
     def close(self) -> None:
