@@ -15,7 +15,9 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Sequence
+
+from ..shared import Watch
 
 log = logging.getLogger("usersvc.storage")
 
@@ -25,13 +27,15 @@ INTERVAL = 0.2
 
 
 class Poller:
-    """Calls ``wake()`` whenever another connection has committed to the
-    file, and once when it starts looking (whatever was committed before);
-    from the first request that waits (``start``) until ``stop``."""
+    """Wakes the waiters of ``watches`` (a store's collections') whenever
+    another connection has committed to the file at ``path``, and once when
+    it starts looking (whatever was committed before); from the first
+    request that waits (``start``) until ``stop``."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection], wake: Callable[[], None],
+    def __init__(self, path: str, busy_timeout: float, watches: Sequence[Watch],
                  interval: float = INTERVAL) -> None:
-        self._connect, self._wake, self._interval = connect, wake, interval
+        self._path, self._busy_timeout = path, busy_timeout
+        self._watches, self._interval = watches, interval
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -59,11 +63,13 @@ class Poller:
         while not self._stopping.is_set():
             try:
                 if db is None:
-                    db = self._connect()
+                    db = sqlite3.connect(self._path, timeout=self._busy_timeout,
+                                         isolation_level=None, check_same_thread=False)
                 version = db.execute("PRAGMA data_version").fetchone()[0]
                 if version != seen:
                     seen = version
-                    self._wake()
+                    for watch in self._watches:
+                        watch.notify()
             except sqlite3.Error as e:      # (a moment's lock, a file gone): look again
                 log.debug("cannot look for other processes' commits: %s", e)
                 if db is not None:

@@ -59,10 +59,8 @@ class SQLiteStorage(Collections):
         self.collections = {t.name: SQLiteRecords(self, t) for t in tables}
         # Other processes' commits to a file are looked for by one thread
         # (a private database has no other process).
-        self._poller = (Poller(lambda: sqlite3.connect(path, timeout=busy_timeout,
-                                                       isolation_level=None,
-                                                       check_same_thread=False),
-                               self._wake) if self.writer is not None else None)
+        self._poller = (Poller(path, busy_timeout, [r.watch for r in self.collections.values()])
+                        if self.writer is not None else None)
         self.serve()
         self.keys = SQLKeys("?")
         # PERF: a read and a write go straight to what makes them: this
@@ -153,10 +151,6 @@ class SQLiteStorage(Collections):
         """Other processes' commits are looked for (``poll``), from now on."""
         if self._poller is not None:
             self._poller.start()
-
-    def _wake(self) -> None:
-        for records in self.collections.values():
-            records.watch.notify()
 
     def close(self) -> None:
         self.stop_waiting()
