@@ -1,17 +1,16 @@
 """Debian's Chromium, driven by selenium through /usr/bin/chromedriver
-(nothing is downloaded), and the small servers the browser tests open.
+(nothing is downloaded).
 
 ``require()`` skips the calling test module, saying why, where Chromium is
 missing; ``.ci/run`` installs it and sets ``USERSVC_TEST_BROWSER_REQUIRED``,
-which turns the skip into an error.
+which turns the skip into an error. The servers the browser reads are
+``helpers.serve``'s.
 """
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
-import waitress
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 #: What a page's console must never hold: a blocked load or script, an error.
@@ -26,27 +25,6 @@ def require():
             raise RuntimeError(f"browser tests are required here, but {reason}")
         pytest.skip(reason, allow_module_level=True)
     pytest.importorskip("selenium.webdriver", reason="pip install -e '.[test]'")
-
-
-def serve(app, host="127.0.0.1", threads=4, port=0):
-    """``app`` under waitress on ``port`` (0: a free one), in a thread, as
-    serve.py serves it; ``server.close`` through its trigger stops it."""
-    server = waitress.create_server(app, host=host, port=port, threads=threads)
-    server.served = app             # (waitress keeps it wrapped: ``stop`` ends its streams)
-    threading.Thread(target=server.run, daemon=True).start()
-    return server
-
-
-def stop(server):
-    """The app's waiting requests and streams (a page's) answered, every
-    task of the server done, and then the server closed. (Closed with a
-    task still running, the task would write its wake-up byte to the
-    server's closed trigger descriptor afterwards: to whatever the process
-    opened under that number since, a PostgreSQL connection's socket once.)"""
-    if hasattr(server.served, "stop_waiting"):
-        server.served.stop_waiting()
-    server.task_dispatcher.shutdown(timeout=10)
-    server.trigger.pull_trigger(server.close)
 
 
 def faults(driver):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
 import uuid
 import wsgiref.validate
 from collections.abc import Iterator
@@ -23,9 +22,10 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-import waitress
 from httplint import HttpRequestLinter, HttpResponseLinter, levels
 from webob import Request, Response
+
+from helpers import serve, stop
 
 from usersvc import make_app
 from usersvc.storage import open_store
@@ -72,18 +72,9 @@ def server(tmp_path) -> Iterator[tuple[str, int]]:
     """usersvc on SQLite under waitress (8 threads) on a free port, in this
     process; yields (host, port)."""
     app = make_app(f"sqlite:///{tmp_path}/users.db")
-    httpd = waitress.create_server(app, host="127.0.0.1", port=0, threads=8)
-    thread = threading.Thread(target=httpd.run, daemon=True)
-    thread.start()
+    httpd = serve(app, threads=8)
     yield "127.0.0.1", httpd.effective_port
-    # Close from the server's own loop thread: closing its sockets from here
-    # while it waits on them in select() would fail there (EBADF).
-    try:
-        httpd.trigger.pull_trigger(httpd.close)
-    except OSError:     # (seen once: its trigger was closed already; so must its loop be)
-        thread.join(timeout=10)
-    thread.join(timeout=10)
-    assert not thread.is_alive()
+    stop(httpd)
     app.close()
 
 

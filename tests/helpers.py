@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+import waitress
+from waitress import wasyncore
 from webob import Request
 
 from usersvc.storage import Conflict
@@ -409,6 +411,42 @@ class Granian:
         except subprocess.TimeoutExpired:
             kill_group(self.process)
             raise
+
+
+def serve(app, host="127.0.0.1", threads=4, port=0):
+    """``app`` under waitress on ``port`` (0: a free one), in a thread of
+    this process, as serve.py serves it; ``stop`` stops it."""
+    server = waitress.create_server(app, host=host, port=port, threads=threads)
+    server.served = app             # (waitress keeps it wrapped: ``stop`` ends its streams)
+    server.thread = threading.Thread(target=server.run, daemon=True)
+    server.thread.start()
+    return server
+
+
+def stop(server) -> None:
+    """What serve.py's exit does: the app's waiting requests and streams
+    answered, every task done, then every connection closed with the
+    server, and its loop ended. A browser's keep-alive connection left
+    open would take its next request to a server with no threads (a page
+    reconnecting after a restart waited for ever).
+
+    The closing is done by waitress's loop thread (sockets closed under
+    its select would fail there), asked through its trigger, a pipe, with
+    the trigger's lock held across both the thunk's append and the byte's
+    write: ``pull_trigger`` takes it for the append alone, and a loop
+    already woken by a task's pull could run the thunk, closing the pipe,
+    before the write, which then failed (EBADF) or, the number reused
+    meanwhile, wrote its byte to whatever the process had opened under it
+    (a PostgreSQL connection once: "invalid frontend message type 120")."""
+    if hasattr(server.served, "stop_waiting"):
+        server.served.stop_waiting()
+    server.task_dispatcher.shutdown(timeout=10)
+    trigger = server.trigger
+    with trigger.lock:
+        trigger.thunks.append(lambda: wasyncore.close_all(server._map))
+        trigger._physical_pull()
+    server.thread.join(timeout=10)
+    assert not server.thread.is_alive(), "waitress's loop did not end"
 
 
 def within(deadline, call):

@@ -14,13 +14,12 @@ import json
 
 import chromium
 import pytest
-from helpers import call, link_to
+from helpers import call, link_to, serve, stop
 
 from usersvc import make_app
 from usersvc.changes import FEED_RELATION
 
 chromium.require()
-serve = chromium.serve
 
 
 def blank_page(environ, start_response):
@@ -39,7 +38,7 @@ def sites():
            "address": ("127.0.0.1", service.effective_port),
            "front": front_origin, "hostile": f"http://127.0.0.1:{hostile.effective_port}"}
     for server in (front, hostile, service):
-        chromium.stop(server)
+        stop(server)
     app.close()
 
 

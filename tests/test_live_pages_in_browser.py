@@ -14,7 +14,7 @@ import json
 import chromium
 import pytest
 from conftest import Client
-from helpers import call
+from helpers import call, serve, stop
 
 from usersvc import make_app
 
@@ -37,14 +37,14 @@ class Service:
 
     def start(self) -> None:
         self.app = make_app(f"sqlite:///{self.path}", **self.options)
-        self.server = chromium.serve(self.app, port=self.port)
+        self.server = serve(self.app, port=self.port)
         self.port = self.server.effective_port
         self.base = f"http://127.0.0.1:{self.port}"
         self.address = ("127.0.0.1", self.port)
 
     def stop(self) -> None:
         if self.app is not None:
-            chromium.stop(self.server)      # (its streams ended, as serve.py's on SIGTERM)
+            stop(self.server)      # (its streams ended, as serve.py's on SIGTERM)
             self.app.close()
             self.app = None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import chromium
 import pytest
-from helpers import call
+from helpers import call, serve, stop
 
 from usersvc import make_app
 
@@ -28,7 +28,7 @@ wait = chromium.wait
 
 def open_service(**options):
     app = make_app("memory://", **options)
-    server = chromium.serve(app)
+    server = serve(app)
     return app, server, f"http://127.0.0.1:{server.effective_port}"
 
 
@@ -36,7 +36,7 @@ def open_service(**options):
 def service():
     app, server, base = open_service()
     yield base, ("127.0.0.1", server.effective_port)
-    chromium.stop(server)
+    stop(server)
     app.close()
 
 
@@ -44,7 +44,7 @@ def service():
 def guarded():
     app, server, base = open_service(tokens={READER: "read", WRITER: "write"})
     yield base, ("127.0.0.1", server.effective_port)
-    chromium.stop(server)
+    stop(server)
     app.close()
 
 

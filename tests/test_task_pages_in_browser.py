@@ -11,7 +11,7 @@ import sys
 
 import chromium
 import pytest
-from helpers import ROOT, call
+from helpers import ROOT, call, serve, stop
 
 from usersvc import USER, Schema, boolean, make_app, text
 
@@ -28,9 +28,9 @@ wait = chromium.wait
 @pytest.fixture
 def service():
     app = make_app("memory://", collections=(USER, TASKS))
-    server = chromium.serve(app)
+    server = serve(app)
     yield f"http://127.0.0.1:{server.effective_port}", ("127.0.0.1", server.effective_port)
-    chromium.stop(server)
+    stop(server)
     app.close()
 
 
@@ -118,7 +118,7 @@ def test_an_optional_boolean_is_set_cleared_and_set_false_through_its_select(bro
     # A checkbox has no "none": an optional boolean is a select of none,
     # true and false, so a page can clear it as the API can (null).
     app = make_app("memory://", collections=(NOTES,))
-    server = chromium.serve(app)
+    server = serve(app)
     base, address = f"http://127.0.0.1:{server.effective_port}", ("127.0.0.1", server.effective_port)
     try:
         browser.get(base + "/notes")
@@ -144,7 +144,7 @@ def test_an_optional_boolean_is_set_cleared_and_set_false_through_its_select(bro
                 "value") == choice
         assert chromium.faults(browser) == []
     finally:
-        chromium.stop(server)
+        stop(server)
         app.close()
 
 
