@@ -79,6 +79,17 @@ def row_classes(browser) -> dict[str, str]:
             for row in browser.find_elements(By.CSS_SELECTOR, "tbody tr")}
 
 
+def marked_words(browser) -> dict[str, str]:
+    """Each marked row's word, by id (a row marked twice has one word)."""
+    words = {}
+    for row in browser.find_elements(By.CSS_SELECTOR, "tbody tr"):
+        found = [m.text for m in row.find_elements(By.CSS_SELECTOR, ".mark")]
+        if found:
+            assert len(found) == 1, found
+            words[row.get_attribute("data-id")] = found[0]
+    return words
+
+
 def row_text(browser, record_id) -> str:
     return browser.find_element(By.CSS_SELECTOR, f'tr[data-id="{record_id}"]').text
 
@@ -98,6 +109,12 @@ def test_a_collections_page_marks_new_changed_and_deleted_rows_as_they_happen(br
     assert browser.find_element(By.CSS_SELECTOR, f'tr[data-id="{cy}"]').get_attribute(
         "title") == "New since this page was opened"
     assert "Ada King" in row_text(browser, ada) and "Cy" in row_text(browser, cy)
+    # Not a colour alone: a word says each mark, and the status line (a
+    # live region, which a screen reader reads out) counts them.
+    assert marked_words(browser) == {str(ada): "changed", str(bob): "deleted", str(cy): "new"}
+    status = browser.find_element(By.CSS_SELECTOR, ".live")
+    assert status.get_attribute("role") == "status"
+    assert status.text == "Since this page was opened: 1 new, 1 changed, 1 deleted."
     assert browser.find_element(By.CSS_SELECTOR, ".summary").text == "2 users on this page."
     browser.save_screenshot(str(tmp_path / "live-users.png"))
 
@@ -143,6 +160,32 @@ def test_after_a_restart_a_page_catches_up_with_what_was_written_meanwhile(brows
     meanwhile.close()
     service.start()
     wait(browser, lambda b: row_classes(b) == {str(ada): "", str(ada + 1): "new"}, timeout=20)
+
+
+def test_after_a_restart_a_records_page_says_what_was_done_to_it_meanwhile(browser, service):
+    ada, bob = create(service, "Ada"), create(service, "Bob")
+    browser.get(f"{service.base}/users/{ada}")
+    service.followed(browser)
+    other = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    browser.get(f"{service.base}/users/{bob}")
+    service.followed(browser, streams=2)
+    service.stop()
+    meanwhile = make_app(f"sqlite:///{service.path}")        # another process, while it is down
+    client = Client(meanwhile)
+    assert client.put(f"/users/{ada}", json_body={"name": "Ada King",
+                                                  "email": "ada@example.org"}).status_code == 200
+    assert client.delete(f"/users/{bob}").status_code == 204
+    meanwhile.close()
+    service.start()
+    try:
+        wait(browser, lambda b: b.find_element(By.CSS_SELECTOR, ".live").text
+             == "This user was deleted elsewhere.", timeout=20)
+    finally:
+        browser.close()
+        browser.switch_to.window(other)
+    wait(browser, lambda b: "changed elsewhere" in b.find_element(By.CSS_SELECTOR, ".live").text,
+         timeout=20)
 
 
 def test_the_browsers_own_event_source_resumes_by_last_event_id_after_a_restart(browser, service):

@@ -199,13 +199,29 @@
 
   // A collection's page: its table read again (at most every 0.2 s) after
   // any change, each row marked as the changes said: "new" (changed, and
-  // not on the page as it was opened), "changed", "deleted".
+  // not on the page as it was opened), "changed", "deleted". A mark is a
+  // word in the row, not a colour alone, and the page's status line (a
+  // polite live region) says how many rows are marked, so that a screen
+  // reader hears of them.
   function liveTable(table, signal) {
     const marks = new Map();
     const said = { new: "New since this page was opened", changed: "Changed since this page " +
                    "was opened", deleted: "Deleted since this page was opened" };
     const opened = new Set([...table.querySelectorAll("tbody tr")].map((row) => row.dataset.id));
+    const status = document.querySelector(".live");
     let timer = null;
+    function mark(row, kind) {
+      row.classList.remove("new", "changed", "deleted");
+      row.classList.add(kind);
+      row.title = said[kind];
+      let word = row.cells[0].querySelector(".mark");
+      if (!word) {
+        word = document.createElement("span");
+        word.className = "mark";
+        row.cells[0].append(" ", word);
+      }
+      word.textContent = kind;
+    }
     async function refresh() {
       timer = null;
       let page;
@@ -220,21 +236,25 @@
       if (!fresh || !shown) return;
       const before = new Map([...shown.rows].map((row) => [row.dataset.id, row]));
       for (const row of fresh.rows) {         // (a row moved in by others' changes: unmarked)
-        let mark = marks.get(row.dataset.id);
-        if (mark === "changed" && !opened.has(row.dataset.id)) mark = "new";
-        if (mark) { row.classList.add(mark); row.title = said[mark]; }
+        let kind = marks.get(row.dataset.id);
+        if (kind === "changed" && !opened.has(row.dataset.id)) kind = "new";
+        if (kind) mark(row, kind);
       }
       for (const [id, row] of before) {       // gone: deleted ones stay, marked
         if (marks.get(id) === "deleted" && !fresh.querySelector(`tr[data-id="${id}"]`)) {
-          row.classList.remove("new", "changed");
-          row.classList.add("deleted");
-          row.title = said.deleted;
+          mark(row, "deleted");
           fresh.append(document.adoptNode(row));
         }
       }
       shown.replaceWith(document.adoptNode(fresh));
       const summary = page.querySelector(".summary");
       if (summary) document.querySelector(".summary").textContent = summary.textContent;
+      const counted = ["new", "changed", "deleted"].map(
+        (kind) => [fresh.querySelectorAll(`tr.${kind}`).length, kind]).filter(([n]) => n);
+      if (counted.length) {
+        status.textContent = "Since this page was opened: " +
+          counted.map(([n, kind]) => `${n} ${kind}`).join(", ") + ".";
+      }
     }
     follow(table.dataset.live, (change) => {
       if (change) {
