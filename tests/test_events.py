@@ -79,6 +79,26 @@ def test_last_event_id_is_where_a_reconnecting_client_resumes_over_after(client)
     assert [seq for seq, _, _ in listener.changes(2)] == [3, 4]
 
 
+def test_a_last_event_id_past_the_end_is_another_historys_and_resumes_from_the_start(client):
+    """A client that followed a store which has since lost its history (a
+    memory store restarted, a file put back from an older copy) comes back
+    with a number the feed has not reached: it resumes from 0, with every
+    record as it is, not with nothing until the feed passes its number."""
+    client.create("Ada", "ada@example.org")
+    client.create("Bob", "bob@example.org")
+    client.delete("/users/1")
+    end = entries(client)[-1]["seq"]
+    listener = Listener(client.app, "/users/changes", headers={"Last-Event-ID": str(end + 1)})
+    assert listener.next() == {"retry": "2000", "id": "0"}
+    assert listener.changes(2) == [(e["seq"], "delete" if e.get("deleted") else "change", e)
+                                   for e in entries(client)]
+    # At the end itself, it is this history's: only what comes next.
+    listener = Listener(client.app, "/users/changes", headers={"Last-Event-ID": str(end)})
+    assert listener.next() == {"retry": "2000", "id": str(end)}
+    client.create("Cy", "cy@example.org")
+    assert [seq for seq, _, _ in listener.changes(1)] == [end + 1]
+
+
 @pytest.mark.parametrize("sent", ["x", "-1", "1.5", " 3", "²", "9" * 21, str(2**63)])
 def test_a_last_event_id_that_is_not_a_position_is_400(client, sent):
     req = Request.blank("/users/changes", headers={"Accept": "text/event-stream",

@@ -59,13 +59,18 @@ EVENTS = EventStreamFormat()
 
 def start(req: Request, after: int | None, end: Callable[[], int]) -> int:
     """Where a stream starts: ``Last-Event-ID``, else ``after``, else the
-    feed's end (``end()``); 400 for a ``Last-Event-ID`` that is not a position."""
+    feed's end (``end()``); 400 for a ``Last-Event-ID`` that is not a position.
+
+    A ``Last-Event-ID`` past the feed's end was given by another history
+    of the store (a memory store since restarted, a file put back from an
+    older copy): the client resumes from 0, and is sent every record as it
+    is, rather than nothing until the feed reaches its number."""
     last = req.header("Last-Event-ID")
     if last is not None:
         if not (last.isascii() and last.isdigit() and len(last) <= 20 and int(last) <= MAX_ID):
             raise Problem(400, f"The Last-Event-ID header must be a position of the feed, "
                                f"a whole number from 0 to {MAX_ID}.")
-        return int(last)
+        return int(last) if int(last) <= end() else 0
     return end() if after is None else after
 
 

@@ -64,7 +64,9 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
         {"name": "Last-Event-ID", "in": "header", "required": False,
          "description": "With `Accept: text/event-stream`: the position to stream from, "
                         "over `after` (what `EventSource` sends when it reconnects: the last "
-                        "event's `id`); not a position: 400. Otherwise unread.",
+                        "event's `id`); past the feed's end (another history of the "
+                        "store: a restarted memory store), from 0; not a position: 400. "
+                        "Otherwise unread.",
          "schema": {"type": "string"}},
     ]
     headers = {"Link": header(f'`<.../{plural}/changes?after=S&limit=L>; rel="next"`, always: '
