@@ -32,7 +32,7 @@ def sites():
     front = serve(blank_page, "localhost")
     hostile = serve(blank_page)
     front_origin = f"http://localhost:{front.effective_port}"
-    app = make_app("memory://", cors_origins=[front_origin])
+    app = make_app("memory://", cors_origins=[front_origin], stream_seconds=1)
     service = serve(app)
     yield {"service": f"http://127.0.0.1:{service.effective_port}",
            "address": ("127.0.0.1", service.effective_port),
@@ -145,3 +145,62 @@ def test_a_page_of_another_origin_cannot_read_the_answers(sites, browser):
         fetch(url).then(r => done("read " + r.status), e => done(e.name));
     """, sites["service"] + "/users")
     assert outcome == "TypeError"
+
+
+def test_the_allowed_front_ends_event_source_resumes_across_origins(sites, browser):
+    """A stream ends (here after its one second) and the browser's own
+    EventSource reconnects by itself with Last-Event-ID: from another
+    origin, that is a request the service must allow, or the browser
+    closes the source for good and the page hears nothing more."""
+    outcome = run(browser, sites["front"], """
+        const [base, done] = arguments;
+        const seen = [], opened = [];
+        const feed = new EventSource(base + "/users/changes");
+        feed.onopen = () => opened.push(feed.readyState);
+        feed.addEventListener("change", (e) => {
+          seen.push([e.lastEventId, JSON.parse(e.data).user.name]);
+          feed.close();
+          done({seen, opened: opened.length, state: feed.readyState});
+        });
+        feed.onerror = () => {
+          if (feed.readyState === EventSource.CLOSED) done({seen, opened: opened.length,
+                                                             state: "closed by an error"});
+        };
+        // After the first stream has ended and the browser has come back:
+        // a record made then must reach the page.
+        setTimeout(() => fetch(base + "/users", {method: "POST",
+            headers: {"Content-Type": "application/json"},
+            body: JSON.stringify({name: "After", email: "after@example.org"})}), 3500);
+    """, sites["service"])
+    assert outcome["state"] == 2, outcome       # closed by the page, having heard the record
+    assert outcome["opened"] >= 2, outcome      # it came back at least once, by itself
+    assert [name for _, name in outcome["seen"]] == ["After"]
+    assert [u["name"] for u in users(sites)].count("After") == 1
+
+
+def test_the_allowed_front_end_resumes_a_stream_read_with_fetch(sites, browser):
+    """A front end that reads the stream with fetch (the way to send a
+    token with it: EventSource sends no header of its own) resumes with
+    Last-Event-ID itself: the preflight must allow that header."""
+    for n in range(2):
+        assert call(sites["address"], "POST", "/users",
+                    {"name": f"Fetched {n}", "email": f"fetched{n}@example.org"})[0] == 201
+    last = json.loads(call(sites["address"], "GET", "/users/changes?after=0&limit=1000")[2])
+    outcome = run(browser, sites["front"], """
+        const [base, from, done] = arguments;
+        fetch(base + "/users/changes", {headers: {"Accept": "text/event-stream",
+                                                  "Last-Event-ID": String(from)}})
+          .then(async (r) => {
+            const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+            let text = "";
+            while (!text.includes("event: change")) {
+              const {value, done: ended} = await reader.read();
+              if (ended) break;
+              text += value;
+            }
+            reader.cancel();
+            done([r.status, r.headers.get("Content-Type"), text]);
+          }, (e) => done(["refused", e.name]));
+    """, sites["service"], last[-2]["seq"])
+    assert outcome[:2] == [200, "text/event-stream"], outcome
+    assert f"id: {last[-1]['seq']}\nevent: change" in outcome[2]

@@ -174,7 +174,8 @@ def test_a_preflight_names_the_methods_headers_and_how_long_to_keep_them(cors_cl
     assert response.headers["Access-Control-Allow-Origin"] == FRONT
     assert response.headers["Access-Control-Allow-Methods"] == "GET, HEAD, PUT, PATCH, DELETE, OPTIONS"
     allowed = set(response.headers["Access-Control-Allow-Headers"].split(", "))
-    assert {"Content-Type", "If-Match", "If-None-Match", "Authorization", "Prefer"} <= allowed
+    assert {"Content-Type", "If-Match", "If-None-Match", "Authorization", "Prefer",
+            "Idempotency-Key", "Last-Event-ID"} <= allowed
     assert response.headers["Access-Control-Max-Age"] == "7200"
 
 

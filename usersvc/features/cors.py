@@ -20,7 +20,8 @@ from ..settings import parse_origins
 log = logging.getLogger("usersvc")
 
 EXPOSED = "ETag, Location, Link, Retry-After, X-Total-Count, Preference-Applied, X-Request-ID"
-ALLOWED_HEADERS = "Content-Type, If-Match, If-None-Match, Authorization, Prefer, Idempotency-Key"
+ALLOWED_HEADERS = (
+    "Content-Type, If-Match, If-None-Match, Authorization, Prefer, Idempotency-Key, Last-Event-ID")
 MAX_AGE = "7200"
 
 
