@@ -20,6 +20,7 @@ import waitress
 from waitress import wasyncore
 from webob import Request
 
+from usersvc.serving.server import SERVER_LIMITS
 from usersvc.storage import Conflict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -415,8 +416,8 @@ class Granian:
 
 def serve(app, host="127.0.0.1", threads=4, port=0):
     """``app`` under waitress on ``port`` (0: a free one), in a thread of
-    this process, as serve.py serves it; ``stop`` stops it."""
-    server = waitress.create_server(app, host=host, port=port, threads=threads)
+    this process, as serve.py serves it (its limits); ``stop`` stops it."""
+    server = waitress.create_server(app, host=host, port=port, threads=threads, **SERVER_LIMITS)
     server.served = app             # (waitress keeps it wrapped: ``stop`` ends its streams)
     server.thread = threading.Thread(target=server.run, daemon=True)
     server.thread.start()
@@ -531,16 +532,31 @@ class Listener(_Stream):
     text/event-stream``), as a WSGI server reads a body."""
 
     def __init__(self, app, target: str = "/users/changes", headers=None,
-                 threads: bool = True, method: str = "GET") -> None:
+                 threads: bool = True, method: str = "GET", environ=None) -> None:
         req = Request.blank(target, method=method,
                             headers={"Accept": "text/event-stream", **(headers or {})})
         req.environ["wsgi.multithread"] = threads
+        req.environ.update(environ or {})
         self.status, self.headers = "", {}
 
         def start_response(status, headers, exc_info=None):
             self.status, self.headers = status, dict(headers)
         self.body = app(req.environ, start_response)
-        self._start(self.body)
+        self.left = threading.Event()
+        self._start(self._written())
+
+    def _written(self):
+        """The body's chunks as a server writes them; once the client has
+        left (``leave``), the next write fails and the server closes the body."""
+        for chunk in self.body:
+            if self.left.is_set():
+                self.body.close()
+                return
+            yield chunk
+
+    def leave(self) -> None:
+        """The client goes away without a word: the stream's next write fails."""
+        self.left.set()
 
     def end(self) -> list[dict]:
         """Every block until the stream ends (within the deadline); then closed,
@@ -556,6 +572,7 @@ class StreamOverHTTP(_Stream):
     def __init__(self, address, path: str = "/users/changes", headers=None) -> None:
         self.conn = http.client.HTTPConnection(*address, timeout=60)
         self.conn.request("GET", path, headers={"Accept": "text/event-stream", **(headers or {})})
+        self.sock = self.conn.sock      # (the connection lets go of it when told it will close)
         self.response = self.conn.getresponse()
         self._start(iter(lambda: self.response.read1(65536), b""))
 
@@ -565,5 +582,5 @@ class StreamOverHTTP(_Stream):
 
     def close(self) -> None:
         """The client goes away: its side of the connection shut, its reader ended."""
-        self.conn.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.shutdown(socket.SHUT_RDWR)
         self.end()

@@ -89,9 +89,9 @@ class Waits(MemoryRecords):
         super().__init__(USER)
         self.waiting = threading.Event()
 
-    def wait(self, after, timeout):
+    def wait(self, after, timeout, nudge=None):
         self.waiting.set()
-        return super().wait(after, timeout)
+        return super().wait(after, timeout, nudge)
 
 
 def in_thread(client, path):

@@ -168,7 +168,7 @@ def test_an_idle_stream_says_keep_alive(client, monkeypatch):
 
 
 def test_streams_and_long_polls_share_the_slots_and_past_them_a_stream_is_told_to_retry(storage):
-    app = make_app(storage, max_waiting=1, stream_seconds=1)
+    app = make_app(storage, max_waiting=1, stream_seconds=30)
     client = Client(app)
     held = Listener(app)
     held.next()
@@ -176,10 +176,40 @@ def test_streams_and_long_polls_share_the_slots_and_past_them_a_stream_is_told_t
     assert busy.status == "200 OK"
     assert busy.end() == [{"retry": "5000"}]
     problem(client.get("/users/changes?wait=5"), 503)   # a long-poll finds no slot either
-    held.end()                          # its second passes: the slot is handed back
+    held.leave()                        # its client goes: the slot is handed back
     after = Listener(app)
     assert "id" in after.next()
+    held.end()
+    app.stop_waiting()
     after.end()
+
+
+def test_a_stream_whose_client_has_gone_hands_its_slot_to_the_next(storage):
+    """A WSGI app learns that a client has gone only when a write fails. A
+    request that finds every slot taken nudges the streams holding them to
+    write at once: one whose client is there goes on (the newcomer is told
+    to come back); one whose client has gone ends, and its slot is taken."""
+    app = make_app(storage, max_waiting=1, stream_seconds=30)
+    client = Client(app)
+    try:
+        first = Listener(app)
+        assert first.next()["retry"] == "2000"
+        assert Listener(app).end() == [{"retry": "5000"}]           # its client is there,
+        assert [first.next() for _ in range(events.PROBES)] == [{"": "keep-alive"}] * events.PROBES
+        first.leave()                                              # and now it is not
+        second = Listener(app)
+        assert second.next()["retry"] == "2000"                    # a stream, not "come back"
+        assert first.end() == []
+        second.leave()                                             # a long-poll, the same
+        assert client.get("/users/changes?after=1000&wait=1").status_code == 200
+        second.end()
+        third = Listener(app)
+        assert third.next()["retry"] == "2000"
+        client.create("Ada", "ada@example.org")
+        assert [kind for _, kind, _ in third.changes(1)] == ["change"]
+    finally:
+        app.stop_waiting()
+        app.close()
 
 
 def test_a_server_without_threads_holds_no_stream(storage):

@@ -90,3 +90,34 @@ def test_sigterm_ends_every_stream_at_once_and_past_the_slots_a_client_is_told_t
         stream.end()
     assert served.process.wait(timeout=5) == 0, served.log()
     served.stop()
+
+
+@pytest.mark.parametrize("server", ["waitress", "granian"])
+def test_a_stream_whose_client_went_away_frees_its_slot_for_the_next(server, tmp_path):
+    """A browser that leaves a page closes its stream's connection, which
+    the app learns only when a write fails. The next client that wants the
+    slot nudges the stream to write, and gets the slot, rather than "come
+    back later" until a keep-alive failed (up to 30 s); one whose client
+    is there keeps its slot."""
+    if server == "granian" and not GRANIAN.exists():
+        pytest.skip("granian is not installed (pip install -e '.[test]')")
+    chosen = ["--server", "granian", "--workers", "1"] if server == "granian" else []
+    served = Served("--storage", "memory://", "--threads", "2", *chosen, cwd=tmp_path)  # 1 slot
+    try:
+        for round in range(3):                  # (a person going from page to page)
+            stream = StreamOverHTTP(served.address)
+            assert stream.next()["retry"] == "2000", round
+            stream.close()
+        polling = call(served.address, "GET", "/users/changes?wait=1")
+        assert polling[0] == 200, polling       # a long-poll gets it too, not a 503
+        kept = StreamOverHTTP(served.address)
+        assert kept.next()["retry"] == "2000"
+        busy = StreamOverHTTP(served.address)   # its client is there: its slot stays its own
+        assert busy.next() == {"retry": "5000"}
+        busy.end()
+        create(served.address, "Ada")
+        assert [kind for _, kind, _ in kept.changes(1)] == ["change"]
+        kept.close()
+    finally:
+        assert served.stop() == 0, served.log()
+    assert "Traceback" not in served.log(), served.log()

@@ -37,6 +37,8 @@ class Service:
 
     def start(self) -> None:
         self.app = make_app(f"sqlite:///{self.path}", **self.options)
+        self.opened = 0                 # streams begun (the app's watchers are told)
+        self.app.waiting.watchers.append(self._count)
         self.server = serve(self.app, port=self.port)
         self.port = self.server.effective_port
         self.base = f"http://127.0.0.1:{self.port}"
@@ -51,6 +53,10 @@ class Service:
     def followed(self, browser, streams: int = 1) -> None:
         """Until the page's stream of changes is open (the app counts it)."""
         wait(browser, lambda b: self.app.waiting.streams == streams)
+
+    def _count(self, n: int, stream: bool) -> None:
+        if stream and n > 0:
+            self.opened += 1
 
 
 @pytest.fixture
@@ -186,6 +192,40 @@ def test_after_a_restart_a_records_page_says_what_was_done_to_it_meanwhile(brows
         browser.switch_to.window(other)
     wait(browser, lambda b: "changed elsewhere" in b.find_element(By.CSS_SELECTOR, ".live").text,
          timeout=20)
+
+
+def test_going_from_page_to_page_leaves_no_slot_to_a_page_left(browser, tmp_path):
+    """One slot, as a small server has few: each page a person opens takes
+    it from the page they left (whose connection the browser closed), and
+    the last one still follows the changes."""
+    service = Service(tmp_path / "users.db", max_waiting=1)
+    try:
+        ada = create(service, "Ada")
+        for n, url in enumerate(("/users", f"/users/{ada}", "/users", f"/users/{ada}", "/users")):
+            browser.get(service.base + url)
+            # This page's stream, not the last one's: begun, and the only one.
+            wait(browser, lambda b: service.opened == n + 1 and service.app.waiting.streams == 1)
+        bob = create(service, "Bob")
+        wait(browser, lambda b: row_classes(b) == {str(ada): "", str(bob): "new"})
+    finally:
+        service.stop()
+
+
+def test_a_page_back_from_the_browsers_cache_catches_up_from_its_last_event(browser, service):
+    """Left, a page kept by the browser (back/forward cache) lets go of its
+    stream; shown again, it resumes from its last event: a record made
+    while it was away is marked new, as if it had never stopped."""
+    ada = create(service, "Ada")
+    browser.get(service.base + "/users")
+    service.followed(browser)
+    browser.execute_script("window.kept = true")
+    browser.get(f"{service.base}/users/{ada}")
+    wait(browser, lambda b: service.opened == 2)      # (the record page's stream)
+    bob = create(service, "Bob")
+    browser.back()
+    assert browser.execute_script("return window.kept === true"), \
+        "the page was not kept by the browser's back/forward cache"
+    wait(browser, lambda b: row_classes(b) == {str(ada): "", str(bob): "new"})
 
 
 def test_the_browsers_own_event_source_resumes_by_last_event_id_after_a_restart(browser, service):

@@ -13,7 +13,7 @@ import pytest
 from helpers import shared_url
 
 from usersvc import USER, open_store
-from usersvc.storage import Conflict, NotFound, Precondition, StaleVersion
+from usersvc.storage import Conflict, NotFound, Nudge, Precondition, StaleVersion
 from usersvc.storage.shared import Watch
 
 User = USER.record
@@ -115,6 +115,29 @@ def test_wait_returns_when_another_thread_commits(store):
     assert woke.wait(10), "the waiting reader was not woken by the commit"
     thread.join()
     store.wait(store.position() - 1, 30)          # a change is there already: no wait
+
+
+def test_a_nudged_wait_returns_and_the_others_wait_on(store):
+    """``Nudge.set`` ends the one wait it was given (a stream asked to
+    write at once); another waiter of the same collection goes on waiting
+    for a change."""
+    after, nudge = store.position(), Nudge()
+    ended: list = []
+    nudged = threading.Thread(target=lambda: ended.append(store.wait(after, 30, nudge)))
+    other = threading.Thread(target=lambda: ended.append(("other", store.wait(after, 30))))
+    nudged.start(), other.start()
+    deadline = time.monotonic() + 10
+    while nudge.watch is None:                  # (until it waits)
+        assert time.monotonic() < deadline, "the wait did not begin"
+        time.sleep(0.01)
+    nudge.set()
+    nudged.join(10)
+    assert not nudged.is_alive() and ended == [True]        # still open: nothing more
+    assert other.is_alive()
+    store.create(name="Ada", email="ada@example.org")
+    other.join(10)
+    assert ended == [True, ("other", True)]
+    assert store.wait(store.position(), 30, nudge)      # set before it waits: at once
 
 
 class Counted:

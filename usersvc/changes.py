@@ -25,7 +25,7 @@ from .problems import Problem
 from .representation import DEFAULT, JSON, Format, Representations
 from .request import Request, Response
 from .settings import DEFAULT_STREAM_SECONDS
-from .storage import MAX_ID
+from .storage import MAX_ID, Nudge
 from .storage.feed import Change
 from .validation import Schema
 
@@ -40,9 +40,20 @@ KNOWN = ["after", "limit", "wait", "fields"]
 FEED_RELATION = "tag:usersvc.example,2026:changes"
 
 
+#: Seconds a request that finds every slot taken waits for one, while the
+#: streams holding them write to see whether their clients are still there.
+PROBE_WAIT = 1.5
+
+
 class Waiting:
     """At most ``most`` requests waiting for changes at once: long-polls and
-    streams (``events``) alike; ``stopped`` once the server is stopping."""
+    streams (``events``) alike; ``stopped`` once the server is stopping.
+
+    A stream whose client has gone (a browser tab closed, a page left)
+    learns it only when a write fails, and holds its slot until then: up
+    to two keep-alives. So a request that finds every slot taken nudges
+    each stream holding one to write at once (``events.PROBES``), and waits
+    a moment (``PROBE_WAIT``) for a slot a gone one hands back."""
 
     def __init__(self, most: int) -> None:
         if most < 0:
@@ -55,29 +66,46 @@ class Waiting:
         self.watchers: list[Callable[[int, bool], None]] = []
         self._slots = threading.BoundedSemaphore(most) if most else None
         self._counting = threading.Lock()
+        self._nudges: set[Nudge] = set()    # the streams', while they hold a slot
 
-    def take(self, stream: bool = False) -> bool:
-        """One of the slots, if one is free (hand it back with ``give_back``)."""
-        if self._slots is None or not self._slots.acquire(blocking=False):
-            return False
+    def take(self, stream: bool = False) -> Nudge | None:
+        """One of the slots, if one is free or freed meanwhile: with the
+        ``Nudge`` that asks its holder to write, if a stream (hand it back
+        with ``give_back``)."""
+        if self._slots is None:
+            return None
+        if not self._slots.acquire(blocking=False):
+            with self._counting:
+                nudges = list(self._nudges)
+            for nudge in nudges:
+                nudge.set()
+            if not nudges or not self._slots.acquire(timeout=PROBE_WAIT):
+                return None
+        nudge = Nudge()
+        with self._counting:
+            if stream:
+                self._nudges.add(nudge)
         self._count(1, stream)
-        return True
+        return nudge
 
-    def give_back(self, stream: bool = False) -> None:
+    def give_back(self, nudge: Nudge, stream: bool = False) -> None:
+        with self._counting:
+            self._nudges.discard(nudge)
         self._count(-1, stream)
         self._slots.release()           # type: ignore[union-attr]
 
     @contextmanager
     def slot(self) -> Iterator[None]:
         """Hold one of the slots while waiting; 503 if none is free."""
-        if not self.take():
+        nudge = self.take()
+        if nudge is None:
             raise Problem(503, f"{self.most} requests are already waiting for changes, as many "
                                "as may wait at once; try again, or ask without wait.",
                           headers=[("Retry-After", "1")])
         try:
             yield
         finally:
-            self.give_back()
+            self.give_back(nudge)
 
     def _count(self, n: int, stream: bool = False) -> None:
         with self._counting:
@@ -143,9 +171,11 @@ class Changes:
         headers = [("Content-Type", events.EVENT_STREAM), ("Cache-Control", "no-store"),
                    ("X-Accel-Buffering", "no")]     # (nginx: send each event as it comes)
         threads = req.environ.get("wsgi.multithread", True)
-        if threads and not self.waiting.take(stream=True):
+        nudge = self.waiting.take(stream=True) if threads else None
+        if threads and nudge is None:
             return events.Stream(events.BUSY, headers)
+        release = None if nudge is None else lambda: self.waiting.give_back(nudge, stream=True)
         return events.Stream(events.Events(
             self.store, lambda change: events.event(change, self._entry(JSON, change, names)),
             start, seconds=self.stream_seconds, stopped=lambda: self.waiting.stopped,
-            release=(lambda: self.waiting.give_back(stream=True)) if threads else None), headers)
+            release=release, nudge=nudge), headers)

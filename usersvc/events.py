@@ -23,6 +23,7 @@ the end. When the server stops (``App.stop_waiting``) every stream ends.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 from .problems import Problem
 from .representation.json_format import JSONFormat
 from .request import Request, Response, status_line
-from .storage import MAX_ID
+from .storage import MAX_ID, Nudge
 
 log = logging.getLogger("usersvc")
 
@@ -42,6 +43,10 @@ KEEP_ALIVE = 15.0
 #: stream's end; and when every waiting slot was taken (``BUSY``).
 RETRY_MS = 2000
 BUSY = [b"retry: 5000\n\n"]
+#: Keep-alives written a moment apart when a stream is nudged: the first
+#: write to a client that has gone is taken by the kernel (its reset comes
+#: back), and one a round trip later fails.
+PROBES, PROBE_SECONDS = 4, 0.2
 #: The most changes read from the store at once.
 READ_AT_ONCE = 1000
 
@@ -98,14 +103,18 @@ class Events:
     """One stream's body: the events from ``after`` on, as they happen,
     until ``seconds`` pass or the server stops (``stopped()``); without
     ``release`` (the waiting slot it holds: a server without threads),
-    only those there are now."""
+    only those there are now. Nudged (``nudge``: another request wants a
+    slot), it writes ``PROBES`` keep-alives at once, a moment apart: a
+    client that has gone is found by the write that fails (a WSGI app
+    learns it no other way), and its slot handed back."""
 
     def __init__(self, feed: Any, render: Callable[[Any], bytes], after: int, *,
                  seconds: float, stopped: Callable[[], bool],
-                 release: Callable[[], None] | None) -> None:
+                 release: Callable[[], None] | None, nudge: Nudge | None = None) -> None:
         self.feed, self.render, self.after = feed, render, after
-        self.seconds, self.stopped = seconds, stopped
+        self.seconds, self.stopped, self.nudge = seconds, stopped, nudge
         self.hold, self._release = release is not None, release
+        self._releasing = threading.Lock()
         self._events = self._made()
 
     def __iter__(self) -> Iterator[bytes]:
@@ -113,7 +122,13 @@ class Events:
 
     def close(self) -> None:
         self._events.close()
-        release, self._release = self._release, None
+        self._give_back()
+
+    def _give_back(self) -> None:
+        """The slot handed back, once: when the stream ends (a server may
+        be slow to close it), or when it is closed unread."""
+        with self._releasing:
+            release, self._release = self._release, None
         if release is not None:
             release()
 
@@ -121,7 +136,7 @@ class Events:
         yield b"retry: %d\nid: %d\n\n" % (RETRY_MS, self.after)
         ends = time.monotonic() + self.seconds
         spoke = time.monotonic()
-        after = self.after
+        after, probes = self.after, 0
         try:
             while True:
                 found = self.feed.changes(after=after, limit=READ_AT_ONCE)
@@ -133,13 +148,19 @@ class Events:
                 now = time.monotonic()
                 if not self.hold or self.stopped() or now >= ends:
                     return
-                if now - spoke >= KEEP_ALIVE:
+                if probes or now - spoke >= KEEP_ALIVE:
                     yield b": keep-alive\n\n"
-                    spoke = now
-                if not self.feed.wait(after, min(ends, spoke + KEEP_ALIVE) - now):
+                    spoke, probes = now, max(probes - 1, 0)
+                until = now + PROBE_SECONDS if probes else spoke + KEEP_ALIVE
+                if not self.feed.wait(after, min(ends, until) - now, self.nudge):
                     return          # the store stopped waiting (closed): nothing will come
+                if self.nudge is not None and self.nudge.is_set:
+                    self.nudge.clear()
+                    probes = PROBES     # is its client still there? the writes will say
         except Exception:       # headers are sent: the stream can only end
             log.exception("a stream of changes failed after %d", after)
+        finally:
+            self._give_back()
 
 
 def event(change: Any, entry: bytes) -> bytes:

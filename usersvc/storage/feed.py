@@ -15,12 +15,16 @@ Waiting (``storage.Watch``): a write in this process wakes the waiters at
 once; another process's, the store's one look for it (SQLite: a thread
 asking the file every 0.2 s, ``sqlite.poll``; PostgreSQL: its NOTIFY,
 ``postgres.notify``), which wakes every waiter of the store: a waiting
-request never asks on its own.
+request never asks on its own. A ``Nudge`` ends one wait early (a stream
+asked to write at once, ``changes.Waiting``).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .shared import Watch
 
 
 class Change(NamedTuple):
@@ -55,10 +59,27 @@ class ChangeFeed(Protocol):
         ``Conflict`` as ``restore`` does, or if a position is not above the
         store's."""
 
-    def wait(self, after: int, timeout: float) -> bool:
+    def wait(self, after: int, timeout: float, nudge: Nudge | None = None) -> bool:
         """Until a change past ``after`` is committed, by any process, or
-        ``timeout`` seconds pass, or ``stop_waiting`` is called (or the store
-        closes); false once that is so: nothing will come."""
+        ``timeout`` seconds pass, or ``nudge`` (``storage.Nudge``) is set,
+        or ``stop_waiting`` is called (or the store closes); false once that
+        is so: nothing will come."""
 
     def stop_waiting(self) -> None:
         """Wake every waiting call, and answer every later one at once."""
+
+
+class Nudge:
+    """Ends one ``Watch.wait`` early once ``set``, until ``clear``: a stream
+    asked to write at once (``changes.Waiting``)."""
+
+    is_set = False
+    watch: Watch | None = None          # the one it waits on, once it waits
+
+    def set(self) -> None:
+        self.is_set = True
+        if self.watch is not None:
+            self.watch.notify()         # (the others woken look again, and wait on)
+
+    def clear(self) -> None:
+        self.is_set = False

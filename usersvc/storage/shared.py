@@ -1,16 +1,20 @@
 """What every store shares at run time: ``Watch`` (requests waiting for
-changes), ``WriteHealth``, ``checked_id``; its promises and errors are
-``protocol``'s."""
+changes), ``WriteHealth``, ``checked_id``; its promises and
+errors are ``protocol``'s."""
 from __future__ import annotations
 
 import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..fields import MAX_INTEGER
 from ..validation import Schema
 from .protocol import NotFound, WritesFailing
+
+if TYPE_CHECKING:
+    from .feed import Nudge
 
 _log = logging.getLogger("usersvc.storage")
 
@@ -72,14 +76,16 @@ class Watch:
             if self._waiting:
                 self._changed.notify_all()
 
-    def wait(self, after: int, timeout: float) -> bool:
+    def wait(self, after: int, timeout: float, nudge: Nudge | None = None) -> bool:
         """Until the store's position is past ``after``, ``timeout`` passes,
-        or the store closes; whether it is still open. (A notify while the
-        position is read counts.)"""
+        ``nudge`` is set, or the store closes; whether it is still open.
+        (A notify while the position is read counts.)"""
         deadline = time.monotonic() + timeout
+        if nudge is not None:
+            nudge.watch = self
         with self._changed:
             seen = self._notified
-        while not self._closed and self._position() <= after:
+        while not (self._closed or nudge and nudge.is_set) and self._position() <= after:
             left = deadline - time.monotonic()
             if left <= 0:
                 return True
@@ -97,3 +103,5 @@ class Watch:
         with self._changed:
             self._closed = True
             self._changed.notify_all()
+
+

@@ -17,7 +17,8 @@
   const TOKEN = "usersvc-token";
   const FLASH = "usersvc-flash";
   let retried = false;
-  let following = null;       // the AbortController of this page's stream of changes
+  let following = null;       // the AbortController of this page's streams of changes
+  let follows = [];           // what this page follows: { url, seen, last }
   let saving = false;         // a write of this page's is on its way
 
   const token = () => sessionStorage.getItem(TOKEN);
@@ -159,13 +160,16 @@
   // A stream of changes (text/event-stream): seen(null) each time it
   // (re)opens, so the page can catch up with what it may have missed,
   // then seen({kind, entry}) for each change; after the stream's end or a
-  // lost connection, again after its retry, from the last event's id.
-  async function follow(url, seen, signal) {
-    let last = null, retry = 2000;
+  // lost connection, again after its retry, from the last event's id
+  // (kept in the followed, so that a page back from the browser's cache
+  // resumes there too).
+  async function follow(followed, signal) {
+    const { url, seen } = followed;
+    let retry = 2000;
     while (!signal.aborted) {
       try {
         const more = { Accept: "text/event-stream" };
-        if (last !== null) more["Last-Event-ID"] = last;
+        if (followed.last !== null) more["Last-Event-ID"] = followed.last;
         const response = await fetch(url, { headers: headers(more), signal, cache: "no-store" });
         if (!response.ok) return;       // a feed this tab may not read
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -184,7 +188,7 @@
             }
             buffer = buffer.slice(end + 2);
             if (fields.retry) retry = Number(fields.retry);
-            if (fields.id !== undefined) last = fields.id;
+            if (fields.id !== undefined) followed.last = fields.id;
             if (fields.data !== undefined) {
               seen({ kind: fields.event, entry: JSON.parse(fields.data) });
             } else if (fields.id !== undefined) {
@@ -197,13 +201,25 @@
     }
   }
 
+  // Follow what the page follows, from where each stream left off. A page
+  // the browser keeps when it is left (the back/forward cache) lets go of
+  // its streams (pagehide): a stream held open by a page no one sees
+  // would keep one of the server's few waiting places from the page the
+  // person went to. Shown again, it follows again, and catches up.
+  function resume() {
+    following = new AbortController();
+    for (const followed of follows) follow(followed, following.signal);
+  }
+  window.addEventListener("pagehide", () => { if (following) following.abort(); });
+  window.addEventListener("pageshow", (event) => { if (event.persisted) resume(); });
+
   // A collection's page: its table read again (at most every 0.2 s) after
   // any change, each row marked as the changes said: "new" (changed, and
   // not on the page as it was opened), "changed", "deleted". A mark is a
   // word in the row, not a colour alone, and the page's status line (a
   // polite live region) says how many rows are marked, so that a screen
   // reader hears of them.
-  function liveTable(table, signal) {
+  function liveTable(table) {
     const marks = new Map();
     const said = { new: "New since this page was opened", changed: "Changed since this page " +
                    "was opened", deleted: "Deleted since this page was opened" };
@@ -227,7 +243,8 @@
       let page;
       try {
         const response = await fetch(location.href, { headers: headers({ Accept: "text/html" }),
-                                                      signal, cache: "no-store" });
+                                                      signal: following.signal,
+                                                      cache: "no-store" });
         if (!response.ok) return;
         page = new DOMParser().parseFromString(await response.text(), "text/html");
       } catch (e) { return; }
@@ -256,17 +273,17 @@
           counted.map(([n, kind]) => `${n} ${kind}`).join(", ") + ".";
       }
     }
-    follow(table.dataset.live, (change) => {
+    follows.push({ url: table.dataset.live, last: null, seen: (change) => {
       if (change) {
         marks.set(String(change.entry.id), change.kind === "delete" ? "deleted" : "changed");
       }
       if (!timer) timer = setTimeout(refresh, 200);
-    }, signal);
+    } });
   }
 
   // A record's page: told when the record is changed or deleted elsewhere
   // (the page's own edits and delete are not that), its form left alone.
-  function liveRecord(record, signal) {
+  function liveRecord(record) {
     const notice = document.querySelector(".live");
     const kind = record.dataset.kind;
     function tell(deleted) {
@@ -277,18 +294,19 @@
     }
     async function check() {      // caught up: has it changed since the page was made?
       try {
-        const response = await fetch(record.dataset.url, { signal, cache: "no-store",
+        const response = await fetch(record.dataset.url, { signal: following.signal,
+                                                           cache: "no-store",
           headers: headers({ Accept: "text/html", "If-None-Match": record.dataset.etag }) });
         if (response.status === 404) tell(true);
         else if (response.status === 200 && !saving) tell(false);
       } catch (e) { /* asked again when the stream opens again */ }
     }
-    follow(record.dataset.live, (change) => {
+    follows.push({ url: record.dataset.live, last: null, seen: (change) => {
       if (!change) check();
       else if (String(change.entry.id) === record.dataset.id && !saving) {
         tell(change.kind === "delete");
       }
-    }, signal);
+    } });
   }
 
   // What a page shows when it is opened: the last write's outcome, whether
@@ -302,11 +320,12 @@
     }
     document.querySelector(".token-status").hidden = !token();
     if (following) following.abort();         // the page it followed for is gone
-    following = new AbortController();
+    follows = [];
     const table = document.querySelector("[data-live].table");
     const record = document.querySelector("dl.record[data-live]");
-    if (table) liveTable(table, following.signal);
-    if (record) liveRecord(record, following.signal);
+    if (table) liveTable(table);
+    if (record) liveRecord(record);
+    resume();
     if (document.body.dataset.status === "401" && token() && !retried) {
       retried = true;
       go(location.href);

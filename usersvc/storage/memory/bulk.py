@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..protocol import Conflict, Position
-from ..feed import Change
+from ..feed import Change, Nudge
 from ..stored import Restores, check_fresh_ids
 from .walks import NONE, bounded, bounds, chosen, matches, past, ranked, walk
 
@@ -133,8 +133,8 @@ class MemoryBulk(Restores):
     def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
         return self.position(), self.list(**arguments)
 
-    def wait(self, after: int, timeout: float) -> bool:
-        return self._watch.wait(after, timeout)
+    def wait(self, after: int, timeout: float, nudge: Nudge | None = None) -> bool:
+        return self._watch.wait(after, timeout, nudge)
 
     def stop_waiting(self) -> None:
         self._watch.close()

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..protocol import Conflict, Position
-from ..feed import Change
+from ..feed import Change, Nudge
 from ..stored import Restores, check_fresh_ids
 
 LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
@@ -67,9 +67,9 @@ class SQLBulk(Restores):
         return int(self._read(self.table.position, lambda db: db.execute(
             self.table.position).fetchone()[0]))
 
-    def wait(self, after: int, timeout: float) -> bool:
+    def wait(self, after: int, timeout: float, nudge: Nudge | None = None) -> bool:
         self.storage.listen()
-        return self.watch.wait(after, timeout)
+        return self.watch.wait(after, timeout, nudge)
 
     def stop_waiting(self) -> None:
         self.watch.close()
