@@ -40,6 +40,8 @@ class Service:
         self.opened = 0                 # streams begun (the app's watchers are told)
         self.app.waiting.watchers.append(self._count)
         self.server = serve(self.app, port=self.port)
+        self.server.application = self._read_by_pages     # (waitress calls it)
+        self.read = 0                   # pages read as HTML (a live table reads its own again)
         self.port = self.server.effective_port
         self.base = f"http://127.0.0.1:{self.port}"
         self.address = ("127.0.0.1", self.port)
@@ -57,6 +59,11 @@ class Service:
     def _count(self, n: int, stream: bool) -> None:
         if stream and n > 0:
             self.opened += 1
+
+    def _read_by_pages(self, environ, start_response):
+        if environ.get("HTTP_ACCEPT") == "text/html" and environ["PATH_INFO"] == "/users":
+            self.read += 1
+        return self.app(environ, start_response)
 
 
 @pytest.fixture
@@ -123,6 +130,27 @@ def test_a_collections_page_marks_new_changed_and_deleted_rows_as_they_happen(br
     assert status.text == "Since this page was opened: 1 new, 1 changed, 1 deleted."
     assert browser.find_element(By.CSS_SELECTOR, ".summary").text == "2 users on this page."
     browser.save_screenshot(str(tmp_path / "live-users.png"))
+
+
+def test_a_catch_up_that_finds_nothing_new_leaves_the_rows_alone(browser, service):
+    """Each time its stream opens again, a collection's page reads itself
+    again; found the same, its rows stay the very elements they were (a
+    person pointing at one, about to click, keeps it): only a change
+    replaces them."""
+    ada = create(service, "Ada")
+    browser.get(service.base + "/users")
+    service.followed(browser)
+    browser.execute_script("""
+        window.replaced = 0;
+        new MutationObserver((records) => { window.replaced += records.length; })
+          .observe(document.querySelector("[data-live].table table"), { childList: true });""")
+    wait(browser, lambda b: service.read == 1)          # (its first catch-up, as it opened)
+    service.stop()
+    service.start()                                     # the stream opens again: a catch-up
+    wait(browser, lambda b: service.read == 1 and service.opened == 1)
+    bob = create(service, "Bob")                        # and a change, after it
+    wait(browser, lambda b: row_classes(b) == {str(ada): "", str(bob): "new"})
+    assert browser.execute_script("return window.replaced") == 1     # the change's, alone
 
 
 def test_a_records_page_says_it_changed_elsewhere_and_keeps_what_was_typed(browser, service,

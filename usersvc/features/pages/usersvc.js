@@ -226,6 +226,8 @@
     const opened = new Set([...table.querySelectorAll("tbody tr")].map((row) => row.dataset.id));
     const status = document.querySelector(".live");
     let timer = null;
+    let served = table.querySelector("tbody").innerHTML;    // the rows as last sent, unmarked
+    let news = false;                                       // a change since the last read
     function mark(row, kind) {
       row.classList.remove("new", "changed", "deleted");
       row.classList.add(kind);
@@ -240,17 +242,27 @@
     }
     async function refresh() {
       timer = null;
+      const heard = news;       // (a change heard while this read is on its way: read again)
+      news = false;
       let page;
       try {
         const response = await fetch(location.href, { headers: headers({ Accept: "text/html" }),
                                                       signal: following.signal,
                                                       cache: "no-store" });
-        if (!response.ok) return;
-        page = new DOMParser().parseFromString(await response.text(), "text/html");
-      } catch (e) { return; }
-      const fresh = page.querySelector("[data-live] tbody");
+        if (response.ok) {
+          page = new DOMParser().parseFromString(await response.text(), "text/html");
+        }
+      } catch (e) { /* below */ }
+      const fresh = page && page.querySelector("[data-live] tbody");
       const shown = table.querySelector("tbody");
-      if (!fresh || !shown) return;
+      if (!fresh || !shown) {                 // not read: what was heard waits for the next
+        news = news || heard;
+        return;
+      }
+      // Read again and the same, with no change heard (the stream opened
+      // again): the rows are left as they are, and the person's pointer on them.
+      if (fresh.innerHTML === served && !heard) return;
+      served = fresh.innerHTML;
       const before = new Map([...shown.rows].map((row) => [row.dataset.id, row]));
       for (const row of fresh.rows) {         // (a row moved in by others' changes: unmarked)
         let kind = marks.get(row.dataset.id);
@@ -276,6 +288,7 @@
     follows.push({ url: table.dataset.live, last: null, seen: (change) => {
       if (change) {
         marks.set(String(change.entry.id), change.kind === "delete" ? "deleted" : "changed");
+        news = true;
       }
       if (!timer) timer = setTimeout(refresh, 200);
     } });
