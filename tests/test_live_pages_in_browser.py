@@ -132,6 +132,30 @@ def test_a_collections_page_marks_new_changed_and_deleted_rows_as_they_happen(br
     browser.save_screenshot(str(tmp_path / "live-users.png"))
 
 
+def row_ids(browser) -> list[str]:
+    return [row.get_attribute("data-id")
+            for row in browser.find_elements(By.CSS_SELECTOR, "tbody tr")]
+
+
+def test_a_deleted_row_stays_in_its_place_struck_through(browser, service):
+    """docs/api.md: a deleted row is left where it was, struck through,
+    not moved to the table's end; nor is a row deleted at the top."""
+    ada, bob, cy = create(service, "Ada"), create(service, "Bob"), create(service, "Cy")
+    browser.get(service.base + "/users")
+    assert row_ids(browser) == [str(ada), str(bob), str(cy)]
+    service.followed(browser)
+    assert call(service.address, "DELETE", f"/users/{bob}")[0] == 204
+    wait(browser, lambda b: row_classes(b)[str(bob)] == "deleted")
+    assert row_ids(browser) == [str(ada), str(bob), str(cy)]
+    assert browser.find_element(By.CSS_SELECTOR, f'tr[data-id="{bob}"] td').value_of_css_property(
+        "text-decoration-line") == "line-through"
+    assert call(service.address, "DELETE", f"/users/{ada}")[0] == 204
+    dan = create(service, "Dan")
+    wait(browser, lambda b: row_classes(b) == {str(ada): "deleted", str(bob): "deleted",
+                                               str(cy): "", str(dan): "new"})
+    assert row_ids(browser) == [str(ada), str(bob), str(cy), str(dan)]
+
+
 def test_a_catch_up_that_finds_nothing_new_leaves_the_rows_alone(browser, service):
     """Each time its stream opens again, a collection's page reads itself
     again; found the same, its rows stay the very elements they were (a

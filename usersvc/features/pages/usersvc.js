@@ -263,16 +263,24 @@
       // again): the rows are left as they are, and the person's pointer on them.
       if (fresh.innerHTML === served && !heard) return;
       served = fresh.innerHTML;
-      const before = new Map([...shown.rows].map((row) => [row.dataset.id, row]));
       for (const row of fresh.rows) {         // (a row moved in by others' changes: unmarked)
         let kind = marks.get(row.dataset.id);
         if (kind === "changed" && !opened.has(row.dataset.id)) kind = "new";
         if (kind) mark(row, kind);
       }
-      for (const [id, row] of before) {       // gone: deleted ones stay, marked
-        if (marks.get(id) === "deleted" && !fresh.querySelector(`tr[data-id="${id}"]`)) {
+      // Gone: deleted ones stay, marked, where they were (after the row
+      // that was before them), not moved to the table's end.
+      let previous = null;
+      for (const row of [...shown.rows]) {
+        const id = row.dataset.id;
+        const kept = fresh.querySelector(`tr[data-id="${id}"]`);
+        if (kept) {
+          previous = kept;
+        } else if (marks.get(id) === "deleted") {
           mark(row, "deleted");
-          fresh.append(document.adoptNode(row));
+          if (previous) previous.after(document.adoptNode(row));
+          else fresh.prepend(document.adoptNode(row));
+          previous = row;
         }
       }
       shown.replaceWith(document.adoptNode(fresh));
