@@ -210,3 +210,44 @@ def test_a_person_asks_by_links_and_forms_without_script(service, tmp_path):
         assert "done" not in driver.current_url and "sort=-title" in driver.current_url
     finally:
         driver.quit()
+
+
+def test_a_table_of_many_columns_uses_a_wide_screens_width(service, browser, tmp_path):
+    """At 1600 px a task's eleven columns are not squeezed into the text's
+    60rem column (a title on three lines, created and updated behind a
+    scroll bar): the table is as wide as its columns want, up to the
+    window's, with nothing to scroll; on a phone it scrolls in its own box,
+    the page not at all; a table of few columns fills the text's column."""
+    base, address = service
+    for n in range(3):
+        status, _, _ = call(address, "POST", "/tasks", {
+            "title": f"Write the release notes for version {n}", "done": False,
+            "estimate": 2.5, "due": "2026-12-01", "remind_at": "2026-11-30T08:00:00Z",
+            "priority": "high", "link": "https://example.org/notes/release"})
+        assert status == 201
+    measure = """const box = document.querySelector(".table");
+        const main = document.querySelector("main").getBoundingClientRect();
+        const rect = box.getBoundingClientRect();
+        return {scrolls: box.scrollWidth > box.clientWidth, left: rect.left, right: rect.right,
+                width: rect.width, window: document.documentElement.clientWidth,
+                page_scrolls: document.documentElement.scrollWidth
+                              > document.documentElement.clientWidth,
+                main: main.width - 32};         // (main's width less its padding)"""
+    try:
+        browser.set_window_size(1600, 900)
+        browser.get(base + "/tasks")
+        wide = browser.execute_script(measure)
+        browser.save_screenshot(str(tmp_path / "tasks-1600.png"))
+        assert not wide["scrolls"] and not wide["page_scrolls"], wide
+        assert wide["width"] > 0.8 * wide["window"], wide
+        assert wide["left"] >= 0 and wide["right"] <= wide["window"], wide
+        browser.get(base + "/users")
+        few = browser.execute_script(measure)
+        assert abs(few["width"] - few["main"]) < 1, few
+        browser.set_window_size(400, 800)
+        browser.get(base + "/tasks")
+        narrow = browser.execute_script(measure)
+        assert narrow["scrolls"] and not narrow["page_scrolls"], narrow
+        assert narrow["left"] >= 0 and narrow["right"] <= narrow["window"], narrow
+    finally:
+        browser.set_window_size(1200, 900)
