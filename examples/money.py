@@ -3,9 +3,9 @@
     python examples/money.py --storage sqlite:///shop.db
 
 JSON and XML say "12.30"; every SQL store keeps integer cents (1230);
-products sort and filter by price (?price=12.30, ?sort=price). One class,
-and usersvc serves it everywhere: stores, pages, OpenAPI, ``usersvc copy``
-(given ``--kinds money``, from this folder).
+products sort, filter and take ranges by price (?sort=price, ?price=12.30,
+?price[gte]=10). One class, and usersvc serves it everywhere: stores,
+pages, OpenAPI, ``usersvc copy`` (given ``--kinds money``, from this folder).
 """
 import re
 import sys
@@ -23,6 +23,7 @@ class Money(Field):
     string ("12.3" is "12.30"); kept in cents, compared by them."""
 
     type = collated_type = "integer"    # kept as cents, compared as cents
+    ordered = True                      # a sort of it takes ranges (?price[gte]=10)
     input_attributes = ' inputmode="decimal"'
 
     def __call__(self, value):

@@ -109,6 +109,20 @@ def test_the_architecture_walkthrough_names_files_and_functions_that_exist():
     assert missing == []
 
 
+def test_the_architecture_names_everything_a_kind_declares():
+    """docs/architecture.md's "A kind of field" names each attribute and
+    method of ``Field`` that a kind may declare (``ordered`` was missing:
+    a reader's kind sorted but took no ranges)."""
+    from usersvc.fields import Field
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    start = text.index("- **A kind of field**")
+    paragraph = text[start:text.index("\n- **", start + 1)]
+    declared = [name for name in vars(Field) if not name.startswith("_") and name != "kinds"]
+    assert "ordered" in declared and "to_stored" in declared
+    assert [name for name in [*declared, "__call__"]
+            if f"`{name}`" not in paragraph and f"`{name}(" not in paragraph] == []
+
+
 WALKS = ("## `GET /users/1`, in XML, from SQLite", "## `POST /users`, in JSON, to SQLite",
          "## `POST /tasks`, with a reference and timestamps, to SQLite")
 

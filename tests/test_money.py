@@ -1,7 +1,7 @@
 """A kind of an embedder's own that owns how it is stored: examples/money.py
 (a decimal, "12.30" in JSON and XML, integer cents in every SQL column),
-served by every store, sorted and filtered, in OpenAPI and the pages,
-copied between stores by ``usersvc copy --kinds money``, reached by a
+served by every store, sorted, filtered and asked for ranges, in OpenAPI
+and the pages, copied between stores by ``usersvc copy --kinds money``, reached by a
 declared conversion; and ``to_stored`` and ``from_stored`` each called once,
 on the value the docs name."""
 from __future__ import annotations
@@ -56,6 +56,22 @@ def test_money_is_a_decimal_on_the_wire_and_sorts_and_filters_by_value_on_every_
     refused = client.post("/products", json_body={"name": "x", "price": 12.3})
     assert refused.status_code == 422 and refused.json["errors"][0]["pointer"] == "/price"
     assert client.get("/products?price=twelve").status_code == 400
+
+
+def test_money_takes_ranges_by_value_on_every_store(client):
+    """An ordered kind (``Field.ordered``): a declared sort of it takes
+    ``gt``, ``gte``, ``lt``, ``lte``, compared as cents (as numbers, not as
+    text: "100.00" is not before "12.30")."""
+    for n, price in enumerate(PRICES):
+        made(client, f"p{n}", price)
+    asked = client.get("/products?price[gte]=2.05&price[lt]=100&sort=price")
+    assert asked.status_code == 200, asked.text
+    assert [p["price"] for p in asked.json] == ["2.05", "12.30"]
+    assert [p["price"] for p in client.get("/products?price[gt]=0&sort=-price").json] == [
+        "100.00", "12.30", "2.05"]
+    assert [p["price"] for p in client.get("/products?price[lte]=-0.5").json] == ["-0.50"]
+    refused = client.get("/products?price[gte]=ten")
+    assert refused.status_code == 400 and "price[gte]" in refused.json["detail"]
 
 
 def test_every_sql_column_keeps_integer_cents(tmp_path, postgres_url):
