@@ -314,6 +314,19 @@ def long_poll(at, wait: int) -> tuple[threading.Thread, list]:
     return thread, answered
 
 
+def clone_root(folder: Path) -> Path:
+    """``folder`` made to look like a fresh clone's root, where the docs'
+    commands are run as written: each of the repository's top-level files
+    and folders linked there (``examples/``, ``usersvc/``, ``serve.py``...),
+    and none of what a run leaves (``users.db``, ``metrics``: written to
+    ``folder``, not to the repository)."""
+    for entry in ROOT.iterdir():
+        if not entry.name.startswith(".") and not entry.name.endswith(".egg-info") and (
+                entry.name not in ("users.db", "library.db", "tasks.db", "metrics", "build")):
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from helpers import (GUNICORN, Gunicorn, StreamOverHTTP, call, free_port, long_poll, race,
-                     shared_url)
+from helpers import (GUNICORN, Gunicorn, StreamOverHTTP, call, clone_root, free_port, long_poll,
+                     race, shared_url)
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUPS = [(worker, preload) for worker in ("sync", "gthread") for preload in (False, True)]
@@ -136,7 +136,8 @@ DOCS = [ROOT / "README.md", ROOT / "docs" / "deploying.md"]
 
 def shown_commands(server: str) -> list[str]:
     """Every one-line ``server`` command in an indented block of the docs
-    (after the commands that make its metrics' directory, if it has one)."""
+    (after the commands that make its metrics' directory, if it has one);
+    each is run as written from a clone's root (``clone_root``)."""
     pattern = re.compile(rf"^    ((?:rm -rf \S+ && mkdir \S+ && )?(?:[A-Z_]+=\S+ )*{server} .*)$")
     return [m.group(1) for doc in DOCS for line in doc.read_text().splitlines()
             if (m := pattern.match(line))]
@@ -149,7 +150,7 @@ def test_each_server_command_the_docs_show_serves(tmp_path, server):
     commands = shown_commands(server)
     assert commands, f"the docs show no {server} command"
     assert any("USERSVC_COLLECTIONS=" in c for c in commands), f"no {server} recipe with collections"
-    shutil.copy(ROOT / "examples" / "library.py", tmp_path / "library.py")    # "your library.py"
+    clone_root(tmp_path)        # run where a reader runs them: a clone's root
     assert any("USERSVC_METRICS_PORT=" in c for c in commands), f"no {server} recipe with metrics"
     for command in commands:
         port, metrics_port = free_port(), free_port()
