@@ -245,3 +245,108 @@ def test_every_benchmark_the_docs_quote_imports():
         f"import {name}" for name in names)], cwd=ROOT / "bench",
         capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
+
+
+# -- every command the docs show: run, or said why not -----------------------
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PROGRAMS = ("python3 ", "pip ", "createdb ", "usersvc ", "gunicorn ", "uwsgi ", "granian ",
+            "rm -rf ")
+#: The commands on a line of their own in the docs that the suite does not
+#: run (a transcript's ``$`` commands are test_examples'), and why.
+NOT_RUN = {
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[metrics]' && .venv/bin/python serve.py":
+        "installs from a package index (serve.py itself: test_examples)",
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[test,postgres,metrics]' "
+    "&& .venv/bin/python -m pytest": "installs, then runs this very suite",
+    "pip install -e '.[postgres]'        # from usersvc's folder: psycopg 3 and psycopg_pool":
+        "installs from a package index",
+    "createdb users                         # or any database the service may create tables in":
+        "makes a database on the PostgreSQL server (the suite has its own)",
+}
+
+
+def block_commands(page: Path) -> list[str]:
+    """Each shell command on a line of its own in an indented block or a
+    ``sh`` fence of ``page`` (a trailing ``\\`` joins the next line), not a
+    transcript's ``$`` lines."""
+    commands, fence, block, lines = [], None, False, page.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        # An indented block follows a blank line (not a list item's next line).
+        block = line.startswith("    ") and (block or i == 0 or not lines[i - 1].strip())
+        if line.startswith("```"):
+            fence = None if fence is not None else line[3:]
+        elif (text := line if fence == "sh" else line[4:] if block else None) \
+                and (text.startswith(PROGRAMS) or re.match(r"[A-Z_]+=\S+ ", text)):
+            while text.endswith("\\"):
+                i += 1
+                text = text[:-1].rstrip() + " " + lines[i].strip()
+            commands.append(text)
+        i += 1
+    return commands
+
+
+def usersvc_commands() -> list[str]:
+    return [c for page in DOCS for c in block_commands(page) if c.startswith("usersvc ")]
+
+
+def test_every_command_the_docs_show_is_run_or_said_why_not():
+    """A WSGI server's command is run as written from a clone's root by
+    test_wsgi_servers; usersvc's by the test below; the rest are in
+    ``NOT_RUN``, each with its reason."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_wsgi_servers import shown_commands
+    servers = {c for server in ("gunicorn", "uwsgi", "granian") for c in shown_commands(server)}
+    shown = [c for page in DOCS for c in block_commands(page)]
+    assert len(shown) > 15 and len(usersvc_commands()) >= 4
+    assert [c for c in shown if c not in servers and c not in usersvc_commands()
+            and c not in NOT_RUN] == []
+    assert [c for c in NOT_RUN if c not in shown] == []      # (no reason outlives its command)
+
+
+@pytest.mark.parametrize("command", usersvc_commands())
+def test_each_usersvc_command_the_docs_show_serves_or_copies(command, tmp_path, postgres_url):
+    """As written, from a clone's root, but for the database (the docs'
+    ``db.internal`` or local ``users`` is the test server's) and the ports
+    (free ones): a server answers, metrics too if asked, and stops on
+    SIGTERM with 0; a copy carries a SQLite file's users over."""
+    import os
+    import shlex
+    import signal
+    import subprocess
+
+    from conftest import Client
+    from helpers import call, clone_root, free_port
+    clone_root(tmp_path)
+    port, metrics_port = free_port(), free_port()
+    words = [postgres_url if w.startswith("postgresql://") else w for w in shlex.split(
+             command.replace("--port 8081", f"--port {port}")
+                    .replace("--metrics-port 9101", f"--metrics-port {metrics_port}"))]
+    usersvc = [sys.executable, "-m", "usersvc.serving.cli"]     # (the installed script's module)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if words[1] == "copy":
+        assert words[2] == "sqlite:///users.db"
+        source = make_app(f"sqlite:///{tmp_path}/users.db")
+        Client(source).create("Ada", "ada@example.org")
+        source.close()
+        done = subprocess.run([*usersvc, *words[1:]], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+        copied = make_app(postgres_url)
+        assert [u["name"] for u in Client(copied).get("/users").json] == ["Ada"]
+        copied.close()
+        return
+    process = subprocess.Popen([*usersvc, *words[1:]], cwd=tmp_path, text=True, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = process.stdout.readline()
+        assert line.startswith(f"usersvc serving http://127.0.0.1:{port}/"), line
+        assert call(("127.0.0.1", port), "GET", "/healthz")[0] == 200
+        if "--metrics-port" in command:
+            assert call(("127.0.0.1", metrics_port), "GET", "/metrics")[0] == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, errors = process.communicate(timeout=30)
+    assert process.returncode == 0, errors
