@@ -93,10 +93,14 @@ class Seam:
             return
         records = storage.collections[plural]
         for name in ("position", "list"):
-            def statement(*args: Any, _read: Any = getattr(records, name), **kwargs: Any) -> Any:
-                self.before_statement()
-                return _read(*args, **kwargs)
-            setattr(records, name, statement)
+            setattr(records, name, self.after_writes(getattr(records, name)))
+
+    def after_writes(self, read: Any) -> Any:
+        """``read``, run after the writes due before it."""
+        def statement(*args: Any, **kwargs: Any) -> Any:
+            self.before_statement()
+            return read(*args, **kwargs)
+        return statement
 
 
 class Interleaved:
