@@ -37,6 +37,7 @@ from ..shared import WriteHealth
 from ..checked import Collections, Step
 from ..keys import Answer, Key, SQLKeys
 from ..references import references
+from ..sql.bulk import LIST_DEFAULTS
 from ..sql.collection import SQLRecords, Table
 from ..sql.dialects import POSTGRES
 from ..sql.evolution import declared, evolve
@@ -266,14 +267,23 @@ class PostgresRecords(SQLRecords):
     """One collection of a ``PostgresStorage``."""
 
     def position_and_list(self, **arguments: Any) -> tuple[int, list[Any]]:
-        # One statement: each row of the page also carries the position, read
-        # once (an InitPlan) in the page's own snapshot. An empty page has no
-        # row to carry it: then the position first, and the page again.
-        # (In an optional sort's order, a page of its values that is not
-        # full goes on in a second statement, read after the position.)
-        columns = tuple(f"u.{c}" for c in self.table.columns.split(", "))
-        rows = self._read(None, lambda db: self._rows(db, {"limit": 100, **arguments},
-                                                      (*columns, f"({self.table.position})")))
-        if not rows:
-            return self.position(), self.list(**arguments)
-        return int(rows[0][-1]), [self._make(row[:-1]) for row in rows]
+        # The position is read before any row the page takes: each row of the
+        # page's first statement carries it, read once (an InitPlan) in that
+        # statement's snapshot, and an optional sort's second statement (its
+        # records without a value, when the values' walk is short) runs later.
+        # A first statement that finds nothing has no row to carry it (an
+        # empty page; in an optional sort's order, no value left to walk):
+        # then the position first, on its own, and the page again. (Taking
+        # it from the second statement's rows lost a record given a value
+        # between the two: on no page, and its change before the position.)
+        full = {**LIST_DEFAULTS, **arguments}
+        columns = (*(f"u.{c}" for c in self.table.columns.split(", ")),
+                   f"({self.table.position})")
+
+        def read(db: psycopg.Connection[Any]) -> tuple[int, list[Any]]:
+            first = db.execute(*self.table.page(**full, columns=columns)).fetchall()
+            if not first:
+                return int(db.execute(self.table.position).fetchone()[0]), self._page(db, full)
+            rows = self._rows(db, full, columns, first)
+            return int(first[0][-1]), [self._make(row[:-1]) for row in rows]
+        return self._read(None, read)

@@ -36,18 +36,22 @@ class SQLBulk(Restores):
     def _page(self, db: Any, arguments: dict[str, Any]) -> builtins.list[Any]:
         return list(map(self._make, self._rows(db, arguments)))
 
-    def _rows(self, db: Any, arguments: dict[str, Any],
-              columns: tuple[str, ...] | None = None) -> builtins.list[Any]:
+    def _rows(self, db: Any, arguments: dict[str, Any], columns: tuple[str, ...] | None = None,
+              first: builtins.list[Any] | None = None) -> builtins.list[Any]:
         """A page's rows (of ``columns``): in an optional sort's order, its
-        values' walk and, if that is short, the walk of its records without
-        one (``PageQueries.rest``; a record that lost its value between the
-        two is not taken twice)."""
-        rows = db.execute(*self.table.page(**arguments, columns=columns)).fetchall()
+        values' walk (``first``, if already read) and, if that is short,
+        the walk of its records without one (``PageQueries.rest``). A record
+        that lost its value between the two is not taken twice, and the
+        page is still as full as the records allow: the second walk reads
+        as many more as the first found, and keeps those not taken."""
+        rows = (db.execute(*self.table.page(**arguments, columns=columns)).fetchall()
+                if first is None else list(first))
         rest = self.table.rest(arguments, len(rows))
         if rest is not None:
             taken = {row[0] for row in rows}
-            rows += [row for row in db.execute(*self.table.page(**rest, columns=columns))
-                     if row[0] not in taken]
+            more = [row for row in db.execute(*self.table.page(**rest, columns=columns))
+                    if row[0] not in taken]
+            rows += more[:arguments["limit"] - len(rows)]
         return rows
 
     def count(self, *, q: str | None = None, where: Sequence[Any] = (), **filters: Any) -> int:

@@ -96,14 +96,16 @@ class PageQueries:
         """The arguments of a page's second walk, in an optional sort's
         order, after its values' walk found ``found`` records: its records
         without a value, from the first (in id order, backwards if
-        reversed); ``None``: the page is whole (full, past the values, in a
-        required sort's order, or a range on the sort, which keeps none)."""
+        reversed), as many as the page lacks and as many again as were
+        found (each may have lost its value since, and be met again);
+        ``None``: the page is whole (full, past the values, in a required
+        sort's order, or a range on the sort, which keeps none)."""
         sort, after = arguments.get("sort", "id"), arguments.get("after")
         if (found >= arguments["limit"] or sort not in self.schema.optional
                 or type(after) is tuple and after[0] is None
                 or any(c.field == sort and c.op in _RANGES for c in arguments.get("where", ()))):
             return None
-        return {**arguments, "limit": arguments["limit"] - found, "after": (None, None)}
+        return {**arguments, "after": (None, None)}
 
     def count(self, *, q: str | None = None, where: Sequence[Any] = (),
               **filters: Any) -> tuple[str, list[Any]]:
