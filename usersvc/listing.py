@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import quote_plus, unquote, unquote_plus
 
 from . import asking, sparse
-from .fields import FieldError
+from .fields import FieldError, not_plain
 from .problems import Problem
 from .request import Request
 from .storage import MAX_ID, Position, position
@@ -95,12 +95,20 @@ class Listing:
         one = parameters(query, known_parameters(schema), f"/{schema.plural}",
                          asking.asked_parameters(schema))
         asked = [name for name in one if "[" in name]       # (field[op]: asking's)
+        for name in schema.filters:         # (field=v is field[eq]=v: one given twice)
+            if name in one and f"{name}[eq]" in one:
+                raise Problem(400, f"The query parameter {name}[eq] is given more than once: "
+                                   f"{name}= asks the same (equality).")
         where = (tuple(asking.read(schema, name, one[name]) for name in sorted(asked))
                  if asked else ())
         sort, reverse = _sort(schema, one.get("sort", "id"))
         q = one.get("q")
-        if q is not None and not 1 <= len(q) <= MAX_Q:
-            raise Problem(400, f"The query parameter q must be 1 to {MAX_Q} characters long.")
+        if q is not None:
+            if not 1 <= len(q) <= MAX_Q:
+                raise Problem(400, f"The query parameter q must be 1 to {MAX_Q} characters long.")
+            wrong = not_plain(q)
+            if wrong is not None:
+                raise Problem(400, f"The query parameter q {wrong}.")
         filters = {name: _filter(schema, name, one[name]) for name in schema.filters if name in one}
         listing = cls(limit=whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), sort=sort,
                       reverse=reverse, q=q, query=query, filters=filters, where=where,
