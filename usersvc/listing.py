@@ -195,9 +195,9 @@ def parameters(query: dict[str, list[str]], known: list[str], where: str,
     unknown = [name for name in query if name not in known
                and not (asked and asking.ASKED.fullmatch(name))]
     if unknown:
-        names = ", ".join(unknown)
+        names, takes = ", ".join(unknown), ", ".join([*known, *asked])
         raise Problem(400, f"Unknown query parameter{'s' * (len(unknown) > 1)}: {names}. "
-                           f"{where} takes: {', '.join([*known, *asked])}.")
+                           + (f"{where} takes: {takes}." if takes else f"{where} takes none."))
     for name, values in query.items():
         if len(values) > 1:
             raise Problem(400, f"The query parameter {name} is given more than once.")
