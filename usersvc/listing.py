@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import quote_plus, unquote, unquote_plus
 
 from . import asking, sparse
-from .fields import FieldError, not_plain
+from .fields import EMAIL_MAX_LENGTH, Email, FieldError, not_plain
 from .problems import Problem
 from .request import Request
 from .storage import MAX_ID, Position, position
@@ -184,6 +184,35 @@ def known_parameters(schema: Schema) -> list[str]:
     if schema.searchable:
         known.append("q")
     return [*known, "fields"]
+
+
+_ENCODED = 12       # characters a code point takes in a URL at most: 4 bytes, each %XX
+
+
+def _longest_value(kind: Any) -> int:
+    """The most characters one value of ``kind`` takes in a query, within its
+    documented bounds, percent-encoded, in an ``in``'s double quotes."""
+    longest = (getattr(kind, "max_length", None) or (2048 if kind.type == "url" else 0)
+               or max(map(len, kind.options), default=0) or 100)    # (100: a number's text)
+    return 6 + (EMAIL_MAX_LENGTH * 3 if isinstance(kind, Email) else longest * _ENCODED)
+
+
+@lru_cache(maxsize=None)
+def longest_query(schema: Schema) -> int:
+    """The longest query string a page of ``schema`` takes within the
+    documented limits: every parameter at once, each value its longest,
+    percent-encoded, an ``in`` with ``asking.MAX_IN`` of them. The server
+    admits a request line this long (``serving.server.server_limits``)."""
+    total = 200 + MAX_CURSOR + (MAX_Q * _ENCODED if schema.searchable else 0) + sum(
+        len(name) + 3 for name in schema.field_names)      # limit, sort, after; fields=
+    for name in schema.filters:
+        total += len(name) + 2 + _longest_value(schema.fields[name])
+    for name in ("id", *schema.fields):
+        one = 20 if name == "id" else _longest_value(schema.fields[name])
+        for op in asking.takes(schema, name):
+            value = 5 if op == "exists" else asking.MAX_IN * (one + 3) if op == "in" else one
+            total += len(name) + len(op) + 8 + value        # &name%5Bop%5D=value
+    return total
 
 
 def parameters(query: dict[str, list[str]], known: list[str], where: str,
