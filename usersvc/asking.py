@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .fields import FieldError
+from .fields import FieldError, not_plain
 from .problems import Problem
 from .storage import MAX_ID
 from .validation import Schema
@@ -121,16 +121,27 @@ def _items(name: str, text: str) -> list[str]:
     return items
 
 
+def query_value(schema: Schema, name: str, field: str, text: str) -> Any:
+    """The value of the query parameter ``name`` (``field=`` or
+    ``field[op]=``), as ``field``'s kind reads it; else a 400 naming it.
+    No value of any kind holds a control character (``fields.not_plain``):
+    one is refused first, alike on every store."""
+    wrong = not_plain(text)
+    if wrong is not None:
+        raise Problem(400, f"The query parameter {name} {wrong}.")
+    try:
+        return schema.fields[field].from_query(text)
+    except FieldError as e:
+        raise Problem(400, f"The query parameter {name} {e}.") from None
+
+
 def _value(schema: Schema, name: str, field: str, text: str) -> Any:
     if field == "id":
         if not (text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_ID):
             raise Problem(400, f"The query parameter {name} must be a whole number "
                                f"from 0 to {MAX_ID}.")
         return int(text)
-    try:
-        return schema.fields[field].from_query(text)
-    except FieldError as e:
-        raise Problem(400, f"The query parameter {name} {e}.") from None
+    return query_value(schema, name, field, text)
 
 
 def _collate(schema: Schema, field: str, value: Any) -> Any:

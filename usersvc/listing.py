@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import quote_plus, unquote, unquote_plus
 
 from . import asking, sparse
-from .fields import EMAIL_MAX_LENGTH, Email, FieldError, not_plain
+from .fields import EMAIL_MAX_LENGTH, Email, not_plain
 from .problems import Problem
 from .request import Request
 from .storage import MAX_ID, Position, position
@@ -247,10 +247,7 @@ def whole_number(one: dict[str, str], name: str, default: int, low: int, high: i
 
 def _filter(schema: Schema, name: str, text: str) -> Any:
     """A filter's value, as its kind reads it (``Field.from_query``); else 400."""
-    try:
-        return schema.fields[name].from_query(text)
-    except FieldError as e:
-        raise Problem(400, f"The query parameter {name} {e}.") from None
+    return asking.query_value(schema, name, name, text)
 
 
 def _sort(schema: Schema, value: str) -> tuple[str, bool]:
