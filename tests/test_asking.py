@@ -59,6 +59,9 @@ QUESTIONS = [
      lambda r: r.done and _instant(r.at) >= _instant("2026-01-01T00:00:10Z")),
     ("due=2026-12-04&title[gte]=thing 2", lambda r: r.due == "2026-12-04" and r.title >= "Thing 2"),
     ("level[in]=high,low,high&count[ne]=2", lambda r: r.level in ("low", "high") and r.count != 2),
+    # an optional sort that is no filter takes exists: what its order puts last
+    ("weight[exists]=false", lambda r: r.weight is None),
+    ("weight[exists]=true&count[gte]=2", lambda r: r.weight is not None and r.count >= 2),
 ]
 ORDERS = ["id", "-id", "title", "-count", "at", "-level", "done"]
 
@@ -144,6 +147,11 @@ REFUSED = [
     ('code[in]="a"b', "code[in]", "separated by commas"),
     ("id[gt]=-1", "id[gt]", "a whole number from 0"),
     ("at[gt]=yesterday", "at[gt]", "at[gt]"),
+    ("level=high&level[eq]=high", "level[eq]", "given more than once"),     # = is [eq]
+    ("count[gt]=99999999999999999999999", "count[gt]", "must be from -5 to 5000"),
+    ("count[lt]=-99999999999999999999999", "count[lt]", "must be from -5 to 5000"),
+    ("count=123456789012345678901234567890", "count", "must be from -5 to 5000"),
+    ("weight[eq]=1", "weight[eq]", "weight takes weight[exists|gt|gte|lt|lte]"),
 ]
 
 
@@ -154,6 +162,56 @@ def test_what_a_collection_does_not_take_is_a_400_naming_it(asked, query, name, 
     response = _get(app, f"/things?{query}")
     assert response.status_int == 400
     assert name in response.json["detail"] and says in response.json["detail"]
+
+
+#: Text conditions holding what no text value holds (a control character:
+#: NUL compared unlike in each store; a non-character), each way one is asked.
+NOT_TEXT = ["title[gte]=%00", "title[lt]=%00", "title[gt]=thing%00", "title[lte]=thing%01",
+            "code=c-1%09", "code[eq]=%1F", "code[ne]=c-1%7F", "code[in]=c-1,c%C2%852",
+            'code[in]=c-1,"c,%00"', "contact=a%00@example.org", "contact[in]=%0Aa@b.org",
+            "q=thing%00", "q=%09thing", "title[gt]=thing%EF%BF%BE"]
+
+
+@pytest.mark.parametrize("query", NOT_TEXT)
+def test_a_text_condition_holding_a_control_character_is_a_400_naming_it(asked, query):
+    app, _ = asked
+    response = _get(app, f"/things?{query}")
+    assert response.status_int == 400, response.body
+    name = query.split("=", 1)[0]
+    assert f"The query parameter {name} must" in response.json["detail"]
+    assert ("control characters" in response.json["detail"]
+            or "non-characters" in response.json["detail"])
+
+
+def test_a_cursor_holding_a_control_character_is_refused(asked):
+    """A cursor carries a text sort's value; one holding a control
+    character is none the service wrote (whose check a client could make)."""
+    from usersvc.listing import Listing, _write_cursor
+    app, _ = asked
+    context = Listing.read(THINGS, {"sort": ["title"], "limit": ["3"]}).context
+    made = _write_cursor(("thing 1", 1), context)
+    assert _get(app, f"/things?sort=title&limit=3&cursor={made}").status_int == 200
+    for text in ("thing\x01", "thing\t1", "\x7f"):
+        forged = _write_cursor((text, 1), context)
+        response = _get(app, f"/things?sort=title&limit=3&cursor={forged}")
+        assert response.status_int == 400, (text, response.body)
+        assert "cursor" in response.json["detail"]
+
+
+def test_a_refused_date_times_example_works_pasted_into_a_url(asked):
+    """The example a 400 gives is written as a URL carries it (``+`` is
+    ``%2B``: a bare + in a query is a space), so that pasted it is kept."""
+    app, records = asked
+    said = _get(app, "/things?at[gt]=yesterday").json["detail"]
+    example = said.rstrip(".").rsplit(" ", 1)[1]
+    assert example == "2026-11-25T21:57:01%2B01:00"
+    answer = _get(app, f"/things?at[gt]={example}")
+    assert answer.status_int == 200, answer.json
+    assert [t["id"] for t in answer.json] == [r.id for r in records if
+                                             _instant(r.at) > _instant("2026-11-25T20:57:01Z")]
+    said = _get(app, '/things?code[in]="a"b').json["detail"]
+    example = said.rstrip(".").rsplit(" ", 1)[1].strip("()")
+    assert _get(app, f"/things?code[in]={example}").status_int == 200
 
 
 def test_a_range_on_the_pages_own_order_reads_only_the_page_on_memory():

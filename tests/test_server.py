@@ -182,3 +182,25 @@ def test_responses_on_the_wire_pass_httplint_with_no_exemption(server):
         notes = lint_exchange(method, path, list(sent.items()),
                               f"{response.status} {response.reason}", response.getheaders(), content)
         assert notes == [], (method, path, response.status, notes)
+
+
+def test_the_longest_documented_query_is_answered_and_big_header_fields_are_a_431_problem(server):
+    """An ``in`` of 100 e-mail addresses of 254 characters, each with
+    characters a URL must escape, is within the documented limits, so the
+    server takes its request line (it was waitress's text/plain 431); header
+    fields past 16 KiB are the app's 431, a problem document."""
+    from urllib.parse import quote
+
+    from usersvc.fields import email
+    addresses = [email(f"{i:03d}" + "%&+=#/"[i % 6] * 147 + "@" + "d" * 63 + "." + "e" * 39)
+                 for i in range(100)]
+    assert {len(a) for a in addresses} == {254}
+    query = "email%5Bin%5D=" + ",".join(quote(a, safe="") for a in addresses)
+    assert len(query) > 50_000
+    status, headers, body = call(server, "GET", f"/users?{query}&q={quote('é' * 100)}")
+    assert status == 200 and json.loads(body) == [], body[:200]
+    big = {f"X-H{i}": str(i) for i in range(3000)}
+    status, headers, body = call(server, "GET", "/users", headers={"Accept": "application/xml",
+                                                                    **big})
+    assert status == 431 and headers["Content-Type"].startswith("application/problem+xml"), body[:200]
+    assert b"header fields are over the limit of 16384 bytes" in body

@@ -81,3 +81,30 @@ def test_pages_for_people_show_whole_records(app):
     page = _call(app, "/things/1?fields=title", accept="text/html")
     assert page.status_int == 200 and b"c-1" in page.body        # the code, not asked for
     assert page.headers["ETag"] == '"1-1-html"'
+
+
+@pytest.mark.parametrize("method, target, body", [
+    ("GET", "/things/1?feilds=title", None), ("HEAD", "/things/1?feilds=title", None),
+    ("GET", "/things/1?fields=title&sort=id", None),
+    ("PUT", "/things/1?fields=title", '{"title": "Changed", "code": "c-9", "count": 1, '
+                                      '"done": true, "at": "2026-01-01T00:00:00Z", '
+                                      '"level": "low"}'),
+    ("PATCH", "/things/1?fields=title", '{"title": "Changed"}'),
+    ("PATCH", "/things/1?dry_run=true", '{"title": "Changed"}'),
+    ("DELETE", "/things/1?force=true", None),
+    ("POST", "/things?fields=title", '{"title": "New", "code": "c-9", "count": 1, '
+                                     '"done": true, "at": "2026-01-01T00:00:00Z", '
+                                     '"level": "low"}')])
+def test_a_parameter_a_record_does_not_take_is_a_400_naming_it_and_changes_nothing(
+        app, method, target, body):
+    """As on a page, a misspelt parameter is refused, not passed over: a
+    record's read takes ``fields`` only, a write none (its answer is the
+    whole record), and the refused write is not made."""
+    before = _call(app, "/things?limit=10").json
+    answer = _call(app, target, method=method, body=body)
+    assert answer.status_int == 400, answer.body
+    if method != "HEAD":
+        unknown = target.split("?", 1)[1].split("&")[-1].split("=")[0]
+        assert f"Unknown query parameter: {unknown}." in answer.json["detail"]
+        assert f"{method} /things" in answer.json["detail"]
+    assert _call(app, "/things?limit=10").json == before

@@ -3,7 +3,7 @@
 ``field=value`` filters ``listing`` reads.
 
 ``takes(schema, field)`` says which operators a field takes: a declared
-filter ``eq``, ``ne``, ``in`` (and ``exists`` if optional); a declared
+filter ``eq``, ``ne``, ``in``; an optional filter or sort ``exists``; a declared
 sort of an ordered kind (``Field.ordered``), and ``id``, the ranges
 ``gt``, ``gte``, ``lt``, ``lte``, as do ``created`` and ``updated`` (a
 time to the millisecond, as the store writes them). ``read(schema, name, text)`` makes one
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .fields import FieldError
+from .fields import FieldError, not_plain
 from .problems import Problem
 from .storage import MAX_ID
 from .validation import Schema
@@ -62,7 +62,9 @@ def takes(schema: Schema, field: str) -> tuple[str, ...]:
     """The operators ``field`` takes in a page's query (none: not a field)."""
     ops: tuple[str, ...] = ()
     if field in schema.filters:
-        ops = ("eq", "ne", "in", *(("exists",) if field in schema.optional else ()))
+        ops = ("eq", "ne", "in")
+    if field in schema.optional and (field in schema.filters or field in schema.sorts):
+        ops += ("exists",)      # (an optional sort's records without a value: its last)
     if field == "id" or field in schema.read_only or (
             field in schema.sorts and schema.fields[field].ordered):
         ops += RANGES
@@ -107,7 +109,8 @@ def _items(name: str, text: str) -> list[str]:
         m = _ITEM.match(text, at)
         if m is None:
             raise Problem(400, f"The query parameter {name} must be values separated by "
-                               'commas, a value with a comma in double quotes ("a, b").')
+                               "commas, a value with a comma in double quotes, written %22 "
+                               "in a URL (%22a,b%22).")
         items.append(m.group(2) if m.group(1) is None
                      else re.sub(r"\\(.)", r"\1", m.group(1)))
         at = m.end() + 1
@@ -118,16 +121,27 @@ def _items(name: str, text: str) -> list[str]:
     return items
 
 
+def query_value(schema: Schema, name: str, field: str, text: str) -> Any:
+    """The value of the query parameter ``name`` (``field=`` or
+    ``field[op]=``), as ``field``'s kind reads it; else a 400 naming it.
+    No value of any kind holds a control character (``fields.not_plain``):
+    one is refused first, alike on every store."""
+    wrong = not_plain(text)
+    if wrong is not None:
+        raise Problem(400, f"The query parameter {name} {wrong}.")
+    try:
+        return schema.fields[field].from_query(text)
+    except FieldError as e:
+        raise Problem(400, f"The query parameter {name} {e}.") from None
+
+
 def _value(schema: Schema, name: str, field: str, text: str) -> Any:
     if field == "id":
         if not (text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_ID):
             raise Problem(400, f"The query parameter {name} must be a whole number "
                                f"from 0 to {MAX_ID}.")
         return int(text)
-    try:
-        return schema.fields[field].from_query(text)
-    except FieldError as e:
-        raise Problem(400, f"The query parameter {name} {e}.") from None
+    return query_value(schema, name, field, text)
 
 
 def _collate(schema: Schema, field: str, value: Any) -> Any:

@@ -114,11 +114,27 @@ class Field:
         return f"{type(self).__name__.lower()}"
 
 
+def not_plain(text: str) -> str | None:
+    """What no text value may hold and ``text`` does, said to complete
+    "<field> ..." (a control character; a surrogate or a non-character),
+    or ``None``: what a text condition and ``q`` are refused for."""
+    if not _NOT_PLAIN.search(text):
+        return None
+    if UNENCODABLE.search(text):
+        return "must be Unicode text (no surrogates or non-characters)"
+    return "must not contain control characters"
+
+
 class Folded(Field):
     """A text kind, compared and ordered case-folded (``str.casefold``)."""
 
     collate = staticmethod(str.casefold)        # type: ignore[assignment]
-    from_query = staticmethod(str)          # type: ignore[assignment]  # any text: matches or not
+    # Any text: matches or not (what no value holds, a control character, is
+    # refused before: ``asking.query_value``; SQL's text stops at NUL).
+    from_query = staticmethod(str)          # type: ignore[assignment]
+
+    def is_collated(self, value: Any) -> bool:
+        return type(value) is str and not _NOT_PLAIN.search(value)
 
     def describe_stored(self) -> dict[str, Any]:
         return {"type": "string", "minLength": 1}     # (what was sent: trimmed, never empty)

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import quote_plus, unquote, unquote_plus
 
 from . import asking, sparse
-from .fields import FieldError
+from .fields import EMAIL_MAX_LENGTH, Email, not_plain
 from .problems import Problem
 from .request import Request
 from .storage import MAX_ID, Position, position
@@ -95,12 +95,20 @@ class Listing:
         one = parameters(query, known_parameters(schema), f"/{schema.plural}",
                          asking.asked_parameters(schema))
         asked = [name for name in one if "[" in name]       # (field[op]: asking's)
+        for name in schema.filters:         # (field=v is field[eq]=v: one given twice)
+            if name in one and f"{name}[eq]" in one:
+                raise Problem(400, f"The query parameter {name}[eq] is given more than once: "
+                                   f"{name}= asks the same (equality).")
         where = (tuple(asking.read(schema, name, one[name]) for name in sorted(asked))
                  if asked else ())
         sort, reverse = _sort(schema, one.get("sort", "id"))
         q = one.get("q")
-        if q is not None and not 1 <= len(q) <= MAX_Q:
-            raise Problem(400, f"The query parameter q must be 1 to {MAX_Q} characters long.")
+        if q is not None:
+            if not 1 <= len(q) <= MAX_Q:
+                raise Problem(400, f"The query parameter q must be 1 to {MAX_Q} characters long.")
+            wrong = not_plain(q)
+            if wrong is not None:
+                raise Problem(400, f"The query parameter q {wrong}.")
         filters = {name: _filter(schema, name, one[name]) for name in schema.filters if name in one}
         listing = cls(limit=whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), sort=sort,
                       reverse=reverse, q=q, query=query, filters=filters, where=where,
@@ -178,6 +186,35 @@ def known_parameters(schema: Schema) -> list[str]:
     return [*known, "fields"]
 
 
+_ENCODED = 12       # characters a code point takes in a URL at most: 4 bytes, each %XX
+
+
+def _longest_value(kind: Any) -> int:
+    """The most characters one value of ``kind`` takes in a query, within its
+    documented bounds, percent-encoded, in an ``in``'s double quotes."""
+    longest = (getattr(kind, "max_length", None) or (2048 if kind.type == "url" else 0)
+               or max(map(len, kind.options), default=0) or 100)    # (100: a number's text)
+    return 6 + (EMAIL_MAX_LENGTH * 3 if isinstance(kind, Email) else longest * _ENCODED)
+
+
+@lru_cache(maxsize=None)
+def longest_query(schema: Schema) -> int:
+    """The longest query string a page of ``schema`` takes within the
+    documented limits: every parameter at once, each value its longest,
+    percent-encoded, an ``in`` with ``asking.MAX_IN`` of them. The server
+    admits a request line this long (``serving.server.server_limits``)."""
+    total = 200 + MAX_CURSOR + (MAX_Q * _ENCODED if schema.searchable else 0) + sum(
+        len(name) + 3 for name in schema.field_names)      # limit, sort, after; fields=
+    for name in schema.filters:
+        total += len(name) + 2 + _longest_value(schema.fields[name])
+    for name in ("id", *schema.fields):
+        one = 20 if name == "id" else _longest_value(schema.fields[name])
+        for op in asking.takes(schema, name):
+            value = 5 if op == "exists" else asking.MAX_IN * (one + 3) if op == "in" else one
+            total += len(name) + len(op) + 8 + value        # &name%5Bop%5D=value
+    return total
+
+
 def parameters(query: dict[str, list[str]], known: list[str], where: str,
                asked: tuple[str, ...] = ()) -> dict[str, str]:
     """Each query parameter's value: 400 for one that ``where`` does not
@@ -187,9 +224,9 @@ def parameters(query: dict[str, list[str]], known: list[str], where: str,
     unknown = [name for name in query if name not in known
                and not (asked and asking.ASKED.fullmatch(name))]
     if unknown:
-        names = ", ".join(unknown)
+        names, takes = ", ".join(unknown), ", ".join([*known, *asked])
         raise Problem(400, f"Unknown query parameter{'s' * (len(unknown) > 1)}: {names}. "
-                           f"{where} takes: {', '.join([*known, *asked])}.")
+                           + (f"{where} takes: {takes}." if takes else f"{where} takes none."))
     for name, values in query.items():
         if len(values) > 1:
             raise Problem(400, f"The query parameter {name} is given more than once.")
@@ -210,10 +247,7 @@ def whole_number(one: dict[str, str], name: str, default: int, low: int, high: i
 
 def _filter(schema: Schema, name: str, text: str) -> Any:
     """A filter's value, as its kind reads it (``Field.from_query``); else 400."""
-    try:
-        return schema.fields[name].from_query(text)
-    except FieldError as e:
-        raise Problem(400, f"The query parameter {name} {e}.") from None
+    return asking.query_value(schema, name, name, text)
 
 
 def _sort(schema: Schema, value: str) -> tuple[str, bool]:

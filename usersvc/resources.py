@@ -21,7 +21,7 @@ from typing import Any
 
 from .changes import FEED_RELATION, feed_url
 from . import sparse
-from .listing import Listing, query_of
+from .listing import Listing, parameters, query_of
 from .representation import (DEFAULT, Format, Offers, Representations, etag, read_document,
                              version_in)
 from .request import Request, Response
@@ -104,6 +104,8 @@ class Collection(Resource):
         return response
 
     def on_post(self, req: Request, fmt: Format) -> Response:
+        if req.query_string:        # (a write takes none: one is not passed over)
+            parameters(query_of(req), [], f"POST /{self.schema.plural}")
         hook = self.write_hook
         if hook is not None and hook.header in req.environ:
             return hook(req, fmt, self._create, lambda record: self._created(req, fmt, record))
@@ -122,9 +124,10 @@ class Item(Resource):
     """``/<plural>/{id}``: read, replace, merge-patch or delete one record."""
 
     def on_get(self, req: Request, fmt: Format, id: int) -> Response:
+        fields = _record_query(req, self.schema)
         record = self.store.get(id)
-        if req.query_string:        # fields=: some of its fields (``sparse``)
-            fmt = sparse.view(fmt, sparse.asked(query_of(req), self.schema))
+        if fields is not None:      # fields=: some of its fields (``sparse``)
+            fmt = sparse.view(fmt, fields)
         tag = etag(record, fmt)
         # RFC 9110 §13.1.2: If-None-Match compares weakly; a match is a 304
         # with the headers the 200 would have had (§15.4.5).
@@ -135,11 +138,14 @@ class Item(Resource):
         return response
 
     def on_put(self, req: Request, fmt: Format, id: int) -> Response:
+        _record_query(req, self.schema)
         fields = self.schema.for_replace(read_document(req, self.schema), id)
         return answer(req, 200, self, self.store.update(
             id, precondition=_precondition(req, id), **fields), fmt)
 
     def on_patch(self, req: Request, fmt: Format, id: int) -> Response:
+        _record_query(req, self.schema)
+
         def patch(req: Request, **beside: Any) -> Any:
             fields = self.schema.for_patch(read_document(req, self.schema), id)
             return self.store.update(id, precondition=_precondition(req, id), **fields, **beside)
@@ -149,8 +155,21 @@ class Item(Resource):
         return answer(req, 200, self, patch(req), fmt)
 
     def on_delete(self, req: Request, fmt: Format, id: int) -> Response:
+        _record_query(req, self.schema)
         self.store.delete(id, precondition=_precondition(req, id))
         return Response(204)
+
+
+def _record_query(req: Request, schema: Schema) -> tuple[str, ...] | None:
+    """What a record's request asks in its query: on a read, ``fields=``
+    (``sparse``) or nothing; a write takes no parameter. Any other is a
+    400 naming it, as on a page (a misspelt ``fields`` must not answer
+    with the whole record, nor a write's be passed over)."""
+    if not req.query_string:
+        return None
+    known = [sparse.PARAMETER] if req.method in ("GET", "HEAD") else []
+    one = parameters(query_of(req), known, f"{req.method} /{schema.plural}/{{id}}")
+    return sparse.named(schema, one)
 
 
 def answer(req: Request, status: int, resource: Resource, record: Any,

@@ -72,17 +72,6 @@ def view(fmt: Any, names: tuple[str, ...] | None) -> Any:
     return fmt if names is None or fmt.name == "html" else Fields(fmt, names)
 
 
-def asked(query: dict[str, list[str]], schema: Schema) -> tuple[str, ...] | None:
-    """What a record's GET asks with ``fields=`` in its ``query`` (its only
-    parameter; any other is left alone, as before), or ``None``."""
-    given = query.get(PARAMETER)
-    if given is None:
-        return None
-    if len(given) > 1:
-        raise Problem(400, "The query parameter fields is given more than once.")
-    return named(schema, {PARAMETER: given[0]})
-
-
 def page(fmt: Any, schema: Schema, records: list[Any], names: tuple[str, ...]) -> bytes:
     """A page of ``records``, ``id`` and ``names`` of each."""
     return fmt.join(schema, [render(fmt, schema, record, names) for record in records])

@@ -15,6 +15,10 @@ _DATETIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2
                        r"(?:\.([0-9]+))?(?:[Zz]|([+-][0-9]{2}:[0-9]{2}))")
 # A stamp as the store writes it: UTC, milliseconds.
 _STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+# What a date-time must be, and an example; a query's has its + written
+# %2B, as a URL must carry it (a bare + in a query is a space).
+_SHAPE = "must be a date and time with an offset (RFC 3339): 2026-11-25T20:57:01Z or "
+_SAID, _SAID_IN_URL = _SHAPE + "2026-11-25T21:57:01+01:00", _SHAPE + "2026-11-25T21:57:01%2B01:00"
 _EPOCH = Instant(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -60,8 +64,7 @@ class DateTime(Field):
     def __call__(self, value: Any) -> str:
         m = _DATETIME.fullmatch(value) if type(value) is str else None
         if m is None:
-            raise FieldError("must be a date and time with an offset (RFC 3339): "
-                             "2026-11-25T20:57:01Z or 2026-11-25T21:57:01+01:00")
+            raise FieldError(_SAID)
         fraction, offset = m[1], m[2]
         if fraction is not None:
             if len(fraction) > 6:
@@ -78,6 +81,16 @@ class DateTime(Field):
         # constructor), 0.5 in UTC (1.3), written from the text as sent.
         written = at.isoformat() if offset is not None else f"{value[:10]}T{value[11:19]}"
         return f"{written}.{fraction}Z" if fraction else f"{written}Z"
+
+    def from_query(self, text: str) -> Any:
+        """As ``Field.from_query``, but a refusal's example is written as a
+        URL carries it (``%2B01:00``), to work pasted into one."""
+        try:
+            return super().from_query(text)
+        except FieldError as e:
+            if str(e) == _SAID:
+                raise FieldError(_SAID_IN_URL) from None
+            raise
 
     def input_value(self, value: Any) -> str:
         return value[:-1]       # datetime-local has no offset: the page shows UTC

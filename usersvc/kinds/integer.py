@@ -8,6 +8,7 @@ from ..fields import Field, FieldError, MAX_INTEGER
 
 #: A whole number as XML writes one (longer is none, and costly to convert).
 XML_INTEGER = re.compile(r"-?[0-9]{1,20}")
+_DIGITS = re.compile(r"-?[0-9]+")
 
 
 class Integer(Field):
@@ -35,7 +36,15 @@ class Integer(Field):
 
     def from_xml(self, text: str) -> Any:
         stripped = text.strip()     # its trimmed decimal text (20 digits at most: no longer int)
-        return int(stripped) if XML_INTEGER.fullmatch(stripped) else text
+        if XML_INTEGER.fullmatch(stripped):
+            return int(stripped)
+        if _DIGITS.fullmatch(stripped):     # longer: a whole number all the same
+            negative, digits = stripped.startswith("-"), stripped.lstrip("-").lstrip("0")
+            if len(digits) <= 20:           # (zeros before it)
+                return -int(digits or "0") if negative else int(digits or "0")
+            # Past every bound (never made an int: costly): out of range, as __call__ says.
+            return self.minimum - 1 if negative else self.maximum + 1
+        return text
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
         return {"type": "integer", "minimum": self.minimum, "maximum": self.maximum}

@@ -21,6 +21,7 @@ from typing import Any
 import waitress
 
 from .. import USER, Mount, Schema, build_app
+from ..listing import longest_query
 from ..release import VERSION, install_hint
 from ..settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_SIZE,
                         DEFAULT_STORAGE, DEFAULT_STREAM_SECONDS, SettingError, Settings,
@@ -43,10 +44,21 @@ SERVER_LIMITS = {
     "channel_timeout": 30,              # seconds a connection may sit idle, mid-request too
     "connection_limit": 200,            # open connections at once (or twice --threads: streams
                                         # hold theirs); more wait in the backlog
-    "max_request_header_size": 16384,   # request line and headers; more is a 431
+    "max_request_header_size": 16384,   # request line and headers: server_limits adds the
+                                        # longest query; more is waitress's 431 (text/plain)
     "cleanup_interval": 10,             # how often idle connections are looked for
     "asyncore_use_poll": True,          # poll(), not select(): no 1,024-descriptor ceiling
 }
+
+
+def server_limits(schemas: Iterable[Schema]) -> dict[str, Any]:
+    """``SERVER_LIMITS``, with room in the request line for the longest query
+    a page of any of ``schemas`` takes within its documented limits
+    (``listing.longest_query``: an ``in`` of 100 long values); the app
+    itself refuses header fields past ``MAX_HEADER_FIELDS`` (a 431 problem)."""
+    longest = max((longest_query(schema) for schema in schemas), default=0)
+    return {**SERVER_LIMITS,
+            "max_request_header_size": SERVER_LIMITS["max_request_header_size"] + longest}
 
 
 def parser(commands: bool = False) -> argparse.ArgumentParser:
@@ -191,7 +203,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         server = waitress.create_server(
             wsgi, host=args.host, port=args.port, threads=args.threads,
             max_request_body_size=max(SERVER_BODY_CAP, 4 * settings.max_body_size),
-            ident="usersvc", **{**SERVER_LIMITS, "connection_limit": max(
+            ident="usersvc", **{**server_limits(app.schemas), "connection_limit": max(
                 SERVER_LIMITS["connection_limit"], 2 * args.threads)}, **proxy)
     except (OSError, ValueError) as e:     # in use, not this machine's, no such host
         app.close()

@@ -11,6 +11,9 @@ from ...fields import Folded
 from ...storage import MAX_ID
 from ...validation import Schema
 
+#: Any text but what no value holds (``fields.not_plain``): a text condition's value.
+PLAIN = {"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f\\ufffe\\uffff]*$"}
+
 _SAYS = {"eq": "equal to", "ne": "not equal to (and with a value)", "gt": "after",
          "gte": "at or after", "lt": "before", "lte": "at or before"}
 
@@ -22,14 +25,16 @@ def asked_parameters(schema: Schema, query: Any) -> list[dict[str, Any]]:
     for field in ("id", *schema.fields):
         kind = None if field == "id" else schema.fields[field]
         value = ({"type": "integer", "minimum": 0, "maximum": MAX_ID} if kind is None else
-                 {"type": "string"} if isinstance(kind, Folded) else kind.describe())
+                 PLAIN if isinstance(kind, Folded) else kind.describe())
         for op in asking.takes(schema, field):
             if op == "exists":
                 found.append(query(f"{field}[exists]", {"type": "boolean"},
                                    f"true: only the {schema.plural} with a {field}; "
                                    f"false: only those without."))
             elif op == "in":
-                found.append(query(f"{field}[in]", {"type": "string"},
+                # (an empty value: no text matches it; of any other kind, a 400)
+                listed = PLAIN if isinstance(kind, Folded) else {**PLAIN, "minLength": 1}
+                found.append(query(f"{field}[in]", listed,
                                    f"Only the {schema.plural} whose {field} is one of these, "
                                    f"comma-separated (at most {asking.MAX_IN}; a value with a "
                                    'comma in double quotes, a quote in it as \\").'))

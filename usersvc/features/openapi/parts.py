@@ -11,7 +11,7 @@ from ...representation import JSON_TYPE
 from ...storage import MAX_ID
 from ...validation import Schema
 from ..idempotency import BARE, MAX_LENGTH, QUOTED
-from .asked import asked_parameters, fields_parameter
+from .asked import PLAIN, asked_parameters, fields_parameter
 
 JSON_BODY = (JSON_TYPE,)
 XML_BODY = ("application/xml", "text/xml")
@@ -95,7 +95,7 @@ def list_parameters(schema: Schema) -> list[dict[str, Any]]:
                  "Opaque: the position the `next` link of a page in another order "
                  "carries. Follow links; never build one. A cursor altered or used "
                  "with another order or filters is a 400.")] if sorted_too else []),
-        *(query(f, {"type": "string"},
+        *(query(f, PLAIN,
                 f"Only the {schema.name} with this {f}, ignoring case "
                 "(any text: one that no record has finds nothing).")
           if isinstance(schema.fields[f], Folded) else
@@ -104,7 +104,7 @@ def list_parameters(schema: Schema) -> list[dict[str, Any]]:
           for f in schema.filters),
         *asked_parameters(schema, query),     # (``asked``)
         fields_parameter(schema),
-        *([query("q", {"type": "string", "minLength": 1, "maxLength": MAX_Q},
+        *([query("q", {**PLAIN, "minLength": 1, "maxLength": MAX_Q},
                  "Search: the records with a word of "
                  + " or ".join([*(f"the {f}" for f in schema.words)])
                  + "".join(f", or the {f} itself," for f in schema.prefixes)
