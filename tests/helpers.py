@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import waitress
+from prometheus_client.parser import text_string_to_metric_families
 from waitress import wasyncore
 from webob import Request
 
@@ -325,6 +326,25 @@ def clone_root(folder: Path) -> Path:
                 entry.name not in ("users.db", "library.db", "tasks.db", "metrics", "build")):
             (folder / entry.name).symlink_to(entry)
     return folder
+
+
+def scraped(address) -> dict[tuple[str, tuple], float]:
+    """Every sample of one scrape, by name and labels."""
+    status, _, text = call(address, "GET", "/metrics")
+    assert status == 200
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text.decode()) for s in family.samples}
+
+
+def until_waiting(address, count: int = 1) -> None:
+    """Until the metrics at ``address`` (``--metrics-port``) say ``count``
+    requests wait for changes, streams among them (bounded)."""
+    for _ in range(200):
+        if sum(v for (name, _), v in scraped(address).items()
+               if name == "usersvc_feed_waiting_requests") == count:
+            return
+        threading.Event().wait(0.05)
+    raise AssertionError(f"{count} requests never waited")
 
 
 def free_port() -> int:

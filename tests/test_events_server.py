@@ -2,13 +2,20 @@
 serve.py (waitress) and serve.py --server granian, on a SQLite file and on
 PostgreSQL, the writes made through another server process; a client that
 reconnects with Last-Event-ID after the server restarts misses nothing;
-SIGTERM ends every stream and the server stops. Every read has a deadline:
+SIGTERM ends every stream and the server stops, and so does Ctrl-C. Every
+read has a deadline:
 a stream that hangs fails the test. The same through the WSGI app, in
 every detail: test_events.py."""
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+
 import pytest
-from helpers import GRANIAN, STREAM_DEADLINE, Served, StreamOverHTTP, call, shared_url
+from helpers import (GRANIAN, STREAM_DEADLINE, Served, StreamOverHTTP, call, free_port,
+                     long_poll, shared_url, until_waiting)
 
 storage = pytest.fixture(params=["sqlite", "postgres"], name="storage")(shared_url)
 
@@ -121,3 +128,44 @@ def test_a_stream_whose_client_went_away_frees_its_slot_for_the_next(server, tmp
     finally:
         assert served.stop() == 0, served.log()
     assert "Traceback" not in served.log(), served.log()
+
+
+#: Seconds Ctrl-C may take to stop serve.py with a stream and a long-poll
+#: open: a deadline for a hang, not a time. (It took waitress's 5 s join of
+#: its threads, and 10 s under granian when a worker missed the signal.)
+CTRL_C_DEADLINE = 3
+
+
+@pytest.mark.parametrize("server", ["waitress", "granian"])
+def test_ctrl_c_answers_a_stream_and_a_long_poll_and_stops_at_once(store_url, server, tmp_path):
+    """Ctrl-C in a terminal sends SIGINT to the whole process group: serve.py,
+    and under granian its workers too, with granian's own SIGTERM to them
+    close behind. A stream and a long-poll (wait=30) open then are answered,
+    and the server exits 0, at once; two workers under granian where the
+    store can be shared (more signals, to more processes)."""
+    if server == "granian" and not GRANIAN.exists():
+        pytest.skip("granian is not installed (pip install -e '.[test]')")
+    workers = "2" if store_url.startswith(("postgresql", "sqlite:///")) else "1"
+    chosen = ["--server", "granian", "--workers", workers] if server == "granian" else []
+    served = Served("--storage", store_url, "--metrics-port", str(free_port()), *chosen,
+                    cwd=tmp_path)
+    try:
+        stream = StreamOverHTTP(served.address)
+        assert stream.next()["retry"] == "2000"
+        poll, polled = long_poll(served.address, 30)
+        until_waiting(served.metrics_address, 2)   # the stream and the poll
+        served.signalled = True
+        os.killpg(served.process.pid, signal.SIGINT)        # as a terminal's Ctrl-C
+        try:
+            code = served.process.wait(timeout=CTRL_C_DEADLINE)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"serve.py did not stop within {CTRL_C_DEADLINE} s of "
+                                 f"Ctrl-C:\n{served.stopped_hung()}") from None
+        assert code == 0, served.log()
+        stream.end()
+        poll.join(STREAM_DEADLINE)
+        assert not poll.is_alive(), "the long-poll was never answered"
+        assert polled[0][0] == 200 and json.loads(polled[0][2]) == []
+    finally:
+        served.stop()           # (stopped already, or killed by stopped_hung)
+    assert "Traceback" not in served.log() and "still running" not in served.log(), served.log()

@@ -10,17 +10,18 @@ that dies is replaced; a bad setting is one line at start. And
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
-from helpers import (GRANIAN, ROOT, Granian, Served, call, free_port, long_poll, race,
-                     shared_url)
-from prometheus_client.parser import text_string_to_metric_families
+from helpers import (GRANIAN, ROOT, Granian, Served, call, free_port, long_poll, race, scraped,
+                     shared_url, until_waiting)
 
 from usersvc import open_store
 
@@ -29,24 +30,6 @@ pytestmark = pytest.mark.skipif(not GRANIAN.exists(), reason="granian is not ins
 
 
 storage = pytest.fixture(params=["sqlite", "postgres"], name="storage")(shared_url)
-
-
-def scraped(address) -> dict[tuple[str, tuple], float]:
-    """Every sample of one scrape, by name and labels."""
-    status, _, text = call(address, "GET", "/metrics")
-    assert status == 200
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text.decode()) for s in family.samples}
-
-
-def until_one_waits(address) -> None:
-    """Until the metrics at ``address`` say one request waits for changes (bounded)."""
-    for _ in range(200):
-        if sum(v for (name, _), v in scraped(address).items()
-               if name == "usersvc_feed_waiting_requests") == 1:
-            return
-        threading.Event().wait(0.05)
-    raise AssertionError("the long-poll never waited")
 
 
 def test_granian_serves_writes_races_waits_and_stops(tmp_path, storage):
@@ -109,7 +92,7 @@ def test_granian_serves_writes_races_waits_and_stops(tmp_path, storage):
         # SIGTERM while a long-poll waits: it is answered at once (its
         # wait was 25 s; the poll is joined for 10), and the server exits.
         poll, polled = long_poll(at, 25)
-        until_one_waits(metrics)
+        until_waiting(metrics)
         server.terminate()
         poll.join(10)
         assert not poll.is_alive(), "a waiting long-poll held the worker's exit"
@@ -149,6 +132,36 @@ def test_a_worker_that_dies_is_replaced(tmp_path):
         assert server.stop() == 0
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tgkill and /proc: Linux's")
+def test_a_worker_stops_when_another_of_its_threads_takes_the_signal(tmp_path):
+    """The kernel hands a signal sent to a process to any of its threads,
+    and Python runs the handler (granian's) in the main thread, which a
+    worker keeps asleep until its server has stopped. Here SIGTERM goes to
+    another thread of a worker (tgkill), as the kernel chose when Ctrl-C's
+    SIGINT and granian's SIGTERM reached a worker together: the worker
+    stops all the same (usersvc.wsgi wakes its main thread), rather than
+    sleep until granian kills it."""
+    server = Granian(tmp_path, f"sqlite:///{tmp_path}/users.db")
+    try:
+        worker = server.workers()[0]
+        other = min(int(tid) for tid in os.listdir(f"/proc/{worker}/task") if int(tid) != worker)
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.tgkill(worker, other, signal.SIGTERM) == 0, os.strerror(ctypes.get_errno())
+        for _ in range(200):            # until it has exited (bounded: 10 s)
+            status = Path(f"/proc/{worker}/status")
+            if not status.exists() or "\nState:\tZ" in status.read_text():
+                break
+            threading.Event().wait(0.05)
+        else:
+            raise AssertionError(f"the worker did not stop within 10 s:\n{server.log()}")
+        for _ in range(400):            # until its replacement has started (bounded): one
+            if server.log().count("Started worker") >= 3:   # told while starting may miss it
+                break
+            threading.Event().wait(0.05)
+    finally:
+        assert server.stop() == 0, server.log()
+
+
 def test_a_bad_setting_is_one_line_and_granian_stops(tmp_path):
     done = subprocess.run(
         [str(GRANIAN), "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(free_port()),
@@ -182,7 +195,7 @@ def test_serve_py_runs_granian_with_its_own_options(tmp_path, storage):
                      and ("http_request_method", "POST") in labels)
         assert counts == 11                 # both workers', in one scrape
         poll, polled = long_poll(at, 25)
-        until_one_waits(server.metrics_address)
+        until_waiting(server.metrics_address)
         server.terminate()
         poll.join(10)
         assert not poll.is_alive(), "a waiting long-poll held the worker's exit"
@@ -192,6 +205,22 @@ def test_serve_py_runs_granian_with_its_own_options(tmp_path, storage):
     log = server.log()
     assert "Traceback" not in log and "POST /users 201" in log, log   # usersvc's access lines
     assert not list(tmp_path.glob("usersvc-metrics-*"))
+
+
+def test_memory_is_said_to_be_split_only_where_there_are_several_workers(tmp_path):
+    """serve.py runs memory:// under granian with one worker only: its
+    worker does not warn of several; granian's own command may run two,
+    and each warns."""
+    warning = "several worker processes each has its own records"
+    served = Served("--server", "granian", "--storage", "memory://", cwd=tmp_path)
+    try:
+        assert call(served.address, "GET", "/users")[0] == 200      # (its worker has loaded)
+    finally:
+        assert served.stop() == 0
+    assert "Started worker-1" in served.log() and warning not in served.log(), served.log()
+    server = Granian(tmp_path, "memory://")
+    assert server.stop() == 0
+    assert server.log().count(warning) == 2, server.log()
 
 
 @pytest.mark.parametrize("args, says", [

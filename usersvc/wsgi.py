@@ -32,6 +32,7 @@ from typing import Any
 
 from . import build_app
 from .features.mount import Mount
+from .serving.granian_server import WORKERS
 from .serving.ops import AccessLog
 from .settings import Settings
 from .storage import redact
@@ -40,7 +41,7 @@ from .storage import redact
 def from_environment(environ: Mapping[str, str]) -> Any:
     """The WSGI app the variables describe; ``ValueError`` for a value that
     cannot be used, with one line that names it."""
-    settings = Settings.from_environment(environ)
+    settings = Settings.from_environment({k: v for k, v in environ.items() if k != WORKERS})
     _check_metrics(settings, environ)
     try:
         app = build_app(settings)
@@ -57,7 +58,7 @@ def from_environment(environ: Mapping[str, str]) -> Any:
                 "serving metrics on %s: anyone who can reach this address can read them "
                 "(request rates by route, store timings); they have no token",
                 settings.metrics_host)
-    if settings.storage.startswith("memory:"):
+    if settings.storage.startswith("memory:") and environ.get(WORKERS) != "1":
         logging.getLogger("usersvc").warning(
             "memory:// keeps the records in this process (%d) alone: under a server with "
             "several worker processes each has its own records and hands out the same ids; "
@@ -93,13 +94,48 @@ def answer_waiting_when_stopped(app: Any) -> bool:
         os.close(writing)
         return False
     stops = {signal.SIGTERM, signal.SIGINT}
+    wake = _main_thread_waker()
 
     def watch() -> None:
         while data := os.read(reading, 64):
             if stops.intersection(data):
                 app.stop_waiting()
+                wake()
     threading.Thread(target=watch, name="usersvc-stop-watch", daemon=True).start()
     return True
+
+
+#: The signal that wakes the main thread (``_main_thread_waker``): SIGURG,
+#: ignored by default and otherwise unused here (it tells of a socket's
+#: out-of-band data, which nothing asks for; Go's runtime takes it for the
+#: same reasons).
+WAKE = signal.SIGURG
+
+
+def _main_thread_waker() -> Any:
+    """A function that makes the main thread run the Python handlers of the
+    signals that came. The kernel hands a signal sent to the process to any
+    of its threads, and Python runs the handler in the main thread only when
+    that thread next runs: a granian worker's main thread sleeps, with no
+    timeout, until its server has stopped, so when a stop signal lands on
+    another thread granian's handler never runs and the worker never stops
+    (seen with Ctrl-C, whose SIGINT reaches the workers with granian's own
+    SIGTERM close behind: killed after --workers-kill-timeout). ``WAKE``,
+    sent to the main thread alone, wakes it: its handler does nothing, and
+    Python then runs every handler whose signal came. Called from main
+    thread (it installs that handler); a no-op where someone else handles
+    ``WAKE``."""
+    if signal.getsignal(WAKE) != signal.SIG_DFL:
+        return lambda: None
+    signal.signal(WAKE, lambda signum, frame: None)
+    main = threading.main_thread().ident
+
+    def wake() -> None:
+        try:
+            signal.pthread_kill(main, WAKE)
+        except (OSError, ValueError):           # (the main thread has ended: no one to wake)
+            pass
+    return wake
 
 
 def answer_waiting_when_gunicorn_stops(app: Any) -> None:

@@ -32,6 +32,12 @@ from ..storage import redact
 #: would wait for ever; a worker told while it starts can miss the signal).
 KILL_AFTER = 10
 
+#: How many worker processes run, told to each (``environment``): with one,
+#: ``usersvc.wsgi`` does not warn that a ``memory://`` store is split between
+#: processes (``refused`` allows it with one only). Not a setting of
+#: usersvc's: under any other server the number is not known, and it warns.
+WORKERS = "USERSVC_SERVE_WORKERS"
+
 #: granian's own lines go where usersvc's logs go, stderr: stdout has the one
 #: ready line only (granian's configuration, its handlers replaced).
 LOGS_TO_STDERR = {"handlers": {
@@ -40,13 +46,15 @@ LOGS_TO_STDERR = {"handlers": {
 
 
 def environment(args: argparse.Namespace, metrics_dir: str | None) -> dict[str, str]:
-    """The ``USERSVC_*`` variables that give a worker these options."""
+    """The ``USERSVC_*`` variables that give a worker these options, and
+    how many workers there are (``WORKERS``)."""
     given = {**args.given, "cors_origins": " ".join(args.cors_origin),
              "max_waiting": str(args.threads // 2), "access_log": "1" if args.access_log else "0"}
     if args.metrics_port is not None:
         given |= {"metrics_port": str(args.metrics_port), "metrics_dir": metrics_dir,
                   "metrics_host": args.metrics_host or "127.0.0.1"}
-    return {as_variable(name): text for name, text in given.items() if text}
+    return {**{as_variable(name): text for name, text in given.items() if text},
+            WORKERS: str(args.workers)}
 
 
 def refused(args: argparse.Namespace, settings: Settings,
@@ -126,4 +134,4 @@ def _free_port(host: str) -> int:
         return probe.getsockname()[1]
 
 
-__all__ = ["environment", "refused", "serve"]
+__all__ = ["WORKERS", "environment", "refused", "serve"]

@@ -227,22 +227,24 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         log.warning("serving metrics on %s: anyone who can reach this address can read "
                     "them (request rates by route, store timings); they have no token",
                     settings.metrics_host)
-    # waitress stops its loop and its workers on SystemExit; make SIGTERM
-    # (what service managers send) do what Ctrl-C does. Requests waiting for
-    # changes are answered first: waitress gives its threads 5 s to finish.
+    # waitress stops its loop on SystemExit or KeyboardInterrupt, then waits
+    # up to 5 s for its threads: requests waiting for changes, and streams,
+    # must be answered before that, or they hold the exit those 5 s. So
+    # Ctrl-C (SIGINT, left alone where it is ignored: started in the
+    # background by a shell) does what SIGTERM (what service managers send)
+    # does: answer them, then stop.
     def stop(signum: int, frame: object) -> None:
         app.stop_waiting()
         raise SystemExit(0)
     signal.signal(signal.SIGTERM, stop)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, stop)
     metrics_at = ("" if metrics_server is None
                   else f" and metrics at {_url(metrics_server, '')}metrics")
-    print(f"usersvc serving {_url(server, settings.prefix)} with storage {redact(settings.storage)}"
-          f"{metrics_at}", flush=True)
     try:
-        server.run()
-    except KeyboardInterrupt:
-        app.stop_waiting()
-        server.close()
+        print(f"usersvc serving {_url(server, settings.prefix)} with storage "
+              f"{redact(settings.storage)}{metrics_at}", flush=True)
+        server.run()                # (until a signal's SystemExit, which it catches)
     finally:
         if metrics_server is not None:
             metrics_server.close()
