@@ -347,6 +347,26 @@ def until_waiting(address, count: int = 1) -> None:
     raise AssertionError(f"{count} requests never waited")
 
 
+def until_it_catches(pid: int, signum: int, deadline: float = 30) -> None:
+    """Until process ``pid`` has a handler for ``signum`` (Linux: its
+    /proc status's SigCgt; elsewhere at once). uWSGI's master ignores
+    SIGTERM and SIGINT while it starts (loading the app, spawning its
+    workers) and catches them only once it has started: a stop sent before
+    that is dropped, and on a loaded machine the window is long enough for
+    a test's SIGTERM to land in it (issue 57, item 23)."""
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        return
+    bit = 1 << (signum - 1)
+    for _ in range(int(deadline / 0.02)):
+        caught = next(line for line in status.read_text().splitlines()
+                      if line.startswith("SigCgt:"))
+        if int(caught.split()[1], 16) & bit:
+            return
+        threading.Event().wait(0.02)
+    raise AssertionError(f"process {pid} never caught signal {signum}")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from helpers import (GUNICORN, Gunicorn, StreamOverHTTP, call, clone_root, free_port, long_poll,
-                     race, shared_url)
+                     race, shared_url, until_it_catches)
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUPS = [(worker, preload) for worker in ("sync", "gthread") for preload in (False, True)]
@@ -204,6 +204,8 @@ def test_each_server_command_the_docs_show_serves(tmp_path, server):
                          and s.labels["http_request_method"] == "POST"}
                 assert posts == {("/users", 1), ("/books", 6)}
         finally:
+            if server == "uwsgi":       # (it drops a SIGTERM that comes while it starts)
+                until_it_catches(process.pid, signal.SIGTERM)
             process.send_signal(signal.SIGTERM)
             _, errors = process.communicate(timeout=30)
         assert process.returncode == 0, errors
