@@ -554,12 +554,12 @@ class _Stream:
             pytest.fail(f"no event within {STREAM_DEADLINE} s", pytrace=False)
 
     def changes(self, n: int) -> list[tuple[int, str, dict]]:
-        """The next ``n`` events (keep-alives passed over): (id, event, data)."""
+        """The next ``n`` events (keep-alives passed over): (position, event, data)."""
         found = []
         while len(found) < n:
             block = self.next()
             if "data" in block:
-                found.append((int(block["id"]), block["event"], json.loads(block["data"])))
+                found.append((seq_of(block["id"]), block["event"], json.loads(block["data"])))
         return found
 
     def _ended(self, deadline: float) -> list[dict]:
@@ -571,6 +571,11 @@ class _Stream:
         while not self.blocks.empty():
             rest.append(self.blocks.get())
         return rest
+
+
+def seq_of(place: str) -> int:
+    """The position a place names (an event's id, a link's after: ``usersvc.places``)."""
+    return int(place.split(".")[0])
 
 
 def _parsed(block: str) -> dict:

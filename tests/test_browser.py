@@ -11,6 +11,7 @@ as any page would. The tests skip, saying why, where Chromium is missing;
 from __future__ import annotations
 
 import json
+import re
 
 import chromium
 import pytest
@@ -134,7 +135,8 @@ def test_the_allowed_front_end_creates_reads_replaces_patches_and_deletes(sites,
     assert steps[4] == ["patch", 200, "A."]
     assert steps[5][:2] == ["page", 200] and steps[5][3] == "2"
     assert link_to(steps[5][2]) == f'{sites["service"]}/users?after=1&limit=1'     # read from script
-    assert link_to(steps[5][2], FEED_RELATION) == f'{sites["service"]}/users/changes?after=4'
+    assert re.fullmatch(re.escape(f'{sites["service"]}/users/changes?after=4.') + "[0-9a-f]{12}",
+                        link_to(steps[5][2], FEED_RELATION))      # position 4, in its history
     assert steps[6] == ["delete", 204]
     assert [u["name"] for u in users(sites)] == ["A."]
 
@@ -203,4 +205,5 @@ def test_the_allowed_front_end_resumes_a_stream_read_with_fetch(sites, browser):
           }, (e) => done(["refused", e.name]));
     """, sites["service"], last[-2]["seq"])
     assert outcome[:2] == [200, "text/event-stream"], outcome
-    assert f"id: {last[-1]['seq']}\nevent: change" in outcome[2]
+    assert f"\nid: {last[-1]['seq']}.{last[-1]['id']}.1." in outcome[2]     # its place
+    assert "event: change" in outcome[2] and "event: reset" not in outcome[2]

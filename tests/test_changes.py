@@ -34,7 +34,8 @@ def test_the_feed_in_json_is_each_user_once_and_tombstones(changed):
         b'[{"seq":3,"id":1,"user":{"id":1,"name":"Ada King","email":"ada@example.org"}},'
         b'{"seq":4,"id":2,"deleted":true},'
         b'{"seq":5,"id":3,"user":{"id":3,"name":"Cy","email":"cy@example.org"}}]')
-    assert response.headers["Link"] == '<http://localhost/users/changes?after=5&limit=100>; rel="next"'
+    h = changed.app.stores[0].history       # the last entry named, in this history
+    assert response.headers["Link"] == f'<http://localhost/users/changes?after=5.3.1.{h}&limit=100>; rel="next"'
     assert response.headers["Cache-Control"] == "no-store"
 
 
@@ -54,18 +55,21 @@ def test_next_is_always_there_and_a_client_just_follows_it(changed):
         seen.append([entry["seq"] for entry in response.json])
         url = link_to(response.headers).removeprefix("http://localhost")
     assert seen == [[3, 4], [5], []]
-    assert url == "/users/changes?after=5&limit=2"          # nothing new: the same place
+    h = changed.app.stores[0].history
+    assert url == f"/users/changes?after=5.3.1.{h}&limit=2"     # nothing new: the same place
     changed.patch("/users/3", body=b'{"name": "Cyril"}', content_type="application/merge-patch+json")
     assert [e["user"]["name"] for e in changed.get(url).json] == ["Cyril"]
 
 
 def test_every_page_of_users_links_to_the_feed_at_the_position_before_it(changed):
     response = changed.get("/users?limit=1")
+    h = changed.app.stores[0].history       # the position, in this history (no entry named)
     assert link_to(response.headers) == "http://localhost/users?after=1&limit=1"
-    assert link_to(response.headers, FEED_RELATION) == "http://localhost/users/changes?after=5"
-    assert link_to(changed.get("/users?sort=name&q=cy").headers, FEED_RELATION).endswith("?after=5")
+    assert link_to(response.headers, FEED_RELATION) == f"http://localhost/users/changes?after=5.{h}"
+    assert link_to(changed.get("/users?sort=name&q=cy").headers, FEED_RELATION).endswith(
+        f"?after=5.{h}")
     head = changed.request("HEAD", "/users")
-    assert link_to(head.headers, FEED_RELATION) == "http://localhost/users/changes?after=5"
+    assert link_to(head.headers, FEED_RELATION) == f"http://localhost/users/changes?after=5.{h}"
 
 
 @pytest.mark.parametrize("query", ["x=1", "after=-1", "after=abc", "after=1&after=2", "limit=0",
@@ -115,7 +119,8 @@ def test_wait_answers_when_a_change_comes_and_past_the_limit_is_503():
     thread.join(10)     # bounded, not timed: a missed wake-up would hold it 30 s
     assert not thread.is_alive()
     assert [e["user"]["name"] for e in answers[0].json] == ["Bob"]
-    assert link_to(answers[0].headers) == "http://localhost/users/changes?after=2&limit=100"
+    assert link_to(answers[0].headers) == \
+        f"http://localhost/users/changes?after=2.2.1.{store.history}&limit=100"
 
 
 def test_a_wait_with_changes_there_already_answers_at_once(changed):

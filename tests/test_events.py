@@ -12,12 +12,17 @@ import threading
 
 import pytest
 from conftest import Client, problem
-from helpers import Listener
+from helpers import Listener, seq_of
 from webob import Request
 
 from usersvc import events, make_app
 
 DEADLINE = 10       # seconds a writer may take: a hang, not a time
+
+
+def history(app) -> str:
+    """The history token of ``app``'s users' feed (``usersvc.places``)."""
+    return app.stores[0].history
 
 
 def entries(client) -> list[dict]:
@@ -48,7 +53,7 @@ def test_a_stream_says_retry_and_where_it_starts_then_each_change_as_the_feed_ha
     assert listener.headers["Cache-Control"] == "no-store"
     assert listener.headers["X-Accel-Buffering"] == "no"
     assert "Content-Length" not in listener.headers
-    assert listener.next() == {"retry": "2000", "id": "0"}     # no data: no event, a place
+    assert listener.next() == {"retry": "2000", "id": f"0.{history(client.app)}"}   # no data
     found = listener.changes(2)
     assert found == [(e["seq"], "delete" if e.get("deleted") else "change", e)
                      for e in entries(client)]
@@ -65,7 +70,7 @@ def test_without_after_a_stream_starts_at_the_end_and_says_so(client):
     client.create("Ada", "ada@example.org")
     position = entries(client)[-1]["seq"]
     listener = Listener(client.app)
-    assert listener.next() == {"retry": "2000", "id": str(position)}
+    assert listener.next() == {"retry": "2000", "id": f"{position}.1.1.{history(client.app)}"}
     client.create("Bob", "bob@example.org")
     [(seq, kind, data)] = listener.changes(1)
     assert (seq, kind, data["user"]["name"]) == (position + 1, "change", "Bob")
@@ -75,7 +80,7 @@ def test_last_event_id_is_where_a_reconnecting_client_resumes_over_after(client)
     for n in range(4):
         client.create(f"U{n}", f"u{n}@example.org")
     listener = Listener(client.app, "/users/changes?after=0", headers={"Last-Event-ID": "2"})
-    assert listener.next()["id"] == "2"
+    assert listener.next()["id"] == f"2.2.1.{history(client.app)}"     # the entry there named
     assert [seq for seq, _, _ in listener.changes(2)] == [3, 4]
 
 
@@ -89,12 +94,13 @@ def test_a_last_event_id_past_the_end_is_another_historys_and_resumes_from_the_s
     client.delete("/users/1")
     end = entries(client)[-1]["seq"]
     listener = Listener(client.app, "/users/changes", headers={"Last-Event-ID": str(end + 1)})
-    assert listener.next() == {"retry": "2000", "id": "0"}
+    assert listener.next() == {"retry": "2000", "id": f"0.{history(client.app)}",
+                               "event": "reset", "data": "{}"}
     assert listener.changes(2) == [(e["seq"], "delete" if e.get("deleted") else "change", e)
                                    for e in entries(client)]
     # At the end itself, it is this history's: only what comes next.
     listener = Listener(client.app, "/users/changes", headers={"Last-Event-ID": str(end)})
-    assert listener.next() == {"retry": "2000", "id": str(end)}
+    assert listener.next() == {"retry": "2000", "id": f"{end}.1.d.{history(client.app)}"}
     client.create("Cy", "cy@example.org")
     assert [seq for seq, _, _ in listener.changes(1)] == [end + 1]
 
@@ -135,7 +141,7 @@ def test_head_says_the_headers_and_holds_nothing(storage):
     assert head.status == "200 OK" and head.headers["Content-Type"] == "text/event-stream"
     assert head.end() == []
     held = Listener(app)            # the one slot is free: HEAD held none
-    assert held.next() == {"retry": "2000", "id": "0"}
+    assert held.next() == {"retry": "2000", "id": f"0.{history(app)}"}
     app.stop_waiting()
     held.end()
 
@@ -151,7 +157,7 @@ def test_a_stream_ends_after_its_seconds_and_a_client_resuming_misses_nothing(st
     client.create("Bob", "bob@example.org")           # while no one listens
     client.create("Cy", "cy@example.org")
     again = Listener(app, headers={"Last-Event-ID": str(last)})
-    assert again.next()["id"] == str(last)
+    assert seq_of(again.next()["id"]) == last
     assert [d["user"]["name"] for _, _, d in again.changes(2)] == ["Bob", "Cy"]
     again.end()
 
@@ -217,7 +223,7 @@ def test_a_server_without_threads_holds_no_stream(storage):
     client = Client(app)
     client.create("Ada", "ada@example.org")
     listener = Listener(app, "/users/changes?after=0", threads=False)
-    assert listener.next() == {"retry": "2000", "id": "0"}
+    assert listener.next() == {"retry": "2000", "id": f"0.{history(app)}"}
     blocks = listener.end()
     assert [json.loads(b["data"])["user"]["name"] for b in blocks] == ["Ada"]
 

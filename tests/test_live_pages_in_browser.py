@@ -14,7 +14,7 @@ import json
 import chromium
 import pytest
 from conftest import Client
-from helpers import call, serve, stop
+from helpers import call, seq_of, serve, stop
 
 from usersvc import make_app
 
@@ -28,15 +28,16 @@ WRITER = "writer-0123456789abcdef"
 
 
 class Service:
-    """usersvc on a SQLite file under waitress, on a port kept across restarts."""
+    """usersvc on a SQLite file (or ``url``) under waitress, on a port kept across restarts."""
 
-    def __init__(self, path, **options) -> None:
+    def __init__(self, path, url=None, **options) -> None:
         self.path, self.options, self.port = path, options, 0
+        self.url = url or f"sqlite:///{path}"
         self.app = None
         self.start()
 
     def start(self) -> None:
-        self.app = make_app(f"sqlite:///{self.path}", **self.options)
+        self.app = make_app(self.url, **self.options)
         self.opened = 0                 # streams begun (the app's watchers are told)
         self.app.waiting.watchers.append(self._count)
         self.server = serve(self.app, port=self.port)
@@ -300,9 +301,37 @@ def test_the_browsers_own_event_source_resumes_by_last_event_id_after_a_restart(
     service.start()
     create(service, "Cy")
     wait(browser, lambda b: b.execute_script("return window.seen.length") == 4, timeout=20)
-    assert browser.execute_script("return window.seen") == [
-        ["1", "change"], ["2", "change"], ["3", "delete"], ["4", "change"]]
+    seen = browser.execute_script("return window.seen")
+    assert [(seq_of(place), kind) for place, kind in seen] == [
+        (1, "change"), (2, "change"), (3, "delete"), (4, "change")]
+    assert len({place.rsplit(".", 1)[1] for place, _ in seen}) == 1     # one history: the file's
     assert browser.execute_script("return window.opened") == 2      # one reconnect, by itself
+
+
+def test_a_page_across_a_memory_restart_shows_the_new_history_alone(browser, tmp_path):
+    """A memory service restarted has another history: its records 1-3 are
+    new ones. The page's stream, resumed with its last event's id, is told
+    to drop what it holds (event: reset), and the page reads itself again:
+    the new records alone, none marked as changed since it was opened."""
+    service = Service(tmp_path / "none.db", url="memory://")
+    try:
+        create(service, "Ada")
+        create(service, "Bob")
+        browser.get(service.base + "/users")
+        service.followed(browser)
+        browser.execute_script("window.before = true")     # gone once the page is read again
+        service.stop()
+        service.start()                             # memory: a new history
+        for name in ("Zed", "Yan", "Xia"):          # 1-3 again, past the page's place
+            create(service, name)
+        wait(browser, lambda b: b.execute_script("return window.before === undefined"), timeout=20)
+        wait(browser, lambda b: len(row_classes(b)) == 3)
+        text = browser.find_element(By.CSS_SELECTOR, "tbody").text
+        assert "Ada" not in text and "Bob" not in text
+        assert all(name in text for name in ("Zed", "Yan", "Xia"))
+        assert row_classes(browser) == {"1": "", "2": "", "3": ""}     # read anew, unmarked
+    finally:
+        service.stop()
 
 
 def test_with_tokens_the_tabs_token_goes_with_the_stream(browser, tmp_path):

@@ -56,10 +56,12 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400"]
 
 # The app under test lets no request wait for changes (max_waiting=0: a
 # fuzzer asking for wait=30 would otherwise wait 30 s, example after
-# example), so a valid wait on an empty feed is the documented 503.
+# example), so a valid wait on an empty feed is the documented 503. A
+# place in the feed of the right shape names a history at random: the
+# documented 410 (another history's).
 [[operations]]
 include-operation-id-regex = "^(list|head)UserChanges$"
-checks.positive_data_acceptance.expected-statuses = ["2xx", "503"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "410", "503"]
 """)
 
 
@@ -182,7 +184,7 @@ def test_every_operation_keeps_to_the_document(case):
 # fewer requests an operation (every kind's rule is asked in test_kinds.py).
 # A reference valid by the document can name a user that is not there, a
 # 422 by design, as a taken e-mail is a 409: the document cannot say which
-# ids exist.
+# ids exist. A place in the feed names a history at random: a 410.
 TASKS_CONFIG = schemathesis.Config.from_str(f"""
 seed = {SEED}
 
@@ -191,7 +193,7 @@ mode = "all"
 max-examples = 8
 
 [checks.positive_data_acceptance]
-expected-statuses = ["2xx", "3xx", "404", "409", "412", "422"]
+expected-statuses = ["2xx", "3xx", "404", "409", "410", "412", "422"]
 
 [[operations]]
 include-operation-id-regex = "^(list|head)Tasks$"
@@ -247,7 +249,7 @@ WALK_LINK = {"operationId": "listUsers", "parameters": {
     f"query.{name}": NEXT.format(name) for name in ("sort", "q", "cursor", "after", "limit")}}
 # And from a page to the change feed, at the position the page's link names.
 FEED_LINK = {"operationId": "listUserChanges",
-             "parameters": {"query.after": r"$response.header.Link#regex:/changes\?after=([0-9]+)"}}
+             "parameters": {"query.after": r"$response.header.Link#regex:/changes\?after=([0-9a-f.]+)"}}
 
 
 def test_a_stateful_walk_follows_next_links_in_sorted_filtered_pages():
@@ -261,6 +263,11 @@ def test_a_stateful_walk_follows_next_links_in_sorted_filtered_pages():
     listing["responses"]["200"]["links"] = {"NextPage": WALK_LINK, "Changes": FEED_LINK}
     feed = document["paths"]["/users/changes"]["get"]
     feed["parameters"] = [p for p in feed["parameters"] if p["name"] != "wait"]
+    # A place made up names another history at random (a 410): made up, bare
+    # positions; a link's place is its own.
+    for p in feed["parameters"]:
+        if p["name"] == "after":
+            p["schema"] = {"type": "string", "pattern": "^[0-9]{1,4}$"}
     # The walk's first pages: small, in an order other than id, searched.
     narrowed = {"limit": {"enum": [1]}, "sort": {"enum": ["name", "-name", "email", "-email"]},
                 "q": {"enum": ["a", "ada"]}}

@@ -356,7 +356,7 @@ def test_a_follower_never_passes_a_change_that_commits_later(url, sql):
     finally:
         storage.close()
     sql("DROP TABLE users, user_changes, user_words, usersvc_schema, usersvc_collections,"
-        " usersvc_keys CASCADE;"
+        " usersvc_keys, usersvc_history CASCADE;"
         " DROP FUNCTION user_changes_record, user_changes_lock, user_words_sync;"
         " DROP SEQUENCE user_changes_seq")
     storage = open_store(url)

@@ -84,7 +84,7 @@ def test_synchronous_normal_is_asked_for_in_the_url_and_set_on_every_connection(
 
 
 def test_a_new_file_gets_the_current_schema_version(store, path):
-    assert pragma(path, "user_version") == len(MIGRATIONS) == 5
+    assert pragma(path, "user_version") == len(MIGRATIONS) == 6
 
 
 def test_urls_name_files_relative_and_absolute(tmp_path, monkeypatch):
@@ -131,7 +131,7 @@ def test_a_new_file_skips_the_history_and_holds_only_its_collections(path):
     open_users(path).storage.close()
     with closing(sqlite3.connect(path)) as db:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"usersvc_collections", "usersvc_keys", "users", "user_words", "user_changes",
+    assert tables == {"usersvc_collections", "usersvc_keys", "usersvc_history", "users", "user_words", "user_changes",
                       "sqlite_sequence"}
 
 

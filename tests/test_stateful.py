@@ -19,7 +19,7 @@ import json
 import uuid
 
 from conftest import POSTGRES_URL, Client, with_search_path
-from helpers import DEADLINE, Listener, link_to, within
+from helpers import DEADLINE, Listener, link_to, seq_of, within
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
@@ -152,10 +152,10 @@ class Together(RuleBasedStateMachine):
             if "" in block:                             # a keep-alive
                 continue
             if "data" not in block:
-                assert int(block["id"]) == last, block  # (where it starts: only first)
+                assert seq_of(block["id"]) == last, block  # (where it starts: only first)
                 continue
             entry = json.loads(block["data"])
-            assert int(block["id"]) == entry["seq"] > last          # only rising
+            assert seq_of(block["id"]) == entry["seq"] > last          # only rising
             last = entry["seq"]
             if block["event"] == "delete":
                 records.pop(entry["id"], None)

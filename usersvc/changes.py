@@ -1,13 +1,14 @@
 """``/<plural>/changes``: the change feed over HTTP, for clients that keep a
 copy of a collection (docs/api.md, "Changes").
 
-``GET`` takes ``after`` (default 0), ``limit`` (1 to 1,000, default 100)
+``GET`` takes ``after`` (a place, ``places``; default 0), ``limit`` (1 to 1,000, default 100)
 and ``wait`` (0 to 30 seconds): the records changed after ``after``,
 oldest first, each once, in its latest state or as a tombstone, and a
 ``rel="next"`` link to follow. With ``wait``, an empty answer is held until
 a change is committed or the seconds pass; at most ``Waiting.most``
 requests wait at once (then 503), and a server without threads does not
-wait. Every page of the collection links here too (``FEED_RELATION``), at
+wait. The next link names the last entry and the store's history; a
+place given by another history of the store is a 410 (``_found``). Every page of the collection links here too (``FEED_RELATION``), at
 the position read before the page, so a client misses no change. Asked
 for ``text/event-stream``, the same feed is pushed as it happens
 (``events``), each stream holding one of the waiting slots.
@@ -19,13 +20,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from . import events, sparse
+from . import events, places, sparse
 from .listing import parameters, query_of, whole_number
+from .places import Place
 from .problems import Problem
 from .representation import DEFAULT, JSON, Format, Representations
 from .request import Request, Response
 from .settings import DEFAULT_STREAM_SECONDS
-from .storage import MAX_ID, Nudge
+from .storage import Nudge
 from .storage.feed import Change
 from .validation import Schema
 
@@ -38,6 +40,9 @@ KNOWN = ["after", "limit", "wait", "fields"]
 #: type (RFC 8288 §2.1.2), a URI that names it and nothing else. A tag URI
 #: (RFC 4151) needs no registry and is never fetched.
 FEED_RELATION = "tag:usersvc.example,2026:changes"
+#: The problem type (RFC 9457 §3.1.1: a tag URI, never fetched) of a place
+#: in the feed another history of the store gave: drop what you hold.
+ANOTHER_HISTORY = "tag:usersvc.example,2026:another-history"
 
 
 #: Seconds a request that finds every slot taken waits for one, while the
@@ -115,7 +120,8 @@ class Waiting:
             watcher(n, stream)
 
 
-def feed_url(req: Request, schema: Schema, after: int, limit: int | None = None) -> str:
+def feed_url(req: Request, schema: Schema, after: str, limit: int | None = None) -> str:
+    """The feed's URL from the place ``after`` (``places``)."""
     url = f"{req.base_url}/{schema.plural}/changes?after={after}"
     return url if limit is None else f"{url}&limit={limit}"
 
@@ -139,19 +145,46 @@ class Changes:
         names = sparse.named(self.schema, one)       # fields=: id and those
         if fmt is events.EVENTS:
             return self._stream(req, one, names)
-        after = whole_number(one, "after", 0, 0, MAX_ID)
+        place = self._after(one)
+        after = self._found(req, place, limit)
         found = self.store.changes(after=after, limit=limit)
         if not found and wait and req.environ.get("wsgi.multithread", True):
             with self.waiting.slot():
                 self.store.wait(after, wait)
             found = self.store.changes(after=after, limit=limit)
         body = fmt.join_changes([self._entry(fmt, change, names) for change in found])
-        last = found[-1].seq if found else after
+        last = places.named(found[-1], self.store.history) if found else str(place)
         return Response(200, body, [
             ("Content-Type", fmt.media_type),
             ("Link", f'<{feed_url(req, self.schema, last, limit)}>; rel="next"'),
             # The same URL answers more as changes come: never reuse an answer.
             ("Cache-Control", "no-store")])
+
+    @staticmethod
+    def _after(one: dict[str, str]) -> Place:
+        """The place ``after`` names (default 0); 400 if it names none."""
+        place = places.read(one.get("after", "0"))
+        if place is None:
+            raise Problem(400, f"The query parameter after must be {places.SAID}.")
+        return place
+
+    def _found(self, req: Request, place: Place, limit: int) -> int:
+        """Where the feed is read from: a bare number as asked (no read);
+        a named place checked (``places.found``): another history's is a
+        410 whose ``Link`` is the feed from the start of this one, where
+        the client goes once it has dropped every record it holds."""
+        if place.history is None:
+            return place.seq
+        seq = places.found(place, self.store)
+        if seq is None:
+            start = feed_url(req, self.schema, places.at(0, self.store.history), limit)
+            raise Problem(410, "This place in the feed was given by another history of the "
+                               "store (restarted, or put back from an older copy): drop every "
+                               "record you hold and read the feed again from the start, "
+                               f"{start}.", type=ANOTHER_HISTORY,
+                          headers=[("Link", f'<{start}>; rel="next"'),
+                                   ("Cache-Control", "no-store")])
+        return seq
 
     def _entry(self, fmt: Format, change: Change, names: tuple[str, ...] | None) -> bytes:
         """A change as the feed's entry in ``fmt``: the record as a GET
@@ -166,8 +199,9 @@ class Changes:
         """The feed as Server-Sent Events (``events``), holding a waiting slot
         for its life: past them, a ``retry:`` alone; without threads, the
         changes so far."""
-        after = whole_number(one, "after", 0, 0, MAX_ID) if "after" in one else None
-        start = events.start(req, after, self.store.position)
+        after = self._after(one) if "after" in one else None
+        start = events.start(req, after, self.store)
+        history = self.store.history
         headers = [("Content-Type", events.EVENT_STREAM), ("Cache-Control", "no-store"),
                    ("X-Accel-Buffering", "no")]     # (nginx: send each event as it comes)
         threads = req.environ.get("wsgi.multithread", True)
@@ -176,6 +210,6 @@ class Changes:
             return events.Stream(events.BUSY, headers)
         release = None if nudge is None else lambda: self.waiting.give_back(nudge, stream=True)
         return events.Stream(events.Events(
-            self.store, lambda change: events.event(change, self._entry(JSON, change, names)),
+            self.store, lambda change: events.event(change, self._entry(JSON, change, names), history),
             start, seconds=self.stream_seconds, stopped=lambda: self.waiting.stopped,
             release=release, nudge=nudge), headers)

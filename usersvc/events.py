@@ -3,13 +3,14 @@ HTML, "Server-sent events"), what a browser's ``EventSource`` reads and
 reconnects to by itself (docs/api.md, "Live changes").
 
 A GET that prefers ``text/event-stream`` gets a stream: first ``retry:``
-(how long a client waits before it reconnects) and ``id:`` the position it
-starts from, with no data (so a client that reconnects before any change
-resumes there, not from the end), then each change after that position,
-oldest first, as an event: ``id:`` its position, ``event: change`` (or
-``delete``, a tombstone), ``data:`` the feed's JSON entry. The start is
-``Last-Event-ID`` (which ``EventSource`` sends when it reconnects), else
-``after``, else the feed's end. Between changes a comment every
+(how long a client waits before it reconnects) and ``id:`` the place it
+starts from (``places``), with no data (so a client that reconnects before
+any change resumes there, not from the end), then each change after that
+position, oldest first, as an event: ``id:`` its place, ``event: change``
+(or ``delete``, a tombstone), ``data:`` the feed's JSON entry. The start
+is ``Last-Event-ID`` (which ``EventSource`` sends when it reconnects),
+else ``after``, else the feed's end; a place another history of the store
+gave starts from 0, after ``event: reset`` (``start``). Between changes a comment every
 ``KEEP_ALIVE`` seconds keeps proxies from closing the connection; after
 ``stream_seconds`` the stream ends and the client resumes from its last
 event, missing nothing.
@@ -28,10 +29,12 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from . import places
+from .places import Place
 from .problems import Problem
 from .representation.json_format import JSONFormat
 from .request import Request, Response, status_line
-from .storage import MAX_ID, Nudge
+from .storage import Nudge
 
 log = logging.getLogger("usersvc")
 
@@ -62,21 +65,35 @@ class EventStreamFormat(JSONFormat):
 EVENTS = EventStreamFormat()
 
 
-def start(req: Request, after: int | None, end: Callable[[], int]) -> int:
-    """Where a stream starts: ``Last-Event-ID``, else ``after``, else the
-    feed's end (``end()``); 400 for a ``Last-Event-ID`` that is not a position.
+def start(req: Request, after: Place | None, feed: Any) -> tuple[int, bytes]:
+    """Where a stream starts, and its first block: ``Last-Event-ID``, else
+    ``after``, else the feed's end; 400 for a ``Last-Event-ID`` that is
+    not a place (``places``).
 
-    A ``Last-Event-ID`` past the feed's end was given by another history
-    of the store (a memory store since restarted, a file put back from an
-    older copy): the client resumes from 0, and is sent every record as it
-    is, rather than nothing until the feed reaches its number."""
+    A place another history of the store gave (a memory store since
+    restarted, a file put back from an older copy: ``places.found``)
+    starts the stream from 0, and its first block is ``event: reset``: the
+    client drops every record it holds, and is sent every record as it is.
+    A bare ``after`` is taken as asked, as the JSON feed takes it: a client
+    chose that number; a browser's reconnection did not."""
     last = req.header("Last-Event-ID")
-    if last is not None:
-        if not (last.isascii() and last.isdigit() and len(last) <= 20 and int(last) <= MAX_ID):
-            raise Problem(400, f"The Last-Event-ID header must be a position of the feed, "
-                               f"a whole number from 0 to {MAX_ID}.")
-        return int(last) if int(last) <= end() else 0
-    return end() if after is None else after
+    given = after if last is None else places.read(last)
+    if given is None and last is not None:
+        raise Problem(400, f"The Last-Event-ID header must be {places.SAID}.")
+    if given is None:
+        return opening(feed, feed.position())
+    seq = given.seq if last is None and given.history is None else places.found(given, feed)
+    if seq is None:
+        return 0, b"retry: %d\nid: %s\nevent: reset\ndata: {}\n\n" % (
+            RETRY_MS, places.at(0, feed.history).encode())
+    return (seq, b"retry: %d\nid: %s\n\n" % (RETRY_MS, str(given).encode())) \
+        if given.history is not None else opening(feed, seq)
+
+
+def opening(feed: Any, seq: int) -> tuple[int, bytes]:
+    """A stream from ``seq``, and its first block: ``retry:`` and the place
+    of ``seq``, with no data."""
+    return seq, b"retry: %d\nid: %s\n\n" % (RETRY_MS, places.of(feed, seq).encode())
 
 
 class Stream(Response):
@@ -108,10 +125,11 @@ class Events:
     client that has gone is found by the write that fails (a WSGI app
     learns it no other way), and its slot handed back."""
 
-    def __init__(self, feed: Any, render: Callable[[Any], bytes], after: int, *,
+    def __init__(self, feed: Any, render: Callable[[Any], bytes], start: tuple[int, bytes], *,
                  seconds: float, stopped: Callable[[], bool],
                  release: Callable[[], None] | None, nudge: Nudge | None = None) -> None:
-        self.feed, self.render, self.after = feed, render, after
+        self.feed, self.render = feed, render
+        self.after, self.first = start         # (``start``: where from, and the first block)
         self.seconds, self.stopped, self.nudge = seconds, stopped, nudge
         self.hold, self._release = release is not None, release
         self._releasing = threading.Lock()
@@ -133,7 +151,7 @@ class Events:
             release()
 
     def _made(self) -> Iterator[bytes]:
-        yield b"retry: %d\nid: %d\n\n" % (RETRY_MS, self.after)
+        yield self.first
         ends = time.monotonic() + self.seconds
         spoke = time.monotonic()
         after, probes = self.after, 0
@@ -163,10 +181,12 @@ class Events:
             self._give_back()
 
 
-def event(change: Any, entry: bytes) -> bytes:
-    """One change as an event: its position, its kind, the feed's entry."""
+def event(change: Any, entry: bytes, history: str) -> bytes:
+    """One change as an event: its place (``places.named``), its kind, the
+    feed's entry."""
     kind = b"delete" if change.record is None else b"change"
-    return b"id: %d\nevent: %s\ndata: %s\n\n" % (change.seq, kind, entry)
+    return b"id: %s\nevent: %s\ndata: %s\n\n" % (
+        places.named(change, history).encode(), kind, entry)
 
 
-__all__ = ["BUSY", "EVENTS", "EVENT_STREAM", "Events", "Stream", "event", "start"]
+__all__ = ["BUSY", "EVENTS", "EVENT_STREAM", "Events", "Stream", "event", "opening", "start"]

@@ -20,7 +20,7 @@ import hashlib
 from typing import Any
 
 from .changes import FEED_RELATION, feed_url
-from . import sparse
+from . import places, sparse
 from .listing import Listing, parameters, query_of
 from .representation import (DEFAULT, Format, Offers, Representations, etag, read_document,
                              version_in)
@@ -91,7 +91,8 @@ class Collection(Resource):
         response, tag = fmt.answer_list(req, self.representations, records, url, listing.q)
         links = [] if url is None else [f'<{url}>; rel="next"']
         if feed is not None:
-            links.append(f'<{feed_url(req, self.schema, feed)}>; rel="{FEED_RELATION}"')
+            place = places.at(feed, self.store.history)     # (its history: no read)
+            links.append(f'<{feed_url(req, self.schema, place)}>; rel="{FEED_RELATION}"')
         if links:       # one field, the links comma-separated (RFC 8288 §3)
             response.headers.append(("Link", ", ".join(links)))
         # RFC 7240: a count only when asked for, and said when given.

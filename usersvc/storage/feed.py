@@ -17,9 +17,16 @@ asking the file every 0.2 s, ``sqlite.poll``; PostgreSQL: its NOTIFY,
 ``postgres.notify``), which wakes every waiter of the store: a waiting
 request never asks on its own. A ``Nudge`` ends one wait early (a stream
 asked to write at once, ``changes.Waiting``).
+
+A store's feed has a ``history``: a token made at random when the feed
+begins (memory: each time the store is made; SQL: with the database, kept
+in it), so that a position given by another history of the store (a
+memory store since restarted, a database rebuilt) is not taken for one of
+this history's (``usersvc.places``; docs/decisions.md, "The change feed").
 """
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
@@ -42,8 +49,14 @@ class ChangeFeed(Protocol):
     here has one; the app serves ``/<plural>/changes``, and pages link to
     it, for a store that is one: checked once, when a collection is added)."""
 
+    #: The feed's history token: 12 lowercase hex digits (``new_history``).
+    history: str
+
     def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
         """Up to ``limit`` entries past the position ``after``, oldest first."""
+
+    def entry(self, record_id: int) -> Change | None:
+        """The feed's entry for one record (``None``: it has none)."""
 
     def position(self) -> int:
         """The last position committed (0: no change yet)."""
@@ -67,6 +80,11 @@ class ChangeFeed(Protocol):
 
     def stop_waiting(self) -> None:
         """Wake every waiting call, and answer every later one at once."""
+
+
+def new_history() -> str:
+    """A history token: 48 random bits, as 12 lowercase hex digits."""
+    return secrets.token_hex(6)
 
 
 class Nudge:

@@ -8,8 +8,10 @@ from ...changes import DEFAULT_LIMIT, FEED_RELATION, MAX_LIMIT, MAX_WAIT
 from ...storage import MAX_ID
 from ...validation import Schema
 from .asked import fields_parameter
-from .parts import VARY, header, operation_responses
+from .parts import PROBLEM, VARY, header, operation_responses
 
+#: What ``after`` takes (``usersvc.places``): a place, or a bare position.
+PLACE_PATTERN = r"^([0-9]{1,19}(\.[0-9]{1,19}\.([0-9]{1,19}|d))?\.[0-9a-f]{12}|[0-9]{1,20})$"
 NO_STORE = header("`no-store`: the same URL answers more as changes come.", {"const": "no-store"})
 
 
@@ -55,22 +57,28 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
                            "default": default}}
 
     parameters = [
-        query("after", MAX_ID, 0, 0, "The position to read from: the changes after it. The "
-                                     "collection's pages link here with the right one."),
+        {"name": "after", "in": "query", "required": False,
+         "description": "The place to read from: the changes after it. A place the feed gave "
+                        "(`9.1.2.3f2a9c61d0b7`: a position, the entry there, the store's "
+                        "history; `8.3f2a9c61d0b7`) or a bare position (0 to 2^63 - 1). The "
+                        "collection's pages and the feed's next link give the right one; a "
+                        "place another history of the store gave is a 410.",
+         "schema": {"type": "string", "default": "0", "pattern": PLACE_PATTERN}},
         query("limit", MAX_LIMIT, DEFAULT_LIMIT, 1, "How many entries at most."),
         query("wait", MAX_WAIT, 0, 0, "Seconds to wait for a change when there is none "
                                       "after `after` (long-poll); 0: answer at once."),
         fields_parameter(schema),
         {"name": "Last-Event-ID", "in": "header", "required": False,
-         "description": "With `Accept: text/event-stream`: the position to stream from, "
+         "description": "With `Accept: text/event-stream`: the place to stream from, "
                         "over `after` (what `EventSource` sends when it reconnects: the last "
-                        "event's `id`); past the feed's end (another history of the "
-                        "store: a restarted memory store), from 0; not a position: 400. "
-                        "Otherwise unread.",
+                        "event's `id`); a place another history of the store gave (a "
+                        "restarted memory store, a file put back from an older copy), "
+                        "from 0 after `event: reset` (drop what you hold); not a place: "
+                        "400. Otherwise unread.",
          "schema": {"type": "string"}},
     ]
     headers = {"Link": header(f'`<.../{plural}/changes?after=S&limit=L>; rel="next"`, always: '
-                              "S is the last position answered, or `after` when none was."),
+                              "S is the place of the last entry answered, or `after` when none was."),
                "Cache-Control": NO_STORE, "Vary": VARY}
     ok = {"description": f"The {plural} changed after `after`, oldest first, each once, in "
                          "its latest state, or a tombstone.",
@@ -80,13 +88,22 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
                       "text/event-stream": {"schema": {
                           "type": "string", "description": (
                               "Server-Sent Events: `retry:` and the start's `id:` first, then "
-                              "each change as it is committed (`id:` its position, `event:` "
-                              "`change` or `delete`, `data:` the entry in JSON), a `: "
+                              "each change as it is committed (`id:` its place, `event:` "
+                              "`change` or `delete`, `data:` the entry in JSON; first "
+                              "`event: reset` for a place of another history), a `: "
                               "keep-alive` comment while nothing changes, until the stream's "
                               "seconds pass; past the waiting slots, `retry:` alone.")}}}}
+    gone = {"description": "`after` is a place another history of the store gave (a "
+                           "restarted memory store, a file put back from an older copy): "
+                           "drop every record held and follow `Link` (type "
+                           "`tag:usersvc.example,2026:another-history`).",
+            "content": PROBLEM, "headers": {
+                "Link": header(f'`<.../{plural}/changes?after=0.H&limit=L>; rel="next"`: '
+                               "the feed from the start of this history."),
+                "Cache-Control": NO_STORE, "Vary": VARY}}
     retry = header("Seconds to wait: 1.")
     head_responses = {"200": {"description": "As GET.", "headers": headers}}
-    for status in (400, 406, 503):
+    for status in (400, 406, 410, 503):
         head_responses[str(status)] = {"description": "As GET, without the body.",
                                        "headers": {"Vary": VARY, **({"Retry-After": retry}
                                                                     if status == 503 else {})}}
@@ -103,7 +120,7 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
                            "(Server-Sent Events), from `Last-Event-ID`, else `after`, "
                            "else the end.",
             "parameters": parameters,
-            "responses": operation_responses(400, 406, 503, s200=ok),
+            "responses": {**operation_responses(400, 406, 503, s200=ok), "410": gone},
         },
         "head": {"operationId": f"head{name}Changes", "summary": "As GET, without the body.",
                  "description": "The same statuses and headers as GET with the same "

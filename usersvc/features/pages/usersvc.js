@@ -189,6 +189,10 @@
             buffer = buffer.slice(end + 2);
             if (fields.retry) retry = Number(fields.retry);
             if (fields.id !== undefined) followed.last = fields.id;
+            if (fields.event === "reset") {       // another history of the store (restarted):
+              await go(location.href);            // what the page shows is not it; read it again
+              return;
+            }
             if (fields.data !== undefined) {
               seen({ kind: fields.event, entry: JSON.parse(fields.data) });
             } else if (fields.id !== undefined) {

@@ -124,6 +124,11 @@ class MemoryBulk(Restores):
             self.touched += len(found)
             return found
 
+    def entry(self, record_id: int) -> Change | None:
+        with self._lock:
+            seq = self._seq_of.get(record_id)
+            return None if seq is None else Change(seq, record_id, self._records.get(record_id))
+
     def position(self) -> int:
         """The feed's last entry's position (while a batch runs: as before
         it). A failed batch's positions are never handed out again, and

@@ -17,6 +17,7 @@ from ...validation import Schema
 from ..protocol import Conflict, NotFound, Precondition, StaleVersion
 from ..shared import Watch, checked_id
 from ..keys import Key, MemoryKeys
+from ..feed import new_history
 from .bulk import MemoryBulk
 from .walks import ABSENT, Sorted, or_absent
 
@@ -209,6 +210,7 @@ class MemoryRecords(MemoryBulk):
         self._seq_of: dict[int, int] = {}    # id -> its position there
         self._watch = Watch(self.position)
         self._pid = os.getpid()
+        self.history = new_history()        # the feed's: this store's life is its history
 
     def get(self, record_id: int) -> Any:
         with self._lock:

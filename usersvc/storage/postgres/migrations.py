@@ -3,7 +3,8 @@
 As ``sqlite.migrations``, with the version in the table ``usersvc_schema``:
 1 to 3 are release 0.1.0's, 4 declares collections (the key columns become
 ``<field>__key``; old triggers, functions and indexes go, to be made again
-from the declaration), 5 adds ``usersvc_keys``. The caller holds the
+from the declaration), 5 adds ``usersvc_keys``, 6 ``usersvc_history`` (the
+feed's history token). The caller holds the
 transaction and the advisory lock that make processes opening one
 database together take turns.
 """
@@ -67,6 +68,7 @@ END $$"""
 
 _COLLECTIONS = history.collections_table("text")
 _KEYS = [history.keys_table("text", "double precision", "integer", "bytea")]
+_HISTORY = history.history_table("substr(md5(random()::text || clock_timestamp()::text), 1, 12)")
 
 #: Each entry upgrades the schema by one version: statements, and the
 #: functions that fill what SQL cannot compute (Python's ``str.casefold``).
@@ -147,10 +149,12 @@ MIGRATIONS: list[Sequence[Step]] = [
     ],
     # 4 -> 5: idempotency keys (``keys``), for every collection.
     _KEYS,
+    # 5 -> 6: the feed's history token.
+    _HISTORY,
 ]
 
-#: What a new database gets instead: the table of collections and the keys.
-FRESH: Sequence[Step] = [_COLLECTIONS, *_KEYS]
+#: What a new database gets instead: the table of collections, the keys, the history.
+FRESH: Sequence[Step] = [_COLLECTIONS, *_KEYS, *_HISTORY]
 
 
 def migrate(db: psycopg.Connection[Any], migrations: Sequence[Sequence[Step]] = MIGRATIONS,

@@ -40,7 +40,7 @@ from ..references import references
 from ..sql.bulk import LIST_DEFAULTS
 from ..sql.collection import SQLRecords, Table
 from ..sql.dialects import POSTGRES
-from ..sql.evolution import declared, evolve
+from ..sql.evolution import declared, evolve, read_history
 from ..stored import redact
 from .migrations import migrate
 from .notify import Listener
@@ -118,6 +118,7 @@ class PostgresStorage(Collections):
                 db.execute("SET LOCAL statement_timeout = 0")     # a migration takes what it takes
                 db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
                 migrate(db)
+                self.history = read_history(db)
                 tables = [Table(s, POSTGRES) for s in (declared(db, POSTGRES) if schemas is None
                                                        else schemas)]
                 references([t.schema for t in tables])  # each ref's collection is here, or none is made

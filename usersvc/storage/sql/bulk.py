@@ -64,8 +64,20 @@ class SQLBulk(Restores):
     def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
         rows = self._read((self.table.changes, after, limit), lambda db: db.execute(
             self.table.changes, (after, limit)).fetchall())
-        return [Change(row[0], row[1], None if row[-1] is None else self._make(row[1:]))
-                for row in rows]
+        return list(map(self._change, rows))
+
+    def entry(self, record_id: int) -> Change | None:
+        rows = self._read(None, lambda db: db.execute(self.table.entry, (record_id,)).fetchall())
+        return next(map(self._change, rows), None)
+
+    @property
+    def history(self) -> str:
+        return str(self.storage.history)
+
+    def _change(self, row: Sequence[Any]) -> Change:
+        """A row of the changes table (``seq``, then a record's columns;
+        a tombstone's version is null) as the feed's entry."""
+        return Change(row[0], row[1], None if row[-1] is None else self._make(row[1:]))
 
     def position(self) -> int:
         return int(self._read(self.table.position, lambda db: db.execute(

@@ -54,6 +54,12 @@ def apply(db: Any, steps: Sequence[Step]) -> None:
 COLLECTIONS = "usersvc_collections"
 
 
+def read_history(db: Any) -> str:
+    """The store's history token (``usersvc_history``, made with the layout):
+    read once, when the store opens (``feed.ChangeFeed.history``)."""
+    return str(db.execute("SELECT token FROM usersvc_history").fetchone()[0])
+
+
 def declared(db: Any, dialect: Dialect) -> list[Schema]:
     """The collections a store holds, as their recorded declarations say."""
     if not _exists(db, COLLECTIONS, dialect):
@@ -288,4 +294,4 @@ def _create_order(kind: str) -> int:
     return {"function": 0, "index": 1, "trigger": 2}[kind]
 
 
-__all__ = ["COLLECTIONS", "Step", "apply", "declared", "evolve"]
+__all__ = ["COLLECTIONS", "Step", "apply", "declared", "evolve", "read_history"]

@@ -1,7 +1,7 @@
 """Past releases as they were, frozen, for both stores' migrations
 (``sqlite.migrations``, ``postgres.migrations``): release 0.1.0's word
-splitting and users' declaration, and the tables layouts 4 and 5 added, in
-either dialect. History: it imports nothing of today's code, and never
+splitting and users' declaration, and the tables layouts 4, 5 and 6 added,
+in either dialect. History: it imports nothing of today's code, and never
 changes when today's schemas or word splitting do."""
 from __future__ import annotations
 
@@ -50,3 +50,12 @@ def keys_table(text: str, real: str, integer: str, blob: str, suffix: str = "") 
            vary        {text} NOT NULL,
            PRIMARY KEY (owner, key)
        ){suffix}"""
+
+
+def history_table(random_token: str) -> list[str]:
+    """Layout 6's table of the store's history: one row, a token made at
+    random (``random_token``: the dialect's expression for 12 hex digits)
+    when the table is made, which names the feed's history in the ids a
+    client is given (``usersvc.places``)."""
+    return ["CREATE TABLE usersvc_history (token text NOT NULL)",
+            f"INSERT INTO usersvc_history (token) VALUES ({random_token})"]

@@ -56,6 +56,7 @@ class PageQueries:
                                f"VALUES ({', '.join(m for _ in range(len(fields) + 3))})")
         self.changes = (f"SELECT seq, {self.columns} FROM {c} WHERE seq > {m} "
                         f"ORDER BY seq LIMIT {m}")
+        self.entry = f"SELECT seq, {self.columns} FROM {c} WHERE id = {m}"
         self.position = f"SELECT coalesce(max(seq), 0) FROM {c}"
         if self.dialect.name == "sqlite":   # AUTOINCREMENT's high-water mark
             self.last_id = f"SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = '{t}'"

@@ -7,7 +7,7 @@ and its collections are made from their schemas (``evolution``). 1 to 3
 are release 0.1.0's (users; sorting and searching; the change feed); 4
 records declarations in ``usersvc_collections`` and makes ``users`` again
 with ``<field>__key`` columns, everything kept; 5 adds ``usersvc_keys``
-(``keys``). The steps a database lacks run in one transaction.
+(``keys``); 6 adds ``usersvc_history``, the feed's history token. The steps a database lacks run in one transaction.
 """
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ def _remake_users(db: sqlite3.Connection) -> None:
 
 _COLLECTIONS = history.collections_table("TEXT")
 _KEYS = [history.keys_table("TEXT", "REAL", "INTEGER", "BLOB", " WITHOUT ROWID")]
+_HISTORY = history.history_table("lower(hex(randomblob(6)))")
 
 #: Each entry upgrades the layout by one version.
 MIGRATIONS: list[Sequence[Step]] = [
@@ -112,10 +113,12 @@ MIGRATIONS: list[Sequence[Step]] = [
     ],
     # 4 -> 5: idempotency keys.
     _KEYS,
+    # 5 -> 6: the feed's history token.
+    _HISTORY,
 ]
 
-#: What a new file gets instead: the table of collections and the keys.
-FRESH: Sequence[Step] = [_COLLECTIONS, *_KEYS]
+#: What a new file gets instead: the table of collections, the keys, the history.
+FRESH: Sequence[Step] = [_COLLECTIONS, *_KEYS, *_HISTORY]
 
 
 def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[Step]] = MIGRATIONS,

@@ -26,7 +26,7 @@ from ..keys import Answer, Key, SQLKeys
 from ..references import references
 from ..sql.collection import Table
 from ..sql.dialects import SQLITE
-from ..sql.evolution import declared, evolve
+from ..sql.evolution import declared, evolve, read_history
 from .collection import SQLiteRecords
 from .connections import Connection, Connections, Writer
 from .errors import is_lasting, retrying, roll_back, undo_savepoint
@@ -75,6 +75,7 @@ class SQLiteStorage(Collections):
                 db.execute("PRAGMA journal_mode = WAL")
         with self.transaction() as db:
             migrate(db)
+            self.history = read_history(db)
             tables[:] = [Table(s, SQLITE) for s in (declared(db, SQLITE) if schemas is None else schemas)]
             references([t.schema for t in tables])      # each ref's collection is here, or none is made
             for table in tables if schemas is not None else ():    # as recorded: as it is
