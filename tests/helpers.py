@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from waitress import wasyncore
 from webob import Request
 
-from usersvc.serving.server import server_limits
+from usersvc.serving.server import answer_errors_as_problems, server_limits
 from usersvc.storage import Conflict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -470,8 +470,8 @@ class Granian:
 def serve(app, host="127.0.0.1", threads=4, port=0):
     """``app`` under waitress on ``port`` (0: a free one), in a thread of
     this process, as serve.py serves it (its limits); ``stop`` stops it."""
-    server = waitress.create_server(app, host=host, port=port, threads=threads,
-                                    **server_limits(getattr(app, "schemas", ())))
+    server = answer_errors_as_problems(waitress.create_server(
+        app, host=host, port=port, threads=threads, **server_limits(getattr(app, "schemas", ()))))
     server.served = app             # (waitress keeps it wrapped: ``stop`` ends its streams)
     server.thread = threading.Thread(target=server.run, daemon=True)
     server.thread.start()

@@ -54,9 +54,6 @@ def _good_host(host: str) -> bool:
 
 
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
-#: Bytes of header fields a request may carry (a 431 problem past it; the
-#: server's own cap is this and the longest query: serving.server_limits).
-MAX_HEADER_FIELDS = 16384
 # Methods whose response carries a representation, so Accept matters.
 _NEGOTIATED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH"})
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})        # whose body the service reads
@@ -147,9 +144,6 @@ class App:
 
     def handle(self, req: Request) -> Response:
         path = req.path
-        if req.header_size > MAX_HEADER_FIELDS:
-            raise Problem(431, f"The request's header fields are over the limit of "
-                               f"{MAX_HEADER_FIELDS} bytes.")
         host = req.host
         if host is not None and not _good_host(host):
             # URLs in Location and Link are built from it: no paths, markup or

@@ -71,13 +71,6 @@ class Request:
         return self.environ.get("CONTENT_TYPE") or None
 
     @property
-    def header_size(self) -> int:
-        """About the bytes of the request's header fields as sent: each
-        name, value, ``: `` and CRLF (what waitress took in, as WSGI keeps it)."""
-        return sum(len(name) - 1 + len(value) for name, value in self.environ.items()
-                   if name.startswith("HTTP_") and type(value) is str)
-
-    @property
     def query_string(self) -> str:
         """The raw query (WSGI's latin-1 str of the bytes received)."""
         return self.environ.get("QUERY_STRING", "")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import ipaddress
+import json
 import logging
 import signal
 import socket
@@ -19,6 +20,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import waitress
+from waitress.channel import HTTPChannel
+from waitress.server import BaseWSGIServer
+from waitress.task import ErrorTask
 
 from .. import USER, Mount, Schema, build_app
 from ..listing import longest_query
@@ -45,7 +49,7 @@ SERVER_LIMITS = {
     "connection_limit": 200,            # open connections at once (or twice --threads: streams
                                         # hold theirs); more wait in the backlog
     "max_request_header_size": 16384,   # request line and headers: server_limits adds the
-                                        # longest query; more is waitress's 431 (text/plain)
+                                        # longest query; more is a 431 (ProblemErrors)
     "cleanup_interval": 10,             # how often idle connections are looked for
     "asyncore_use_poll": True,          # poll(), not select(): no 1,024-descriptor ceiling
 }
@@ -54,11 +58,44 @@ SERVER_LIMITS = {
 def server_limits(schemas: Iterable[Schema]) -> dict[str, Any]:
     """``SERVER_LIMITS``, with room in the request line for the longest query
     a page of any of ``schemas`` takes within its documented limits
-    (``listing.longest_query``: an ``in`` of 100 long values); the app
-    itself refuses header fields past ``MAX_HEADER_FIELDS`` (a 431 problem)."""
+    (``listing.longest_query``: an ``in`` of 100 long values): the request
+    line and the header fields together may take 16 KiB more than it."""
     longest = max((longest_query(schema) for schema in schemas), default=0)
     return {**SERVER_LIMITS,
             "max_request_header_size": SERVER_LIMITS["max_request_header_size"] + longest}
+
+
+class ProblemErrors(ErrorTask):
+    """What waitress answers itself, before the app sees a request (a
+    request line and header fields past ``max_request_header_size``: 431;
+    a body past ``max_request_body_size``: 413; a request it cannot parse:
+    400), as an RFC 9457 problem document, as every other error is, where
+    waitress writes text. In JSON: the request's ``Accept`` is not read,
+    since its header fields may be what was refused."""
+
+    def execute(self) -> None:
+        error = self.request.error
+        body = json.dumps({"type": "about:blank", "title": error.reason,
+                           "status": error.code, "detail": error.body}).encode()
+        self.status = f"{error.code} {error.reason}"
+        self.response_headers.append(("Content-Type", "application/problem+json"))
+        self.set_close_on_finish()
+        self.content_length = len(body)
+        self.write(body)
+
+
+class _Channel(HTTPChannel):
+    error_task_class = ProblemErrors
+
+
+def answer_errors_as_problems(server: Any) -> Any:
+    """``server`` (what ``waitress.create_server`` made: one server, or one
+    for each address it listens on) answering its own errors with
+    ``ProblemErrors``."""
+    for dispatcher in [server, *getattr(server, "map", {}).values()]:
+        if isinstance(dispatcher, BaseWSGIServer):
+            dispatcher.channel_class = _Channel
+    return server
 
 
 def parser(commands: bool = False) -> argparse.ArgumentParser:
@@ -200,11 +237,11 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
     try:
         # Resolve first: waitress says only "Invalid host/port specified."
         socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)
-        server = waitress.create_server(
+        server = answer_errors_as_problems(waitress.create_server(
             wsgi, host=args.host, port=args.port, threads=args.threads,
             max_request_body_size=max(SERVER_BODY_CAP, 4 * settings.max_body_size),
             ident="usersvc", **{**server_limits(app.schemas), "connection_limit": max(
-                SERVER_LIMITS["connection_limit"], 2 * args.threads)}, **proxy)
+                SERVER_LIMITS["connection_limit"], 2 * args.threads)}, **proxy))
     except (OSError, ValueError) as e:     # in use, not this machine's, no such host
         app.close()
         print(f"usersvc: cannot listen on {args.host} port {args.port}: {_reason(e)}",
