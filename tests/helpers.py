@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from waitress import wasyncore
 from webob import Request
 
-from usersvc.serving.server import answer_errors_as_problems, server_limits
+from usersvc.serving.limits import answer_errors_as_problems, server_limits
 from usersvc.storage import Conflict
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -202,7 +202,7 @@ def longest_query(schema: Schema) -> int:
     """The longest query string a page of ``schema`` takes within the
     documented limits: every parameter at once, each value its longest,
     percent-encoded, an ``in`` with ``asking.MAX_IN`` of them. The server
-    admits a request line this long (``serving.server.server_limits``)."""
+    admits a request line this long (``serving.limits.server_limits``)."""
     total = 200 + MAX_CURSOR + (MAX_Q * _ENCODED if schema.searchable else 0) + sum(
         len(name) + 3 for name in schema.field_names)      # limit, sort, after; fields=
     for name in schema.filters:

@@ -1,0 +1,80 @@
+"""waitress's limits as serve.py sets them, and what it answers past them:
+each limit set here rather than left to waitress's defaults
+(docs/security.md says why each), and waitress's own refusals (a request
+line and header fields past the cap, a body past its ceiling, a request it
+cannot parse) made RFC 9457 problem documents, as every other error is."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from waitress.channel import HTTPChannel
+from waitress.server import BaseWSGIServer
+from waitress.task import ErrorTask
+
+from ..listing import longest_query
+from ..validation import Schema
+
+#: The server refuses bodies over this many bytes (or 4x --max-body-size, if
+#: larger) before the app sees them; the app's own limit is the real one.
+SERVER_BODY_CAP = 1024 * 1024
+
+#: waitress's own limits, set here rather than left to its defaults
+#: (docs/security.md says why each).
+SERVER_LIMITS = {
+    "channel_timeout": 30,              # seconds a connection may sit idle, mid-request too
+    "connection_limit": 200,            # open connections at once (or twice --threads: streams
+                                        # hold theirs); more wait in the backlog
+    "max_request_header_size": 16384,   # request line and headers: server_limits adds the
+                                        # longest query; more is a 431 (ProblemErrors)
+    "cleanup_interval": 10,             # how often idle connections are looked for
+    "asyncore_use_poll": True,          # poll(), not select(): no 1,024-descriptor ceiling
+}
+
+
+def server_limits(schemas: Iterable[Schema]) -> dict[str, Any]:
+    """``SERVER_LIMITS``, with room in the request line for the longest query
+    a page of any of ``schemas`` takes within its documented limits
+    (``listing.longest_query``: an ``in`` of 100 long values): the request
+    line and the header fields together may take 16 KiB more than it."""
+    longest = max((longest_query(schema) for schema in schemas), default=0)
+    return {**SERVER_LIMITS,
+            "max_request_header_size": SERVER_LIMITS["max_request_header_size"] + longest}
+
+
+class ProblemErrors(ErrorTask):
+    """What waitress answers itself, before the app sees a request (a
+    request line and header fields past ``max_request_header_size``: 431;
+    a body past ``max_request_body_size``: 413; a request it cannot parse:
+    400), as an RFC 9457 problem document, as every other error is, where
+    waitress writes text. In JSON: the request's ``Accept`` is not read,
+    since its header fields may be what was refused."""
+
+    def execute(self) -> None:
+        error = self.request.error
+        body = json.dumps({"type": "about:blank", "title": error.reason,
+                           "status": error.code, "detail": error.body}).encode()
+        self.status = f"{error.code} {error.reason}"
+        self.response_headers.append(("Content-Type", "application/problem+json"))
+        self.set_close_on_finish()
+        self.content_length = len(body)
+        self.write(body)
+
+
+class _Channel(HTTPChannel):
+    error_task_class = ProblemErrors
+
+
+def answer_errors_as_problems(server: Any) -> Any:
+    """``server`` (what ``waitress.create_server`` made: one server, or one
+    for each address it listens on) answering its own errors with
+    ``ProblemErrors``."""
+    for dispatcher in [server, *getattr(server, "map", {}).values()]:
+        if isinstance(dispatcher, BaseWSGIServer):
+            dispatcher.channel_class = _Channel
+    return server
+
+
+__all__ = ["SERVER_BODY_CAP", "SERVER_LIMITS", "ProblemErrors", "answer_errors_as_problems",
+           "server_limits"]
