@@ -188,6 +188,8 @@
             }
             buffer = buffer.slice(end + 2);
             if (fields.retry) retry = Number(fields.retry);
+            if (fields.event === "busy") { turnedAway(followed, retry); continue; }
+            if (fields.id !== undefined) placed(followed);
             if (fields.id !== undefined) followed.last = fields.id;
             if (fields.data !== undefined) {
               seen({ kind: fields.event, entry: JSON.parse(fields.data) });
@@ -199,6 +201,22 @@
       } catch (e) { /* the connection went, or the page did: see below */ }
       if (!signal.aborted) await new Promise((resolve) => setTimeout(resolve, retry));
     }
+  }
+
+  // Past the server's waiting places a stream is turned away (an event
+  // "busy", then its end): the page's status line, where it says it is
+  // live, says it is not, until a stream read again after the retry gets
+  // a place; then the line says again what it said.
+  function turnedAway(followed, retry) {
+    const status = document.querySelector(".live");
+    if (!status) return;
+    if (followed.said === undefined) followed.said = status.textContent;
+    status.textContent = `Not live: the server is busy; trying again every ${retry / 1000} s.`;
+  }
+  function placed(followed) {
+    if (followed.said === undefined) return;
+    document.querySelector(".live").textContent = followed.said;
+    followed.said = undefined;
   }
 
   // Follow what the page follows, from where each stream left off. A page
