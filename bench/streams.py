@@ -276,7 +276,7 @@ def team(storage: str, streams: int, polls: int, away: int, writes: int,
         written = {}
         for n in range(writes):
             conn = http.client.HTTPConnection("127.0.0.1", writing.port)
-            conn.request("GET", "/users/changes?limit=1000&after=%d" % start)
+            conn.request("GET", f"/users/changes?limit=1000&after={start}")
             found = json.loads(conn.getresponse().read())
             last = found[-1]["seq"] if found else start
             conn.close()

@@ -251,7 +251,9 @@ def test_a_page_turned_away_says_it_is_not_live_and_becomes_live_when_a_place_is
         assert held.next()["retry"] == "2000"
         ada = create(service, "Ada")
         browser.get(service.base + "/users")
-        status = lambda b: b.find_element(By.CSS_SELECTOR, ".live").text  # noqa: E731
+
+        def status(b) -> str:
+            return b.find_element(By.CSS_SELECTOR, ".live").text
         wait(browser, lambda b: status(b) == "Not live: the server is busy; trying again "
                                               "every 2 s.")
         browser.save_screenshot(str(tmp_path / "not-live.png"))
