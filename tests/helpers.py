@@ -625,6 +625,14 @@ class Listener(_Stream):
         return rest
 
 
+def turned_away(most: int) -> dict:
+    """The block a stream turned away is sent (every one of the ``most``
+    waiting places taken), then the end: come back after the retry."""
+    detail = (f"{most} requests are already waiting for changes, as many as may wait at "
+              f"once: come back after the retry.")
+    return {"retry": "2000", "event": "busy", "data": json.dumps({"detail": detail})}
+
+
 class StreamOverHTTP(_Stream):
     """``GET path`` with ``Accept: text/event-stream`` on a connection of its own."""
 
@@ -643,3 +651,21 @@ class StreamOverHTTP(_Stream):
         """The client goes away: its side of the connection shut, its reader ended."""
         self.sock.shutdown(socket.SHUT_RDWR)
         self.end()
+
+
+def placed(address, path: str = "/users/changes") -> StreamOverHTTP:
+    """A stream that has a waiting place (its first block read: ``retry:``
+    and where it starts), asked for again while it is turned
+    away (``turned_away``), as a page does after the retry (here a moment
+    later): the place of a client that has gone comes back to the next
+    request that asks once the stream holding it has been nudged to write."""
+    deadline = time.monotonic() + STREAM_DEADLINE
+    while True:
+        stream = StreamOverHTTP(address, path)
+        first = stream.next()
+        if first.get("event") != "busy":
+            return stream
+        stream.end()
+        if time.monotonic() > deadline:
+            pytest.fail(f"no waiting place within {STREAM_DEADLINE} s", pytrace=False)
+        threading.Event().wait(0.05)

@@ -128,8 +128,8 @@ def test_a_request_waiting_on_one_server_is_answered_by_a_commit_on_the_other(se
 
 
 def wait_three(address, after):
-    """Three requests to wait for a change after ``after``: with 4 threads,
-    two wait and one is refused at once. Returns the threads and, when the
+    """Three requests to wait for a change after ``after``: with two
+    waiting places, two wait and one is refused at once. Returns the threads and, when the
     refusal has come (the other two are waiting), what each answered."""
     answers, refused = [], threading.Event()
 
@@ -149,13 +149,13 @@ def wait_three(address, after):
     return threads, answers
 
 
-def test_waiting_takes_at_most_half_the_threads_and_sigterm_still_stops_at_once(tmp_path):
-    served = Served("--storage", "memory://", "--threads", "4", cwd=tmp_path)
+def test_waiting_takes_at_most_its_places_and_sigterm_still_stops_at_once(tmp_path):
+    served = Served("--storage", "memory://", "--threads", "2", "--max-waiting", "2", cwd=tmp_path)
     threads, answers = wait_three(served.address, 0)
     status, headers, body = answers[0]
     assert status == 503 and headers["Retry-After"] == "1", body
     assert b"2 requests are already waiting" in body
-    # The other two threads still serve everyone else.
+    # The other threads (--threads) still serve everyone else.
     assert call(served.address, "GET", "/users")[0] == 200
     assert call(served.address, "POST", "/users", {"name": "Ada", "email": "a@example.org"})[0] == 201
     for thread in threads:      # the create answers the two waiting

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 from conftest import Client, problem
-from helpers import Listener, seq_of
+from helpers import Listener, seq_of, turned_away
 from webob import Request
 
 from usersvc import events, make_app
@@ -178,41 +178,73 @@ def test_streams_and_long_polls_share_the_slots_and_past_them_a_stream_is_told_t
     client = Client(app)
     held = Listener(app)
     held.next()
-    busy = Listener(app)                # 200, a retry alone, the end: EventSource comes back
+    busy = Listener(app)                # 200, busy and a retry, the end: EventSource comes back
     assert busy.status == "200 OK"
-    assert busy.end() == [{"retry": "5000"}]
+    assert busy.end() == [turned_away(1)]
     problem(client.get("/users/changes?wait=5"), 503)   # a long-poll finds no slot either
-    held.leave()                        # its client goes: the slot is handed back
-    after = Listener(app)
-    assert "id" in after.next()
-    held.end()
     app.stop_waiting()
-    after.end()
+    held.end()
 
 
 def test_a_stream_whose_client_has_gone_hands_its_slot_to_the_next(storage):
     """A WSGI app learns that a client has gone only when a write fails. A
     request that finds every slot taken nudges the streams holding them to
-    write at once: one whose client is there goes on (the newcomer is told
-    to come back); one whose client has gone ends, and its slot is taken."""
+    write at once, and is turned away at once (it does not wait for a
+    slot: it would hold a thread other requests need). One whose client
+    is there goes on; one whose client has gone ends, and its slot goes to
+    the next request that asks."""
     app = make_app(storage, max_waiting=1, stream_seconds=30)
     client = Client(app)
     try:
         first = Listener(app)
         assert first.next()["retry"] == "2000"
-        assert Listener(app).end() == [{"retry": "5000"}]           # its client is there,
+        assert Listener(app).end() == [turned_away(1)]             # its client is there,
         assert [first.next() for _ in range(events.PROBES)] == [{"": "keep-alive"}] * events.PROBES
-        first.leave()                                              # and now it is not
+        first.leave()                                              # and now it is not:
+        assert Listener(app).end() == [turned_away(1)]             # nudged again,
+        assert first.end() == []                                   # it ends,
+        assert app.waiting.now == 0
         second = Listener(app)
-        assert second.next()["retry"] == "2000"                    # a stream, not "come back"
-        assert first.end() == []
+        assert second.next()["retry"] == "2000"                    # and the next has its slot
         second.leave()                                             # a long-poll, the same
-        assert client.get("/users/changes?after=1000&wait=1").status_code == 200
+        problem(client.get("/users/changes?after=1000&wait=1"), 503)
         second.end()
+        assert client.get("/users/changes?after=1000&wait=1").status_code == 200
         third = Listener(app)
         assert third.next()["retry"] == "2000"
         client.create("Ada", "ada@example.org")
         assert [kind for _, kind, _ in third.changes(1)] == ["change"]
+    finally:
+        app.stop_waiting()
+        app.close()
+
+
+@pytest.mark.parametrize("failing", ["taking", "giving back"])
+def test_a_watcher_that_fails_leaves_every_slot_free(storage, failing):
+    """The waiting places' watchers (metrics written to a file, an mmap)
+    may fail: the disk full. The request fails, and the slot it took is
+    free again, on every path; it was kept for good."""
+    app = make_app(storage, max_waiting=1, stream_seconds=30)
+    client = Client(app)
+    fails = [2 if failing == "taking" else 1]      # (a long-poll's, a stream's)
+
+    def watcher(n: int, stream: bool) -> None:
+        if (n > 0) == (failing == "taking") and fails[0]:
+            fails[0] -= 1
+            raise OSError(28, "No space left on device")
+    app.waiting.watchers.append(watcher)
+    try:
+        assert client.get("/users/changes?after=1000&wait=1").status_code == 500
+        if failing == "taking":         # a stream too
+            asked = client.get("/users/changes", headers={"Accept": "text/event-stream"})
+            problem(asked, 500)
+        assert app.waiting.now == 0
+        assert client.get("/users/changes?after=1000&wait=1").status_code == 200
+        stream = Listener(app)
+        assert stream.next()["retry"] == "2000"     # a stream, not busy: its slot is free
+        app.stop_waiting()
+        stream.end()
+        assert app.waiting.now == 0
     finally:
         app.stop_waiting()
         app.close()

@@ -8,14 +8,19 @@ a stream that hangs fails the test. The same through the WSGI app, in
 every detail: test_events.py."""
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
 import subprocess
+import threading
 
 import pytest
-from helpers import (GRANIAN, STREAM_DEADLINE, Served, StreamOverHTTP, call, free_port,
-                     long_poll, seq_of, shared_url, until_waiting)
+from helpers import (GRANIAN, STREAM_DEADLINE, Served, StreamOverHTTP, _parsed, call, free_port,
+                     long_poll, placed, seq_of, serve, shared_url, stop, turned_away,
+                     until_waiting, within)
+
+from usersvc import make_app
 
 storage = pytest.fixture(params=["sqlite", "postgres"], name="storage")(shared_url)
 
@@ -83,13 +88,13 @@ def test_after_a_restart_a_client_resuming_from_its_last_event_misses_nothing(tm
 
 
 def test_sigterm_ends_every_stream_at_once_and_past_the_slots_a_client_is_told_to_retry(tmp_path):
-    served = Served("--storage", "memory://", "--threads", "4", cwd=tmp_path)
-    streams = [StreamOverHTTP(served.address) for _ in range(2)]     # half the threads: every slot
+    served = Served("--storage", "memory://", "--max-waiting", "2", cwd=tmp_path)
+    streams = [StreamOverHTTP(served.address) for _ in range(2)]     # every slot
     for stream in streams:
         stream.next()
     busy = StreamOverHTTP(served.address)
     assert busy.response.status == 200
-    assert busy.next() == {"retry": "5000"}
+    assert busy.next() == turned_away(2)
     busy.end()
     assert call(served.address, "GET", "/users/changes?wait=1")[0] == 503
     assert call(served.address, "GET", "/users")[0] == 200      # the other threads serve
@@ -110,18 +115,19 @@ def test_a_stream_whose_client_went_away_frees_its_slot_for_the_next(server, tmp
     if server == "granian" and not GRANIAN.exists():
         pytest.skip("granian is not installed (pip install -e '.[test]')")
     chosen = ["--server", "granian", "--workers", "1"] if server == "granian" else []
-    served = Served("--storage", "memory://", "--threads", "2", *chosen, cwd=tmp_path)  # 1 slot
+    served = Served("--storage", "memory://", "--max-waiting", "1", *chosen, cwd=tmp_path)
     try:
         for round in range(3):                  # (a person going from page to page)
-            stream = StreamOverHTTP(served.address)
-            assert stream.next()["retry"] == "2000", round
-            stream.close()
-        polling = call(served.address, "GET", "/users/changes?wait=1")
-        assert polling[0] == 200, polling       # a long-poll gets it too, not a 503
-        kept = StreamOverHTTP(served.address)
-        assert kept.next()["retry"] == "2000"
+            placed(served.address).close()
+        for _ in range(200):                    # a long-poll gets it too
+            polling = call(served.address, "GET", "/users/changes?wait=1")
+            if polling[0] != 503:
+                break
+            threading.Event().wait(0.05)
+        assert polling[0] == 200, polling
+        kept = placed(served.address)
         busy = StreamOverHTTP(served.address)   # its client is there: its slot stays its own
-        assert busy.next() == {"retry": "5000"}
+        assert busy.next() == turned_away(1)
         busy.end()
         create(served.address, "Ada")
         assert [kind for _, kind, _ in kept.changes(1)] == ["change"]
@@ -170,3 +176,92 @@ def test_ctrl_c_answers_a_stream_and_a_long_poll_and_stops_at_once(store_url, se
     finally:
         served.stop()           # (stopped already, or killed by stopped_hung)
     assert "Traceback" not in served.log() and "still running" not in served.log(), served.log()
+
+
+def asking(address, n: int, path: str = "/users/changes") -> list[http.client.HTTPConnection]:
+    """``n`` stream requests sent at once, their answers not yet read."""
+    connections = []
+    for _ in range(n):
+        conn = http.client.HTTPConnection(*address, timeout=60)
+        conn.request("GET", path, headers={"Accept": "text/event-stream"})
+        connections.append(conn)
+    return connections
+
+
+def answered_busy(conn: http.client.HTTPConnection, most: int) -> None:
+    """The answer to a stream request turned away: a 200 that says so, and its end."""
+    response = conn.getresponse()
+    body = response.read().decode()
+    conn.close()
+    assert response.status == 200, body
+    assert [_parsed(block) for block in body.split("\n\n") if block] == [turned_away(most)]
+
+
+def test_on_the_defaults_32_streams_all_hear_a_write_and_past_them_a_get_is_not_held(storage,
+                                                                                      tmp_path):
+    """serve.py's defaults: 32 waiting places, with threads of their own
+    beside --threads' four, so the pages of a team are all live at once and
+    a plain request keeps its threads. One write reaches every stream.
+    Past the places, stream requests are turned away at once (the streams
+    holding the places nudged to write, none waited for), and a plain GET
+    sent while they come is answered."""
+    served = Served("--storage", storage, "--no-access-log", cwd=tmp_path)
+    streams = []
+    try:
+        for _ in range(32):
+            streams.append(StreamOverHTTP(served.address))
+        assert [stream.next()["retry"] for stream in streams] == ["2000"] * 32
+        turned = asking(served.address, 12)
+        assert within(10, lambda: call(served.address, "GET", "/users"))[0] == 200
+        for conn in turned:
+            answered_busy(conn, 32)
+        ada = create(served.address, "Ada")
+        for stream in streams:
+            assert [(kind, data["id"]) for _, kind, data in stream.changes(1)] == [("change", ada)]
+        served.terminate()
+        for stream in streams:
+            stream.end()
+    finally:
+        assert served.stop() == 0, served.log()
+    assert "--max-waiting" not in served.log()      # (a line said only when none may wait)
+
+
+def test_requests_turned_away_never_hold_a_thread_a_plain_get_needs(storage):
+    """A request that finds every waiting place taken is answered at once:
+    waiting there for the place of a client that may have gone would hold
+    a thread. On two threads and one place (one thread left for everything
+    else), with the place held by a client that is there, twelve stream
+    requests and then a plain GET: the GET is answered (it waited behind
+    them, 1.5 s each, before)."""
+    app = make_app(storage, max_waiting=1)
+    server = serve(app, threads=2)
+    address = ("127.0.0.1", server.effective_port)
+    try:
+        held = StreamOverHTTP(address)
+        assert held.next()["retry"] == "2000"
+        turned = asking(address, 12)
+        assert within(10, lambda: call(address, "GET", "/users"))[0] == 200
+        for conn in turned:
+            answered_busy(conn, 1)
+        create(address, "Ada")
+        assert [kind for _, kind, _ in held.changes(1)] == ["change"]   # its place still its own
+    finally:
+        stop(server)
+        app.close()
+    held.end()
+
+
+def test_with_no_waiting_place_serve_py_says_so_at_start_in_one_line(tmp_path):
+    served = Served("--storage", "memory://", "--max-waiting", "0", cwd=tmp_path)
+    try:
+        stream = StreamOverHTTP(served.address)
+        assert stream.next() == turned_away(0)
+        stream.end()
+        assert call(served.address, "GET", "/users/changes?wait=1")[0] == 503
+    finally:
+        assert served.stop() == 0, served.log()
+    said = [line for line in served.log().splitlines() if "--max-waiting" in line]
+    assert len(said) == 1 and said[0].endswith(
+        "WARNING usersvc: --max-waiting 0: no request may wait for changes: every stream is "
+        "told to come back later and every long-poll with wait= gets a 503 (--max-waiting N "
+        "lets N wait)"), said

@@ -14,7 +14,7 @@ import json
 import chromium
 import pytest
 from conftest import Client
-from helpers import call, seq_of, serve, stop
+from helpers import StreamOverHTTP, call, seq_of, serve, stop
 
 from usersvc import make_app
 
@@ -260,6 +260,40 @@ def test_going_from_page_to_page_leaves_no_slot_to_a_page_left(browser, tmp_path
             wait(browser, lambda b: service.opened == n + 1 and service.app.waiting.streams == 1)
         bob = create(service, "Bob")
         wait(browser, lambda b: row_classes(b) == {str(ada): "", str(bob): "new"})
+    finally:
+        service.stop()
+
+
+def test_a_page_turned_away_says_it_is_not_live_and_becomes_live_when_a_place_is_free(
+        browser, tmp_path):
+    """Past the server's waiting places a page's stream is turned away: the
+    page says so where it says it is live (it said "changes show here as
+    they happen" and heard nothing), reads its URL again at each retry (a
+    record made meanwhile is shown, unmarked: no stream said what changed), and asks again until it has a place;
+    then it says it is live again, and marks changes as they come."""
+    service = Service(tmp_path / "users.db", max_waiting=1)
+    held = StreamOverHTTP(service.address)          # another client has the one place
+    try:
+        assert held.next()["retry"] == "2000"
+        ada = create(service, "Ada")
+        browser.get(service.base + "/users")
+
+        def status(b) -> str:
+            return b.find_element(By.CSS_SELECTOR, ".live").text
+        wait(browser, lambda b: status(b) == "Not live: the server is busy; trying again "
+                                              "every 2 s.")
+        browser.save_screenshot(str(tmp_path / "not-live.png"))
+        cy = create(service, "Cy")                  # not live, it reads its URL again on a timer
+        # (shown unmarked: no stream said what changed)
+        wait(browser, lambda b: row_classes(b) == {str(ada): "", str(cy): ""}, timeout=20)
+        assert status(browser).startswith("Not live: the server is busy")
+        held.close()                                # it goes: its place comes to the page
+        wait(browser, lambda b: service.app.waiting.streams == 1
+             and status(b) == "New, changed and deleted users show here as they happen.",
+             timeout=20)
+        bob = create(service, "Bob")
+        wait(browser, lambda b: row_classes(b) == {str(ada): "", str(cy): "", str(bob): "new"})
+        assert status(browser) == "Since this page was opened: 1 new."
     finally:
         service.stop()
 

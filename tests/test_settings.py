@@ -20,6 +20,7 @@ REFUSED = [
     ("idempotency_ttl", "0", "must be a whole number of at least 1, not 0"),
     ("max_batch", "0", "must be a whole number of at least 1, not 0"),
     ("max_batch", "a few", "must be a whole number of at least 1, not 'a few'"),
+    ("max_waiting", "many", "must be a whole number of at least 0, not 'many'"),
     ("cors_origins", "app.example",
      "cannot be used: not an origin (scheme://host[:port]): 'app.example'"),
 ]
@@ -56,15 +57,16 @@ def test_the_environment_refuses_a_value_naming_its_variable(name, text, problem
 def test_the_same_settings_from_every_source():
     from usersvc.serving.server import parse_args
     expected = Settings("sqlite:///x.db", max_body_size=100, idempotency_ttl=60,
-                        cors_origins=["https://app.example"], prefix="/v1", max_batch=7)
+                        cors_origins=["https://app.example"], prefix="/v1", max_batch=7,
+                        max_waiting=9)
     from_options = parse_args(["--storage", "sqlite:///x.db", "--max-body-size", "100",
                                "--idempotency-ttl", "60", "--cors-origin", "https://app.example",
                                "--prefix", "v1/", "--threads", "4", "--no-access-log",
-                               "--max-batch", "7"]).settings
+                               "--max-batch", "7", "--max-waiting", "9"]).settings
     from_environment = Settings.from_environment({
         "USERSVC_STORAGE": "sqlite:///x.db", "USERSVC_MAX_BODY_SIZE": "100",
         "USERSVC_IDEMPOTENCY_TTL": "60", "USERSVC_CORS_ORIGINS": "https://app.example",
-        "USERSVC_PREFIX": "/v1", "USERSVC_MAX_BATCH": "7"})
+        "USERSVC_PREFIX": "/v1", "USERSVC_MAX_BATCH": "7", "USERSVC_MAX_WAITING": "9"})
     assert from_options == from_environment == expected
     assert expected.prefix == "/v1" and expected.cors_origins == frozenset({"https://app.example"})
 

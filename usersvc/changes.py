@@ -45,11 +45,6 @@ FEED_RELATION = "tag:usersvc.example,2026:changes"
 ANOTHER_HISTORY = "tag:usersvc.example,2026:another-history"
 
 
-#: Seconds a request that finds every slot taken waits for one, while the
-#: streams holding them write to see whether their clients are still there.
-PROBE_WAIT = 1.5
-
-
 class Waiting:
     """At most ``most`` requests waiting for changes at once: long-polls and
     streams (``events``) alike; ``stopped`` once the server is stopping.
@@ -57,8 +52,11 @@ class Waiting:
     A stream whose client has gone (a browser tab closed, a page left)
     learns it only when a write fails, and holds its slot until then: up
     to two keep-alives. So a request that finds every slot taken nudges
-    each stream holding one to write at once (``events.PROBES``), and waits
-    a moment (``PROBE_WAIT``) for a slot a gone one hands back."""
+    each stream holding one to write at once (``events.PROBES``), and is
+    turned away at once: it does not wait, so that it never holds a thread
+    an ordinary request needs. A gone stream's write fails a moment later,
+    and its slot goes to the next request that asks (a page turned away
+    asks again after its ``retry``)."""
 
     def __init__(self, most: int) -> None:
         if most < 0:
@@ -74,9 +72,10 @@ class Waiting:
         self._nudges: set[Nudge] = set()    # the streams', while they hold a slot
 
     def take(self, stream: bool = False) -> Nudge | None:
-        """One of the slots, if one is free or freed meanwhile: with the
-        ``Nudge`` that asks its holder to write, if a stream (hand it back
-        with ``give_back``)."""
+        """One of the slots, if one is free: with the ``Nudge`` that asks
+        its holder to write, if a stream (hand it back with ``give_back``,
+        as the request ends). ``None`` at once if none is free, the streams
+        holding them nudged."""
         if self._slots is None:
             return None
         if not self._slots.acquire(blocking=False):
@@ -84,20 +83,21 @@ class Waiting:
                 nudges = list(self._nudges)
             for nudge in nudges:
                 nudge.set()
-            if not nudges or not self._slots.acquire(timeout=PROBE_WAIT):
-                return None
+            return None
         nudge = Nudge()
-        with self._counting:
-            if stream:
-                self._nudges.add(nudge)
-        self._count(1, stream)
+        try:
+            self._count(1, stream, nudge)
+        except BaseException:           # a watcher failed (a metrics file): the slot is free
+            self.give_back(nudge, stream)
+            raise
         return nudge
 
     def give_back(self, nudge: Nudge, stream: bool = False) -> None:
-        with self._counting:
-            self._nudges.discard(nudge)
-        self._count(-1, stream)
-        self._slots.release()           # type: ignore[union-attr]
+        """The slot ``take`` gave, free again, whatever a watcher does."""
+        try:
+            self._count(-1, stream, nudge)
+        finally:
+            self._slots.release()           # type: ignore[union-attr]
 
     @contextmanager
     def slot(self) -> Iterator[None]:
@@ -112,10 +112,15 @@ class Waiting:
         finally:
             self.give_back(nudge)
 
-    def _count(self, n: int, stream: bool = False) -> None:
+    def _count(self, n: int, stream: bool, nudge: Nudge) -> None:
+        """One more (``n`` 1) or one fewer (-1) waiting, then the watchers told."""
         with self._counting:
             self.now += n
             self.streams += n if stream else 0
+            if n > 0 and stream:
+                self._nudges.add(nudge)
+            elif n < 0:
+                self._nudges.discard(nudge)
         for watcher in self.watchers:
             watcher(n, stream)
 
@@ -197,8 +202,8 @@ class Changes:
 
     def _stream(self, req: Request, one: dict[str, str], names: tuple[str, ...] | None) -> Response:
         """The feed as Server-Sent Events (``events``), holding a waiting slot
-        for its life: past them, a ``retry:`` alone; without threads, the
-        changes so far."""
+        for its life: past them, ``events.busy`` (come back after the
+        retry); without threads, the changes so far."""
         after = self._after(one) if "after" in one else None
         start = events.start(req, after, self.store)
         history = self.store.history
@@ -207,7 +212,7 @@ class Changes:
         threads = req.environ.get("wsgi.multithread", True)
         nudge = self.waiting.take(stream=True) if threads else None
         if threads and nudge is None:
-            return events.Stream(events.BUSY, headers)
+            return events.Stream(events.busy(self.waiting.most), headers)
         release = None if nudge is None else lambda: self.waiting.give_back(nudge, stream=True)
         return events.Stream(events.Events(
             self.store, lambda change: events.event(change, self._entry(JSON, change, names), history),

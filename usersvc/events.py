@@ -17,12 +17,13 @@ event, missing nothing.
 
 A stream waits as a long-poll does, on the store's wake-up, and holds one
 of the same slots (``Waiting``) for its life: past them, the answer is a
-200 with a ``retry:`` alone (a 503 would make ``EventSource`` give up for
-good). A server without threads holds no stream: the changes so far, then
+200 with a ``retry:`` and an event ``busy`` (``busy``; a 503 would make
+``EventSource`` give up for good). A server without threads holds no stream: the changes so far, then
 the end. When the server stops (``App.stop_waiting``) every stream ends.
 """
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -43,9 +44,8 @@ EVENT_STREAM = "text/event-stream"
 #: close a connection idle for 60 s by default: nginx, AWS's balancers).
 KEEP_ALIVE = 15.0
 #: What a client waits, in milliseconds, before it connects again: after a
-#: stream's end; and when every waiting slot was taken (``BUSY``).
+#: stream's end; and when every waiting slot was taken (``busy``).
 RETRY_MS = 2000
-BUSY = [b"retry: 5000\n\n"]
 #: Keep-alives written a moment apart when a stream is nudged: the first
 #: write to a client that has gone is taken by the kernel (its reset comes
 #: back), and one a round trip later fails.
@@ -181,6 +181,18 @@ class Events:
             self._give_back()
 
 
+def busy(most: int) -> list[bytes]:
+    """A stream turned away, every one of the ``most`` waiting places taken:
+    when to come back (``retry:``) and an event ``busy`` that says so (with
+    no ``id:``: a client's last event id stays where it was), then the end.
+    A page shows it ("not live") until a stream gets a place; an
+    ``EventSource`` dispatches it to a ``busy`` listener, and comes back."""
+    detail = (f"{most} requests are already waiting for changes, as many as may wait at "
+              f"once: come back after the retry.")
+    return [b"retry: %d\nevent: busy\ndata: %s\n\n"
+            % (RETRY_MS, json.dumps({"detail": detail}).encode())]
+
+
 def event(change: Any, entry: bytes, history: str) -> bytes:
     """One change as an event: its place (``places.named``), its kind, the
     feed's entry."""
@@ -189,4 +201,4 @@ def event(change: Any, entry: bytes, history: str) -> bytes:
         places.named(change, history).encode(), kind, entry)
 
 
-__all__ = ["BUSY", "EVENTS", "EVENT_STREAM", "Events", "Stream", "event", "opening", "start"]
+__all__ = ["EVENTS", "EVENT_STREAM", "Events", "Stream", "busy", "event", "opening", "start"]

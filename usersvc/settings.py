@@ -17,7 +17,10 @@ from typing import Any
 #: The embedded default, and ``serve.py``'s: a SQLite file in the working directory.
 DEFAULT_STORAGE = "sqlite:///users.db"
 DEFAULT_MAX_BODY_SIZE = 64 * 1024
-#: Requests that may wait for changes at once: half of waitress's 4 threads.
+#: Requests that may wait for changes at once, for an app on a server's
+#: threads (``make_app``, ``usersvc.wsgi``): half of 4 threads. serve.py
+#: gives waiting requests threads of their own, and more places
+#: (``serving.server.SERVED_MAX_WAITING``).
 DEFAULT_MAX_WAITING = 2
 #: Seconds the answer to a write sent with an ``Idempotency-Key`` is kept:
 #: a day, as the draft suggests.

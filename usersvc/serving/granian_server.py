@@ -49,7 +49,7 @@ def environment(args: argparse.Namespace, metrics_dir: str | None) -> dict[str, 
     """The ``USERSVC_*`` variables that give a worker these options, and
     how many workers there are (``WORKERS``)."""
     given = {**args.given, "cors_origins": " ".join(args.cors_origin),
-             "max_waiting": str(args.threads // 2), "access_log": "1" if args.access_log else "0"}
+             "access_log": "1" if args.access_log else "0"}
     if args.metrics_port is not None:
         given |= {"metrics_port": str(args.metrics_port), "metrics_dir": metrics_dir,
                   "metrics_host": args.metrics_host or "127.0.0.1"}
@@ -101,7 +101,9 @@ def serve(args: argparse.Namespace, settings: Settings, collections: Iterable[Sc
     metrics_dir = tempfile.mkdtemp(prefix="usersvc-metrics-") if settings.metrics else None
     os.environ.update(environment(args, metrics_dir))
     server = Granian("usersvc.wsgi:app", interface=Interfaces.WSGI, address=args.host,
-                     port=port, workers=args.workers, blocking_threads=args.threads,
+                     port=port, workers=args.workers,
+                     # (waiting requests get threads of their own: the others keep --threads)
+                     blocking_threads=args.threads + settings.max_waiting,
                      respawn_failed_workers=True, workers_kill_timeout=KILL_AFTER, websockets=False,
                      log_dictconfig=LOGS_TO_STDERR)
     host = f"[{args.host}]" if ":" in args.host else args.host

@@ -24,7 +24,7 @@ SERVER_BODY_CAP = 1024 * 1024
 #: (docs/security.md says why each).
 SERVER_LIMITS = {
     "channel_timeout": 30,              # seconds a connection may sit idle, mid-request too
-    "connection_limit": 200,            # open connections at once (or twice --threads: streams
+    "connection_limit": 200,            # open connections at once (or twice the threads: streams
                                         # hold theirs); more wait in the backlog
     "max_request_header_size": 16384,   # request line and headers: server_limits adds the
                                         # longest query; more is a 431 (ProblemErrors)

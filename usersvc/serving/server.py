@@ -31,6 +31,11 @@ from .ops import AccessLog
 
 log = logging.getLogger("usersvc")
 
+#: Requests that may wait for changes at once (long-polls, streams: the
+#: pages of a team of 32 people), each on a thread of its own, beside
+#: ``--threads`` (docs/decisions.md says what one costs).
+SERVED_MAX_WAITING = 32
+
 #: What a trusted reverse proxy (--trusted-proxy) may tell us about the client.
 PROXY_HEADERS = {"x-forwarded-proto", "x-forwarded-host", "x-forwarded-for"}
 
@@ -51,7 +56,14 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--storage", default=DEFAULT_STORAGE, metavar="URL",
                    help="memory://, sqlite://, sqlite:///relative.db, sqlite:////absolute.db or "
                         "postgresql://user@host/dbname (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=4, metavar="N", help="worker threads (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=4, metavar="N",
+                   help="worker threads for every request but those waiting for changes "
+                        "(default: %(default)s)")
+    p.add_argument("--max-waiting", default=str(SERVED_MAX_WAITING), metavar="N",
+                   help="requests that may wait for changes at once (long-polls with wait=, "
+                        "streams: a live page holds one), each with a thread of its own beside "
+                        "--threads; past them a stream is told to come back and a long-poll "
+                        "gets a 503 (default: %(default)s)")
     p.add_argument("--server", choices=("waitress", "granian"), default="waitress",
                    help="the HTTP server: waitress (pure Python) or granian (Rust; its extra, "
                         "and --workers) (default: %(default)s)")
@@ -111,12 +123,12 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
         p.error("--metrics-host needs --metrics-port (the port metrics are served on)")
     #: The app's settings as given in text (``granian_server`` hands them on).
     args.given = {name: text for name in ("storage", "max_body_size", "prefix", "tokens_file",
-                                          "idempotency_ttl", "max_batch", "stream_seconds",
-                                          "collections")
+                                          "max_waiting", "idempotency_ttl", "max_batch",
+                                          "stream_seconds", "collections")
                   if (text := getattr(args, name)) is not None}
     args.settings = Settings.from_text(
         args.given, as_option,
-        cors_origins=args.cors_origin, max_waiting=args.threads // 2, access_log=args.access_log,
+        cors_origins=args.cors_origin, access_log=args.access_log,
         metrics_port=args.metrics_port, metrics_host=args.metrics_host or "127.0.0.1")
     return args
 
@@ -139,6 +151,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         return 2
     settings: Settings = args.settings
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _warn_if_no_waiting(settings)
     if args.server == "granian":
         from .granian_server import serve
         _warn_if_open(args.host, settings)
@@ -173,11 +186,13 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
     try:
         # Resolve first: waitress says only "Invalid host/port specified."
         socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)
+        # Waiting requests get threads of their own: the others keep --threads.
+        threads = args.threads + settings.max_waiting
         server = answer_errors_as_problems(waitress.create_server(
-            wsgi, host=args.host, port=args.port, threads=args.threads,
+            wsgi, host=args.host, port=args.port, threads=threads,
             max_request_body_size=max(SERVER_BODY_CAP, 4 * settings.max_body_size),
             ident="usersvc", **{**server_limits(app.schemas), "connection_limit": max(
-                SERVER_LIMITS["connection_limit"], 2 * args.threads)}, **proxy))
+                SERVER_LIMITS["connection_limit"], 2 * threads)}, **proxy))
     except (OSError, ValueError) as e:     # in use, not this machine's, no such host
         app.close()
         print(f"usersvc: cannot listen on {args.host} port {args.port}: {_reason(e)}",
@@ -231,6 +246,15 @@ def _warn_if_open(host: str, settings: Settings) -> None:
     if settings.tokens is None and not loopback(host):
         log.warning("listening on %s without --tokens-file: anyone who can reach this "
                     "address can read and change every user", host)
+
+
+def _warn_if_no_waiting(settings: Settings) -> None:
+    """One line at start when no request may wait for changes: every page
+    would be "not live" for good, and it would be found only by a client."""
+    if settings.max_waiting == 0:
+        log.warning("--max-waiting 0: no request may wait for changes: every stream is told to "
+                    "come back later and every long-poll with wait= gets a 503 (--max-waiting N "
+                    "lets N wait)")
 
 
 def _reason(error: Exception) -> str:

@@ -188,6 +188,12 @@
             }
             buffer = buffer.slice(end + 2);
             if (fields.retry) retry = Number(fields.retry);
+            if (fields.event === "busy") {      // not live: read the page again instead
+              turnedAway(followed, retry);
+              seen(null);
+              continue;
+            }
+            if (fields.id !== undefined) placed(followed);
             if (fields.id !== undefined) followed.last = fields.id;
             if (fields.event === "reset") {       // another history of the store (restarted):
               await go(location.href);            // what the page shows is not it; read it again
@@ -203,6 +209,23 @@
       } catch (e) { /* the connection went, or the page did: see below */ }
       if (!signal.aborted) await new Promise((resolve) => setTimeout(resolve, retry));
     }
+  }
+
+  // Past the server's waiting places a stream is turned away (an event
+  // "busy", then its end): the page's status line, where it says it is
+  // live, says it is not, and the page reads its URL again at each retry
+  // (seen(null), as when a stream opens), until a stream read again after
+  // the retry gets a place; then the line says again what it said.
+  function turnedAway(followed, retry) {
+    const status = document.querySelector(".live");
+    if (!status) return;
+    if (followed.said === undefined) followed.said = status.textContent;
+    status.textContent = `Not live: the server is busy; trying again every ${retry / 1000} s.`;
+  }
+  function placed(followed) {
+    if (followed.said === undefined) return;
+    document.querySelector(".live").textContent = followed.said;
+    followed.said = undefined;
   }
 
   // Follow what the page follows, from where each stream left off. A page
