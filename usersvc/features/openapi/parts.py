@@ -11,7 +11,7 @@ from ...representation import JSON_TYPE
 from ...storage import MAX_ID
 from ...validation import Schema
 from ..idempotency import BARE, MAX_LENGTH, QUOTED
-from .asked import PLAIN, asked_parameters, fields_parameter
+from .asked import PLAIN, asked_parameters, fields_parameter, query_schema
 
 JSON_BODY = (JSON_TYPE,)
 XML_BODY = ("application/xml", "text/xml")
@@ -99,7 +99,7 @@ def list_parameters(schema: Schema) -> list[dict[str, Any]]:
                 f"Only the {schema.name} with this {f}, ignoring case "
                 "(any text: one that no record has finds nothing).")
           if isinstance(schema.fields[f], Folded) else
-          query(f, schema.fields[f].describe(), f"Only the {schema.plural} with this {f} "
+          query(f, query_schema(schema.fields[f]), f"Only the {schema.plural} with this {f} "
                 "(a value not of its kind is a 400).")
           for f in schema.filters),
         *asked_parameters(schema, query),     # (``asked``)
