@@ -475,3 +475,32 @@ def test_a_page_parameters_schema_refuses_the_values_the_service_refuses(declare
                 checked[status, bool(good)] += 1
     # (every value refused of a field's condition is a 400: the test's lists are right)
     assert checked[400, True] > 300 and not checked[200, True], checked
+
+
+def test_the_feeds_after_schema_refuses_what_the_service_refuses(app):
+    """``after`` on the feed: a number past the positions (20 digits, which
+    schemathesis sent: the pattern admitted it and the service answered
+    400), malformed places, refused by both; a position and a place the
+    feed gave, admitted by both."""
+    import jsonschema
+    from webob import Request
+    Request.blank("/users", method="POST", json={"name": "Ada", "email": "ada@example.org"}
+                  ).get_response(app)
+    document = Request.blank("/openapi.json").get_response(app).json
+    schema, = (p["schema"] for p in document["paths"]["/users/changes"]["get"]["parameters"]
+               if p["name"] == "after")
+    given = link_after(Request.blank("/users/changes").get_response(app).headers["Link"])
+    for value, answered in [("12345678901234567890", False), ("9223372036854775808", False),
+                            ("1.2", False), ("", False), ("-1", False), ("1.x.1.abc", False),
+                            ("0", True), ("1", True), (given, True)]:
+        status = Request.blank(f"/users/changes?after={value}").get_response(app).status_int
+        try:
+            jsonschema.validate(value, schema)
+            admitted = True
+        except jsonschema.ValidationError:
+            admitted = False
+        assert (status == 200, admitted) == (answered, answered), (value, status)
+
+
+def link_after(link: str) -> str:
+    return re.search(r"after=([^&>]+)", link).group(1)

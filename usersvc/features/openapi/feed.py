@@ -11,7 +11,9 @@ from .asked import fields_parameter
 from .parts import PROBLEM, VARY, header, operation_responses
 
 #: What ``after`` takes (``usersvc.places``): a place, or a bare position.
-PLACE_PATTERN = r"^([0-9]{1,19}(\.[0-9]{1,19}\.([0-9]{1,19}|d))?\.[0-9a-f]{12}|[0-9]{1,20})$"
+#: Its numbers at most 18 digits, so never past ``MAX_ID`` (19 digits, not
+#: all of which are positions): the document admits less than the service.
+PLACE_PATTERN = r"^([0-9]{1,18}(\.[0-9]{1,18}\.([0-9]{1,18}|d))?\.[0-9a-f]{12}|[0-9]{1,18})$"
 NO_STORE = header("`no-store`: the same URL answers more as changes come.", {"const": "no-store"})
 
 
