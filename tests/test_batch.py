@@ -87,6 +87,19 @@ def everything(client) -> list:
     return seen
 
 
+@pytest.mark.parametrize("query", ["fields=name", "x=1"])
+def test_a_batch_with_a_query_parameter_is_a_400_naming_it_and_writes_nothing(library, query):
+    """``POST /batch`` takes no parameter, as no write does (docs/api.md):
+    one is refused before a request of the batch is made, not passed over."""
+    before = everything(library)
+    response = library.post(f"/batch?{query}", json_body={"requests": [
+        {"method": "POST", "path": "/users", "body": {"name": "Bea", "email": "bea@example.org"}}]})
+    assert response.status_code == 400, response.text
+    assert response.content_type == "application/problem+json"
+    assert query.split("=")[0] in response.json["detail"] and "POST /batch" in response.json["detail"]
+    assert everything(library) == before
+
+
 # -- all of it -------------------------------------------------------------
 
 def test_a_batch_makes_every_write_and_answers_each_in_order(library):
