@@ -103,9 +103,14 @@ class Session:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.server: Served | None = None
+        #: The history token in the places the server gave last (a page shows
+        #: its own, made at random: a command that gives a place back gets
+        #: the server's).
+        self.history: str | None = None
 
     def serve(self, *args: str, script: Path = ROOT / "serve.py") -> None:
         self.stop()
+        self.history = None
         self.server = Served(*args, cwd=self.folder, script=script)
         (self.folder / ".curlrc").write_text(
             f"connect-to = 127.0.0.1:8080:127.0.0.1:{self.server.address[1]}\n")
@@ -127,10 +132,15 @@ class Session:
             (self.folder / command.split()[1]).write_text("\n".join(expected) + "\n")
         if self.server is None:
             self.serve()
+        if self.history is not None:        # a place in a command: the one the server gave
+            command = HISTORY.sub(self.history, command)
         result = subprocess.run(["bash", "-c", command], cwd=self.folder, capture_output=True,
                                 text=True, timeout=60, env={"PATH": "/usr/bin:/bin",
                                                             "CURL_HOME": str(self.folder)})
         assert result.returncode == 0, (command, result.stderr)
+        given = HISTORY.search(result.stdout)
+        if given is not None:
+            self.history = given.group()
         return shown(result.stdout)
 
 
