@@ -629,8 +629,11 @@ def turned_away(most: int) -> dict:
     """The block a stream turned away is sent (every one of the ``most``
     waiting places taken), then the end: come back after the retry."""
     detail = (f"{most} requests are already waiting for changes, as many as may wait at "
-              f"once: come back after the retry.")
-    return {"retry": "2000", "event": "busy", "data": json.dumps({"detail": detail})}
+              f"once. Come back after the retry." if most else
+              "This server lets no request wait for changes (its max_waiting is 0). "
+              "Read the feed without waiting to follow it.")
+    return {"retry": "2000", "event": "busy",
+            "data": json.dumps({"detail": detail, "places": most})}
 
 
 class StreamOverHTTP(_Stream):

@@ -255,9 +255,12 @@ def test_with_no_waiting_place_serve_py_says_so_at_start_in_one_line(tmp_path):
     served = Served("--storage", "memory://", "--max-waiting", "0", cwd=tmp_path)
     try:
         stream = StreamOverHTTP(served.address)
-        assert stream.next() == turned_away(0)
+        assert stream.next() == turned_away(0)     # (says none may wait, not "busy")
         stream.end()
-        assert call(served.address, "GET", "/users/changes?wait=1")[0] == 503
+        status, headers, body = call(served.address, "GET", "/users/changes?wait=1")
+        assert status == 503 and "Retry-After" not in headers      # (trying again is no use)
+        assert json.loads(body)["detail"] == ("This server lets no request wait for changes "
+                                              "(its max_waiting is 0). Ask without wait.")
     finally:
         assert served.stop() == 0, served.log()
     said = [line for line in served.log().splitlines() if "--max-waiting" in line]

@@ -298,6 +298,24 @@ def test_a_page_turned_away_says_it_is_not_live_and_becomes_live_when_a_place_is
         service.stop()
 
 
+def test_a_page_of_a_server_where_nothing_may_wait_says_so_and_reads_itself_again(
+        browser, tmp_path):
+    """With no waiting place at all (``--max-waiting 0``) a page is never
+    live: it says that, not that the server is busy, and reads its URL
+    again at each retry (a record made meanwhile is shown)."""
+    service = Service(tmp_path / "users.db", max_waiting=0)
+    try:
+        ada = create(service, "Ada")
+        browser.get(service.base + "/users")
+        wait(browser, lambda b: b.find_element(By.CSS_SELECTOR, ".live").text == (
+            "Not live: this server sends no changes as they happen; reading the page again "
+            "every 2 s."))
+        bob = create(service, "Bob")
+        wait(browser, lambda b: row_classes(b) == {str(ada): "", str(bob): ""}, timeout=20)
+    finally:
+        service.stop()
+
+
 def test_a_page_back_from_the_browsers_cache_catches_up_from_its_last_event(browser, service):
     """Left, a page kept by the browser (back/forward cache) lets go of its
     stream; shown again, it resumes from its last event: a record made

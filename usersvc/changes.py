@@ -104,13 +104,21 @@ class Waiting:
         """Hold one of the slots while waiting; 503 if none is free."""
         nudge = self.take()
         if nudge is None:
-            raise Problem(503, f"{self.most} requests are already waiting for changes, as many "
-                               "as may wait at once; try again, or ask without wait.",
+            if not self.most:       # (never: trying again is no use)
+                raise Problem(503, f"{self.full()} Ask without wait.")
+            raise Problem(503, f"{self.full()} Try again, or ask without wait.",
                           headers=[("Retry-After", "1")])
         try:
             yield
         finally:
             self.give_back(nudge)
+
+    def full(self) -> str:
+        """Why a request may not wait for changes now, as its client is told."""
+        if not self.most:
+            return "This server lets no request wait for changes (its max_waiting is 0)."
+        return (f"{self.most} requests are already waiting for changes, as many as may wait "
+                f"at once.")
 
     def _count(self, n: int, stream: bool, nudge: Nudge) -> None:
         """One more (``n`` 1) or one fewer (-1) waiting, then the watchers told."""
@@ -212,7 +220,7 @@ class Changes:
         threads = req.environ.get("wsgi.multithread", True)
         nudge = self.waiting.take(stream=True) if threads else None
         if threads and nudge is None:
-            return events.Stream(events.busy(self.waiting.most), headers)
+            return events.Stream(events.busy(self.waiting), headers)
         release = None if nudge is None else lambda: self.waiting.give_back(nudge, stream=True)
         return events.Stream(events.Events(
             self.store, lambda change: events.event(change, self._entry(JSON, change, names), history),

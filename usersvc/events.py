@@ -181,16 +181,17 @@ class Events:
             self._give_back()
 
 
-def busy(most: int) -> list[bytes]:
-    """A stream turned away, every one of the ``most`` waiting places taken:
-    when to come back (``retry:``) and an event ``busy`` that says so (with
-    no ``id:``: a client's last event id stays where it was), then the end.
-    A page shows it ("not live") until a stream gets a place; an
+def busy(waiting: Any) -> list[bytes]:
+    """A stream turned away, every one of the ``waiting`` places taken
+    (``changes.Waiting``; or none at all): when to come back (``retry:``)
+    and an event ``busy`` that says so, with how many places there are
+    (with no ``id:``: a client's last event id stays where it was), then
+    the end. A page shows it ("not live") until a stream gets a place; an
     ``EventSource`` dispatches it to a ``busy`` listener, and comes back."""
-    detail = (f"{most} requests are already waiting for changes, as many as may wait at "
-              f"once: come back after the retry.")
+    detail = waiting.full() + (" Come back after the retry." if waiting.most else
+                               " Read the feed without waiting to follow it.")
     return [b"retry: %d\nevent: busy\ndata: %s\n\n"
-            % (RETRY_MS, json.dumps({"detail": detail}).encode())]
+            % (RETRY_MS, json.dumps({"detail": detail, "places": waiting.most}).encode())]
 
 
 def event(change: Any, entry: bytes, history: str) -> bytes:

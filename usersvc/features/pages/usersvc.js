@@ -189,7 +189,7 @@
             buffer = buffer.slice(end + 2);
             if (fields.retry) retry = Number(fields.retry);
             if (fields.event === "busy") {      // not live: read the page again instead
-              turnedAway(followed, retry);
+              turnedAway(followed, retry, JSON.parse(fields.data || "{}").places);
               seen(null);
               continue;
             }
@@ -216,11 +216,13 @@
   // live, says it is not, and the page reads its URL again at each retry
   // (seen(null), as when a stream opens), until a stream read again after
   // the retry gets a place; then the line says again what it said.
-  function turnedAway(followed, retry) {
+  function turnedAway(followed, retry, places) {
     const status = document.querySelector(".live");
     if (!status) return;
     if (followed.said === undefined) followed.said = status.textContent;
-    status.textContent = `Not live: the server is busy; trying again every ${retry / 1000} s.`;
+    status.textContent = places === 0
+      ? `Not live: this server sends no changes as they happen; reading the page again every ${retry / 1000} s.`
+      : `Not live: the server is busy; trying again every ${retry / 1000} s.`;
   }
   function placed(followed) {
     if (followed.said === undefined) return;
