@@ -204,5 +204,6 @@ def test_the_longest_documented_query_is_answered_and_past_the_cap_is_a_431_prob
     status, headers, body = call(server, "GET", "/users", headers={"Accept": "application/xml",
                                                                     **big})
     assert status == 431 and headers["Content-Type"] == "application/problem+json", body[:200]
+    assert headers["X-Content-Type-Options"] == "nosniff"
     problem = json.loads(body)
     assert problem["status"] == 431 and problem["title"] == "Request Header Fields Too Large"

@@ -53,10 +53,11 @@ class ProblemErrors(ErrorTask):
 
     def execute(self) -> None:
         error = self.request.error
-        body = json.dumps({"type": "about:blank", "title": error.reason,
-                           "status": error.code, "detail": error.body}).encode()
+        body = json.dumps({"type": "about:blank", "title": error.reason, "status": error.code,
+                           "detail": error.body}, separators=(",", ":")).encode()
         self.status = f"{error.code} {error.reason}"
-        self.response_headers.append(("Content-Type", "application/problem+json"))
+        self.response_headers += [("Content-Type", "application/problem+json"),
+                                  ("X-Content-Type-Options", "nosniff")]
         self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)
