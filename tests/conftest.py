@@ -27,7 +27,7 @@ from webob import Request, Response
 
 from helpers import serve, stop
 
-from usersvc import make_app
+from usersvc import DEFAULT_FEATURES, make_app
 from usersvc.storage import open_store
 
 POSTGRES_URL = os.environ.get("USERSVC_TEST_POSTGRES_URL", "")
@@ -156,9 +156,29 @@ def store(storage):
     return storage["users"]
 
 
+#: The apps a test marked ``core`` (the seed's contract) runs on: the full
+#: app, make_app's defaults, and the plain core, no feature plugged in.
+SERVED = [pytest.param(DEFAULT_FEATURES, id="full"), pytest.param((), id="plain")]
+
+
+def pytest_generate_tests(metafunc):
+    """A test marked ``core`` that takes the ``app`` (or ``client``) runs on
+    every app of ``SERVED``; any other, and one marked ``feature`` (of
+    what a feature serves), on the full app alone."""
+    marked = metafunc.definition.get_closest_marker
+    if "features" in metafunc.fixturenames and marked("core") and not marked("feature"):
+        metafunc.parametrize("features", SERVED)
+
+
 @pytest.fixture
-def app(storage):
-    return make_app(storage)
+def features():
+    """The features of the ``app`` fixture's app (``SERVED``)."""
+    return DEFAULT_FEATURES
+
+
+@pytest.fixture
+def app(storage, features):
+    return make_app(storage, features=features)
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ from usersvc.changes import FEED_RELATION
 from usersvc import USER
 from usersvc.storage.memory.collection import MemoryRecords
 
+pytestmark = pytest.mark.core       # runs on the plain core too (conftest.SERVED)
+
 
 @pytest.fixture
 def changed(client):

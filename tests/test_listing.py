@@ -17,6 +17,8 @@ from helpers import link_to
 
 from usersvc import make_app
 
+pytestmark = pytest.mark.core       # runs on the plain core too (conftest.SERVED)
+
 USERS = [("bob", "bob0@example.org"), ("Ada Lovelace", "ada1@Example.org"),
          ("Émile Zola", "ez2@example.org"), ("ada king", "ada3@example.org"),
          ("Zed", "zed4@example.org"), ("Cy Ada-Twist", "cy5@example.org"),

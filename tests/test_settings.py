@@ -23,12 +23,15 @@ REFUSED = [
     ("max_waiting", "many", "must be a whole number of at least 0, not 'many'"),
     ("cors_origins", "app.example",
      "cannot be used: not an origin (scheme://host[:port]): 'app.example'"),
+    ("features", "pages,sessions", "cannot be used: 'sessions' is not a feature (usersvc has "
+                                   "pages, openapi, health, cors, tokens, idempotency, batch, "
+                                   "metrics)"),
 ]
 
 
 def keyword_value(name, text):
-    if name == "cors_origins":
-        return [text]
+    if name in ("cors_origins", "features"):
+        return text.split(",")
     return int(text) if text.lstrip("-").isdigit() else text
 
 

@@ -18,40 +18,49 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .app import App
-from .features import pages
-from .features.auth import Tokens
-from .features.batch import Batch
-from .features.cors import CORS
-from .features.health import HEALTH_PATH, HealthCheck
-from .features.idempotency import Idempotency
-from .features.mount import Mount
-from .features.openapi import OPENAPI_PATH, OpenAPIDocument, ServiceRoot
 from .fields import email, text
+from .hooks import DEFAULT_FEATURES, Feature, name_of, resolved
 from .kinds import boolean, choice, date, datetime, integer, number, ref, url
-from .problems import Problem
-from .release import VERSION as __version__, install_hint
+from .release import VERSION as __version__
 from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
                        DEFAULT_STREAM_SECONDS,
                        DEFAULT_MAX_BATCH, DEFAULT_STORAGE, Settings)
 from .storage import RecordStore, Storage, open_store
-from .storage.protocol import Atomic
 from .validation import Schema, USER
 
 __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
            "boolean", "number", "date", "datetime", "choice", "url", "ref",
            "RecordStore", "Storage", "Settings", "open_store", "DEFAULT_STORAGE",
-           "DEFAULT_MAX_BODY_SIZE"]
+           "DEFAULT_MAX_BODY_SIZE", "DEFAULT_FEATURES", "Feature"]
+
+#: Names of the features' modules, still importable from here, each
+#: imported only when asked for (``import usersvc`` loads no feature).
+_FROM_FEATURES = {"Mount": "mount", "Tokens": "auth", "Batch": "batch", "CORS": "cors",
+                  "HEALTH_PATH": "health", "HealthCheck": "health",
+                  "Idempotency": "idempotency", "OPENAPI_PATH": "openapi",
+                  "OpenAPIDocument": "openapi", "ServiceRoot": "openapi", "pages": "pages"}
+
+
+def __getattr__(name: str) -> Any:
+    """``usersvc.Mount``, ``usersvc.Tokens``...: from their feature's module."""
+    module = _FROM_FEATURES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'usersvc' has no attribute {name!r}")
+    import importlib
+    found = importlib.import_module(f".features.{module}", __name__)
+    return found if name == module else getattr(found, name)
 
 
 def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
              collections: Iterable[Schema] | None = None,
              max_body_size: int = DEFAULT_MAX_BODY_SIZE,
-             tokens: Mapping[str, str] | Tokens | None = None,
+             tokens: Mapping[str, str] | Any = None,
              cors_origins: Iterable[str] = (),
              max_waiting: int = DEFAULT_MAX_WAITING,
              stream_seconds: int = DEFAULT_STREAM_SECONDS,
              idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL, max_batch: int = DEFAULT_MAX_BATCH,
-             metrics: bool = False) -> App:
+             metrics: bool = False,
+             features: Iterable[str | Feature] = DEFAULT_FEATURES) -> App:
     """A WSGI app serving each of ``collections`` (default: ``USER`` alone)
     at ``/<plural>``, from ``storage``: a URL (``memory://``,
     ``sqlite:///users.db``, ``postgresql://...``) for a store the app opens
@@ -75,70 +84,42 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     of usersvc's makes them together or not at all; see ``usersvc.features.batch``).
     ``metrics``: count requests and store operations for Prometheus, in
     ``app.metrics.registry`` (needs the ``metrics`` extra; see
-    ``usersvc.features.metrics.prometheus``). A value it cannot use is a ``ValueError``
-    (``usersvc.settings.SettingError``) that names it."""
+    ``usersvc.features.metrics.prometheus``).
+    ``features``: what plugs into the core (``usersvc.hooks``): by name, or
+    ``Feature`` objects; ``DEFAULT_FEATURES + (mine,)`` adds one, ``()``
+    serves the plain core. A value it cannot use, or a setting of a feature
+    left out, is a ``ValueError`` (``usersvc.settings.SettingError``) that names it."""
     settings = Settings(storage, max_body_size=max_body_size, tokens=tokens,
                         cors_origins=cors_origins, max_waiting=max_waiting,
-                        stream_seconds=stream_seconds, idempotency_ttl=idempotency_ttl, max_batch=max_batch, metrics=metrics)
+                        stream_seconds=stream_seconds, idempotency_ttl=idempotency_ttl,
+                        max_batch=max_batch, metrics=metrics, features=tuple(features))
     return build_app(settings, collections)
 
 
 def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -> App:
     """The app ``settings`` describe, serving ``collections`` (``None``:
-    ``settings.collections``, else users) from ``settings.storage`` (a
-    server's ``prefix`` and access log are the server's to add around it)."""
+    ``settings.collections``, else users) from ``settings.storage``, with
+    ``settings.features`` plugged in, in their order, before the first
+    collection is added (``usersvc.hooks``). A server's ``prefix`` and
+    access log are the server's to add around it."""
     storage = settings.storage
     if collections is None:
         collections = settings.collections
     app = App(settings)
-    pages.plug(app)         # HTML for people, and the files the pages load
-    # The service's own paths: its root, its description, its health.
-    app.router.add("/", ServiceRoot(app.schemas, app.offers))
-    description = OpenAPIDocument(app.schemas, secured=settings.tokens is not None,
-                                  feeds=app.feeds, idempotency_ttl=settings.idempotency_ttl)
-    app.router.add(OPENAPI_PATH, description)
-    app.router.add(HEALTH_PATH, HealthCheck(app.stores))
-    app.open_paths.add(HEALTH_PATH)
-    # The features the settings ask for, in the order a request meets them
-    # (each plugs into the core where it offers: ``app``'s module text).
-    if settings.cors_origins:
-        CORS(settings.cors_origins).plug(app)
-    if settings.tokens is not None:
-        settings.tokens.plug(app)
-    owner = (lambda req: "") if settings.tokens is None else settings.tokens.owner
-    keys = Idempotency(settings.idempotency_ttl, owner,
-                       lambda req, error: app.problem_response(req, Problem.from_error(error)))
-    keys.plug(app)
-    if settings.metrics:
-        metrics = _metrics(settings.metrics_dir)
-        metrics(__version__, app.stores, app.waiting).plug(app)     # the last to see an answer
     if isinstance(storage, str):
-        store: Any = open_store(storage, (USER,) if collections is None else collections)
-        app.on_close(store.close)
-    elif not isinstance(storage, Storage):     # one collection's records
-        app.add_collection(storage.schema, storage)
-        return app
-    else:
-        store = storage
-    if isinstance(store, Atomic):        # several writes at once: POST /batch
-        Batch(app, store, settings.max_batch, keys).plug(app)
-        description.max_batch = settings.max_batch
-    for schema in store.schemas if collections is None else collections:
-        app.add_collection(schema, store[schema.plural])
-    return app
-
-
-def _metrics(directory: str | None) -> Any:
-    """The app's metrics, to be made: ``prometheus.Metrics``, or, counted in
-    files in ``directory`` with the other processes of a server,
-    ``shared.SharedMetrics``; or a one-line ``ImportError`` that
-    says how to install what they need."""
+        storage = open_store(storage, (USER,) if collections is None else collections)
+        app.on_close(storage.close)
+    served = storage if isinstance(storage, Storage) else None    # else one collection's records
     try:
-        if directory is None:
-            from .features.metrics.prometheus import Metrics
-            return Metrics
-        from .features.metrics.shared import SharedMetrics
-    except ImportError as e:
-        raise ImportError(f"metrics need prometheus_client: {install_hint('metrics')} "
-                          f"({e})") from None
-    return lambda version, stores, waiting: SharedMetrics(version, stores, waiting, directory)
+        plugged: dict[str, Any] = {}
+        for feature in resolved(settings.features):
+            plugged[name_of(feature)] = feature.plug(app, served, plugged)
+    except BaseException:
+        app.close()
+        raise
+    if served is None:
+        app.add_collection(storage.schema, storage)
+    else:
+        for schema in served.schemas if collections is None else collections:
+            app.add_collection(schema, served[schema.plural])
+    return app

@@ -12,7 +12,8 @@ nothing of the code.
 **Where a feature plugs in** (as Falcon's middleware does): ``starters``
 see each request as it comes, ``checks`` may answer or refuse it after
 routing, ``finishers`` see each answer; ``store_wrappers``, ``write_hook``
-and ``offers`` are used as collections are added (``build_app``).
+and ``offers`` are used as collections are added. ``usersvc.hooks`` lists
+every hook, what it receives and returns, and what a feature is.
 """
 from __future__ import annotations
 

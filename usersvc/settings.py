@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from .hooks import DEFAULT_FEATURES, KNOWN, name_of
 
 #: The embedded default, and ``serve.py``'s: a SQLite file in the working directory.
 DEFAULT_STORAGE = "sqlite:///users.db"
@@ -72,12 +74,14 @@ class Settings:
     ``metrics_dir`` (a directory where the processes of one server count
     together, ``features.metrics.shared``),
     and ``collections``, the schemas to serve (``None``: users), which a
-    server reads as ``module:NAME`` entries (``read_collections``)."""
+    server reads as ``module:NAME`` entries (``read_collections``).
+    ``features``: what plugs into the core (``usersvc.hooks``; as text,
+    ``read_features``); a setting of a feature left out is refused."""
 
     storage: Any = DEFAULT_STORAGE           # a URL, or an open store
     max_body_size: int = DEFAULT_MAX_BODY_SIZE
     tokens: Any = None
-    cors_origins: frozenset[str] = field(default_factory=frozenset)
+    cors_origins: frozenset[str] = frozenset()
     max_waiting: int = DEFAULT_MAX_WAITING
     stream_seconds: int = DEFAULT_STREAM_SECONDS
     idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL
@@ -89,6 +93,7 @@ class Settings:
     metrics_host: str = "127.0.0.1"
     metrics_dir: str | None = None
     collections: tuple[Any, ...] | None = None   # the schemas to serve (None: users)
+    features: tuple[Any, ...] = DEFAULT_FEATURES
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -120,6 +125,7 @@ class Settings:
                 raise SettingError("metrics_dir", f"must be a directory usersvc can write to, "
                                                   f"not {self.metrics_dir!r}")
             set_("metrics", True)
+        set_("features", _checked_features(self))
 
     @classmethod
     def from_text(cls, given: Mapping[str, str], spell: Callable[[str], str],
@@ -144,13 +150,16 @@ class Settings:
                     values[name] = text == "1"
                 elif name == "collections":
                     values[name] = read_collections(text)
+                elif name == "features":
+                    values[name] = read_features(text)
                 elif name in _LEAST or name == "metrics_port":
                     values[name] = _whole(name, text)
                 else:
                     values[name] = text
             return cls(**values)
         except SettingError as e:
-            raise SettingError(spell(e.name), e.problem) from None
+            name = "tokens_file" if e.name == "tokens" and "tokens_file" in given else e.name
+            raise SettingError(spell(name), e.problem) from None
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> Settings:
@@ -170,7 +179,7 @@ class Settings:
 #: ``tokens`` (read from ``tokens_file``) and ``metrics`` (on with a port).
 READ_FROM_TEXT = ("storage", "tokens_file", "cors_origins", "max_body_size", "prefix",
                   "max_waiting", "stream_seconds", "access_log", "idempotency_ttl", "max_batch",
-                  "collections",
+                  "collections", "features",
                   "metrics_port", "metrics_host", "metrics_dir")
 
 
@@ -203,6 +212,44 @@ def _tokens_file(path: str) -> Any:
         return load_tokens(path)
     except (OSError, ValueError) as e:
         raise SettingError("tokens_file", f"cannot be used: {e}") from None
+
+
+def read_features(text: str) -> tuple[Any, ...]:
+    """The features a text names, separated by commas: ``hooks.KNOWN``'s, ``default``'s,
+    none (``none``: the plain core), and ``module:NAME``, a ``Feature`` of yours."""
+    features: list[Any] = []
+    for entry in (e.strip() for e in text.split(",")):
+        module_name, colon, name = entry.partition(":")
+        if colon:
+            feature = getattr(imported(module_name, "features", entry), name, None)
+            if feature is None:
+                raise SettingError("features", f"cannot be used: {module_name} has no {name}")
+            features.append(feature)
+        elif entry != "none":
+            features += DEFAULT_FEATURES if entry == "default" else (entry,)
+    return tuple(features)
+
+
+def _checked_features(settings: Settings) -> tuple[Any, ...]:
+    """``settings.features``: known names or features, none twice; a
+    setting of a feature left out refused, by name."""
+    given = settings.features
+    features = read_features(given) if isinstance(given, str) else tuple(given)
+    names = []
+    for feature in features:
+        name = name_of(feature) if isinstance(feature, str) or hasattr(feature, "plug") else None
+        if name is None or name not in KNOWN and isinstance(feature, str):
+            raise SettingError("features", f"cannot be used: {feature!r} is not a feature "
+                                           f"(usersvc has {', '.join(KNOWN)})")
+        if name in names:
+            raise SettingError("features", f"cannot be used: {name} is named twice")
+        names.append(name)
+    for name, (_, owned) in KNOWN.items():
+        for setting in owned if name not in names else ():
+            if getattr(settings, setting) != Settings.__dataclass_fields__[setting].default:
+                raise SettingError(setting, f"is a setting of the {name} feature, which is "
+                                            f"not among the features")
+    return features
 
 
 def imported(module_name: str, setting: str, entry: str = "") -> Any:

@@ -1,5 +1,7 @@
-"""The features: each a module (or a folder) that plugs into the core at
-the points ``App`` offers (``plug(app)``), put in by ``usersvc.build_app``
-when the settings ask: CORS, bearer tokens, idempotency keys, batches, the
-HTML pages, OpenAPI, ``/healthz``, metrics, a path prefix. The core never
-imports them (docs/architecture.md, "The core, and what plugs into it")."""
+"""The features: each a module (or a folder) whose ``FEATURE`` plugs into
+the core through the hooks ``usersvc.hooks`` lists (``plug(app, storage,
+plugged)``), put in by ``usersvc.build_app`` as ``features=`` names them:
+the HTML pages, OpenAPI, ``/healthz``, CORS, bearer tokens, idempotency
+keys, batches, metrics; and ``Mount``, a path prefix around an app. The
+core never imports them (docs/architecture.md, "The core, and what plugs
+into it")."""

@@ -118,3 +118,19 @@ def load_tokens(path: str | Path) -> Tokens:
             raise ValueError(f"{path}, line {number}: {e}") from None
         tokens[token] = scope
     return Tokens(tokens)
+
+
+class TokensFeature:
+    """The ``tokens`` feature (``usersvc.hooks``): the settings' bearer
+    tokens (``tokens``) checked on every request, if any."""
+
+    name = "tokens"
+
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Tokens | None:
+        tokens = app.settings.tokens
+        if tokens is not None:
+            tokens.plug(app)
+        return tokens
+
+
+FEATURE = TokensFeature()

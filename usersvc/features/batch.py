@@ -12,8 +12,8 @@ fail ends the batch, its step undone: the answer is that request's status
 and problem, with ``"request": <index>``. Otherwise it is a 200 with every
 request's status, ``Location`` and ``ETag``, and body, in order.
 
-An ``Idempotency-Key`` keeps the whole answer with the step (a refused
-write's too, as for one request), and replays it.
+With the idempotency feature, an ``Idempotency-Key`` keeps the whole
+answer with the step (a refused write's too), and replays it.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from ..representation import Format, JSON_TYPE, Offers, body_format
 from ..representation.json_format import JSON, no_constant
 from ..request import Request, Response
 from ..resources import Resource
+from ..storage.protocol import Atomic
 from ..validation import Invalid, pointer
 from .idempotency import ENVIRON as KEY_ENVIRON, Idempotency, replayed
 
@@ -104,11 +105,8 @@ class Batch:
     offers = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON})
     accepts = (JSON_TYPE,)          # what POST reads (OPTIONS: Accept-Post)
 
-    def __init__(self, app: Any, storage: Any, max_batch: int, keys: Idempotency) -> None:
+    def __init__(self, app: Any, storage: Any, max_batch: int, keys: Idempotency | None) -> None:
         self.app, self.storage, self.max_batch, self.keys = app, storage, max_batch, keys
-
-    def plug(self, app: Any) -> None:
-        app.router.add(PATH, self)
 
     def on_post(self, req: Request, fmt: Format) -> Response:
         if req.query_string:        # (a write takes none: one is not passed over)
@@ -127,7 +125,7 @@ class Batch:
                 answers.append(self._make(req, fmt, unit, views, part, found))
             return answers
         try:
-            if KEY_ENVIRON in req.environ:
+            if self.keys is not None and KEY_ENVIRON in req.environ:
                 return replayed(self.storage.atomically(plurals, run, self.keys.key(
                     req, fmt, self._answer, lambda error: self.app.problem_response(
                         req, _of_request(error, at[0])))))
@@ -288,3 +286,18 @@ def _wrong(at: str, detail: str) -> Problem:
 def _escaped(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
+
+class BatchFeature:
+    """``POST /batch`` where the store makes writes at once (``usersvc.hooks``)."""
+
+    name = "batch"
+
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Batch | None:
+        if not isinstance(storage, Atomic):
+            return None
+        batch = Batch(app, storage, app.settings.max_batch, plugged.get("idempotency"))
+        app.router.add(PATH, batch)
+        return batch
+
+
+FEATURE = BatchFeature()

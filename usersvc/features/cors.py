@@ -65,3 +65,20 @@ class CORS:
         if self.allowed(origin):
             response.headers += [("Access-Control-Allow-Origin", origin or ""),
                                  ("Access-Control-Expose-Headers", EXPOSED)]
+
+
+class CORSFeature:
+    """The ``cors`` feature (``usersvc.hooks``): CORS for the origins the
+    settings name (``cors_origins``), if any."""
+
+    name = "cors"
+
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> CORS | None:
+        if not app.settings.cors_origins:
+            return None
+        cors = CORS(app.settings.cors_origins)
+        cors.plug(app)
+        return cors
+
+
+FEATURE = CORSFeature()

@@ -51,3 +51,19 @@ class HealthCheck:
                               headers=[("Retry-After", "10"), _NO_STORE])
         return Response(200, fmt.render(_HEALTH, {"status": "ok", "version": VERSION}),
                         [("Content-Type", fmt.media_type), _NO_STORE])
+
+
+class HealthFeature:
+    """The ``health`` feature (``usersvc.hooks``): ``/healthz``, open
+    without a token."""
+
+    name = "health"
+
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> HealthCheck:
+        check = HealthCheck(app.stores)
+        app.router.add(HEALTH_PATH, check)
+        app.open_paths.add(HEALTH_PATH)
+        return check
+
+
+FEATURE = HealthFeature()

@@ -134,3 +134,21 @@ def replayed(answer: Answer) -> Response:
     response = Response(answer.status, answer.body, list(answer.headers))
     response.vary = answer.vary
     return response
+
+
+class IdempotencyFeature:
+    """The ``idempotency`` feature (``usersvc.hooks``): keys for writes,
+    kept ``idempotency_ttl`` seconds, each token's own when tokens are on."""
+
+    name = "idempotency"
+
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Idempotency:
+        tokens = app.settings.tokens
+        owner = (lambda req: "") if tokens is None else tokens.owner
+        keys = Idempotency(app.settings.idempotency_ttl, owner,
+                           lambda req, error: app.problem_response(req, Problem.from_error(error)))
+        keys.plug(app)
+        return keys
+
+
+FEATURE = IdempotencyFeature()

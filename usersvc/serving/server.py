@@ -102,6 +102,10 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
                    help="serve these collections: each NAME in MODULE a Schema or a tuple of "
                         "them (examples.library:BOOKS); users too, unless the list names them "
                         "or a tuple (default: users)")
+    p.add_argument("--features", default=None, metavar="NAMES",
+                   help="what plugs into the core, separated by commas: default, none (the "
+                        "plain core), names (pages, openapi, health, cors, tokens, idempotency, "
+                        "batch, metrics), MODULE:NAME for one of yours (default: default)")
     p.add_argument("--version", action="version", version=f"usersvc {VERSION}")
     return p
 
@@ -124,7 +128,7 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
     #: The app's settings as given in text (``granian_server`` hands them on).
     args.given = {name: text for name in ("storage", "max_body_size", "prefix", "tokens_file",
                                           "max_waiting", "idempotency_ttl", "max_batch",
-                                          "stream_seconds", "collections")
+                                          "stream_seconds", "collections", "features")
                   if (text := getattr(args, name)) is not None}
     args.settings = Settings.from_text(
         args.given, as_option,

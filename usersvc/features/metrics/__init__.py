@@ -2,3 +2,38 @@
 ``prometheus_client`` registry), ``shared`` (every worker of a server's,
 counted in files: ``files``), ``families`` (what a scrape says) and
 ``tally`` (counting without a lock). Needs the ``metrics`` extra."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...release import VERSION, install_hint
+
+
+class MetricsFeature:
+    """The ``metrics`` feature (``usersvc.hooks``), when the settings ask
+    (``metrics``): ``prometheus.Metrics``, or, counted in files in
+    ``metrics_dir`` with the other processes of a server,
+    ``shared.SharedMetrics``; the last to see an answer. Without
+    ``prometheus_client``, a one-line ``ImportError`` that says how to
+    install it."""
+
+    name = "metrics"
+
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Any:
+        settings = app.settings
+        if not settings.metrics:
+            return None
+        try:
+            if settings.metrics_dir is None:
+                from .prometheus import Metrics
+            else:
+                from .shared import SharedMetrics
+        except ImportError as e:
+            raise ImportError(f"metrics need prometheus_client: {install_hint('metrics')} "
+                              f"({e})") from None
+        if settings.metrics_dir is None:
+            return Metrics(VERSION, app.stores, app.waiting).plug(app)
+        return SharedMetrics(VERSION, app.stores, app.waiting, settings.metrics_dir).plug(app)
+
+
+FEATURE = MetricsFeature()

@@ -10,7 +10,8 @@ and lets schemathesis hold the running app to it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from ...representation import Format, JSON, JSON_TYPE, Offers, XML
@@ -60,12 +61,13 @@ class OpenAPIDocument:
     offers = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON})
 
     def __init__(self, schemas: Sequence[Schema], *, secured: bool = False,
-                 feeds: Sequence[str] = (), idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL) -> None:
+                 feeds: Sequence[str] = (), idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
+                 plugged: Mapping[str, Any] | None = None) -> None:
         self.schemas = schemas
         self.secured = secured
         self.idempotency_ttl = idempotency_ttl
         self.feeds = feeds          # the app's list, filled as collections are added
-        self.max_batch: int | None = None   # set where ``POST /batch`` is served
+        self.plugged = {} if plugged is None else plugged   # the app's features (``/batch``)
         self._cache: dict[tuple[str, int], bytes] = {}
 
     def on_get(self, req: Request, fmt: Format) -> Response:
@@ -73,7 +75,27 @@ class OpenAPIDocument:
         key = (base, len(self.schemas))     # per mount point and set of collections
         body = self._cache.get(key)
         if body is None:
+            batch = self.plugged.get("batch")
             document = openapi(self.schemas, base, secured=self.secured, feeds=self.feeds,
-                               idempotency_ttl=self.idempotency_ttl, max_batch=self.max_batch)
+                               idempotency_ttl=self.idempotency_ttl, max_batch=batch and batch.max_batch)
             body = self._cache[key] = json.dumps(document, indent=1).encode()
         return revalidated(req, Response(200, body, [("Content-Type", JSON_TYPE)]))
+
+
+class OpenAPIFeature:
+    """The ``openapi`` feature (``usersvc.hooks``): the service root, ``/``,
+    and its description, ``/openapi.json``."""
+
+    name = "openapi"
+
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> OpenAPIDocument:
+        settings = app.settings
+        app.router.add("/", ServiceRoot(app.schemas, app.offers))
+        document = OpenAPIDocument(app.schemas, secured=settings.tokens is not None,
+                                   feeds=app.feeds, idempotency_ttl=settings.idempotency_ttl,
+                                   plugged=plugged)
+        app.router.add(OPENAPI_PATH, document)
+        return document
+
+
+FEATURE = OpenAPIFeature()

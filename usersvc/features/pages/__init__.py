@@ -234,7 +234,7 @@ class HTMLFormat(Format):
 HTML = HTMLFormat()
 
 
-def plug(app: Any) -> None:
+def plug(app: Any) -> HTMLFormat:
     """Offer HTML for records, lists and problems, and serve the files the
     pages load (open without a token: a browser sends none for a style sheet).
     Before any collection is added: a collection's routes take the offers
@@ -248,6 +248,19 @@ def plug(app: Any) -> None:
     for path, asset in ASSETS.items():
         app.router.add(path, StaticFile(asset))
     app.open_paths.update(ASSETS)
+    return html
+
+
+class PagesFeature:
+    """The ``pages`` feature (``usersvc.hooks``): HTML for people (``plug``)."""
+
+    name = "pages"
+
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> HTMLFormat:
+        return plug(app)
+
+
+FEATURE = PagesFeature()
 
 
 def _offered(app: Any, plural: str) -> list[tuple[int, str]]:

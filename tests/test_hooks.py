@@ -1,0 +1,139 @@
+"""usersvc/hooks.py: features plugged in by ``features=`` (a name, or a
+``Feature``), the plain core with none, a setting of a feature left out
+refused, and a feature written outside the package (examples/timing.py).
+The contract itself on the plain core: the modules marked ``core``."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import Client, problem
+from helpers import ADA, ROOT
+
+from usersvc import DEFAULT_FEATURES, Feature, Settings, make_app
+from usersvc.settings import SettingError
+
+#: What only a feature serves: a GET of each, and the feature.
+FEATURES_PATHS = [("/", "openapi"), ("/openapi.json", "openapi"), ("/healthz", "health"),
+                  ("/assets/usersvc.css", "pages")]
+
+
+@pytest.fixture
+def timing(monkeypatch):
+    """examples/timing.py's ``ServerTiming``, imported as an app would."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    from examples.timing import ServerTiming
+    return ServerTiming
+
+
+@pytest.mark.parametrize("path, feature", FEATURES_PATHS)
+def test_what_a_feature_serves_is_served_with_it_and_not_by_the_plain_core(storage, path,
+                                                                           feature):
+    full = Client(make_app(storage))
+    plain = Client(make_app(storage, features=()))
+    assert full.get(path).status_code == 200
+    assert problem(plain.get(path), 404)["title"] == "Not Found"
+    alone = Client(make_app(storage, features=(feature,)))
+    assert alone.get(path).status_code == 200
+
+
+def test_the_plain_core_has_no_batch_and_does_not_know_idempotency_keys(storage):
+    """An ``Idempotency-Key`` is a header the plain core does not know: it
+    is ignored (RFC 9110 §5.1), so each POST sent with one is made, and a
+    malformed one is no 400."""
+    client = Client(make_app(storage, features=()))
+    for _ in range(2):
+        response = client.post("/users", json_body=ADA | {"email": f"{_}@example.org"},
+                               headers={"Idempotency-Key": '"one"'})
+        assert response.status_code == 201
+    assert client.post("/users", json_body={"name": "Bo", "email": "bo@example.org"},
+                       headers={"Idempotency-Key": "no, not a key"}).status_code == 201
+    assert [user["id"] for user in client.get("/users").json] == [1, 2, 3]
+    assert problem(client.post("/batch", json_body=[]), 404)["title"] == "Not Found"
+    keyed = Client(make_app(storage))     # the full app honours the key
+    assert problem(keyed.post("/users", json_body=ADA, headers={"Idempotency-Key": "no, no"}),
+                   400)["detail"].startswith("The Idempotency-Key header must be one string")
+
+
+def test_a_feature_of_your_own_plugs_in_beside_the_defaults(storage, timing):
+    client = Client(make_app(storage, features=DEFAULT_FEATURES + (timing(),)))
+    assert isinstance(timing(), Feature)
+    created = client.post("/users", json_body=ADA)
+    refused = client.get("/users/9")
+    for response in (created, refused, client.get("/openapi.json")):
+        name, _, duration = response.headers["Server-Timing"].partition(";dur=")
+        assert name == "app" and float(duration) >= 0
+    assert refused.status_code == 404 and created.status_code == 201
+    assert "Server-Timing" not in Client(make_app(storage)).get("/users").headers
+
+
+def test_features_are_named_in_every_spelling(timing):
+    from usersvc.serving.server import parse_args
+    from examples.timing import TIMING
+    said = "pages,health, examples.timing:TIMING"
+    assert (Settings(features=("pages", "health", TIMING)).features
+            == Settings.from_environment({"USERSVC_FEATURES": said}).features
+            == parse_args(["--features", said]).settings.features
+            == ("pages", "health", TIMING))
+    assert Settings.from_environment({"USERSVC_FEATURES": "none"}).features == ()
+    assert parse_args(["--features", "default"]).settings.features == DEFAULT_FEATURES
+    assert Settings().features == DEFAULT_FEATURES
+
+
+@pytest.mark.parametrize("features, problem_", [
+    (("pages", "pages"), "features cannot be used: pages is named twice"),
+    ((object(),), "features cannot be used: <object object at"),
+    ("default,examples.timing:NOTHING",
+     "features cannot be used: examples.timing has no NOTHING"),
+])
+def test_a_feature_that_cannot_be_had_is_refused(timing, features, problem_):
+    with pytest.raises(SettingError) as refused:
+        Settings(features=features)
+    assert str(refused.value).startswith(problem_)
+
+
+@pytest.mark.parametrize("setting, value, feature", [
+    ("tokens", {"a-token-of-sixteen-chars": "read"}, "tokens"),
+    ("cors_origins", ["https://app.example"], "cors"),
+    ("metrics", True, "metrics"),
+    ("idempotency_ttl", 60, "idempotency"),
+    ("max_batch", 7, "batch"),
+])
+def test_a_setting_of_a_feature_left_out_is_refused_by_name(setting, value, feature):
+    with pytest.raises(SettingError) as refused:
+        make_app("memory://", features=(), **{setting: value})
+    assert str(refused.value) == (f"{setting} is a setting of the {feature} feature, "
+                                  f"which is not among the features")
+    kept = tuple(name for name in DEFAULT_FEATURES if name != feature)
+    with pytest.raises(SettingError, match=f"^{setting} is a setting of the {feature} "):
+        make_app("memory://", features=kept, **{setting: value})
+
+
+def test_serve_py_and_the_environment_refuse_a_setting_of_a_feature_left_out(tmp_path):
+    (tmp_path / "tokens").write_text("a-token-of-sixteen-chars read\n")
+    done = subprocess.run([sys.executable, str(ROOT / "serve.py"), "--storage", "memory://",
+                           "--port", "0", "--features", "none", "--tokens-file", "tokens"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (
+        2, "usersvc: --tokens-file is a setting of the tokens feature, which is not among "
+           "the features\n")
+    with pytest.raises(SettingError, match="^USERSVC_CORS_ORIGINS is a setting of the cors "):
+        Settings.from_environment({"USERSVC_FEATURES": "pages",
+                                   "USERSVC_CORS_ORIGINS": "https://app.example"})
+
+
+def test_naming_features_imports_none_and_the_plain_core_serves_without_them(tmp_path):
+    """``import usersvc`` and the plain core serving on SQLite load no
+    feature's module: a name is imported only when an app plugs it in."""
+    script = ("import json, sys; from webob import Request; import usersvc; "
+              "before = [m for m in sys.modules if m.startswith('usersvc.features')]; "
+              "app = usersvc.make_app('sqlite:///users.db', features=()); "
+              "statuses = [Request.blank(p).get_response(app).status_int "
+              "for p in ('/users', '/users/changes', '/openapi.json')]; "
+              "print(json.dumps([before, statuses, "
+              "[m for m in sys.modules if m.startswith('usersvc.features')]]))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={"PYTHONPATH": str(ROOT)})
+    assert json.loads(done.stdout) == [[], [200, 200, 404], []], done.stderr

@@ -1,0 +1,125 @@
+"""Every hook a feature may use, in one place, and what a feature is.
+
+The core (``App``, the resources, the stores) serves the contract alone;
+every feature (the pages, OpenAPI, ``/healthz``, CORS, tokens, idempotency
+keys, batches, metrics, or one of yours) plugs in through the hooks below,
+and nothing else. A hook is a plain attribute of ``App``: a list of
+callables the core calls in order, or one value it reads. No hook library
+(docs/decisions.md, "Hooks: a plain list of callables, not pluggy": pluggy
+made a GET 1.6-1.8 times the instructions); a request meets no hook that
+nothing plugged into.
+
+**A feature** is an object with a ``name`` and a ``plug(app, storage,
+plugged)`` (``Feature``). ``build_app`` opens the store, calls each
+feature's ``plug`` in the order ``features=`` lists them, then adds the
+collections, so a feature's hooks are in place before the first
+collection is served. ``plug`` receives:
+
+- ``app``: the ``App`` being built; ``app.settings`` its ``Settings``;
+- ``storage``: the ``Storage`` its collections come from (``None`` when
+  the app serves one ``RecordStore`` alone);
+- ``plugged``: what each feature before it returned from its ``plug``, by
+  name (batch takes idempotency's keys from it). The same dict is filled
+  on as later features plug in, so a route may read it when asked.
+
+It returns what it plugged in (for the features after it, and
+``plugged``), or ``None`` when its settings ask for nothing (CORS with no
+origins).
+
+**The hooks** (in the order a request meets them):
+
+``app.starters``: ``start(req) -> None``, each request as it comes,
+    before anything is judged (metrics start counting). Must not raise.
+``app.router``: ``app.router.add(path, resource)``: a route, whose
+    ``on_get``/``on_post``... answer ``(req, fmt, **params)``; its
+    ``offers`` say what it answers in (``None``: not negotiated).
+``app.checks``: ``check(req, found) -> Response | None``, after routing
+    (``found``: ``(route, params)`` or ``None``) and before a byte of the
+    body is read. The first that returns a ``Response`` answers; one may
+    raise a ``Problem`` (401, 403). Cross-origin protection is the first;
+    ``checks.insert(0, ...)`` goes before it (CORS's preflights).
+``app.open_paths``: a set of paths a check that asks for credentials
+    leaves open (the health check, the pages' files).
+``app.offers``, ``app.problem_offers``: the representations records and
+    problems are answered in (``Offers.plus``); read as each collection is
+    added, so set them before (the pages add HTML).
+``app.finishers``: ``finish(req, response) -> None``, each answer, problems
+    too, in order, before it is sent: headers added to ``response.headers``
+    (CORS), counts (metrics). Must not raise.
+
+And as each collection is added (``App.add_collection``):
+
+``app.store_wrappers``: ``wrap(plural, records) -> records``: a
+    collection's records wrapped, in order, the last outermost (metrics
+    time each operation). ``/healthz`` sees them unwrapped.
+``app.write_hook``: ``write_hook(records) -> hook``: one, or ``None``: the
+    hook a collection's POST and PATCH ask when the request carries
+    ``hook.header`` (``resources``, "A write hook"; idempotency keys).
+
+And around the app's life:
+
+``app.on_close(closer)``: ``closer()`` when ``app.close()`` is called.
+``app.waiting.watchers``: ``watch(n, stopped) -> None``, each time a
+    request starts (``n`` 1) or stops (-1) waiting for changes.
+
+**The plain core** (``features=()``) serves the collections, in JSON and
+XML, with their change feeds; a header only a feature reads is ignored, as
+a server that does not know it ignores it (RFC 9110 §5.1): without the
+idempotency feature an ``Idempotency-Key`` is not honoured, and a POST sent
+with one is made each time it is sent.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .app import App
+
+#: The features usersvc has, by name: where each is (``module:attribute``,
+#: imported only when an app plugs it in) and the settings that are its.
+KNOWN: dict[str, tuple[str, tuple[str, ...]]] = {
+    "pages": ("usersvc.features.pages:FEATURE", ()),
+    "openapi": ("usersvc.features.openapi:FEATURE", ()),
+    "health": ("usersvc.features.health:FEATURE", ()),
+    "cors": ("usersvc.features.cors:FEATURE", ("cors_origins",)),
+    "tokens": ("usersvc.features.auth:FEATURE", ("tokens",)),
+    "idempotency": ("usersvc.features.idempotency:FEATURE", ("idempotency_ttl",)),
+    "batch": ("usersvc.features.batch:FEATURE", ("max_batch",)),
+    "metrics": ("usersvc.features.metrics:FEATURE",
+                ("metrics_port", "metrics_dir", "metrics_host", "metrics")),
+}
+
+#: What ``make_app()`` serves unless told otherwise: every feature, in the
+#: order a request meets them (metrics the last to see an answer). CORS,
+#: tokens and metrics plug in nothing unless their settings ask.
+DEFAULT_FEATURES: tuple[Any, ...] = ("pages", "openapi", "health", "cors", "tokens",
+                                     "idempotency", "batch", "metrics")
+
+
+@runtime_checkable
+class Feature(Protocol):
+    """Something that plugs into an app through the hooks above."""
+
+    name: str
+
+    def plug(self, app: App, storage: Any, plugged: dict[str, Any]) -> Any:
+        """Put this feature's callables into ``app``'s hooks; return what
+        it plugged in (``None``: nothing, its settings asking for nothing)."""
+
+
+def name_of(feature: Any) -> str:
+    """A feature's name: the name itself, or the object's ``name``."""
+    return feature if isinstance(feature, str) else feature.name
+
+
+def resolved(features: Iterable[Any]) -> list[Feature]:
+    """The features, each name imported as ``KNOWN`` says, each object as it is."""
+    found = []
+    for feature in features:
+        if isinstance(feature, str):
+            module, _, attribute = KNOWN[feature][0].partition(":")
+            feature = getattr(importlib.import_module(module), attribute)
+        found.append(feature)
+    return found
