@@ -155,7 +155,7 @@ class Batch:
             raise _wrong("", 'is not an object with "requests", a list of requests')
         for name in document:
             if name != "requests":
-                raise _wrong(f"/{_escaped(name)}", "is not a member of a batch")
+                raise _wrong(pointer(name), "is not a member of a batch")
         requests = document["requests"]
         if not isinstance(requests, list) or not requests:
             raise _wrong("/requests", "must be a list of one request or more")
@@ -212,7 +212,7 @@ def _part(request: Any, at: str) -> Part:
             raise _wrong(at + name, f"names {value.twice!r} more than once")
     for name in request:
         if name not in ("method", "path", "headers", "body"):
-            raise _wrong(f"{at}/{_escaped(name)}", "is not a member of a request in a batch "
+            raise _wrong(at + pointer(name), "is not a member of a request in a batch "
                                                    "(method, path, headers, body)")
     method, path = request.get("method"), request.get("path")
     if method not in METHODS:
@@ -226,10 +226,10 @@ def _part(request: Any, at: str) -> Part:
     environ: dict[str, str] = {}
     for name, value in headers.items():
         if name.lower() not in HEADERS or not isinstance(value, str):
-            raise _wrong(f"{at}/headers/{_escaped(name)}", "may be only If-Match, "
+            raise _wrong(at + pointer("headers", name), "may be only If-Match, "
                          "If-None-Match or Content-Type, each a string")
         if HEADERS[name.lower()] in environ:        # If-Match and if-match: which one?
-            raise _wrong(f"{at}/headers/{_escaped(name)}", "names a header given already")
+            raise _wrong(at + pointer("headers", name), "names a header given already")
         environ[HEADERS[name.lower()]] = value
     environ.setdefault("CONTENT_TYPE", JSON_TYPE)
     content_type = environ["CONTENT_TYPE"]
@@ -281,10 +281,6 @@ def _wrong(at: str, detail: str) -> Problem:
     """A 400 for the batch document itself, pointing where."""
     return Problem(400, "The batch document is not one usersvc can make.",
                    errors=[(at, detail)])
-
-
-def _escaped(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
 
 
 class BatchFeature:
