@@ -71,11 +71,8 @@ with one is made each time it is sent.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    from .app import App
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, runtime_checkable
 
 #: The features usersvc has, by name: where each is (``module:attribute``,
 #: imported only when an app plugs it in) and the settings that are its.
@@ -98,13 +95,33 @@ DEFAULT_FEATURES: tuple[Any, ...] = ("pages", "openapi", "health", "cors", "toke
                                      "idempotency", "batch", "metrics")
 
 
+class Hooks(Protocol):
+    """What a feature is given to plug into: the hooks above, as ``App``
+    has them (here by their shape, so that this module needs none of the
+    core's: the core imports it, for ``KNOWN``)."""
+
+    settings: Any
+    starters: list[Callable[..., None]]
+    router: Any
+    checks: list[Callable[..., Any]]
+    open_paths: set[str]
+    offers: Any
+    problem_offers: Any
+    finishers: list[Callable[..., None]]
+    store_wrappers: list[Callable[[str, Any], Any]]
+    write_hook: Callable[[Any], Any] | None
+    waiting: Any
+
+    def on_close(self, closer: Callable[[], None]) -> None: ...
+
+
 @runtime_checkable
 class Feature(Protocol):
     """Something that plugs into an app through the hooks above."""
 
     name: str
 
-    def plug(self, app: App, storage: Any, plugged: dict[str, Any]) -> Any:
+    def plug(self, app: Hooks, storage: Any, plugged: dict[str, Any]) -> Any:
         """Put this feature's callables into ``app``'s hooks; return what
         it plugged in (``None``: nothing, its settings asking for nothing)."""
 

@@ -3,12 +3,11 @@
 (``opening``) and what start-up checks (``stored``); each store in a
 folder of its own (``memory``, ``sqlite``, ``postgres``; ``sql``, what
 both SQL stores share). Every name below is importable from here."""
-from .feed import Nudge
 from .opening import open_store
 from .protocol import (Conflict, Contradiction, NotFound, Position, Precondition, RecordStore,
                        StaleVersion, Storage, StoreError, StoreUnavailable, WritesFailing,
                        position)
-from .shared import MAX_ID, Watch, WriteHealth, checked_id
+from .shared import MAX_ID, Nudge, Watch, WriteHealth, checked_id
 from .stored import SchemaMismatch, SchemaTooNew, check_fresh_ids, redact
 
 __all__ = ["MAX_ID", "Conflict", "Contradiction", "NotFound", "Nudge", "Position", "Precondition",

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from .shared import Watch
+    from .shared import Nudge
 
 
 class Change(NamedTuple):
@@ -85,19 +85,3 @@ class ChangeFeed(Protocol):
 def new_history() -> str:
     """A history token: 48 random bits, as 12 lowercase hex digits."""
     return secrets.token_hex(6)
-
-
-class Nudge:
-    """Ends one ``Watch.wait`` early once ``set``, until ``clear``: a stream
-    asked to write at once (``changes.Waiting``)."""
-
-    is_set = False
-    watch: Watch | None = None          # the one it waits on, once it waits
-
-    def set(self) -> None:
-        self.is_set = True
-        if self.watch is not None:
-            self.watch.notify()         # (the others woken look again, and wait on)
-
-    def clear(self) -> None:
-        self.is_set = False

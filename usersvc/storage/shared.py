@@ -7,14 +7,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from ..fields import MAX_INTEGER
 from ..validation import Schema
 from .protocol import NotFound, WritesFailing
 
-if TYPE_CHECKING:
-    from .feed import Nudge
 
 _log = logging.getLogger("usersvc.storage")
 
@@ -105,3 +102,17 @@ class Watch:
             self._changed.notify_all()
 
 
+class Nudge:
+    """Ends one ``Watch.wait`` early once ``set``, until ``clear``: a stream
+    asked to write at once (``changes.Waiting``)."""
+
+    is_set = False
+    watch: Watch | None = None          # the one it waits on, once it waits
+
+    def set(self) -> None:
+        self.is_set = True
+        if self.watch is not None:
+            self.watch.notify()         # (the others woken look again, and wait on)
+
+    def clear(self) -> None:
+        self.is_set = False

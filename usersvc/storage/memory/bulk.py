@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..protocol import Conflict, Position
-from ..feed import Change, Nudge
+from ..feed import Change
+from ..shared import Nudge
 from ..stored import Restores, check_fresh_ids
 from .walks import NONE, bounded, bounds, chosen, matches, past, ranked, walk
 

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..protocol import Conflict, Position
-from ..feed import Change, Nudge
+from ..feed import Change
+from ..shared import Nudge
 from ..stored import Restores, check_fresh_ids
 
 LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
