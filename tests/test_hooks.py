@@ -4,6 +4,7 @@ refused, and a feature written outside the package (examples/timing.py).
 The contract itself on the plain core: the modules marked ``core``."""
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 from conftest import Client, problem
 from helpers import ADA, ROOT
 
-from usersvc import DEFAULT_FEATURES, Feature, Settings, make_app
+from usersvc import DEFAULT_FEATURES, Feature, Mount, Settings, make_app
 from usersvc.settings import SettingError
 
 #: What only a feature serves: a GET of each, and the feature.
@@ -137,3 +138,23 @@ def test_naming_features_imports_none_and_the_plain_core_serves_without_them(tmp
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60, env={"PYTHONPATH": str(ROOT)})
     assert json.loads(done.stdout) == [[], [200, 200, 404], []], done.stderr
+
+
+def test_import_usersvc_serving_the_examples_and_mount_load_no_feature(tmp_path):
+    """``import usersvc.serving`` (what serve.py and the examples import),
+    ``examples/tasks.py`` and ``usersvc.Mount`` load no feature's module:
+    ``Mount`` is the server's wrapping, not a feature."""
+    script = ("import json, sys; import usersvc.serving; import examples.tasks; "
+              "from usersvc import Mount; "
+              "print(json.dumps([Mount.__module__, "
+              "[m for m in sys.modules if m.startswith('usersvc.features')]]))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={"PYTHONPATH": str(ROOT)})
+    assert json.loads(done.stdout) == ["usersvc.serving.mount", []], done.stderr
+
+
+def test_mount_s_old_module_still_imports_with_a_deprecation_warning(monkeypatch):
+    monkeypatch.delitem(sys.modules, "usersvc.features.mount", raising=False)
+    with pytest.warns(DeprecationWarning, match="usersvc.features.mount is deprecated"):
+        old = importlib.import_module("usersvc.features.mount")
+    assert old.Mount is Mount

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from usersvc.problems import Problem
 from usersvc.listing import query_of
-from usersvc.features.mount import moved_under
+from usersvc.serving.mount import moved_under
 from usersvc.request import Request
 
 # Query strings as WSGI hands them over: latin-1 strs of the bytes received,

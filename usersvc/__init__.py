@@ -33,21 +33,22 @@ __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", 
            "RecordStore", "Storage", "Settings", "open_store", "DEFAULT_STORAGE",
            "DEFAULT_MAX_BODY_SIZE", "DEFAULT_FEATURES", "Feature"]
 
-#: Names of the features' modules, still importable from here, each
-#: imported only when asked for (``import usersvc`` loads no feature).
-_FROM_FEATURES = {"Mount": "mount", "Tokens": "auth", "Batch": "batch", "CORS": "cors",
+#: Names importable from here, each imported only when asked for (``import
+#: usersvc`` loads no feature): the features' modules' names, and ``Mount``.
+_LAZY = {"Mount": ".serving.mount", "Tokens": "auth", "Batch": "batch", "CORS": "cors",
                   "HEALTH_PATH": "health", "HealthCheck": "health",
                   "Idempotency": "idempotency", "OPENAPI_PATH": "openapi",
                   "OpenAPIDocument": "openapi", "ServiceRoot": "openapi", "pages": "pages"}
 
 
 def __getattr__(name: str) -> Any:
-    """``usersvc.Mount``, ``usersvc.Tokens``...: from their feature's module."""
-    module = _FROM_FEATURES.get(name)
+    """``usersvc.Mount``, ``usersvc.Tokens``...: from their module."""
+    module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'usersvc' has no attribute {name!r}")
     import importlib
-    found = importlib.import_module(f".features.{module}", __name__)
+    found = importlib.import_module(module if module.startswith(".") else f".features.{module}",
+                                    __name__)
     return found if name == module else getattr(found, name)
 
 

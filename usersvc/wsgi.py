@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import build_app
-from .features.mount import Mount
 from .serving.granian_server import WORKERS
+from .serving.mount import Mount
 from .serving.ops import AccessLog
 from .settings import Settings
 from .storage import redact

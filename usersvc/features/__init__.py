@@ -2,6 +2,6 @@
 the core through the hooks ``usersvc.hooks`` lists (``plug(app, storage,
 plugged)``), put in by ``usersvc.build_app`` as ``features=`` names them:
 the HTML pages, OpenAPI, ``/healthz``, CORS, bearer tokens, idempotency
-keys, batches, metrics; and ``Mount``, a path prefix around an app. The
-core never imports them (docs/architecture.md, "The core, and what plugs
-into it")."""
+keys, batches, metrics. (``Mount``, a path prefix around an app, is no
+feature: ``usersvc.serving.mount``.) The core never imports them
+(docs/architecture.md, "The core, and what plugs into it")."""

@@ -20,13 +20,14 @@ from typing import Any
 
 import waitress
 
-from .. import USER, Mount, Schema, build_app
+from .. import USER, Schema, build_app
 from ..release import VERSION, install_hint
 from ..settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_SIZE,
                         DEFAULT_STORAGE, DEFAULT_STREAM_SECONDS, SettingError, Settings,
                         as_option)
 from ..storage import redact
 from .limits import SERVER_BODY_CAP, SERVER_LIMITS, answer_errors_as_problems, server_limits
+from .mount import Mount
 from .ops import AccessLog
 
 log = logging.getLogger("usersvc")
