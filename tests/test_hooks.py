@@ -158,3 +158,93 @@ def test_mount_s_old_module_still_imports_with_a_deprecation_warning(monkeypatch
     with pytest.warns(DeprecationWarning, match="usersvc.features.mount is deprecated"):
         old = importlib.import_module("usersvc.features.mount")
     assert old.Mount is Mount
+
+
+#: Every module of the package the plain core loads while it serves
+#: (``make_app(..., features=())``), whatever its store: the app, its
+#: representations, the resources, the feed, and what every store shares.
+#: Held here, in one place: a module added to what serving loads is added
+#: here too, on purpose.
+CORE = (
+    "usersvc", "usersvc.app", "usersvc.asking", "usersvc.changes", "usersvc.events",
+    "usersvc.fields", "usersvc.hooks", "usersvc.kinds", "usersvc.kinds.choice",
+    "usersvc.kinds.dates", "usersvc.kinds.integer", "usersvc.kinds.links",
+    "usersvc.kinds.number", "usersvc.listing", "usersvc.places", "usersvc.problems",
+    "usersvc.records", "usersvc.representation", "usersvc.representation.json_format",
+    "usersvc.representation.media_types", "usersvc.representation.xml_format",
+    "usersvc.request", "usersvc.resources", "usersvc.routing", "usersvc.settings",
+    "usersvc.sparse", "usersvc.storage", "usersvc.storage.checked", "usersvc.storage.feed",
+    "usersvc.storage.keys", "usersvc.storage.opening", "usersvc.storage.protocol",
+    "usersvc.storage.references", "usersvc.storage.shared", "usersvc.storage.stored",
+    "usersvc.validation")
+
+#: ... and each store's own, beside ``CORE``.
+CORE_STORES = {
+    "memory://": ("usersvc.storage.memory", "usersvc.storage.memory.bulk",
+                  "usersvc.storage.memory.collection", "usersvc.storage.memory.store",
+                  "usersvc.storage.memory.walks"),
+    "sqlite:///users.db": (
+        "usersvc.storage.sql", "usersvc.storage.sql.bulk", "usersvc.storage.sql.collection",
+        "usersvc.storage.sql.ddl", "usersvc.storage.sql.dialects",
+        "usersvc.storage.sql.evolution", "usersvc.storage.sql.history",
+        "usersvc.storage.sql.queries", "usersvc.storage.sql.reshape", "usersvc.storage.sqlite",
+        "usersvc.storage.sqlite.collection", "usersvc.storage.sqlite.connections",
+        "usersvc.storage.sqlite.errors", "usersvc.storage.sqlite.migrations",
+        "usersvc.storage.sqlite.poll", "usersvc.storage.sqlite.store"),
+}
+
+#: The most modules of the package the plain core may load on each store.
+#: Issue 58 asks for 35 on both; these are the counts reached (42 and 53
+#: before this bound was set: the package's metadata, ``usersvc.release``,
+#: is no longer read to serve). What stands in the way is the later
+#: steps': usersvc.storage.keys (idempotency's ``key=``, still in every
+#: store's protocol); usersvc.events and usersvc.storage.sqlite.poll
+#: (waiting for changes, still core); the five kinds' modules, which
+#: usersvc.kinds imports together for its registry (a stored declaration
+#: names its kinds) and the stores' declarations read; and on SQLite the
+#: layout's migrations and declarations' evolution, which every open runs.
+MOST_CORE_MODULES = {"memory://": 41, "sqlite:///users.db": 52}
+
+#: A user's GET, POST and PUT, an XML GET, a page, the feed, a 404, 409,
+#: 412 and 422, served by the plain core; then the package's modules loaded.
+SERVED_BY_THE_CORE = """
+import json, sys
+from webob import Request
+import usersvc
+
+def ask(method, path, body=None, **headers):
+    request = Request.blank(path, method=method, headers=headers)
+    if body is not None:
+        request.body, request.content_type = json.dumps(body).encode(), "application/json"
+    return request.get_response(app)
+
+app = usersvc.make_app(sys.argv[1], features=())
+ada = {"name": "Ada", "email": "ada@example.org"}
+made = ask("POST", "/users", ada)
+path = made.location[made.location.index("/users"):]
+got = ask("GET", path)
+statuses = [made.status_int, got.status_int,
+            ask("PUT", path, {**ada, "name": "Ada L"}, **{"If-Match": got.headers["ETag"]}
+                ).status_int,
+            ask("GET", path, Accept="application/xml").status_int,
+            ask("GET", "/users?limit=1").status_int, ask("GET", "/users/changes").status_int,
+            ask("GET", "/users/999").status_int, ask("POST", "/users", ada).status_int,
+            ask("PUT", path, ada, **{"If-Match": '"not-it"'}).status_int,
+            ask("POST", "/users", {"name": ""}).status_int]
+app.close()
+print(json.dumps([statuses, sorted(m for m in sys.modules if m.partition(".")[0] == "usersvc")]))
+"""
+
+
+@pytest.mark.parametrize("storage", list(CORE_STORES))
+def test_the_plain_core_serving_loads_only_the_core_s_modules(tmp_path, storage):
+    """In a process of its own (the suite's imports do not count): every
+    module the plain core loads while it serves is ``CORE``'s or its store's,
+    none a feature's, and no more than ``MOST_CORE_MODULES``."""
+    done = subprocess.run([sys.executable, "-c", SERVED_BY_THE_CORE, storage], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(ROOT)})
+    statuses, loaded = json.loads(done.stdout or "null") or (None, None)
+    assert statuses == [201, 200, 200, 200, 200, 200, 404, 409, 412, 422], done.stderr
+    assert loaded == sorted(CORE + CORE_STORES[storage])
+    assert len(loaded) <= MOST_CORE_MODULES[storage]

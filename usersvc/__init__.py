@@ -21,7 +21,6 @@ from .app import App
 from .fields import email, text
 from .hooks import DEFAULT_FEATURES, Feature, name_of, resolved
 from .kinds import boolean, choice, date, datetime, integer, number, ref, url
-from .release import VERSION as __version__
 from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
                        DEFAULT_STREAM_SECONDS,
                        DEFAULT_MAX_BATCH, DEFAULT_STORAGE, Settings)
@@ -34,11 +33,13 @@ __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", 
            "DEFAULT_MAX_BODY_SIZE", "DEFAULT_FEATURES", "Feature"]
 
 #: Names importable from here, each imported only when asked for (``import
-#: usersvc`` loads no feature): the features' modules' names, and ``Mount``.
-_LAZY = {"Mount": ".serving.mount", "Tokens": "auth", "Batch": "batch", "CORS": "cors",
-                  "HEALTH_PATH": "health", "HealthCheck": "health",
-                  "Idempotency": "idempotency", "OPENAPI_PATH": "openapi",
-                  "OpenAPIDocument": "openapi", "ServiceRoot": "openapi", "pages": "pages"}
+#: usersvc`` loads no feature): the features' modules' names, ``Mount``, and
+#: ``__version__`` (read from the package's metadata; serving needs it not).
+_LAZY = {"__version__": ".release", "Mount": ".serving.mount",
+         "Tokens": "auth", "Batch": "batch", "CORS": "cors",
+         "HEALTH_PATH": "health", "HealthCheck": "health",
+         "Idempotency": "idempotency", "OPENAPI_PATH": "openapi",
+         "OpenAPIDocument": "openapi", "ServiceRoot": "openapi", "pages": "pages"}
 
 
 def __getattr__(name: str) -> Any:
@@ -49,6 +50,8 @@ def __getattr__(name: str) -> Any:
     import importlib
     found = importlib.import_module(module if module.startswith(".") else f".features.{module}",
                                     __name__)
+    if name == "__version__":
+        return found.VERSION
     return found if name == module else getattr(found, name)
 
 

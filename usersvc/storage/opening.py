@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from ..release import install_hint
 from ..validation import Schema, USER
 from .protocol import Storage
 
@@ -54,6 +53,7 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
         try:
             from .postgres.store import PostgresStorage
         except ImportError as e:
+            from ..release import install_hint      # (the package's metadata: read only here)
             raise ValueError(f"{scheme}:// needs psycopg: {install_hint('postgres')} ({e})") from None
         return PostgresStorage(url, schemas)
     raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
