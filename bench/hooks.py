@@ -56,10 +56,10 @@ sys.path.insert(0, str(ROOT))
 import pluggy  # noqa: E402
 
 from usersvc import USER, App, Settings, make_app  # noqa: E402
-from usersvc.app import _NEGOTIATED, _good_host, _raw_target, log  # noqa: E402
+from usersvc.app import _NEGOTIATED, _good_host  # noqa: E402
 from usersvc.problems import DOMAIN_ERRORS, Problem  # noqa: E402
 from usersvc.representation import negotiate  # noqa: E402
-from usersvc.request import Request, Response  # noqa: E402
+from usersvc.request import Request, Response, log_failure  # noqa: E402
 
 HELPERS: dict[str, Any] = {}
 exec(CHILD_HELPERS, HELPERS)        # environ(), timed(), users_store(), user()
@@ -157,8 +157,7 @@ class PluggyApp(App):
         except DOMAIN_ERRORS as error:
             response = self.problem_response(req, Problem.from_error(error))
         except Exception:
-            log.exception("%s %r failed (request %s)", req.method, _raw_target(req),
-                          req.request_id)
+            log_failure(req)
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
         self.hook.request_finished(req=req, response=response)

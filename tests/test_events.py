@@ -8,6 +8,7 @@ and processes: test_events_server.py."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 
 import pytest
@@ -15,7 +16,8 @@ from conftest import Client, problem
 from helpers import Listener, seq_of, turned_away
 from webob import Request
 
-from usersvc import events, make_app
+from usersvc import DEFAULT_FEATURES, events, make_app
+from usersvc.request import REQUEST_ID_KEY
 
 DEADLINE = 10       # seconds a writer may take: a hang, not a time
 
@@ -341,3 +343,99 @@ def test_streams_see_every_record_of_writers_in_threads_once_in_order(client):
         assert seqs == sorted(set(seqs)) and 40 <= len(seqs) <= 56
         latest = {d["id"]: d for _, _, d in found}      # each record as its last event says
         assert sorted(latest.values(), key=lambda d: d["seq"]) == feed
+
+
+class FailingChanges:
+    """A feature that wraps each collection's records so that the
+    ``fails``-th call of ``changes()`` raises (a database gone mid-stream);
+    every other call, and everything else, is the records' own."""
+
+    name = "failing-changes"
+
+    def __init__(self, fails: int) -> None:
+        self.fails, self.calls = fails, 0
+
+    def plug(self, app, storage, plugged):
+        app.store_wrappers.append(lambda plural, records: _Failing(records, self))
+        return self
+
+
+class _Failing:
+    def __init__(self, records, counter: FailingChanges) -> None:
+        self._records, self._counter = records, counter
+
+    def __getattr__(self, name):
+        return getattr(self._records, name)
+
+    def changes(self, **arguments):
+        self._counter.calls += 1
+        if self._counter.calls == self._counter.fails:
+            raise RuntimeError("the database went away")
+        return self._records.changes(**arguments)
+
+
+def failures(caplog) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "usersvc" and r.levelno >= logging.ERROR]
+
+
+@pytest.mark.parametrize("metrics", [False, True], ids=["plain", "metrics"])
+def test_a_stream_whose_store_fails_ends_logged_as_any_failure_and_the_next_is_served(
+        storage, caplog, metrics):
+    """A streamed body is made after the app has returned its answer: an
+    error then is the app's to log, as it logs every request that fails
+    (its method, target and request id, the traceback), once; the stream
+    ends (its headers are sent), its waiting place is handed back, and the
+    next request, stream or not, is served. Metrics counted it as a 200."""
+    if metrics:
+        pytest.importorskip("prometheus_client")
+    failing = FailingChanges(fails=2)       # the stream's first read, then its second fails
+    app = make_app(storage, max_waiting=1, stream_seconds=30, metrics=metrics,
+                   features=DEFAULT_FEATURES + (failing,))
+    client = Client(app)
+    try:
+        listener = Listener(app, "/users/changes?after=0", environ={REQUEST_ID_KEY: "req-7"})
+        assert listener.next() == {"retry": "2000", "id": f"0.{history(app)}"}
+        client.create("Ada", "ada@example.org")         # wakes it: its next read fails
+        assert listener.end() == []
+        [logged] = failures(caplog)
+        assert logged.getMessage() == ("GET '/users/changes?after=0' failed while its body "
+                                       "was sent (request req-7)")
+        assert logged.exc_info[0] is RuntimeError
+        assert (app.waiting.now, app.waiting.streams) == (0, 0)
+        again = Listener(app, "/users/changes?after=0")      # the one place is free again
+        assert again.next()["retry"] == "2000"
+        assert [d["user"]["name"] for _, _, d in again.changes(1)] == ["Ada"]
+        app.stop_waiting()
+        assert again.end() == []
+        assert [e["user"]["name"] for e in entries(client)] == ["Ada"]
+        assert len(failures(caplog)) == 1
+        if metrics:
+            assert app.metrics.requests()[("GET", "/users/changes", 200)].buckets[-1] == 3
+    finally:
+        app.stop_waiting()
+        app.close()
+
+
+def test_a_stream_whose_waiting_place_fails_to_be_handed_back_is_logged_and_ends(storage, caplog):
+    """What a stream holds is freed in its body's ``close``, which the app
+    calls once; a failure there (a watcher of the waiting places writing
+    metrics to a full disk) is logged as the request's, not thrown at the
+    server, and the place is free."""
+    app = make_app(storage, max_waiting=1, stream_seconds=30)
+
+    def watcher(n: int, stream: bool) -> None:
+        if n < 0 and stream:
+            raise OSError(28, "No space left on device")
+    app.waiting.watchers.append(watcher)
+    try:
+        listener = Listener(app, environ={REQUEST_ID_KEY: "req-8"})
+        listener.next()
+        app.stop_waiting()
+        assert listener.end() == []
+        [logged] = failures(caplog)
+        assert logged.getMessage() == ("GET '/users/changes' failed as its body was closed "
+                                       "(request req-8)")
+        assert logged.exc_info[0] is OSError
+        assert app.waiting.now == 0
+    finally:
+        app.close()

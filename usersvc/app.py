@@ -17,7 +17,6 @@ every hook, what it receives and returns, and what a feature is.
 """
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -35,15 +34,13 @@ from .representation import (
     negotiate,
     problem_format,
 )
-from .request import Request, Response
+from .request import Request, Response, log_failure
 from .resources import Collection, Item
 from .routing import Router
 from .settings import Settings
 from .storage.feed import ChangeFeed
 from .storage.opening import check_collection
 from .validation import Schema
-
-log = logging.getLogger("usersvc")
 
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.
 _HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
@@ -135,8 +132,7 @@ class App:
         except DOMAIN_ERRORS as error:
             response = self.problem_response(req, Problem.from_error(error))
         except Exception:
-            log.exception("%s %r failed (request %s)", req.method, _raw_target(req),
-                          req.request_id)
+            log_failure(req)
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
         for finish in self.finishers:
@@ -241,9 +237,3 @@ def _host(origin: str) -> str:
         if host.endswith(default):
             return host[: -len(default)]
     return host
-
-
-def _raw_target(req: Request) -> str:
-    """The request's path and query as received, for logs: never fails."""
-    query = req.query_string
-    return req.path + ("?" + query if query else "")

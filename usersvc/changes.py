@@ -25,7 +25,7 @@ from .listing import parameters, query_of, whole_number
 from .places import Place
 from .problems import Problem
 from .representation import DEFAULT, JSON, Format, Representations
-from .request import Request, Response
+from .request import Request, Response, Streamed
 from .settings import DEFAULT_STREAM_SECONDS
 from .storage import Nudge
 from .storage.feed import Change
@@ -139,25 +139,45 @@ def feed_url(req: Request, schema: Schema, after: str, limit: int | None = None)
     return url if limit is None else f"{url}&limit={limit}"
 
 
-class Changes:
-    """``/<plural>/changes``: the records changed after a position."""
+#: How ``Changes`` answers in a representation: ``answer(req, fmt, one,
+#: limit, wait, names)``, from the query's parameters (``one``), checked.
+Answer = Callable[[Request, Format, dict[str, str], int, int, tuple[str, ...] | None], Response]
 
-    #: What ``Accept`` may ask for: the feed in JSON or XML, or pushed as
-    #: it happens (``text/event-stream``, ``events``).
-    offers = DEFAULT.plus({events.EVENT_STREAM: events.EVENTS})
+
+class Changes:
+    """``/<plural>/changes``: the records changed after a position.
+
+    Negotiation picks the representation (``offers``), and ``answers``
+    says how the feed is answered in it: a page of changes (JSON, XML), or
+    the changes pushed as they happen (``text/event-stream``, ``events``);
+    ``offer`` adds one, and how it is answered, together."""
 
     def __init__(self, schema: Schema, store: Any, representations: Representations,
                  waiting: Waiting, stream_seconds: float = DEFAULT_STREAM_SECONDS) -> None:
         self.schema, self.store, self.representations = schema, store, representations
         self.waiting, self.stream_seconds = waiting, stream_seconds
+        #: What ``Accept`` may ask for, and how each format picked is answered.
+        self.offers = DEFAULT
+        self.answers: dict[Format, Answer] = dict.fromkeys(DEFAULT.formats, self._page)
+        self.offer({events.EVENT_STREAM: events.EVENTS}, self._stream)
+
+    def offer(self, offers: dict[str, Format], answer: Answer) -> None:
+        """The feed in more representations (``offers``: media type and
+        format, as ``Offers``), each format picked answered by ``answer``."""
+        self.offers = self.offers.plus(offers)
+        self.answers.update(dict.fromkeys(offers.values(), answer))
 
     def on_get(self, req: Request, fmt: Format) -> Response:
         one = parameters(query_of(req), KNOWN, f"/{self.schema.plural}/changes")
         limit = whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         wait = whole_number(one, "wait", 0, 0, MAX_WAIT)
         names = sparse.named(self.schema, one)       # fields=: id and those
-        if fmt is events.EVENTS:
-            return self._stream(req, one, names)
+        return self.answers[fmt](req, fmt, one, limit, wait, names)
+
+    def _page(self, req: Request, fmt: Format, one: dict[str, str], limit: int, wait: int,
+              names: tuple[str, ...] | None) -> Response:
+        """A page of the feed: the changes after ``after``, waited for up to
+        ``wait`` seconds when there are none."""
         place = self._after(one)
         after = self._found(req, place, limit)
         found = self.store.changes(after=after, limit=limit)
@@ -208,10 +228,13 @@ class Changes:
             None if record is None else self.representations.one(record, fmt) if names is None
             else sparse.render(fmt, self.schema, record, names))
 
-    def _stream(self, req: Request, one: dict[str, str], names: tuple[str, ...] | None) -> Response:
+    def _stream(self, req: Request, fmt: Format, one: dict[str, str], limit: int, wait: int,
+                names: tuple[str, ...] | None) -> Response:
         """The feed as Server-Sent Events (``events``), holding a waiting slot
         for its life: past them, ``events.busy`` (come back after the
-        retry); without threads, the changes so far."""
+        retry); without threads, the changes so far. ``limit`` and ``wait``
+        are checked, and a stream needs neither: it reads as it goes, and
+        waits for its life (``stream_seconds``)."""
         after = self._after(one) if "after" in one else None
         start = events.start(req, after, self.store)
         history = self.store.history
@@ -220,9 +243,9 @@ class Changes:
         threads = req.environ.get("wsgi.multithread", True)
         nudge = self.waiting.take(stream=True) if threads else None
         if threads and nudge is None:
-            return events.Stream(events.busy(self.waiting), headers)
+            return Streamed(req, events.busy(self.waiting), headers)
         release = None if nudge is None else lambda: self.waiting.give_back(nudge, stream=True)
-        return events.Stream(events.Events(
+        return Streamed(req, events.Events(
             self.store, lambda change: events.event(change, self._entry(JSON, change, names), history),
             start, seconds=self.stream_seconds, stopped=lambda: self.waiting.stopped,
             release=release, nudge=nudge), headers)

@@ -24,8 +24,6 @@ the end. When the server stops (``App.stop_waiting``) every stream ends.
 from __future__ import annotations
 
 import json
-import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -34,10 +32,8 @@ from . import places
 from .places import Place
 from .problems import Problem
 from .representation.json_format import JSONFormat
-from .request import Request, Response, status_line
+from .request import Request
 from .storage import Nudge
-
-log = logging.getLogger("usersvc")
 
 EVENT_STREAM = "text/event-stream"
 #: Seconds between keep-alive comments while nothing changes (proxies
@@ -96,34 +92,16 @@ def opening(feed: Any, seq: int) -> tuple[int, bytes]:
     return seq, b"retry: %d\nid: %s\n\n" % (RETRY_MS, places.of(feed, seq).encode())
 
 
-class Stream(Response):
-    """A response whose body is made as it is sent: its ``events``, an
-    iterable the server closes when it is done (``close`` hands the
-    waiting slot back, whether the body was read or not)."""
-
-    __slots__ = ("events",)
-
-    def __init__(self, events: Any, headers: list[tuple[str, str]]) -> None:
-        super().__init__(200, b"", headers)
-        self.events = events
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        self.headers += [("Vary", self.vary), ("X-Content-Type-Options", "nosniff")]
-        start_response(status_line(200), self.headers)
-        if environ.get("REQUEST_METHOD") == "HEAD":
-            getattr(self.events, "close", lambda: None)()
-            return []
-        return self.events
-
-
 class Events:
-    """One stream's body: the events from ``after`` on, as they happen,
-    until ``seconds`` pass or the server stops (``stopped()``); without
-    ``release`` (the waiting slot it holds: a server without threads),
-    only those there are now. Nudged (``nudge``: another request wants a
-    slot), it writes ``PROBES`` keep-alives at once, a moment apart: a
-    client that has gone is found by the write that fails (a WSGI app
-    learns it no other way), and its slot handed back."""
+    """One stream's body (``request.Streamed``'s chunks): the events from
+    ``after`` on, as they happen, until ``seconds`` pass or the server
+    stops (``stopped()``); without ``release`` (the waiting slot it holds:
+    a server without threads), only those there are now. Nudged
+    (``nudge``: another request wants a slot), it writes ``PROBES``
+    keep-alives at once, a moment apart: a client that has gone is found by
+    the write that fails (a WSGI app learns it no other way), and its slot
+    handed back. ``Streamed`` logs what fails while it is made, and calls
+    ``close`` once, whatever happens: the slot is handed back there."""
 
     def __init__(self, feed: Any, render: Callable[[Any], bytes], start: tuple[int, bytes], *,
                  seconds: float, stopped: Callable[[], bool],
@@ -131,8 +109,7 @@ class Events:
         self.feed, self.render = feed, render
         self.after, self.first = start         # (``start``: where from, and the first block)
         self.seconds, self.stopped, self.nudge = seconds, stopped, nudge
-        self.hold, self._release = release is not None, release
-        self._releasing = threading.Lock()
+        self.hold, self.release = release is not None, release
         self._events = self._made()
 
     def __iter__(self) -> Iterator[bytes]:
@@ -140,45 +117,33 @@ class Events:
 
     def close(self) -> None:
         self._events.close()
-        self._give_back()
-
-    def _give_back(self) -> None:
-        """The slot handed back, once: when the stream ends (a server may
-        be slow to close it), or when it is closed unread."""
-        with self._releasing:
-            release, self._release = self._release, None
-        if release is not None:
-            release()
+        if self.release is not None:
+            self.release()
 
     def _made(self) -> Iterator[bytes]:
         yield self.first
         ends = time.monotonic() + self.seconds
         spoke = time.monotonic()
         after, probes = self.after, 0
-        try:
-            while True:
-                found = self.feed.changes(after=after, limit=READ_AT_ONCE)
-                if found:
-                    yield b"".join(map(self.render, found))
-                    after, spoke = found[-1].seq, time.monotonic()
-                    if len(found) == READ_AT_ONCE:
-                        continue
-                now = time.monotonic()
-                if not self.hold or self.stopped() or now >= ends:
-                    return
-                if probes or now - spoke >= KEEP_ALIVE:
-                    yield b": keep-alive\n\n"
-                    spoke, probes = now, max(probes - 1, 0)
-                until = now + PROBE_SECONDS if probes else spoke + KEEP_ALIVE
-                if not self.feed.wait(after, min(ends, until) - now, self.nudge):
-                    return          # the store stopped waiting (closed): nothing will come
-                if self.nudge is not None and self.nudge.is_set:
-                    self.nudge.clear()
-                    probes = PROBES     # is its client still there? the writes will say
-        except Exception:       # headers are sent: the stream can only end
-            log.exception("a stream of changes failed after %d", after)
-        finally:
-            self._give_back()
+        while True:
+            found = self.feed.changes(after=after, limit=READ_AT_ONCE)
+            if found:
+                yield b"".join(map(self.render, found))
+                after, spoke = found[-1].seq, time.monotonic()
+                if len(found) == READ_AT_ONCE:
+                    continue
+            now = time.monotonic()
+            if not self.hold or self.stopped() or now >= ends:
+                return
+            if probes or now - spoke >= KEEP_ALIVE:
+                yield b": keep-alive\n\n"
+                spoke, probes = now, max(probes - 1, 0)
+            until = now + PROBE_SECONDS if probes else spoke + KEEP_ALIVE
+            if not self.feed.wait(after, min(ends, until) - now, self.nudge):
+                return          # the store stopped waiting (closed): nothing will come
+            if self.nudge is not None and self.nudge.is_set:
+                self.nudge.clear()
+                probes = PROBES     # is its client still there? the writes will say
 
 
 def busy(waiting: Any) -> list[bytes]:
@@ -202,4 +167,4 @@ def event(change: Any, entry: bytes, history: str) -> bytes:
         places.named(change, history).encode(), kind, entry)
 
 
-__all__ = ["EVENTS", "EVENT_STREAM", "Events", "Stream", "busy", "event", "opening", "start"]
+__all__ = ["EVENTS", "EVENT_STREAM", "Events", "busy", "event", "opening", "start"]

@@ -2,13 +2,17 @@
 
 ``Request`` names what the app needs from the environ (PEP 3333), parsing
 a header only when asked; ``Response`` is a status, headers and the body
-bytes, handed to the WSGI server. WebOb's classes do much more, at
+bytes, handed to the WSGI server; ``Streamed`` is an answer whose body is
+made as the server sends it (Server-Sent Events), its failures logged as
+every other answer's (``log_failure``). WebOb's classes do much more, at
 microseconds a request: usersvc uses WebOb to parse ``Accept`` and entity
 tags, and its tests build requests with ``webob.Request.blank``.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
@@ -22,6 +26,8 @@ PATH_SAFE = "/~!$&'()*+,;=:@"
 
 #: Where ``ops.AccessLog`` keeps a request's id in the environ (for the error log).
 REQUEST_ID_KEY = "usersvc.request_id"
+
+log = logging.getLogger("usersvc")
 
 
 @lru_cache(maxsize=64)
@@ -87,6 +93,12 @@ class Request:
             if token.strip().lower() == name:
                 return value.strip().strip('"')
         return None
+
+    @property
+    def target(self) -> str:
+        """The path and query as received, for a log line: never fails."""
+        query = self.query_string
+        return self.path + ("?" + query if query else "")
 
     @property
     def request_id(self) -> str:
@@ -187,3 +199,60 @@ class Response:
             headers.append(("Content-Length", str(len(body))))
         start_response(status_line(self.status), headers)
         return [body] if body and environ.get("REQUEST_METHOD") != "HEAD" else []
+
+
+class Streamed(Response):
+    """A 200 whose body is made as the server sends it, after ``App`` has
+    returned: ``chunks``, an iterable of bytes (a stream of events), with
+    no ``Content-Length``. It is its own WSGI body, and the core answers
+    for it as for every other answer: an error raised while a chunk is made
+    is logged with the request's details (``log_failure``) and ends the
+    body (its headers are sent: it can only end), and ``chunks.close()``,
+    if it has one, is called once, whether the body was read to its end,
+    ended by an error, or never read (HEAD; a client gone). So a stream's
+    own code catches nothing, and frees what it holds in its ``close``."""
+
+    __slots__ = ("req", "chunks", "_closing")
+
+    def __init__(self, req: Request, chunks: Iterable[bytes],
+                 headers: list[tuple[str, str]]) -> None:
+        super().__init__(200, b"", headers)
+        self.req, self.chunks = req, chunks
+        self._closing = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        self.headers += [("Vary", self.vary), _NOSNIFF]
+        start_response(status_line(self.status), self.headers)
+        if environ.get("REQUEST_METHOD") == "HEAD":
+            self.close()
+            return []
+        return self
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self.chunks
+        except Exception:       # the headers are sent: the body can only end
+            log_failure(self.req, " while its body was sent")
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """``chunks.close()``, once: at the body's end, or when the server
+        closes it (PEP 3333), whichever comes first."""
+        with self._closing:
+            chunks, self.chunks = self.chunks, ()
+        close = getattr(chunks, "close", None)
+        if close is None:
+            return
+        try:
+            close()
+        except Exception:       # (the server would log it without the request's id)
+            log_failure(self.req, " as its body was closed")
+
+
+def log_failure(req: Request, when: str = "") -> None:
+    """A bug met while answering ``req`` (called in an ``except``), logged
+    with its traceback: the method, the target as received and the
+    request's id (the access log's line has it too: ``REQUEST_ID_KEY``)."""
+    log.exception("%s %r failed%s (request %s)", req.method, req.target, when,
+                  req.request_id)
