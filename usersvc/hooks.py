@@ -42,7 +42,11 @@ origins).
     leaves open (the health check, the pages' files).
 ``app.offers``, ``app.problem_offers``: the representations records and
     problems are answered in (``Offers.plus``); read as each collection is
-    added, so set them before (the pages add HTML).
+    added, so set them before (the pages add HTML). A ``Format`` declares
+    what the core asks of it: its ``tag_suffix`` (what its ETags have
+    after the version, ``-html``, read back from ``If-Match``) and
+    ``sparse`` (whether ``fields=`` answers some fields in it; the pages'
+    HTML says no). The core compares no format's ``name`` with one it knows.
 ``app.finishers``: ``finish(req, response) -> None``, each answer, problems
     too, in order, before it is sent: headers added to ``response.headers``
     (CORS), counts (metrics). Must not raise.
