@@ -1,6 +1,7 @@
 """docs/api.md, "Pages of other sites" (usersvc/app.py's protection, usersvc/features/cors.py): the
-cross-origin protection's every branch, the writes a page can send without
-a preflight, CORS for allowed origins, and nosniff on every answer.
+cross-origin protection's every branch (the core's: on the plain core too),
+the writes a page can send without a preflight, the origins allowed to write
+through ``app.allowed_origins``, CORS for them, and nosniff on every answer.
 
 The requests carry the headers a browser sends for each kind of request
 (Fetch Metadata, Origin); that Chromium really sends them so is for the
@@ -42,6 +43,7 @@ def cors_client():
 
 # -- the rule, branch by branch ----------------------------------------------
 
+@pytest.mark.core       # the core's: on the plain core too (conftest.SERVED)
 @pytest.mark.parametrize("site", ["cross-site", "same-site"])
 @pytest.mark.parametrize("method, path", [("POST", "/users"), ("PUT", "/users/1"),
                                           ("PATCH", "/users/1"), ("DELETE", "/users/1")])
@@ -64,17 +66,20 @@ def test_the_403_names_no_collection_of_its_own(store_url):
         app.close()
 
 
+@pytest.mark.core       # the core's: on the plain core too (conftest.SERVED)
 @pytest.mark.parametrize("site", ["same-origin", "none"])
 def test_a_write_from_the_same_origin_or_the_user_passes(client, site):
     assert send(client, "POST", Sec_Fetch_Site=site, Origin=SITE).status_code == 201
 
 
+@pytest.mark.core       # the core's: on the plain core too (conftest.SERVED)
 def test_without_fetch_metadata_an_origin_of_another_host_is_403(client):
     problem(send(client, "POST", Origin=OTHER), 403)
     problem(send(client, "POST", Origin="http://127.0.0.1:9999"), 403)     # another port
     assert snapshot(client) == []
 
 
+@pytest.mark.core       # the core's: on the plain core too (conftest.SERVED)
 @pytest.mark.parametrize("origin, host", [(SITE, "127.0.0.1:8080"),
                                           ("http://example.org", "example.org:80"),
                                           ("https://EXAMPLE.org:443", "example.org")])
@@ -84,10 +89,12 @@ def test_without_fetch_metadata_an_origin_of_this_host_passes(client, origin, ho
     assert response.status_code == 201
 
 
+@pytest.mark.core       # the core's: on the plain core too (conftest.SERVED)
 def test_a_request_with_neither_header_passes(client):
     assert send(client, "POST").status_code == 201           # curl, another server
 
 
+@pytest.mark.core       # the core's: on the plain core too (conftest.SERVED)
 def test_reads_from_another_site_are_not_refused(client):
     client.create()
     for method in ("GET", "HEAD", "OPTIONS"):
@@ -98,6 +105,33 @@ def test_reads_from_another_site_are_not_refused(client):
 
 def test_an_allowed_origin_may_write(cors_client):
     assert send(cors_client, "POST", Sec_Fetch_Site="cross-site", Origin=FRONT).status_code == 201
+
+
+class Partner:
+    """A feature of one's own that lets one origin's pages write, without CORS."""
+
+    name = "partner"
+
+    def plug(self, app, storage, plugged):
+        app.allowed_origins.add(FRONT)
+
+
+def test_the_origins_allowed_to_write_come_through_one_hook(storage):
+    """The protection is the core's and knows no CORS setting: the plain
+    core refuses a cross-site write, and lets through the origins a feature
+    adds to ``app.allowed_origins``: CORS's, or one of yours."""
+    def post(features, email, **settings):
+        client = Client(make_app(storage, features=features, **settings))
+        body = json.dumps({"name": "Ada Lovelace", "email": email})
+        return send(client, "POST", body=body, Sec_Fetch_Site="cross-site", Origin=FRONT)
+
+    problem(post((), "plain@example.org"), 403)
+    assert post(("cors",), "cors@example.org", cors_origins=[FRONT]).status_code == 201
+    partnered = post((Partner(),), "partner@example.org")
+    assert partnered.status_code == 201
+    assert "Access-Control-Allow-Origin" not in partnered.headers     # (no CORS plugged in)
+    assert [user["email"] for user in snapshot(Client(make_app(storage, features=())))] == [
+        "cors@example.org", "partner@example.org"]
 
 
 def test_the_check_comes_before_the_body_is_read():
@@ -121,6 +155,7 @@ def test_the_check_comes_before_the_body_is_read():
 
 # -- what a page can send without asking first ---------------------------------
 
+@pytest.mark.core       # the core's: on the plain core too (conftest.SERVED)
 @pytest.mark.parametrize("way, content_type, body", [
     ("fetch no-cors, a Blob without a type", None, ADA),
     ("fetch no-cors, text/plain", "text/plain;charset=UTF-8", ADA),

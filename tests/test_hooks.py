@@ -1,6 +1,7 @@
 """usersvc/hooks.py: features plugged in by ``features=`` (a name, or a
 ``Feature``), the plain core with none, a setting of a feature left out
-refused, and a feature written outside the package (examples/timing.py).
+refused, a feature written outside the package (examples/timing.py), and
+a format of one's own, asked what it declares (``Format.sparse``, ``tag_suffix``).
 The contract itself on the plain core: the modules marked ``core``."""
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from conftest import Client, problem
 from helpers import ADA, ROOT
 
 from usersvc import DEFAULT_FEATURES, Feature, Mount, Settings, make_app
+from usersvc.representation.json_format import JSONFormat
 from usersvc.settings import SettingError
 
 #: What only a feature serves: a GET of each, and the feature.
@@ -68,6 +70,48 @@ def test_a_feature_of_your_own_plugs_in_beside_the_defaults(storage, timing):
         assert name == "app" and float(duration) >= 0
     assert refused.status_code == 404 and created.status_code == 201
     assert "Server-Timing" not in Client(make_app(storage)).get("/users").headers
+
+
+class Whole(JSONFormat):
+    """A format of one's own: JSON under a type of its own, of whole records
+    only, its ETags ``"7-3-whole"``: what it says, not its name, is asked."""
+
+    name = "whole"
+    media_type = "application/vnd.example.whole+json"
+    tag_suffix = "-whole"
+    sparse = False
+
+
+class WholeFeature:
+    name = "whole"
+
+    def plug(self, app, storage, plugged):
+        app.offers = app.offers.plus({Whole.media_type: Whole()})
+
+
+def test_a_format_of_your_own_says_whether_fields_apply(storage):
+    client = Client(make_app(storage, features=(WholeFeature(),)))
+    whole = client.post("/users", json_body=ADA).json
+    got = client.get("/users/1?fields=name", headers={"Accept": Whole.media_type})
+    assert (got.headers["ETag"], got.json) == ('"1-1-whole"', whole)
+    sparse = client.get("/users/1?fields=name")                     # JSON's: some fields
+    assert (sparse.headers["ETag"], sparse.json) == ('"1-1.name"', {"id": 1, "name": ADA["name"]})
+
+
+def test_a_format_of_your_own_says_what_its_etags_have_after_the_version(storage):
+    """``If-Match`` reads a tag in any format offered, by its ``tag_suffix``."""
+    client = Client(make_app(storage, features=(WholeFeature(),)))
+    client.post("/users", json_body=ADA)
+    asked = {"Accept": Whole.media_type}
+    changed = client.put("/users/1", json_body=ADA | {"name": "Ada"},
+                         headers=asked | {"If-Match": '"1-1-whole"'})
+    assert (changed.status_code, changed.headers["ETag"]) == (200, '"1-2-whole"')
+    problem(client.put("/users/1", json_body=ADA, headers={"If-Match": '"1-1-whole"'}), 412)
+    # An app that does not offer it knows no such tag; nor the plain core the pages'.
+    plain = Client(make_app(storage, features=()))
+    for tag in ('"1-2-whole"', '"1-2-html"'):
+        problem(plain.put("/users/1", json_body=ADA, headers={"If-Match": tag}), 412)
+    assert plain.put("/users/1", json_body=ADA, headers={"If-Match": '"1-2-xml"'}).status_code == 200
 
 
 def test_features_are_named_in_every_spelling(timing):

@@ -83,6 +83,8 @@ class App:
         self._closers: list[Callable[[], None]] = []
         #: Paths open without a token (the health check, the pages' files).
         self.open_paths: set[str] = set()
+        #: Origins whose pages may write here (``"*"``: any), as CORS adds them.
+        self.allowed_origins: set[str] = set()
 
     def add_collection(self, schema: Schema, store: Any) -> None:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from
@@ -172,14 +174,15 @@ class App:
         a browser send a write unasked, so a write is a 403 when
         ``Sec-Fetch-Site`` is not ``same-origin`` or ``none`` (the user's own
         navigation), or, without it, ``Origin`` is another host than ``Host``;
-        unless CORS allows the origin, or neither is sent (curl)."""
+        unless the origin is allowed (``allowed_origins``: CORS adds them), or
+        neither is sent (curl)."""
         if req.method in _SAFE:
             return None
         site = req.fetch_site
         if site == "same-origin" or site == "none":
             return None
         origin = req.origin
-        allowed = self.settings.cors_origins
+        allowed = self.allowed_origins
         if origin is not None and ("*" in allowed or origin in allowed):
             return None
         if site is None and (origin is None or _host(origin) == _host("http://" + (req.host or ""))):

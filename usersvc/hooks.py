@@ -38,11 +38,20 @@ origins).
     body is read. The first that returns a ``Response`` answers; one may
     raise a ``Problem`` (401, 403). Cross-origin protection is the first;
     ``checks.insert(0, ...)`` goes before it (CORS's preflights).
+``app.allowed_origins``: a set of origins (``scheme://host[:port]``;
+    ``"*"``: any) whose pages may write here: the core's cross-origin
+    protection (403 for a write a page of another site made) lets their
+    writes through. Empty in the plain core, which refuses every
+    cross-site write; CORS adds the origins its settings name.
 ``app.open_paths``: a set of paths a check that asks for credentials
     leaves open (the health check, the pages' files).
 ``app.offers``, ``app.problem_offers``: the representations records and
     problems are answered in (``Offers.plus``); read as each collection is
-    added, so set them before (the pages add HTML).
+    added, so set them before (the pages add HTML). A ``Format`` declares
+    what the core asks of it: its ``tag_suffix`` (what its ETags have
+    after the version, ``-html``, read back from ``If-Match``) and
+    ``sparse`` (whether ``fields=`` answers some fields in it; the pages'
+    HTML says no). The core compares no format's ``name`` with one it knows.
 ``app.finishers``: ``finish(req, response) -> None``, each answer, problems
     too, in order, before it is sent: headers added to ``response.headers``
     (CORS), counts (metrics). Must not raise.
@@ -105,6 +114,7 @@ class Hooks(Protocol):
     router: Any
     checks: list[Callable[..., Any]]
     open_paths: set[str]
+    allowed_origins: set[str]
     offers: Any
     problem_offers: Any
     finishers: list[Callable[..., None]]

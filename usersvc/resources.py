@@ -143,7 +143,7 @@ class Item(Resource):
             _record_query(req, self.schema)
         fields = self.schema.for_replace(read_document(req, self.schema), id)
         return answer(req, 200, self, self.store.update(
-            id, precondition=_precondition(req, id), **fields), fmt)
+            id, precondition=_precondition(req, id, self.offers), **fields), fmt)
 
     def on_patch(self, req: Request, fmt: Format, id: int) -> Response:
         if req.query_string:        # (a write takes none: one is not passed over)
@@ -151,7 +151,8 @@ class Item(Resource):
 
         def patch(req: Request, **beside: Any) -> Any:
             fields = self.schema.for_patch(read_document(req, self.schema), id)
-            return self.store.update(id, precondition=_precondition(req, id), **fields, **beside)
+            return self.store.update(id, precondition=_precondition(req, id, self.offers),
+                                     **fields, **beside)
         hook = self.write_hook
         if hook is not None and hook.header in req.environ:
             return hook(req, fmt, patch, lambda record: answer(req, 200, self, record, fmt))
@@ -160,7 +161,7 @@ class Item(Resource):
     def on_delete(self, req: Request, fmt: Format, id: int) -> Response:
         if req.query_string:        # (a write takes none: one is not passed over)
             _record_query(req, self.schema)
-        self.store.delete(id, precondition=_precondition(req, id))
+        self.store.delete(id, precondition=_precondition(req, id, self.offers))
         return Response(204)
 
 
@@ -185,9 +186,10 @@ def answer(req: Request, status: int, resource: Resource, record: Any,
     return response
 
 
-def _precondition(req: Request, record_id: int) -> Precondition | None:
+def _precondition(req: Request, record_id: int, offers: Offers) -> Precondition | None:
     """``If-Match`` and ``If-None-Match`` as the versions they name, for the
-    store to check atomically with the write (RFC 9110 §13.1.1, §13.1.2).
+    store to check atomically with the write (RFC 9110 §13.1.1, §13.1.2),
+    in the ETags of any format the record is offered in (``offers``).
     If-Match compares strongly: WebOb drops weak tags from it."""
     if not req.has_preconditions:
         return None
@@ -195,13 +197,14 @@ def _precondition(req: Request, record_id: int) -> Precondition | None:
     if if_match is None and if_none_match is None:
         return None
     return Precondition(
-        match=_versions(if_match, record_id) if if_match is not None else None,
-        none_match=_versions(if_none_match, record_id) if if_none_match is not None else frozenset())
+        match=_versions(if_match, record_id, offers) if if_match is not None else None,
+        none_match=(_versions(if_none_match, record_id, offers) if if_none_match is not None
+                    else frozenset()))
 
 
-def _versions(matcher: Any, record_id: int) -> frozenset[int] | None:
+def _versions(matcher: Any, record_id: int, offers: Offers) -> frozenset[int] | None:
     """The versions an If-Match / If-None-Match value names; ``None`` for ``*``."""
     if not hasattr(matcher, "etags"):   # webob's AnyETag: the value was "*"
         return None
-    versions = (version_in(tag, record_id) for tag in matcher.etags)
+    versions = (version_in(tag, record_id, offers) for tag in matcher.etags)
     return frozenset(v for v in versions if v is not None)

@@ -6,7 +6,8 @@ A sparse representation is another representation of the same version,
 so it has an ETag of its own: the whole record's with the names after it
 (``"7-3.name"``, ``"7-3-xml.name.email"``: ``Fields.tag_suffix``), which ``version_in`` reads as
 version 3, so ``If-Match`` with it on a write means what the whole
-record's tag means. Pages for people (HTML) show whole records.
+record's tag means. A format may have none (``Format.sparse``: the pages'
+HTML shows whole records).
 """
 from __future__ import annotations
 
@@ -67,9 +68,10 @@ class Fields:
 
 
 def view(fmt: Any, names: tuple[str, ...] | None) -> Any:
-    """``fmt``, or with ``fields=`` (``names``), its ``Fields``; pages for
-    people (HTML) show whole records."""
-    return fmt if names is None or fmt.name == "html" else Fields(fmt, names)
+    """``fmt``, or with ``fields=`` (``names``), its ``Fields``, if the
+    format has sparse views (``Format.sparse``: the pages' HTML shows whole
+    records)."""
+    return fmt if names is None or not fmt.sparse else Fields(fmt, names)
 
 
 def page(fmt: Any, schema: Schema, records: list[Any], names: tuple[str, ...]) -> bytes:

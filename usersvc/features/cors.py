@@ -5,7 +5,8 @@ An allowed origin's answers say so (``Access-Control-Allow-Origin``, and
 the headers its script may read), and its preflight is answered first,
 before any token is asked for. Other origins get no ``Access-Control-*``
 header; no origin gets ``Allow-Credentials`` (no cookies here). Refusing
-writes from other sites' pages is the core's (``app``), always on.
+writes from other sites' pages is the core's (``app``), always on: CORS
+tells it which origins to let write (``app.allowed_origins``).
 """
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ class CORS:
                         "service from a visitor's browser")
 
     def plug(self, app: Any) -> None:
-        """Preflights answered before every other check; every answer told."""
+        """Its origins allowed to write past the core's cross-origin check
+        (``app.allowed_origins``), their preflights answered before every
+        other check, every answer told."""
+        app.allowed_origins.update(self.origins)
         app.checks.insert(0, self.preflight)
         app.finishers.append(self.decorate)
 

@@ -128,18 +128,19 @@ class Representations:
 
 def etag(record: Any, fmt: Format) -> str:
     """A strong ETag (RFC 9110 §8.8.3) for this version in this format:
-    ``"7-3"`` is user 7 at version 3 in JSON, ``"7-3-xml"`` in XML,
-    ``"7-3-html"`` its page."""
+    ``"7-3"`` is user 7 at version 3 in JSON, ``"7-3-xml"`` in XML, each
+    format's ``tag_suffix`` after the version (the pages': ``"7-3-html"``)."""
     return f'"{record.id}-{record.version}{fmt.tag_suffix}"'
 
 
-_ETAG = re.compile(r"([0-9]+)-([0-9]+)(?:-xml|-html)?(?:\.[a-z0-9_]+)*")   # (.name: ``sparse``)
+# id-version, a format's suffix (up to the first dot), .name: ``sparse``'s.
+_ETAG = re.compile(r"([0-9]+)-([0-9]+)(-[^.]+)?(?:\.[a-z0-9_]+)*")
 
 
-def version_in(tag: str, record_id: int) -> int | None:
-    """The version an (unquoted) ETag names for this record, in either
-    format, or ``None`` if it names none."""
+def version_in(tag: str, record_id: int, offers: Offers = DEFAULT) -> int | None:
+    """The version an (unquoted) ETag names for this record, in any of the
+    formats ``offers`` has (its ``tag_suffixes``), or ``None`` if it names none."""
     m = _ETAG.fullmatch(tag)
-    if m and int(m.group(1)) == record_id:
+    if m and int(m.group(1)) == record_id and (m.group(3) or "") in offers.tag_suffixes:
         return int(m.group(2))
     return None

@@ -32,9 +32,14 @@ class Format(Protocol):
     media_type: str        # Content-Type of a record or a list
     problem_type: str      # Content-Type of a problem document
 
+    #: Whether ``fields=`` answers some of each record's fields in it
+    #: (``sparse.view``): a page for a person (HTML) shows whole records.
+    sparse = True
+
     @property
     def tag_suffix(self) -> str:
-        """What a record's ETag has after its version (``etag``): ``-xml``."""
+        """What a record's ETag has after its version (``etag``): ``-xml``
+        (no dot: a sparse view's names follow it, ``"7-3-xml.name"``)."""
         return "-" + self.name
 
     def render(self, schema: Schema, record: Mapping[str, Any]) -> bytes:

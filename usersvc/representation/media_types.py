@@ -26,6 +26,9 @@ class Offers:
         self.key = "\n".join(self.types)
         #: What a 406 lists: the types, without their parameters.
         self.available = [t for t in self.types if ";" not in t]
+        #: What a record's ETag may have after its version in one of these
+        #: formats (``Format.tag_suffix``), for ``version_in`` to read.
+        self.tag_suffixes = frozenset(fmt.tag_suffix for fmt in self.formats)
 
     def plus(self, offers: dict[str, Format]) -> Offers:
         """These offers, and then more (a tie goes to the first listed)."""

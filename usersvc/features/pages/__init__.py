@@ -171,9 +171,10 @@ class HTMLFormat(Format):
     links to ``collections`` (an app's list, so those added later are
     there too), or to the page's own collection."""
 
-    name = "html"
+    name = "html"           # its ETag: "7-3-html" (``Format.tag_suffix``)
     media_type = "text/html; charset=utf-8"
     problem_type = media_type
+    sparse = False          # a record's page shows the whole record, fields= or not
 
     def __init__(self, collections: Sequence[Schema] = (),
                  offered: Offered | None = None) -> None:
