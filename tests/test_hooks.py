@@ -5,6 +5,7 @@ a format of one's own, asked what it declares (``Format.sparse``, ``tag_suffix``
 The contract itself on the plain core: the modules marked ``core``."""
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import subprocess
@@ -292,3 +293,41 @@ def test_the_plain_core_serving_loads_only_the_core_s_modules(tmp_path, storage)
     assert statuses == [201, 200, 200, 200, 200, 200, 404, 409, 412, 422], done.stderr
     assert loaded == sorted(CORE + CORE_STORES[storage])
     assert len(loaded) <= MOST_CORE_MODULES[storage]
+
+
+def _imported_by(module: str) -> set[str]:
+    """Every module ``module``'s source imports, anywhere in it (a function's
+    import too), by its absolute name: what an arrow of farm-studio's is."""
+    path = ROOT / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = ROOT / module.replace(".", "/") / "__init__.py"
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            named = ".".join(part for part in (base, node.module) if part)
+            found.update([named, *(f"{named}.{alias.name}" for alias in node.names)])
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(set(CORE).union(*CORE_STORES.values())))
+def test_no_core_module_imports_a_feature(module):
+    """Not even inside a function (settings.py read tokens with the tokens
+    feature's ``Tokens``): a feature's own settings are read by the
+    feature (``read_setting``, ``usersvc.hooks``)."""
+    assert not {name for name in _imported_by(module) if name.startswith("usersvc.features")}
+
+
+def test_settings_read_the_tokens_with_the_tokens_feature_when_it_is_in(tmp_path):
+    from usersvc.features.auth import FEATURE, Tokens
+    (tmp_path / "tokens").write_text("a-token-of-sixteen-chars read\n")
+    for given in ({"a-token-of-sixteen-chars": "read"}, tmp_path / "tokens"):
+        assert isinstance(Settings(tokens=given, features=("tokens",)).tokens, Tokens)
+        assert isinstance(Settings(tokens=given, features=(FEATURE,)).tokens, Tokens)
+    read = Settings.from_environment({"USERSVC_TOKENS_FILE": str(tmp_path / "tokens")}).tokens
+    assert Settings(tokens=read).tokens is read
+    with pytest.raises(SettingError, match="^USERSVC_TOKENS_FILE cannot be used: .*No such file"):
+        Settings.from_environment({"USERSVC_TOKENS_FILE": str(tmp_path / "none")})

@@ -26,6 +26,16 @@ It returns what it plugged in (for the features after it, and
 ``plugged``), or ``None`` when its settings ask for nothing (CORS with no
 origins).
 
+**Its settings** are ``KNOWN``'s: ``Settings`` holds them, and refuses
+one given while its feature is left out. A feature may read its own as
+the settings are made: ``read_setting(name, value) -> value``, asked for
+each one given (not its default), its module imported then; the value it
+returns is the setting's from then on, and a ``ValueError`` is a
+``SettingError`` of the setting's (``tokens cannot be used: ...``, said
+as a server's option or variable spells it). The tokens feature reads
+``tokens`` (a mapping, or a tokens file's ``Path`` from ``--tokens-file``)
+into ``Tokens`` so: the core's settings never import a feature.
+
 **The hooks** (in the order a request meets them):
 
 ``app.starters``: ``start(req) -> None``, each request as it comes,

@@ -12,9 +12,10 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .hooks import DEFAULT_FEATURES, KNOWN, name_of
+from .hooks import DEFAULT_FEATURES, KNOWN, name_of, resolved
 
 #: The embedded default, and ``serve.py``'s: a SQLite file in the working directory.
 DEFAULT_STORAGE = "sqlite:///users.db"
@@ -61,8 +62,9 @@ def as_variable(name: str) -> str:
 @dataclass(frozen=True)
 class Settings:
     """One app's settings, checked when made. ``tokens`` is a
-    ``{token: "read" | "write"}`` mapping or ``usersvc.features.auth.Tokens``
-    (``None``: no tokens asked for); ``cors_origins`` the origins
+    ``{token: "read" | "write"}`` mapping, a tokens file's ``Path`` or
+    ``Tokens``, read by the tokens feature into ``Tokens`` (``None``: no
+    tokens asked for); ``cors_origins`` the origins
     (``scheme://host[:port]``, ``*`` for any) whose pages may call the app;
     ``max_waiting`` the requests that may wait for changes at once (long-polls
     and streams); ``stream_seconds`` how long a stream of changes lasts;
@@ -106,13 +108,6 @@ class Settings:
                 raise SettingError(name, f"must be a whole number of at least {least}, "
                                          f"not {value!r}")
         set_("cors_origins", parse_origins(self.cors_origins))
-        if self.tokens is not None:
-            from .features.auth import Tokens
-            if not isinstance(self.tokens, Tokens):
-                try:
-                    set_("tokens", Tokens(self.tokens))
-                except ValueError as e:
-                    raise SettingError("tokens", f"cannot be used: {e}") from None
         set_("prefix", "/" + self.prefix.strip("/") if self.prefix.strip("/") else "")
         if self.metrics_port is not None:
             if type(self.metrics_port) is not int or not 0 <= self.metrics_port <= 65535:
@@ -131,7 +126,7 @@ class Settings:
     def from_text(cls, given: Mapping[str, str], spell: Callable[[str], str],
                   **settled: Any) -> Settings:
         """Settings from text (a variable's value, an option's), each read
-        as its field's type: ``tokens_file`` a file of tokens, ``cors_origins``
+        as its field's type: ``tokens_file`` a file of tokens (its ``Path``), ``cors_origins``
         origins separated by spaces or commas, ``access_log`` 0 or 1.
         ``settled``: values already read. Errors are said with ``spell``."""
         values: dict[str, Any] = dict(settled)
@@ -141,7 +136,7 @@ class Settings:
                 if not text:
                     continue
                 if name == "tokens_file":
-                    values["tokens"] = _tokens_file(text)
+                    values["tokens"] = Path(text)   # read by the tokens feature
                 elif name == "cors_origins":
                     values[name] = text.replace(",", " ").split()
                 elif name == "access_log":
@@ -206,14 +201,6 @@ def parse_origins(origins: Iterable[str]) -> frozenset[str]:
     return parsed
 
 
-def _tokens_file(path: str) -> Any:
-    from .features.auth import load_tokens
-    try:
-        return load_tokens(path)
-    except (OSError, ValueError) as e:
-        raise SettingError("tokens_file", f"cannot be used: {e}") from None
-
-
 def read_features(text: str) -> tuple[Any, ...]:
     """The features a text names, separated by commas: ``hooks.KNOWN``'s, ``default``'s,
     none (``none``: the plain core), and ``module:NAME``, a ``Feature`` of yours."""
@@ -232,7 +219,9 @@ def read_features(text: str) -> tuple[Any, ...]:
 
 def _checked_features(settings: Settings) -> tuple[Any, ...]:
     """``settings.features``: known names or features, none twice; a
-    setting of a feature left out refused, by name."""
+    setting of a feature left out refused, by name; one given read by its
+    feature's ``read_setting``, if it has one (``usersvc.hooks``), so that
+    a value it cannot use is refused as the settings are made."""
     given = settings.features
     features = read_features(given) if isinstance(given, str) else tuple(given)
     names = []
@@ -245,10 +234,19 @@ def _checked_features(settings: Settings) -> tuple[Any, ...]:
             raise SettingError("features", f"cannot be used: {name} is named twice")
         names.append(name)
     for name, (_, owned) in KNOWN.items():
-        for setting in owned if name not in names else ():
-            if getattr(settings, setting) != Settings.__dataclass_fields__[setting].default:
+        for setting in owned:
+            value = getattr(settings, setting)
+            if value == Settings.__dataclass_fields__[setting].default:
+                continue
+            if name not in names:
                 raise SettingError(setting, f"is a setting of the {name} feature, which is "
                                             f"not among the features")
+            read = getattr(resolved([features[names.index(name)]])[0], "read_setting", None)
+            try:        # the feature reads its own (``usersvc.hooks``: tokens)
+                read_value = value if read is None else read(setting, value)
+            except ValueError as e:
+                raise SettingError(setting, f"cannot be used: {e}") from None
+            object.__setattr__(settings, setting, read_value)
     return features
 
 

@@ -17,7 +17,7 @@ import hashlib
 import hmac
 import re
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from ..problems import Problem
@@ -125,6 +125,19 @@ class TokensFeature:
     tokens (``tokens``) checked on every request, if any."""
 
     name = "tokens"
+
+    def read_setting(self, name: str, value: Any) -> Tokens:
+        """``tokens`` as given (a mapping, a tokens file's path, as
+        ``--tokens-file`` gives it, or ``Tokens``) as ``Tokens``, when the
+        settings are made; a ``ValueError`` that says why it cannot be."""
+        if isinstance(value, Tokens):
+            return value
+        if not isinstance(value, PurePath):
+            return Tokens(value)
+        try:
+            return load_tokens(value)
+        except OSError as e:
+            raise ValueError(str(e)) from None
 
     def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Tokens | None:
         tokens = app.settings.tokens
