@@ -424,7 +424,7 @@ def test_a_batch_is_counted_under_its_route(store_url):
     from prometheus_client import generate_latest
     for client in serving(store_url, metrics=True):
         assert batch(client, VALID[0]).status_code == 200
-        scraped = generate_latest(client.app.metrics.registry).decode()
+        scraped = generate_latest(client.app.plugged["metrics"].registry).decode()
         assert 'http_route="/batch"' in scraped
         assert 'http_request_method="POST",http_response_status_code="200",http_route="/batch"' \
             in scraped.replace(", ", ",")

@@ -87,7 +87,7 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     ``max_batch``: the most requests one ``POST /batch`` may hold (a store
     of usersvc's makes them together or not at all; see ``usersvc.features.batch``).
     ``metrics``: count requests and store operations for Prometheus, in
-    ``app.metrics.registry`` (needs the ``metrics`` extra; see
+    ``app.plugged["metrics"].registry`` (needs the ``metrics`` extra; see
     ``usersvc.features.metrics.prometheus``).
     ``features``: what plugs into the core (``usersvc.hooks``): by name, or
     ``Feature`` objects; ``DEFAULT_FEATURES + (mine,)`` adds one, ``()``
@@ -115,7 +115,7 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
         app.on_close(storage.close)
     served = storage if isinstance(storage, Storage) else None    # else one collection's records
     try:
-        plugged: dict[str, Any] = {}
+        plugged = app.plugged
         for feature in resolved(settings.features):
             plugged[name_of(feature)] = feature.plug(app, served, plugged)
     except BaseException:

@@ -18,6 +18,7 @@ every hook, what it receives and returns, and what a feature is.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
@@ -74,8 +75,9 @@ class App:
         #: What records and problems are answered in (the pages add HTML).
         self.offers: Offers = DEFAULT
         self.problem_offers: Offers = PROBLEMS
-        #: ``prometheus.Metrics``, once plugged in (its ``registry`` for a scraper).
-        self.metrics: Any = None
+        #: What each feature's ``plug`` returned, by name (``build_app``
+        #: fills it): the metrics feature's ``registry`` for a scraper.
+        self.plugged: dict[str, Any] = {}
         self.router = Router()
         self.schemas: list[Schema] = []
         self.stores: list[Any] = []
@@ -109,6 +111,14 @@ class App:
 
     def on_close(self, closer: Callable[[], None]) -> None:
         self._closers.append(closer)
+
+    @property
+    def metrics(self) -> Any:
+        """Deprecated (issue 58): ``app.plugged.get("metrics")``, the
+        metrics feature's counts, ``None`` when off; goes in the next release."""
+        warnings.warn('app.metrics is deprecated: use app.plugged.get("metrics")',
+                      DeprecationWarning, stacklevel=2)
+        return self.plugged.get("metrics")
 
     def stop_waiting(self) -> None:
         """Answer every request waiting for changes now, and every later
@@ -150,7 +160,7 @@ class App:
             raise Problem(400, "The Host header is not a host name or address with an optional port.")
         found = self.router.match(path)
         if found is not None:
-            req.route = found[0].label          # what metrics label even a 401 or 403 with
+            req.route = found[0].label          # the core's (usersvc.hooks): a 401, 403 too
         for check in self.checks:               # before a byte of the body is read
             answer = check(req, found)
             if answer is not None:

@@ -20,7 +20,10 @@ collection is served. ``plug`` receives:
   the app serves one ``RecordStore`` alone);
 - ``plugged``: what each feature before it returned from its ``plug``, by
   name (batch takes idempotency's keys from it). The same dict is filled
-  on as later features plug in, so a route may read it when asked.
+  on as later features plug in, so a route may read it when asked; it is
+  ``app.plugged``, where an embedder or a server finds what a feature hands
+  out (``app.plugged["metrics"].registry``, which serve.py serves at
+  ``/metrics``): the core keeps no attribute of any feature's.
 
 It returns what it plugged in (for the features after it, and
 ``plugged``), or ``None`` when its settings ask for nothing (CORS with no
@@ -43,6 +46,12 @@ into ``Tokens`` so: the core's settings never import a feature.
 ``app.router``: ``app.router.add(path, resource)``: a route, whose
     ``on_get``/``on_post``... answer ``(req, fmt, **params)``; its
     ``offers`` say what it answers in (``None``: not negotiated).
+``req.route``: not a hook but the core's, read by any: the template of
+    the route the request matched (``/users/{id}``; ``""``: none), set by
+    ``App.handle`` as soon as it is routed, before the checks, so that an
+    answer a check gives (401, 403) has it too. Which route a request took
+    is the router's knowledge, as ``req.path`` is the request's; metrics
+    label their counts with it, an access log could.
 ``app.checks``: ``check(req, found) -> Response | None``, after routing
     (``found``: ``(route, params)`` or ``None``) and before a byte of the
     body is read. The first that returns a ``Response`` answers; one may
@@ -74,6 +83,15 @@ And as each collection is added (``App.add_collection``):
 ``app.write_hook``: ``write_hook(records) -> hook``: one, or ``None``: the
     hook a collection's POST and PATCH ask when the request carries
     ``hook.header`` (``resources``, "A write hook"; idempotency keys).
+
+And of a store (the ``storage`` given to ``plug``, or a collection's
+records' ``storage``), a capability of some stores, not of ``App``:
+
+``storage.observe_commits(observer) -> bool``: an observer of commits
+    (``storage.protocol.CommitsObservable``): ``observer(seconds, writes)``
+    after each commit the store makes in this process, where it groups
+    writes into commits of its own (SQLite's writer); whether it will.
+    Metrics count SQLite's commits so; any feature may observe them.
 
 And around the app's life:
 
@@ -131,6 +149,7 @@ class Hooks(Protocol):
     store_wrappers: list[Callable[[str, Any], Any]]
     write_hook: Callable[[Any], Any] | None
     waiting: Any
+    plugged: dict[str, Any]
 
     def on_close(self, closer: Callable[[], None]) -> None: ...
 

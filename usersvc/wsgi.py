@@ -52,7 +52,8 @@ def from_environment(environ: Mapping[str, str]) -> Any:
     if settings.metrics:
         from .features.metrics.shared import serve_from_any
         from .serving.server import loopback
-        serve_from_any(app.metrics.registry, settings.metrics_host, settings.metrics_port)
+        serve_from_any(app.plugged["metrics"].registry, settings.metrics_host,
+                       settings.metrics_port)
         if not loopback(settings.metrics_host):
             logging.getLogger("usersvc").warning(
                 "serving metrics on %s: anyone who can reach this address can read them "

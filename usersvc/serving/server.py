@@ -204,10 +204,11 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
               file=sys.stderr)
         return 2
     metrics_server = None
-    if app.metrics is not None:
+    metrics = app.plugged.get("metrics")
+    if metrics is not None:
         try:
             socket.getaddrinfo(settings.metrics_host, settings.metrics_port, type=socket.SOCK_STREAM)
-            metrics_server = serve_metrics(app.metrics.registry, settings.metrics_host,
+            metrics_server = serve_metrics(metrics.registry, settings.metrics_host,
                                            settings.metrics_port)
         except (OSError, ValueError) as e:
             server.close()

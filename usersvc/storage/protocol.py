@@ -30,7 +30,7 @@ What the stores share at run time is the package's (``usersvc.storage``).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Union, runtime_checkable
 
@@ -231,6 +231,21 @@ class Atomic(Protocol):
         copy of what it changes; SQLite: no savepoint). ``step.raw(plural)``
         is a collection as it is, its writes not checked
         (``checked.Step``)."""
+
+
+@runtime_checkable
+class CommitsObservable(Protocol):
+    """A store's capability: an observer of its commits, for any feature
+    (``usersvc.hooks``; metrics count SQLite's). A store that groups writes
+    into commits of its own has it (SQLite's writer); one whose every write
+    is its own transaction need not (memory, PostgreSQL)."""
+
+    def observe_commits(self, observer: Callable[[float, int], None]) -> bool:
+        """``observer(seconds, writes)`` after each commit this process
+        makes (seconds from BEGIN to the end of COMMIT; the writes in it),
+        on the thread that committed, so quick and never raising; whether
+        it will be told (SQLite's private in-memory database, ``sqlite://``,
+        has no writer, so no commits to tell)."""
 
 
 @runtime_checkable

@@ -24,6 +24,7 @@ from prometheus_client import (CollectorRegistry, GCCollector, PlatformCollector
                                ProcessCollector, make_wsgi_app)
 
 from ...request import Request, Response
+from ...storage.protocol import CommitsObservable
 from .families import (COMMIT_BUCKETS, GROUP_BUCKETS, OPERATION_BUCKETS, POOL_GAUGES,
                        REQUEST_BUCKETS, Collector)
 from .tally import PerThread, Tally, Totals, fold_counts, new_counts, totals
@@ -59,8 +60,8 @@ class Metrics:
 
     def plug(self, app: Any) -> Metrics:
         """Count each of ``app``'s requests (the last to see its answer) and
-        its stores' operations."""
-        app.metrics = self
+        its stores' operations; handed out as what the feature plugged in
+        (``app.plugged["metrics"]``)."""
         app.starters.append(self.begin)
         app.finishers.append(self.end)
         app.store_wrappers.append(self.measured)
@@ -134,9 +135,11 @@ class Metrics:
 
     def measured(self, collection: str, records: Any) -> Any:
         """``records`` with each call of ``OPERATIONS`` timed (and its
-        store's commits counted, once a store, if it tells them)."""
+        store's commits counted, once a store, if it tells them: a store's
+        capability, ``CommitsObservable``)."""
         storage = getattr(records, "storage", None)
-        if hasattr(storage, "observe_commits") and not any(s is storage for s in self._observed):
+        if (isinstance(storage, CommitsObservable)
+                and not any(s is storage for s in self._observed)):
             self._observed.append(storage)
             durations, writes = self._commits or (Tally(COMMIT_BUCKETS), Tally(GROUP_BUCKETS))
             if storage.observe_commits(lambda seconds, count: (durations.observe((), seconds),

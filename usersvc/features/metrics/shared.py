@@ -30,6 +30,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from ...request import Request, Response
+from ...storage.protocol import CommitsObservable
 from .families import (COMMIT_BUCKETS, GROUP_BUCKETS, OPERATION_BUCKETS, POOL_GAUGES,
                        REQUEST_BUCKETS, Collector)
 from .files import Counts, Reader, files_in, fold_ended
@@ -121,7 +122,7 @@ class SharedMetrics:
         """``records`` with each operation timed, and its store's commits
         or pool counted."""
         storage = getattr(records, "storage", None)
-        if hasattr(storage, "observe_commits") and not self._commits:
+        if isinstance(storage, CommitsObservable) and not self._commits:
             self._commits = storage.observe_commits(self._committed)
         if hasattr(storage, "pool_use") and not any(s is storage for s in self._pools):
             self._pools.append(storage)

@@ -163,7 +163,8 @@ class Writer:
         self._closing = threading.Lock()    # no write queued after the stop
         self.closed = False
         #: Told of each commit, in every process: its seconds from BEGIN to
-        #: the end of COMMIT, and its writes (``observe_commits``: metrics).
+        #: the end of COMMIT, and its writes (``SQLiteStorage.observe_commits``,
+        #: a store's capability, ``protocol.CommitsObservable``: any feature's).
         self.observers: list[Callable[[float, int], None]] = []
         self._start()
 

@@ -143,7 +143,8 @@ class SQLiteStorage(Collections):
 
     def observe_commits(self, observer: Callable[[float, int], None]) -> bool:
         """Tell ``observer`` of each commit (seconds from BEGIN to the end of
-        COMMIT, writes); whether it will (a private database has no writer)."""
+        COMMIT, writes); whether it will (a private database has no writer):
+        ``protocol.CommitsObservable``, which any feature may use."""
         if self.writer is not None:
             self.writer.observers.append(observer)
         return self.writer is not None
