@@ -145,8 +145,8 @@ _MOVED = {"Waiting", "MAX_WAIT"}
 def __getattr__(name: str) -> Any:
     if name not in _MOVED:
         raise AttributeError(f"module 'usersvc.changes' has no attribute {name!r}")
+    import importlib
     import warnings
-    from .features import waiting
     warnings.warn(f"usersvc.changes.{name} is deprecated: import it from "
                   f"usersvc.features.waiting", DeprecationWarning, stacklevel=2)
-    return getattr(waiting, name)
+    return getattr(importlib.import_module("usersvc.features.waiting"), name)

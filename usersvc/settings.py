@@ -127,10 +127,6 @@ class Settings:
             set_("metrics", True)
         set_("features", _checked_features(self))
 
-    def plugs(self, name: str) -> bool:
-        """Whether the feature ``name`` is among ``features``."""
-        return any(name_of(feature) == name for feature in self.features)
-
     @classmethod
     def from_text(cls, given: Mapping[str, str], spell: Callable[[str], str],
                   **settled: Any) -> Settings:

@@ -26,7 +26,7 @@ from .. import USER, Schema, build_app
 from ..release import install_hint
 from ..settings import Settings, as_variable
 from ..storage import redact
-from .server import waiting_threads
+from .limits import waiting_threads
 
 
 #: Seconds a worker has to stop after SIGTERM before it is killed (granian

@@ -27,7 +27,8 @@ from ..settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BATCH, DEFAULT_MAX_
                         DEFAULT_STORAGE, DEFAULT_STREAM_SECONDS, SettingError, Settings,
                         as_option)
 from ..storage import redact
-from .limits import SERVER_BODY_CAP, SERVER_LIMITS, answer_errors_as_problems, server_limits
+from .limits import (SERVER_BODY_CAP, SERVER_LIMITS, answer_errors_as_problems, server_limits,
+                     waiting_threads, waits)
 from .mount import Mount
 from .ops import AccessLog
 
@@ -65,8 +66,7 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
                    help="requests that may wait for changes at once (long-polls with wait=, "
                         "streams: a live page holds one), each with a thread of its own beside "
                         "--threads; past them a stream is told to come back and a long-poll "
-                        "gets a 503; a setting of the waiting feature "
-                        f"(default: {SERVED_MAX_WAITING})")
+                        f"gets a 503; the waiting feature's (default: {SERVED_MAX_WAITING})")
     p.add_argument("--server", choices=("waitress", "granian"), default="waitress",
                    help="the HTTP server: waitress (pure Python) or granian (Rust; its extra, "
                         "and --workers) (default: %(default)s)")
@@ -137,17 +137,10 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
         args.given, as_option,
         cors_origins=args.cors_origin, access_log=args.access_log,
         metrics_port=args.metrics_port, metrics_host=args.metrics_host or "127.0.0.1")
-    if args.max_waiting is None and args.settings.plugs("waiting"):
-        # More places than an app on a server's threads has: each gets a thread.
+    if args.max_waiting is None and waits(args.settings):   # (more places: each a thread)
         args.given["max_waiting"] = str(SERVED_MAX_WAITING)
         args.settings = replace(args.settings, max_waiting=SERVED_MAX_WAITING)
     return args
-
-
-def waiting_threads(settings: Settings) -> int:
-    """The threads a server gives requests waiting for changes, beside
-    ``--threads``: one per waiting place, with the waiting feature."""
-    return settings.max_waiting if settings.plugs("waiting") else 0
 
 
 def _did_you_mean(parser: argparse.ArgumentParser, given: str) -> str:
@@ -268,7 +261,7 @@ def _warn_if_open(host: str, settings: Settings) -> None:
 def _warn_if_no_waiting(settings: Settings) -> None:
     """One line at start when no request may wait for changes: every page
     would be "not live" for good, and it would be found only by a client."""
-    if settings.max_waiting == 0 and settings.plugs("waiting"):
+    if settings.max_waiting == 0 and waits(settings):
         log.warning("--max-waiting 0: no request may wait for changes: every stream is told to "
                     "come back later and every long-poll with wait= gets a 503 (--max-waiting N "
                     "lets N wait)")
