@@ -125,6 +125,7 @@ def test_wait_answers_when_a_change_comes_and_past_the_limit_is_503():
         f"http://localhost/users/changes?after=2.2.1.{store.history}&limit=100"
 
 
+@pytest.mark.feature       # (the waiting feature's: the plain core takes no wait, test_hooks)
 def test_a_wait_with_changes_there_already_answers_at_once(changed):
     assert [e["seq"] for e in changed.get("/users/changes?after=4&wait=30").json] == [5]
 

@@ -1,4 +1,4 @@
-"""The change feed pushed as Server-Sent Events (usersvc/events.py), through
+"""The change feed pushed as Server-Sent Events (usersvc/features/waiting/events.py), through
 the WSGI app, on every store: what a stream says and in what order, where
 it starts, how it ends, the waiting slots it shares with long-polls, and
 beside batches, keyed retries and writers in threads. Each stream is read
@@ -16,7 +16,8 @@ from conftest import Client, problem
 from helpers import Listener, seq_of, turned_away
 from webob import Request
 
-from usersvc import DEFAULT_FEATURES, events, make_app
+from usersvc import DEFAULT_FEATURES, make_app
+from usersvc.features.waiting import events
 from usersvc.request import REQUEST_ID_KEY
 
 DEADLINE = 10       # seconds a writer may take: a hang, not a time

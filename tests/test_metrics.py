@@ -488,7 +488,7 @@ def _pool_metrics_text() -> str:
     class Records:
         storage = Storage()
 
-    from usersvc.changes import Waiting
+    from usersvc.features.waiting import Waiting
     from usersvc.features.metrics.prometheus import Metrics
     metrics = Metrics(usersvc.__version__, [Records()], Waiting(2))
     return generate_latest(metrics.registry).decode()

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi import checks
+from webob import Request
 from helpers import ROOT
 
 from usersvc import make_app
@@ -78,6 +79,25 @@ def test_the_document_is_valid_openapi_3_1(client):
     document = response.json
     validate(document)       # raises on any error
     assert document["openapi"] == "3.1.0"
+
+
+def test_the_feed_is_described_with_wait_and_a_stream_only_with_the_waiting_feature():
+    """Without the waiting feature the feed takes no ``wait`` and offers no
+    stream: the document says neither, and is valid."""
+    def feed(features):
+        app = make_app("memory://", features=features)
+        try:
+            document = Request.blank("/openapi.json").get_response(app).json
+        finally:
+            app.close()
+        validate(document)
+        got = document["paths"]["/users/changes"]["get"]
+        return ([p["name"] for p in got["parameters"]], sorted(got["responses"]["200"]["content"]))
+    assert feed(("openapi", "waiting")) == (
+        ["after", "limit", "wait", "fields", "Last-Event-ID"],
+        ["application/json", "application/xml", "text/event-stream"])
+    assert feed(("openapi",)) == (["after", "limit", "fields"],
+                                  ["application/json", "application/xml"])
 
 
 def test_the_document_of_every_kind_is_valid_openapi_3_1():

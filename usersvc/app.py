@@ -11,9 +11,10 @@ nothing of the code.
 
 **Where a feature plugs in** (as Falcon's middleware does): ``starters``
 see each request as it comes, ``checks`` may answer or refuse it after
-routing, ``finishers`` see each answer; ``store_wrappers``, ``write_hook``
-and ``offers`` are used as collections are added. ``usersvc.hooks`` lists
-every hook, what it receives and returns, and what a feature is.
+routing, ``finishers`` see each answer; ``store_wrappers``, ``write_hook``,
+``offers`` and ``feed_hooks`` are used as collections are added.
+``usersvc.hooks`` lists every hook, what it receives and returns, and what
+a feature is.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from .changes import Changes, Waiting
+from .changes import Changes
 from .problems import DOMAIN_ERRORS, Problem
 from .representation import (
     BODY_TYPES,
@@ -64,12 +65,15 @@ class App:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings = Settings() if settings is None else settings
         self.max_body_size = settings.max_body_size
-        self.waiting = Waiting(settings.max_waiting)
+        #: The waiting places (``features.waiting``: ``Waiting``), once plugged in.
+        self.waiting: Any = None
         #: Where features plug in (see the module's text).
         self.starters: list[Callable[[Request], None]] = []
         self.checks: list[Callable[[Request, Any], Response | None]] = [self._from_another_site]
         self.finishers: list[Callable[[Request, Response], None]] = []
         self.store_wrappers: list[Callable[[str, Any], Any]] = []
+        #: Told of each collection's change feed (``changes.Changes``) as it is added.
+        self.feed_hooks: list[Callable[[Changes], None]] = []
         #: A collection's write hook from its store (``resources``; idempotency keys).
         self.write_hook: Callable[[Any], Any] | None = None
         #: What records and problems are answered in (the pages add HTML).
@@ -105,9 +109,10 @@ class App:
             self.router.add(template, resource(schema, store, representations, hook, self.offers))
         if isinstance(store, ChangeFeed):
             self.feeds.append(schema.plural)
-            self.router.add(f"/{schema.plural}/changes",
-                            Changes(schema, store, representations, self.waiting,
-                                    self.settings.stream_seconds))
+            changes = Changes(schema, store, representations)
+            for hook in self.feed_hooks:
+                hook(changes)
+            self.router.add(f"/{schema.plural}/changes", changes)
 
     def on_close(self, closer: Callable[[], None]) -> None:
         self._closers.append(closer)
@@ -122,8 +127,11 @@ class App:
 
     def stop_waiting(self) -> None:
         """Answer every request waiting for changes now, and every later
-        one at once, and end every stream: for a server that is stopping."""
-        self.waiting.stopped = True
+        one at once, and end every stream: for a server that is stopping.
+        (Without the waiting feature nothing waits: the stores are told all
+        the same, which costs nothing.)"""
+        if self.waiting is not None:
+            self.waiting.stopped = True
         for store in self.stores:
             if isinstance(store, ChangeFeed):
                 store.stop_waiting()

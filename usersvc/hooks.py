@@ -2,7 +2,7 @@
 
 The core (``App``, the resources, the stores) serves the contract alone;
 every feature (the pages, OpenAPI, ``/healthz``, CORS, tokens, idempotency
-keys, batches, metrics, or one of yours) plugs in through the hooks below,
+keys, batches, waiting for changes, metrics, or one of yours) plugs in through the hooks below,
 and nothing else. A hook is a plain attribute of ``App``: a list of
 callables the core calls in order, or one value it reads. No hook library
 (docs/decisions.md, "Hooks: a plain list of callables, not pluggy": pluggy
@@ -83,6 +83,12 @@ And as each collection is added (``App.add_collection``):
 ``app.write_hook``: ``write_hook(records) -> hook``: one, or ``None``: the
     hook a collection's POST and PATCH ask when the request carries
     ``hook.header`` (``resources``, "A write hook"; idempotency keys).
+``app.feed_hooks``: ``hook(changes) -> None``, each collection's change
+    feed (``changes.Changes``) as it is made, before it is routed: a
+    feature may add query parameters (``changes.parameters``), answer its
+    pages its own way around ``Changes.page`` (``changes.answers``), and
+    offer it in more representations (``changes.offer``). Waiting for
+    changes does all three (``wait=``, the stream).
 
 And of a store (the ``storage`` given to ``plug``, or a collection's
 records' ``storage``), a capability of some stores, not of ``App``:
@@ -96,11 +102,14 @@ records' ``storage``), a capability of some stores, not of ``App``:
 And around the app's life:
 
 ``app.on_close(closer)``: ``closer()`` when ``app.close()`` is called.
-``app.waiting.watchers``: ``watch(n, stopped) -> None``, each time a
-    request starts (``n`` 1) or stops (-1) waiting for changes.
+``app.waiting``: ``None``, or, with the waiting feature, its waiting
+    places (``features.waiting.slots.Waiting``); their ``watchers``:
+    ``watch(n, stream) -> None``, each time a request starts (``n`` 1) or
+    stops (-1) waiting for changes (metrics; gunicorn's stop, ``usersvc.wsgi``).
 
 **The plain core** (``features=()``) serves the collections, in JSON and
-XML, with their change feeds; a header only a feature reads is ignored, as
+XML, with their change feeds, answered at once (no ``wait=``, no stream:
+the waiting feature's); a header only a feature reads is ignored, as
 a server that does not know it ignores it (RFC 9110 §5.1): without the
 idempotency feature an ``Idempotency-Key`` is not honoured, and a POST sent
 with one is made each time it is sent.
@@ -121,15 +130,17 @@ KNOWN: dict[str, tuple[str, tuple[str, ...]]] = {
     "tokens": ("usersvc.features.auth:FEATURE", ("tokens",)),
     "idempotency": ("usersvc.features.idempotency:FEATURE", ("idempotency_ttl",)),
     "batch": ("usersvc.features.batch:FEATURE", ("max_batch",)),
+    "waiting": ("usersvc.features.waiting:FEATURE", ("max_waiting", "stream_seconds")),
     "metrics": ("usersvc.features.metrics:FEATURE",
                 ("metrics_port", "metrics_dir", "metrics_host", "metrics")),
 }
 
 #: What ``make_app()`` serves unless told otherwise: every feature, in the
-#: order a request meets them (metrics the last to see an answer). CORS,
-#: tokens and metrics plug in nothing unless their settings ask.
+#: order a request meets them (metrics the last to see an answer, and
+#: after waiting, whose places it counts). CORS, tokens and metrics plug
+#: in nothing unless their settings ask.
 DEFAULT_FEATURES: tuple[Any, ...] = ("pages", "openapi", "health", "cors", "tokens",
-                                     "idempotency", "batch", "metrics")
+                                     "idempotency", "batch", "waiting", "metrics")
 
 
 class Hooks(Protocol):
@@ -147,6 +158,7 @@ class Hooks(Protocol):
     problem_offers: Any
     finishers: list[Callable[..., None]]
     store_wrappers: list[Callable[[str, Any], Any]]
+    feed_hooks: list[Callable[[Any], None]]
     write_hook: Callable[[Any], Any] | None
     waiting: Any
     plugged: dict[str, Any]

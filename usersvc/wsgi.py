@@ -160,7 +160,8 @@ def answer_waiting_when_gunicorn_stops(app: Any) -> None:
                     time.sleep(0.5)
                 app.stop_waiting()
             threading.Thread(target=watch, name="usersvc-gunicorn-watch", daemon=True).start()
-    app.waiting.watchers.append(watch_the_worker)
+    if app.waiting is not None:         # (without the waiting feature nothing waits)
+        app.waiting.watchers.append(watch_the_worker)
 
 
 def _check_metrics(settings: Settings, environ: Mapping[str, str]) -> None:

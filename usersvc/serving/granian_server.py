@@ -26,6 +26,7 @@ from .. import USER, Schema, build_app
 from ..release import install_hint
 from ..settings import Settings, as_variable
 from ..storage import redact
+from .limits import waiting_threads
 
 
 #: Seconds a worker has to stop after SIGTERM before it is killed (granian
@@ -103,7 +104,7 @@ def serve(args: argparse.Namespace, settings: Settings, collections: Iterable[Sc
     server = Granian("usersvc.wsgi:app", interface=Interfaces.WSGI, address=args.host,
                      port=port, workers=args.workers,
                      # (waiting requests get threads of their own: the others keep --threads)
-                     blocking_threads=args.threads + settings.max_waiting,
+                     blocking_threads=args.threads + waiting_threads(settings),
                      respawn_failed_workers=True, workers_kill_timeout=KILL_AFTER, websockets=False,
                      log_dictconfig=LOGS_TO_STDERR)
     host = f"[{args.host}]" if ":" in args.host else args.host

@@ -2,7 +2,8 @@
 each limit set here rather than left to waitress's defaults
 (docs/security.md says why each), and waitress's own refusals (a request
 line and header fields past the cap, a body past its ceiling, a request it
-cannot parse) made RFC 9457 problem documents, as every other error is."""
+cannot parse) made RFC 9457 problem documents, as every other error is;
+and the threads a server gives requests waiting for changes (``waiting_threads``)."""
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer
 from waitress.task import ErrorTask
 
+from ..hooks import name_of
 from ..listing import longest_query
 from ..validation import Schema
 
@@ -79,3 +81,14 @@ def answer_errors_as_problems(server: Any) -> Any:
 
 __all__ = ["SERVER_BODY_CAP", "SERVER_LIMITS", "ProblemErrors", "answer_errors_as_problems",
            "server_limits"]
+
+
+def waits(settings: Any) -> bool:
+    """Whether the waiting feature is among the features ``settings`` plug in."""
+    return any(name_of(feature) == "waiting" for feature in settings.features)
+
+
+def waiting_threads(settings: Any) -> int:
+    """The threads a server gives requests waiting for changes beside
+    ``--threads``: one per waiting place, with the waiting feature (else none)."""
+    return settings.max_waiting if waits(settings) else 0

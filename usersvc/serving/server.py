@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import waitress
@@ -26,7 +27,8 @@ from ..settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BATCH, DEFAULT_MAX_
                         DEFAULT_STORAGE, DEFAULT_STREAM_SECONDS, SettingError, Settings,
                         as_option)
 from ..storage import redact
-from .limits import SERVER_BODY_CAP, SERVER_LIMITS, answer_errors_as_problems, server_limits
+from .limits import (SERVER_BODY_CAP, SERVER_LIMITS, answer_errors_as_problems, server_limits,
+                     waiting_threads, waits)
 from .mount import Mount
 from .ops import AccessLog
 
@@ -60,11 +62,11 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=4, metavar="N",
                    help="worker threads for every request but those waiting for changes "
                         "(default: %(default)s)")
-    p.add_argument("--max-waiting", default=str(SERVED_MAX_WAITING), metavar="N",
+    p.add_argument("--max-waiting", metavar="N",
                    help="requests that may wait for changes at once (long-polls with wait=, "
                         "streams: a live page holds one), each with a thread of its own beside "
                         "--threads; past them a stream is told to come back and a long-poll "
-                        "gets a 503 (default: %(default)s)")
+                        f"gets a 503; the waiting feature's (default: {SERVED_MAX_WAITING})")
     p.add_argument("--server", choices=("waitress", "granian"), default="waitress",
                    help="the HTTP server: waitress (pure Python) or granian (Rust; its extra, "
                         "and --workers) (default: %(default)s)")
@@ -135,6 +137,9 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
         args.given, as_option,
         cors_origins=args.cors_origin, access_log=args.access_log,
         metrics_port=args.metrics_port, metrics_host=args.metrics_host or "127.0.0.1")
+    if args.max_waiting is None and waits(args.settings):   # (more places: each a thread)
+        args.given["max_waiting"] = str(SERVED_MAX_WAITING)
+        args.settings = replace(args.settings, max_waiting=SERVED_MAX_WAITING)
     return args
 
 
@@ -192,7 +197,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         # Resolve first: waitress says only "Invalid host/port specified."
         socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)
         # Waiting requests get threads of their own: the others keep --threads.
-        threads = args.threads + settings.max_waiting
+        threads = args.threads + waiting_threads(settings)
         server = answer_errors_as_problems(waitress.create_server(
             wsgi, host=args.host, port=args.port, threads=threads,
             max_request_body_size=max(SERVER_BODY_CAP, 4 * settings.max_body_size),
@@ -257,7 +262,7 @@ def _warn_if_open(host: str, settings: Settings) -> None:
 def _warn_if_no_waiting(settings: Settings) -> None:
     """One line at start when no request may wait for changes: every page
     would be "not live" for good, and it would be found only by a client."""
-    if settings.max_waiting == 0:
+    if settings.max_waiting == 0 and waits(settings):
         log.warning("--max-waiting 0: no request may wait for changes: every stream is told to "
                     "come back later and every long-poll with wait= gets a 503 (--max-waiting N "
                     "lets N wait)")

@@ -16,7 +16,7 @@ once; another process's, the store's one look for it (SQLite: a thread
 asking the file every 0.2 s, ``sqlite.poll``; PostgreSQL: its NOTIFY,
 ``postgres.notify``), which wakes every waiter of the store: a waiting
 request never asks on its own. A ``Nudge`` ends one wait early (a stream
-asked to write at once, ``changes.Waiting``).
+asked to write at once, ``features.waiting.slots.Waiting``).
 
 A store's feed has a ``history``: a token made at random when the feed
 begins (memory: each time the store is made; SQL: with the database, kept

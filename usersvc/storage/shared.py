@@ -104,7 +104,7 @@ class Watch:
 
 class Nudge:
     """Ends one ``Watch.wait`` early once ``set``, until ``clear``: a stream
-    asked to write at once (``changes.Waiting``)."""
+    asked to write at once (``features.waiting.slots.Waiting``)."""
 
     is_set = False
     watch: Watch | None = None          # the one it waits on, once it waits

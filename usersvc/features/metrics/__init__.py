@@ -31,9 +31,21 @@ class MetricsFeature:
         except ImportError as e:
             raise ImportError(f"metrics need prometheus_client: {install_hint('metrics')} "
                               f"({e})") from None
+        waiting = NoWaiting() if app.waiting is None else app.waiting
         if settings.metrics_dir is None:
-            return Metrics(VERSION, app.stores, app.waiting).plug(app)
-        return SharedMetrics(VERSION, app.stores, app.waiting, settings.metrics_dir).plug(app)
+            return Metrics(VERSION, app.stores, waiting).plug(app)
+        return SharedMetrics(VERSION, app.stores, waiting, settings.metrics_dir).plug(app)
+
+
+class NoWaiting:
+    """The waiting places of an app without the waiting feature (or with
+    it plugged in after metrics): none, never taken, so the feed's gauges
+    say 0."""
+
+    now = most = streams = 0
+
+    def __init__(self) -> None:
+        self.watchers: list[Any] = []
 
 
 FEATURE = MetricsFeature()

@@ -77,7 +77,8 @@ class OpenAPIDocument:
         if body is None:
             batch = self.plugged.get("batch")
             document = openapi(self.schemas, base, secured=self.secured, feeds=self.feeds,
-                               idempotency_ttl=self.idempotency_ttl, max_batch=batch and batch.max_batch)
+                               idempotency_ttl=self.idempotency_ttl, max_batch=batch and batch.max_batch,
+                               waits=self.plugged.get("waiting") is not None)
             body = self._cache[key] = json.dumps(document, indent=1).encode()
         return revalidated(req, Response(200, body, [("Content-Type", JSON_TYPE)]))
 

@@ -25,12 +25,13 @@ OPENAPI_PATH = "/openapi.json"
 
 def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False,
             feeds: Collection[str] = (), idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
-            max_batch: int | None = None) -> dict[str, Any]:
+            max_batch: int | None = None, waits: bool = True) -> dict[str, Any]:
     """The OpenAPI 3.1 document for a service of these collections, served
     under ``base``; ``secured``: bearer tokens are on; ``feeds``: the
     collections (by plural) with a change feed; ``idempotency_ttl``: how
     long an ``Idempotency-Key``'s answer is kept, in seconds; ``max_batch``:
-    the most requests of a ``POST /batch`` (``None``: not served)."""
+    the most requests of a ``POST /batch`` (``None``: not served);
+    ``waits``: the feeds take ``wait`` and stream (the waiting feature)."""
     cached = {"ETag": BODY_ETAG, "Vary": VARY, "Cache-Control": CACHE}
     root_headers = {**cached, "Link": header('`<.../openapi.json>; rel="service-desc"`')}
     paths: dict[str, Any] = {
@@ -91,7 +92,7 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
     for schema in schemas:
         _add_collection(schema, paths, components["schemas"], idempotency_ttl)
         if schema.plural in feeds:
-            paths.update(feed_paths(schema, components["schemas"]))
+            paths.update(feed_paths(schema, components["schemas"], waits))
             paths[f"/{schema.plural}"]["get"]["responses"]["200"]["headers"]["Link"] = \
                 feed_link_header()
     if max_batch is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...changes import DEFAULT_LIMIT, FEED_RELATION, MAX_LIMIT, MAX_WAIT
+from ...changes import DEFAULT_LIMIT, FEED_RELATION, MAX_LIMIT
 from ...storage import MAX_ID
 from ...validation import Schema
 from .asked import fields_parameter
@@ -24,8 +24,9 @@ def feed_link_header() -> dict[str, Any]:
                   'next page (`rel="next"`), in a second Link header.')
 
 
-def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
-    """The feed's path item, and its schemas added to ``schemas``."""
+def feed_paths(schema: Schema, schemas: dict[str, Any], waits: bool = True) -> dict[str, Any]:
+    """The feed's path item, and its schemas added to ``schemas``;
+    ``waits``: with the waiting feature's ``wait`` and stream."""
     name, plural = schema.name.capitalize(), schema.plural
     # Two complete object schemas, so that generated clients type an entry
     # as one or the other (a change, a tombstone), not as a bag of optionals.
@@ -67,18 +68,24 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
                         "place another history of the store gave is a 410.",
          "schema": {"type": "string", "default": "0", "pattern": PLACE_PATTERN}},
         query("limit", MAX_LIMIT, DEFAULT_LIMIT, 1, "How many entries at most."),
-        query("wait", MAX_WAIT, 0, 0, "Seconds to wait for a change when there is none "
-                                      "after `after` (long-poll); 0: answer at once."),
         fields_parameter(schema),
-        {"name": "Last-Event-ID", "in": "header", "required": False,
-         "description": "With `Accept: text/event-stream`: the place to stream from, "
-                        "over `after` (what `EventSource` sends when it reconnects: the last "
-                        "event's `id`); a place another history of the store gave (a "
-                        "restarted memory store, a file put back from an older copy), "
-                        "from 0 after `event: reset` (drop what you hold); not a place: "
-                        "400. Otherwise unread.",
-         "schema": {"type": "string"}},
     ]
+    if waits:           # (the waiting feature's: usersvc.features.waiting)
+        from ..waiting import MAX_WAIT
+        parameters[2:2] = [
+            query("wait", MAX_WAIT, 0, 0, "Seconds to wait for a change when there is none "
+                                          "after `after` (long-poll); 0: answer at once."),
+        ]
+        parameters += [
+            {"name": "Last-Event-ID", "in": "header", "required": False,
+             "description": "With `Accept: text/event-stream`: the place to stream from, "
+                            "over `after` (what `EventSource` sends when it reconnects: the last "
+                            "event's `id`); a place another history of the store gave (a "
+                            "restarted memory store, a file put back from an older copy), "
+                            "from 0 after `event: reset` (drop what you hold); not a place: "
+                            "400. Otherwise unread.",
+             "schema": {"type": "string"}},
+        ]
     headers = {"Link": header(f'`<.../{plural}/changes?after=S&limit=L>; rel="next"`, always: '
                               "S is the place of the last entry answered, or `after` when none was."),
                "Cache-Control": NO_STORE, "Vary": VARY}
@@ -86,15 +93,16 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
                          "its latest state, or a tombstone.",
           "headers": headers,
           "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}ChangeList"}},
-                      "application/xml": {"schema": {"$ref": f"#/components/schemas/{name}ChangeListXml"}},
-                      "text/event-stream": {"schema": {
-                          "type": "string", "description": (
-                              "Server-Sent Events: `retry:` and the start's `id:` first, then "
-                              "each change as it is committed (`id:` its place, `event:` "
-                              "`change` or `delete`, `data:` the entry in JSON; first "
-                              "`event: reset` for a place of another history), a `: "
-                              "keep-alive` comment while nothing changes, until the stream's "
-                              "seconds pass; past the waiting slots, `retry:` alone.")}}}}
+                      "application/xml": {"schema": {"$ref": f"#/components/schemas/{name}ChangeListXml"}}}}
+    if waits:
+        ok["content"]["text/event-stream"] = {"schema": {
+            "type": "string", "description": (
+                "Server-Sent Events: `retry:` and the start's `id:` first, then "
+                "each change as it is committed (`id:` its place, `event:` "
+                "`change` or `delete`, `data:` the entry in JSON; first "
+                "`event: reset` for a place of another history), a `: "
+                "keep-alive` comment while nothing changes, until the stream's "
+                "seconds pass; past the waiting slots, `retry:` alone.")}}
     gone = {"description": "`after` is a place another history of the store gave (a "
                            "restarted memory store, a file put back from an older copy): "
                            "drop every record held and follow `Link` (type "
@@ -115,12 +123,15 @@ def feed_paths(schema: Schema, schemas: dict[str, Any]) -> dict[str, Any]:
             "summary": f"The changes to the {plural} after a position (the change feed).",
             "description": f"Each {schema.name} changed after `after` once, at the position of "
                            "its latest change: as it is, or `deleted` (tombstones are kept). "
-                           "Follow `rel=\"next\"` for ever to stay in sync; with `wait`, an "
-                           "empty answer waits for the next change. Too many waiting "
-                           "requests: 503. Unknown parameters are a 400. Asked for "
-                           "`text/event-stream`, the changes are pushed as they happen "
-                           "(Server-Sent Events), from `Last-Event-ID`, else `after`, "
-                           "else the end.",
+                           "Follow `rel=\"next\"` for ever to stay in sync" + (
+                               "; with `wait`, an empty answer waits for the next change. "
+                               "Too many waiting "
+                               "requests: 503. Unknown parameters are a 400. Asked for "
+                               "`text/event-stream`, the changes are pushed as they happen "
+                               "(Server-Sent Events), from `Last-Event-ID`, else `after`, "
+                               "else the end." if waits else
+                               ". Unknown parameters (`wait` too: this server does not "
+                               "wait for changes) are a 400."),
             "parameters": parameters,
             "responses": {**operation_responses(400, 406, 503, s200=ok), "410": gone},
         },

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -31,7 +32,6 @@ from .collection import SQLiteRecords
 from .connections import Connection, Connections, Writer
 from .errors import is_lasting, retrying, roll_back, undo_savepoint
 from .migrations import migrate
-from .poll import Poller
 
 T = TypeVar("T")
 log = logging.getLogger("usersvc.storage")
@@ -57,10 +57,13 @@ class SQLiteStorage(Collections):
                        if self.connections.one is None else None)
         self.schemas = tuple(t.schema for t in tables)
         self.collections = {t.name: SQLiteRecords(self, t) for t in tables}
-        # Other processes' commits to a file are looked for by one thread
-        # (a private database has no other process).
-        self._poller = (Poller(path, busy_timeout, [r.watch for r in self.collections.values()])
-                        if self.writer is not None else None)
+        # Other processes' commits to a file are looked for by one thread,
+        # made when a request first waits (``listen``; a private database
+        # has no other process): a server that never waits has none.
+        self._busy_timeout = busy_timeout
+        self._poller: Any = None
+        self._polling = threading.Lock()
+        self._closing = False               # (no poller made once closing)
         self.serve()
         self.keys = SQLKeys("?")
         # PERF: a read and a write go straight to what makes them: this
@@ -150,14 +153,25 @@ class SQLiteStorage(Collections):
         return self.writer is not None
 
     def listen(self) -> None:
-        """Other processes' commits are looked for (``poll``), from now on."""
-        if self._poller is not None:
-            self._poller.start()
+        """Other processes' commits are looked for (``poll``), from now on:
+        from the first request that waits for changes."""
+        if self.writer is None:
+            return
+        with self._polling:
+            if self._poller is None and not self._closing:
+                from .poll import Poller
+                self._poller = Poller(self.path, self._busy_timeout,
+                                      [r.watch for r in self.collections.values()])
+            poller = self._poller
+        if poller is not None:
+            poller.start()          # (a poller stopped stays stopped)
 
     def close(self) -> None:
         self.stop_waiting()
-        if self._poller is not None:
-            self._poller.stop()
+        with self._polling:
+            self._closing, poller = True, self._poller
+        if poller is not None:
+            poller.stop()
         if self.writer is not None:
             # The writes already handed over are done first; a forked process
             # that never wrote has no writer of its own, nor figures to log.
