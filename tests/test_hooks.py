@@ -219,6 +219,56 @@ def test_a_feature_that_cannot_be_had_is_refused(timing, features, problem_):
     assert str(refused.value).startswith(problem_)
 
 
+class _Named:
+    """A feature of one's own, named ``name`` (plugging in nothing)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def plug(self, app, storage, plugged):
+        return None
+
+
+class _Nameless:
+    def plug(self, app, storage, plugged):
+        return None
+
+
+def test_a_feature_of_your_own_named_as_one_of_usersvc_s_or_nameless_is_refused():
+    """A feature of one's own called ``tokens`` would have ``tokens=`` taken
+    as its setting and plug in nothing: an app open to anyone, its tokens
+    silently passed over. A feature with no name is told so, not an
+    ``AttributeError``."""
+    for features in ((_Named("tokens"),), (*DEFAULT_FEATURES[:4], _Named("tokens"))):
+        with pytest.raises(SettingError, match="is named tokens, as one of usersvc's features is"):
+            make_app("memory://", features=features, tokens={"a-token-of-sixteen-chars": "read"})
+    with pytest.raises(SettingError, match="is not a feature"):
+        Settings(features=(_Nameless(),))
+    from usersvc.features.auth import FEATURE       # usersvc's own, given as an object: taken
+    app = make_app("memory://", features=(FEATURE,), tokens={"a-token-of-sixteen-chars": "read"})
+    assert Request.blank("/users").get_response(app).status_int == 401
+    app.close()
+
+
+def test_make_app_takes_its_features_as_text_too():
+    """``features=`` is read as ``USERSVC_FEATURES`` is, given as text (it
+    was split into letters: "'p' is not a feature")."""
+    app = make_app("memory://", features="pages,health")
+    assert Request.blank("/healthz").get_response(app).status_int == 200
+    assert Request.blank("/openapi.json").get_response(app).status_int == 404
+    app.close()
+
+
+def test_two_routes_at_one_path_are_refused_as_the_app_is_built():
+    """The second would never answer (the first is matched): a feature of
+    one's own at a path a feature already serves is a mistake said at once."""
+    class Twice(_Named):
+        def plug(self, app, storage, plugged):
+            app.router.add("/healthz", object())
+    with pytest.raises(ValueError, match="a route is at /healthz already"):
+        make_app("memory://", features=("health", Twice("twice")))
+
+
 @pytest.mark.parametrize("setting, value, feature", [
     ("tokens", {"a-token-of-sixteen-chars": "read"}, "tokens"),
     ("cors_origins", ["https://app.example"], "cors"),

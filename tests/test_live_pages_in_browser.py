@@ -16,7 +16,7 @@ import pytest
 from conftest import Client
 from helpers import StreamOverHTTP, call, seq_of, serve, stop
 
-from usersvc import make_app
+from usersvc import DEFAULT_FEATURES, make_app
 
 chromium.require()
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -296,6 +296,33 @@ def test_a_page_turned_away_says_it_is_not_live_and_becomes_live_when_a_place_is
         assert status(browser) == "Since this page was opened: 1 new."
     finally:
         service.stop()
+
+
+def test_a_page_served_without_the_waiting_feature_says_it_is_not_live(browser, tmp_path):
+    """Pages without the waiting feature (``features=`` without it): the
+    feed offers no stream (a 406), and a page says it is not live and reads
+    itself again at each retry, where it stopped following, saying nothing."""
+    app = make_app(f"sqlite:///{tmp_path / 'users.db'}",
+                   features=tuple(f for f in DEFAULT_FEATURES if f != "waiting"))
+    server = serve(app)
+    address = ("127.0.0.1", server.effective_port)
+    try:
+        made = [call(address, "POST", "/users", {"name": n, "email": f"{n}@example.org"})
+                for n in ("ada", "bob")]
+        ada, bob = (json.loads(body)["id"] for _, _, body in made)
+        assert call(address, "GET", "/users/changes",
+                    headers={"Accept": "text/event-stream"})[0] == 406
+        browser.get(f"http://127.0.0.1:{server.effective_port}/users")
+        wait(browser, lambda b: b.find_element(By.CSS_SELECTOR, ".live").text == (
+            "Not live: this server sends no changes as they happen; reading the page again "
+            "every 2 s."))
+        made = call(address, "POST", "/users", {"name": "cy", "email": "cy@example.org"})
+        cy = json.loads(made[2])["id"]
+        wait(browser, lambda b: row_classes(b) == {str(ada): "", str(bob): "", str(cy): ""},
+             timeout=20)
+    finally:
+        stop(server)
+        app.close()
 
 
 def test_a_page_of_a_server_where_nothing_may_wait_says_so_and_reads_itself_again(

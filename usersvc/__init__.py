@@ -79,8 +79,9 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     Writes from pages of other origins are refused either way.
     ``max_waiting``: how many requests may wait for changes at once
     (``GET /users/changes?wait=N``, and each stream of them, ``Accept:
-    text/event-stream``); keep it at most half the server's worker threads
-    (waitress's default is 4). ``stream_seconds``: how long a stream lasts
+    text/event-stream``; the waiting feature's); each holds one of the
+    server's threads while it waits, so give the server that many threads
+    beside those the other requests need (serve.py does: ``--max-waiting``). ``stream_seconds``: how long a stream lasts
     before its client is told to come back (default 300). ``idempotency_ttl``: how many
     seconds the answer to a POST or PATCH sent with an ``Idempotency-Key``
     is kept for its retries (default a day; see ``usersvc.features.idempotency``).
@@ -96,7 +97,7 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     settings = Settings(storage, max_body_size=max_body_size, tokens=tokens,
                         cors_origins=cors_origins, max_waiting=max_waiting,
                         stream_seconds=stream_seconds, idempotency_ttl=idempotency_ttl,
-                        max_batch=max_batch, metrics=metrics, features=tuple(features))
+                        max_batch=max_batch, metrics=metrics, features=features if isinstance(features, str) else tuple(features))
     return build_app(settings, collections)
 
 

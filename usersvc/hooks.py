@@ -2,8 +2,15 @@
 
 The core (``App``, the resources, the stores) serves the contract alone;
 every feature (the pages, OpenAPI, ``/healthz``, CORS, tokens, idempotency
-keys, batches, waiting for changes, metrics, or one of yours) plugs in through the hooks below,
-and nothing else. A hook is a plain attribute of ``App``: a list of
+keys, batches, waiting for changes, metrics, or one of yours) plugs in
+through the hooks below, and nothing else. What a feature may read of the
+app besides: ``app.settings``; ``app.schemas``, ``app.stores`` and
+``app.feeds`` (the collections, their records, those with a feed: filled
+as each collection is added, after every ``plug``, so read them when a
+request is answered, not when plugging in); ``app.router.match(path)``;
+``app.problem_response(req, problem)``. A ``Request`` has ``__slots__``:
+what a feature keeps for one request goes in ``req.environ`` under a name
+of its own (``examples/timing.py``). A hook is a plain attribute of ``App``: a list of
 callables the core calls in order, or one value it reads. No hook library
 (docs/decisions.md, "Hooks: a plain list of callables, not pluggy": pluggy
 made a GET 1.6-1.8 times the instructions); a request meets no hook that
@@ -180,6 +187,26 @@ class Feature(Protocol):
 def name_of(feature: Any) -> str:
     """A feature's name: the name itself, or the object's ``name``."""
     return feature if isinstance(feature, str) else feature.name
+
+
+def named(features: Iterable[Any]) -> list[str]:
+    """Each feature's name, in order; a ``ValueError`` that says why for a
+    name usersvc has no feature of, an object that is no feature (no
+    ``plug``, no ``name``), a name given twice, or a feature of one's own
+    named as one of usersvc's is (whose settings would then be taken as
+    read by it: ``tokens=`` beside a ``tokens`` of one's own)."""
+    found: list[str] = []
+    for feature in features:
+        name = feature if isinstance(feature, str) else (
+            getattr(feature, "name", None) if hasattr(feature, "plug") else None)
+        if name is None or name not in KNOWN and isinstance(feature, str):
+            raise ValueError(f"{feature!r} is not a feature (usersvc has {', '.join(KNOWN)})")
+        if name in KNOWN and not isinstance(feature, str) and feature is not resolved([name])[0]:
+            raise ValueError(f"{feature!r} is named {name}, as one of usersvc's features is")
+        if name in found:
+            raise ValueError(f"{name} is named twice")
+        found.append(name)
+    return found
 
 
 def resolved(features: Iterable[Any]) -> list[Feature]:

@@ -97,8 +97,10 @@ class Router:
             if is_parameter:
                 raise ValueError(f"a template starts with a literal segment: {template}")
             self._templated.setdefault((len(route.segments), first), []).append(route)
+        elif template in self._static:      # (the first would answer: the second never)
+            raise ValueError(f"a route is at {template} already")
         else:
-            self._static.setdefault(template, route)
+            self._static[template] = route
         return route
 
     def match(self, path: str) -> tuple[Route, dict[str, int]] | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .hooks import DEFAULT_FEATURES, KNOWN, name_of, resolved
+from .hooks import DEFAULT_FEATURES, KNOWN, named, resolved
 
 #: The embedded default, and ``serve.py``'s: a SQLite file in the working directory.
 DEFAULT_STORAGE = "sqlite:///users.db"
@@ -224,15 +224,10 @@ def _checked_features(settings: Settings) -> tuple[Any, ...]:
     a value it cannot use is refused as the settings are made."""
     given = settings.features
     features = read_features(given) if isinstance(given, str) else tuple(given)
-    names = []
-    for feature in features:
-        name = name_of(feature) if isinstance(feature, str) or hasattr(feature, "plug") else None
-        if name is None or name not in KNOWN and isinstance(feature, str):
-            raise SettingError("features", f"cannot be used: {feature!r} is not a feature "
-                                           f"(usersvc has {', '.join(KNOWN)})")
-        if name in names:
-            raise SettingError("features", f"cannot be used: {name} is named twice")
-        names.append(name)
+    try:
+        names = named(features)
+    except ValueError as e:
+        raise SettingError("features", f"cannot be used: {e}") from None
     for name, (_, owned) in KNOWN.items():
         for setting in owned:
             value = getattr(settings, setting)

@@ -1,5 +1,5 @@
 """``/healthz``: whether every store answers, for load balancers and monitors
-(a route ``build_app`` adds; open without a token)."""
+(the health feature's route; open without a token)."""
 from __future__ import annotations
 
 import logging

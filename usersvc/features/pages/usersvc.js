@@ -171,6 +171,12 @@
         const more = { Accept: "text/event-stream" };
         if (followed.last !== null) more["Last-Event-ID"] = followed.last;
         const response = await fetch(url, { headers: headers(more), signal, cache: "no-store" });
+        if (response.status === 406) {  // a server that does not wait for changes (no stream):
+          turnedAway(followed, retry, 0);   // not live; the page read again at each retry
+          seen(null);
+          await new Promise((resolve) => setTimeout(resolve, retry));
+          continue;
+        }
         if (!response.ok) return;       // a feed this tab may not read
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
         let buffer = "";
