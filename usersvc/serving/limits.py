@@ -7,6 +7,7 @@ and the threads a server gives requests waiting for changes (``waiting_threads``
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -79,10 +80,6 @@ def answer_errors_as_problems(server: Any) -> Any:
     return server
 
 
-__all__ = ["SERVER_BODY_CAP", "SERVER_LIMITS", "ProblemErrors", "answer_errors_as_problems",
-           "server_limits"]
-
-
 def waits(settings: Any) -> bool:
     """Whether the waiting feature is among the features ``settings`` plug in."""
     return any(name_of(feature) == "waiting" for feature in settings.features)
@@ -92,3 +89,16 @@ def waiting_threads(settings: Any) -> int:
     """The threads a server gives requests waiting for changes beside
     ``--threads``: one per waiting place, with the waiting feature (else none)."""
     return settings.max_waiting if waits(settings) else 0
+
+
+def warn_if_no_waiting(settings: Any) -> None:
+    """One line at start when no request may wait for changes: every page
+    would be "not live" for good, and it would be found only by a client."""
+    if settings.max_waiting == 0 and waits(settings):
+        logging.getLogger("usersvc").warning(
+            "--max-waiting 0: no request may wait for changes: every stream is told to come "
+            "back later and every long-poll with wait= gets a 503 (--max-waiting N lets N wait)")
+
+
+__all__ = ["SERVER_BODY_CAP", "SERVER_LIMITS", "ProblemErrors", "answer_errors_as_problems",
+           "server_limits", "waiting_threads", "waits", "warn_if_no_waiting"]

@@ -28,7 +28,7 @@ from ..settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BATCH, DEFAULT_MAX_
                         as_option)
 from ..storage import redact
 from .limits import (SERVER_BODY_CAP, SERVER_LIMITS, answer_errors_as_problems, server_limits,
-                     waiting_threads, waits)
+                     waiting_threads, waits, warn_if_no_waiting)
 from .mount import Mount
 from .ops import AccessLog
 
@@ -108,7 +108,8 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--features", default=None, metavar="NAMES",
                    help="what plugs into the core, separated by commas: default, none (the "
                         "plain core), names (pages, openapi, health, cors, tokens, idempotency, "
-                        "batch, metrics), MODULE:NAME for one of yours (default: default)")
+                        "batch, waiting, metrics), MODULE:NAME for one of yours "
+                        "(default: default)")
     p.add_argument("--version", action="version", version=f"usersvc {VERSION}")
     return p
 
@@ -161,7 +162,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         return 2
     settings: Settings = args.settings
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    _warn_if_no_waiting(settings)
+    warn_if_no_waiting(settings)
     if args.server == "granian":
         from .granian_server import serve
         _warn_if_open(args.host, settings)
@@ -257,15 +258,6 @@ def _warn_if_open(host: str, settings: Settings) -> None:
     if settings.tokens is None and not loopback(host):
         log.warning("listening on %s without --tokens-file: anyone who can reach this "
                     "address can read and change every user", host)
-
-
-def _warn_if_no_waiting(settings: Settings) -> None:
-    """One line at start when no request may wait for changes: every page
-    would be "not live" for good, and it would be found only by a client."""
-    if settings.max_waiting == 0 and waits(settings):
-        log.warning("--max-waiting 0: no request may wait for changes: every stream is told to "
-                    "come back later and every long-poll with wait= gets a 503 (--max-waiting N "
-                    "lets N wait)")
 
 
 def _reason(error: Exception) -> str:
