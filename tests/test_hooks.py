@@ -444,11 +444,20 @@ def _imported_by(module: str) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("module", sorted(set(CORE).union(*CORE_STORES.values())))
+#: The servers: serve.py's, granian's, and ``usersvc.wsgi``'s for any WSGI
+#: server. They find what a feature hands out in ``app.plugged`` (metrics
+#: serve themselves: ``app.plugged["metrics"].serve``), importing none.
+SERVING = tuple(f"usersvc.serving.{path.stem}" for path in (ROOT / "usersvc/serving").glob("*.py")
+                if path.stem != "__init__") + ("usersvc.serving", "usersvc.wsgi")
+
+
+@pytest.mark.parametrize("module", sorted(set(CORE + SERVING).union(*CORE_STORES.values())))
 def test_no_core_module_imports_a_feature(module):
     """Not even inside a function (settings.py read tokens with the tokens
-    feature's ``Tokens``): a feature's own settings are read by the
-    feature (``read_setting``, ``usersvc.hooks``)."""
+    feature's ``Tokens``; serve.py and ``usersvc.wsgi`` imported the metrics
+    feature's server for ``/metrics``): a feature's own settings are read by
+    the feature (``read_setting``, ``usersvc.hooks``), and what it serves
+    it serves itself."""
     assert not {name for name in _imported_by(module) if name.startswith("usersvc.features")}
 
 

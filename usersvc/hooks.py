@@ -29,8 +29,9 @@ collection is served. ``plug`` receives:
   name (batch takes idempotency's keys from it). The same dict is filled
   on as later features plug in, so a route may read it when asked; it is
   ``app.plugged``, where an embedder or a server finds what a feature hands
-  out (``app.plugged["metrics"].registry``, which serve.py serves at
-  ``/metrics``): the core keeps no attribute of any feature's.
+  out (``app.plugged["metrics"]``, whose ``serve(host, port)`` serves its
+  ``registry`` at ``/metrics``, as serve.py and ``usersvc.wsgi`` ask it,
+  importing no feature): the core keeps no attribute of any feature's.
 
 It returns what it plugged in (for the features after it, and
 ``plugged``), or ``None`` when its settings ask for nothing (CORS with no

@@ -8,7 +8,7 @@
 
 With ``USERSVC_METRICS_PORT``, every worker's metrics are served there,
 added up, from files the workers count in, in ``USERSVC_METRICS_DIR``
-(``features.metrics.shared``; docs/deploying.md, "Metrics from every worker").
+(``app.plugged["metrics"].serve``; docs/deploying.md, "Metrics from every worker").
 Requests waiting for changes, and streams of them, are answered as soon as
 the process is told to stop (``answer_waiting_when_stopped``; under
 gunicorn, ``answer_waiting_when_gunicorn_stops``).
@@ -49,11 +49,10 @@ def from_environment(environ: Mapping[str, str]) -> Any:
         raise ValueError(str(e)) from None
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
         raise ValueError(f"cannot open storage {redact(settings.storage)}: {e}") from None
-    if settings.metrics:
-        from .features.metrics.shared import serve_from_any
+    metrics = app.plugged.get("metrics")
+    if metrics is not None:     # (from any worker: the metrics feature's ``serve``)
         from .serving.server import loopback
-        serve_from_any(app.plugged["metrics"].registry, settings.metrics_host,
-                       settings.metrics_port)
+        metrics.serve(settings.metrics_host, settings.metrics_port)
         if not loopback(settings.metrics_host):
             logging.getLogger("usersvc").warning(
                 "serving metrics on %s: anyone who can reach this address can read them "

@@ -172,16 +172,13 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
     # for a thread: under load, a line per request that says only "busy",
     # at a cost in throughput. The access log's durations say it better.
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
-    if settings.metrics:
-        try:
-            from ..features.metrics.prometheus import serve as serve_metrics
-        except ImportError:
-            print(f"usersvc: --metrics-port needs prometheus_client: {install_hint('metrics')}",
-                  file=sys.stderr)
-            return 2
     try:
         app = build_app(settings, settings.collections or collections)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
+        if isinstance(e, ImportError) and e.name == "prometheus_client":   # (the feature's)
+            print(f"usersvc: --metrics-port needs prometheus_client: {install_hint('metrics')}",
+                  file=sys.stderr)
+            return 2
         print(f"usersvc: cannot open storage {redact(settings.storage)}: {e}", file=sys.stderr)
         return 2
     wsgi: Any = Mount(settings.prefix, app) if settings.prefix else app
@@ -214,8 +211,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
     if metrics is not None:
         try:
             socket.getaddrinfo(settings.metrics_host, settings.metrics_port, type=socket.SOCK_STREAM)
-            metrics_server = serve_metrics(metrics.registry, settings.metrics_host,
-                                           settings.metrics_port)
+            metrics_server = metrics.serve(settings.metrics_host, settings.metrics_port)
         except (OSError, ValueError) as e:
             server.close()
             app.close()

@@ -13,9 +13,12 @@ class MetricsFeature:
     """The ``metrics`` feature (``usersvc.hooks``), when the settings ask
     (``metrics``): ``prometheus.Metrics``, or, counted in files in
     ``metrics_dir`` with the other processes of a server,
-    ``shared.SharedMetrics``; the last to see an answer. Without
+    ``shared.SharedMetrics``; the last to see an answer. What it plugs
+    in serves itself (``serve(host, port)``: ``/metrics`` on a port of its
+    own), so that no server imports this feature. Without
     ``prometheus_client``, a one-line ``ImportError`` that says how to
-    install it."""
+    install it, whose ``name`` is ``"prometheus_client"`` (how serve.py
+    knows it from a store's)."""
 
     name = "metrics"
 
@@ -30,7 +33,7 @@ class MetricsFeature:
                 from .shared import SharedMetrics
         except ImportError as e:
             raise ImportError(f"metrics need prometheus_client: {install_hint('metrics')} "
-                              f"({e})") from None
+                              f"({e})", name="prometheus_client") from None
         waiting = NoWaiting() if app.waiting is None else app.waiting
         if settings.metrics_dir is None:
             return Metrics(VERSION, app.stores, waiting).plug(app)

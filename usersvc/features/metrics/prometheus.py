@@ -67,6 +67,13 @@ class Metrics:
         app.store_wrappers.append(self.measured)
         return self
 
+    def serve(self, host: str, port: int) -> Any:
+        """Serve ``registry`` at ``http://host:port/metrics`` (``serve``), so
+        that a server finds how in ``app.plugged["metrics"]``, importing no
+        feature: the server, started (``effective_port``, ``close()``);
+        ``OSError`` for an address it cannot listen on."""
+        return serve(self.registry, host, port)
+
     def begin(self, req: Request) -> None:
         """A request begins: it is active until ``end``, and its time starts."""
         mine = self._threads.mine

@@ -86,6 +86,14 @@ class SharedMetrics:
         app.on_close(self._reader.close)
         return self
 
+    def serve(self, host: str, port: int) -> None:
+        """Serve ``registry`` at ``http://host:port/metrics`` from whichever
+        process of the server holds the port (``serve_from_any``): a WSGI
+        server's workers find how in ``app.plugged["metrics"]``, importing
+        no feature. No server to close: the one that serves is any
+        worker's, and stops with it."""
+        serve_from_any(self.registry, host, port)
+
     def begin(self, req: Request) -> None:
         counts = self.counts
         part = counts.part()
