@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import collections
+import json
 import re
+import subprocess
 import sys
 
 import pytest
@@ -109,15 +111,57 @@ def test_the_document_of_every_kind_is_valid_openapi_3_1():
         "low", "normal", "high"]
 
 
-def test_the_document_names_every_route_and_method_the_app_serves(app):
-    document = schemathesis.openapi.from_wsgi("/openapi.json", app).raw_schema
-    served = {}
-    for route in app.router.routes:
-        template = re.sub(r"\{(\w+):int\}", r"{\1}", route.template)
-        served[template] = {m.lower() for m in route.allow.split(", ")}
-    described = {path: {m for m in item if m != "parameters"}
-                 for path, item in document["paths"].items()}
-    assert described == served
+# Feature sets whose document must describe what they serve, and no more
+# (the plain core, ``()``, has no document: ``("openapi",)`` is the least).
+FEATURE_SETS = [None, ("openapi",), ("openapi", "health"), ("pages", "openapi"),
+                ("openapi", "pages"), ("openapi", "idempotency")]
+
+
+@pytest.mark.parametrize("features", FEATURE_SETS, ids=lambda f: ",".join(f or ("default",)))
+def test_the_document_names_every_route_and_method_the_app_serves(features):
+    """Every path and method described is served and every one served is
+    described, whichever features are plugged in, in whatever order; HTML
+    is described where it is offered, ``Idempotency-Key`` where it is
+    honoured."""
+    app = make_app("memory://") if features is None else make_app("memory://", features=features)
+    try:
+        got = Request.blank("/openapi.json").get_response(app)
+        assert got.status_int == 200
+        document = got.json
+        validate(document)
+        served = {}
+        for route in app.router.routes:
+            template = re.sub(r"\{(\w+):int\}", r"{\1}", route.template)
+            served[template] = {m.lower() for m in route.allow.split(", ")}
+        described = {path: {m for m in item if m != "parameters"}
+                     for path, item in document["paths"].items()}
+        assert described == served
+        for path in described:
+            if "{" not in path:
+                assert Request.blank(path).get_response(app).status_int != 404, path
+        html = Request.blank("/", headers={"Accept": "text/html"}).get_response(app)
+        offered = html.status_int == 200
+        assert offered == (features is None or "pages" in features)
+        text = got.text
+        assert ('"text/html"' in text) == offered
+        assert ('"Idempotency-Key"' in text) == (features is None or "idempotency" in features)
+    finally:
+        app.close()
+
+
+def test_the_document_imports_no_feature_left_out(tmp_path):
+    """The openapi feature alone, asked for ``/`` and its document, loads
+    the module of no other feature (health, pages, idempotency, batch)."""
+    script = ("import json, sys; from webob import Request; import usersvc; "
+              "app = usersvc.make_app('memory://', features=('openapi',)); "
+              "statuses = [Request.blank(p).get_response(app).status_int "
+              "for p in ('/', '/openapi.json')]; "
+              "print(json.dumps([statuses, sorted(m for m in sys.modules "
+              "if m.startswith('usersvc.features.') "
+              "and not m.startswith('usersvc.features.openapi'))]))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={"PYTHONPATH": str(ROOT)})
+    assert json.loads(done.stdout) == [[200, 200], []], done.stderr
 
 
 @pytest.mark.parametrize("field", USER.fields)

@@ -11,9 +11,10 @@ from ..batch import BODY_TYPES, PATH
 from .parts import VARY, header, idempotency_key, operation_responses
 
 
-def batch_paths(collections: Sequence[Schema], max_batch: int, idempotency_ttl: float,
+def batch_paths(collections: Sequence[Schema], max_batch: int, idempotency_ttl: float | None,
                 schemas: dict[str, Any]) -> dict[str, Any]:
-    """The batch's path item, and its schemas added to ``schemas``."""
+    """The batch's path item, and its schemas added to ``schemas``;
+    ``idempotency_ttl``: ``None`` when the batch honours no ``Idempotency-Key``."""
     schemas["Batch"] = {
         "type": "object", "required": ["requests"], "additionalProperties": False,
         "properties": {"requests": {
@@ -64,7 +65,7 @@ def batch_paths(collections: Sequence[Schema], max_batch: int, idempotency_ttl: 
                            "All succeed: 200 with each answer, in order. One fails: nothing "
                            "of the batch is kept, and the answer is that request's problem, "
                            "whose `request` member is its index. JSON only.",
-            "parameters": [idempotency_key(idempotency_ttl)],
+            "parameters": [] if idempotency_ttl is None else [idempotency_key(idempotency_ttl)],
             "requestBody": {"required": True, "content": {
                 JSON_TYPE: {"schema": {"$ref": "#/components/schemas/Batch"}}}},
             "responses": operation_responses(

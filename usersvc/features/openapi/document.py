@@ -1,37 +1,41 @@
 """The OpenAPI 3.1 document, path by path, from the app's schemas."""
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ...release import VERSION
 from ...representation import JSON_TYPE
-from ...settings import DEFAULT_IDEMPOTENCY_TTL
 from ...storage import MAX_ID
 from ...validation import Schema
-from ..health import HEALTH_PATH
-from ..pages import ASSETS
-from .batch import batch_paths
 from .asked import fields_parameter
 from .feed import feed_link_header, feed_paths
-from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, NO_STORE, PAGE,
+from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, PAGE,
                     VARY, asset_paths, collection_names, common_schemas, content, header,
                     idempotency_key, list_headers, list_parameters, not_modified,
                     operation_responses, problem, record_schemas, request_schema)
+from .served import head, health_item, options, without_html
 from .tokens import secure
 
 OPENAPI_PATH = "/openapi.json"
 
 
 def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False,
-            feeds: Collection[str] = (), idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
-            max_batch: int | None = None, waits: bool = True) -> dict[str, Any]:
+            feeds: Collection[str] = (), idempotency_ttl: float | None = None,
+            max_batch: int | None = None, waits: bool = True, health: str | None = None,
+            html: bool = False, assets: Mapping[str, str] | None = None,
+            batch_keys: bool = False) -> dict[str, Any]:
     """The OpenAPI 3.1 document for a service of these collections, served
-    under ``base``; ``secured``: bearer tokens are on; ``feeds``: the
-    collections (by plural) with a change feed; ``idempotency_ttl``: how
-    long an ``Idempotency-Key``'s answer is kept, in seconds; ``max_batch``:
-    the most requests of a ``POST /batch`` (``None``: not served);
-    ``waits``: the feeds take ``wait`` and stream (the waiting feature)."""
+    under ``base``: what the arguments say it serves, and nothing more.
+    ``secured``: bearer tokens are on; ``feeds``: the collections (by
+    plural) with a change feed; ``idempotency_ttl``: how long an
+    ``Idempotency-Key``'s answer is kept, in seconds (``None``: the key is
+    not honoured); ``max_batch``: the most requests of a ``POST /batch``
+    (``None``: not served), ``batch_keys``: whether it honours a key;
+    ``waits``: the feeds take ``wait`` and stream (the waiting feature);
+    ``health``: the health check's path (``None``: not served); ``html``: records and problems are
+    offered as HTML pages; ``assets``: the files the pages load (path ->
+    media type)."""
     cached = {"ETag": BODY_ETAG, "Vary": VARY, "Cache-Control": CACHE}
     root_headers = {**cached, "Link": header('`<.../openapi.json>; rel="service-desc"`')}
     paths: dict[str, Any] = {
@@ -50,9 +54,9 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
                                 **PAGE}},
                     "304": not_modified(BODY_ETAG),
                     "406": {"$ref": "#/components/responses/Problem406"}}},
-            "head": _head("headServiceRoot", {"200": root_headers, "304": cached}, [IF_NONE_MATCH],
+            "head": head("headServiceRoot", {"200": root_headers, "304": cached}, [IF_NONE_MATCH],
                           (406,)),
-            "options": _options("optionsServiceRoot", "GET, HEAD, OPTIONS"),
+            "options": options("optionsServiceRoot", "GET, HEAD, OPTIONS"),
         },
         OPENAPI_PATH: {
             "get": {
@@ -64,29 +68,13 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
                                       "content": {JSON_TYPE: {"schema": {"type": "object"}}}},
                               "304": not_modified(BODY_ETAG),
                               "406": {"$ref": "#/components/responses/Problem406"}}},
-            "head": _head("headOpenAPI", {"200": cached, "304": cached}, [IF_NONE_MATCH], (406,)),
-            "options": _options("optionsOpenAPI", "GET, HEAD, OPTIONS"),
+            "head": head("headOpenAPI", {"200": cached, "304": cached}, [IF_NONE_MATCH], (406,)),
+            "options": options("optionsOpenAPI", "GET, HEAD, OPTIONS"),
         },
     }
-    paths[HEALTH_PATH] = {
-        "get": {
-            "operationId": "getHealth", "summary": "Whether the service can reach its store.",
-            "description": "For load balancers and monitors: 200 when every store answers a "
-                           "read, 503 when one does not or while its writes are failing (a "
-                           "full disk). Needs no token; never cached.",
-            "security": [],
-            "responses": {"200": {"description": "Every store answers.",
-                                  "headers": {"Vary": VARY, "Cache-Control": NO_STORE},
-                                  "content": {JSON_TYPE: {"schema": {"$ref": "#/components/schemas/Health"}},
-                                              "application/xml": {"schema": {"$ref": "#/components/schemas/Health"}}}},
-                          "406": {"$ref": "#/components/responses/Problem406"},
-                          "503": problem(503, **{"Retry-After": header(
-                              "Seconds to wait: 1 (no answer), 10 (writes failing)."),
-                                                  "Cache-Control": NO_STORE})}},
-        "head": {**_head("headHealth", {"200": {"Vary": VARY}}, (), (406, 503)), "security": []},
-        "options": {**_options("optionsHealth", "GET, HEAD, OPTIONS"), "security": []},
-    }
-    paths.update(asset_paths({path: asset.media_type for path, asset in ASSETS.items()}))
+    if health is not None:
+        paths[health] = health_item()
+    paths.update(asset_paths(assets or {}))
     components: dict[str, Any] = {"schemas": common_schemas(), "responses": {
         f"Problem{s}": problem(s) for s in DESCRIPTIONS if s != 503}}
     for schema in schemas:
@@ -96,10 +84,11 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
             paths[f"/{schema.plural}"]["get"]["responses"]["200"]["headers"]["Link"] = \
                 feed_link_header()
     if max_batch is not None:
-        paths.update(batch_paths(schemas, max_batch, idempotency_ttl, components["schemas"]))
-    tags = [{"name": "service", "description": "The service root, this document, the health "
-                                               "check, batches, the pages' style sheet and "
-                                               "script."},
+        from .batch import batch_paths      # (the batch feature's: imported when it is plugged)
+        paths.update(batch_paths(schemas, max_batch, idempotency_ttl if batch_keys else None,
+                                 components["schemas"]))
+    tags = [{"name": "service", "description": "The service root, this document, and what "
+                                               "the features serve beside the collections."},
             *({"name": s.plural, "description": f"The {s.plural} collection and each {s.name}."}
               for s in schemas)]
     for path, item in paths.items():
@@ -111,12 +100,16 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
     if secured:
         secure(paths, components)
         extra["security"] = [{"bearer": []}]
+    if not html:
+        without_html(paths)
+        without_html(components)
+    pages = " and HTML pages for people in browsers" * html
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "usersvc", "version": VERSION,
             "description": f"{collection_names(schemas)}, in JSON or XML by content negotiation "
-                           "(Accept, with q-values), and HTML pages for people in browsers. Errors are RFC 9457 problem documents "
+                           f"(Accept, with q-values){pages}. Errors are RFC 9457 problem documents "
                            "in the negotiated format. Every GET also answers HEAD; every "
                            "path answers OPTIONS; other methods get 405 with Allow.",
             "license": {"name": "MIT", "identifier": "MIT"},
@@ -131,7 +124,7 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
 
 
 def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, Any],
-                    idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL) -> None:
+                    idempotency_ttl: float | None = None) -> None:
     name, plural = schema.name.capitalize(), schema.plural
     record, xml_record = record_schemas(schema)
     schemas[name] = record
@@ -176,7 +169,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
                           "parameters": {**by_id, "header.If-Match": "$response.header.ETag"}},
     }
     body_statuses = (400, 403, 406, 409, 413, 415, 422, 503)
-    keyed = idempotency_key(idempotency_ttl)
+    keyed = [] if idempotency_ttl is None else [idempotency_key(idempotency_ttl)]
 
     page = {"ETag": BODY_ETAG, **list_headers(),
             "Link": header('`<...?after=N&limit=L>; rel="next"` in id order, '
@@ -201,7 +194,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             "operationId": f"create{name}", "summary": f"Create {schema.a_name}.",
             "description": f"The new {schema.name}, with the id the service gave it, its URL "
                            "in `Location` and its version in `ETag`.",
-            "parameters": [keyed],
+            "parameters": keyed,
             "requestBody": {"required": True, "content": content(f"{name}Create"),
                             "description": "JSON (any application/*+json) or XML (any "
                                            "application/*+xml), as Content-Type says; a "
@@ -213,8 +206,8 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
                             "ETag": ETAG, "Vary": VARY},
                 "content": {**content(name), **PAGE}, "links": links}),
         },
-        "options": _options(f"options{name}s", "GET, HEAD, POST, OPTIONS", post=True),
-        "head": _head(f"head{name}s", {"200": page, "304": {"ETag": BODY_ETAG, **list_headers()}},
+        "options": options(f"options{name}s", "GET, HEAD, POST, OPTIONS", post=True),
+        "head": head(f"head{name}s", {"200": page, "304": {"ETag": BODY_ETAG, **list_headers()}},
                       list_parameters(schema), (400, 406, 503)),
     }
     paths[f"/{plural}/{{id}}"] = {
@@ -242,7 +235,7 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             "summary": f"Change some fields of {schema.a_name} (JSON Merge Patch, RFC 7396).",
             "description": "The fields sent are changed, the others kept; `null` for a "
                            "required field is a 422. `If-Match` as for PUT.",
-            "parameters": [if_match, if_none_match, keyed],
+            "parameters": [if_match, if_none_match, *keyed],
             "requestBody": {"required": True, "content": {
                 "application/merge-patch+json": {"schema": {"$ref": f"#/components/schemas/{name}PatchMerge"}},
                 **content(f"{name}Patch")}},
@@ -255,41 +248,9 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             "responses": operation_responses(403, 404, 406, 412, 503, s204={
                 "description": "Deleted.", "headers": {"Vary": VARY}}),
         },
-        "options": _options(f"options{name}", "GET, HEAD, PUT, PATCH, DELETE, OPTIONS", patch=True,
+        "options": options(f"options{name}", "GET, HEAD, PUT, PATCH, DELETE, OPTIONS", patch=True,
                             templated=True),
-        "head": _head(f"head{name}", {"200": {"ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE},
+        "head": head(f"head{name}", {"200": {"ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE},
                                       "304": {"ETag": ETAG, "Vary": VARY, "Cache-Control": CACHE}},
                       [if_none_match, fields_parameter(schema)], (400, 404, 406, 503)),
     }
-
-
-def _head(operation_id: str, headers: dict[str, dict[str, Any]],
-          parameters: Sequence[dict[str, Any]] = (), problems: Sequence[int] = ()) -> dict[str, Any]:
-    """HEAD: the GET's statuses and headers, without a body (RFC 9110 §9.3.2)."""
-    responses = {status: {"description": "As GET.", "headers": h} for status, h in headers.items()}
-    for status in problems:
-        extra = {"Retry-After": header("Seconds to wait: 1.")} if status == 503 else {}
-        responses[str(status)] = {"description": DESCRIPTIONS[status] + " (As GET, without the body.)",
-                                  "headers": {"Vary": VARY, **extra}}
-    return {"operationId": operation_id, "summary": "As GET, without the body.",
-            "description": "The same statuses and headers as GET with the same parameters, "
-                           "and no body (RFC 9110 §9.3.2).",
-            "parameters": list(parameters), "responses": responses}
-
-
-def _options(operation_id: str, allow: str, *, post: bool = False, patch: bool = False,
-             templated: bool = False) -> dict[str, Any]:
-    headers: dict[str, Any] = {"Allow": header(f"`{allow}`", {"const": allow}), "Vary": VARY}
-    if post:
-        headers["Accept-Post"] = header("The body types POST reads.")
-    if patch:
-        headers["Accept-Patch"] = header("The body types PATCH reads.")
-    responses: dict[str, Any] = {"204": {"description": "See Allow.", "headers": headers},
-                                 "400": {"$ref": "#/components/responses/Problem400"}}
-    if templated:   # a path whose id names nothing (0, 01, -1, 2^63) is no resource
-        responses["404"] = {"$ref": "#/components/responses/Problem404"}
-    return {"operationId": operation_id, "summary": "The methods allowed here.",
-            "description": "204 with `Allow`, and the body types a write reads "
-                           "(`Accept-Post`, `Accept-Patch`).",
-            "responses": responses}
-

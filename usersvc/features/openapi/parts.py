@@ -10,7 +10,6 @@ from ...listing import DEFAULT_LIMIT, MAX_CURSOR, MAX_LIMIT, MAX_Q
 from ...representation import JSON_TYPE
 from ...storage import MAX_ID
 from ...validation import Schema
-from ..idempotency import BARE, MAX_LENGTH, QUOTED
 from .asked import PLAIN, asked_parameters, fields_parameter, query_schema
 
 JSON_BODY = (JSON_TYPE,)
@@ -277,7 +276,8 @@ def common_schemas() -> dict[str, Any]:
 
 
 def idempotency_key(ttl: float) -> dict[str, Any]:
-    """The ``Idempotency-Key`` header of POST and PATCH."""
+    """The ``Idempotency-Key`` header of POST and PATCH (the idempotency feature's)."""
+    from ..idempotency import BARE, MAX_LENGTH, QUOTED
     # The key's own characters, 1 to MAX_LENGTH of them, quoted or bare.
     quoted = QUOTED.replace(")*)", f"){{1,{MAX_LENGTH}}})")
     bare = BARE.replace("]+", f"]{{1,{MAX_LENGTH}}}")
