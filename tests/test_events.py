@@ -396,6 +396,14 @@ def test_a_stream_whose_store_fails_ends_logged_as_any_failure_and_the_next_is_s
     try:
         listener = Listener(app, "/users/changes?after=0", environ={REQUEST_ID_KEY: "req-7"})
         assert listener.next() == {"retry": "2000", "id": f"0.{history(app)}"}
+        # Its first read is made after that first block is sent: until it is
+        # (found nothing), a write would be read by it, not by the one that
+        # fails (seen on a loaded machine: the stream then waited for more).
+        for _ in range(200):
+            if failing.calls:
+                break
+            threading.Event().wait(0.02)
+        assert failing.calls == 1
         client.create("Ada", "ada@example.org")         # wakes it: its next read fails
         assert listener.end() == []
         [logged] = failures(caplog)
