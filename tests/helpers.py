@@ -367,6 +367,24 @@ def until_it_catches(pid: int, signum: int, deadline: float = 30) -> None:
     raise AssertionError(f"process {pid} never caught signal {signum}")
 
 
+#: serve.py, as a command to ``run``.
+SERVE = [sys.executable, str(ROOT / "serve.py")]
+
+
+def run(command, cwd, *args):
+    """``command`` with ``args`` run to its end in ``cwd``, its output kept."""
+    # The timeout guards against a hang; nothing here is timed.
+    return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def one_line(result, says):
+    """Exit status 2, and stderr one line that says ``says``, no trace."""
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2, result
+    assert len(lines) == 1 and says in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -15,24 +15,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from conftest import POSTGRES_URL, unavailable
-from helpers import Served, call
+from helpers import SERVE, Served, call, one_line, run
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVE = [sys.executable, str(ROOT / "serve.py")]
 USERSVC = [sys.executable, "-m", "usersvc.serving.cli"]
-
-
-def run(command, cwd, *args):
-    # The timeout guards against a hang; nothing here is timed.
-    return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
-
-
-def one_line(result, says):
-    """Exit status 2, and stderr one line that says ``says``, no trace."""
-    lines = result.stderr.splitlines()
-    assert result.returncode == 2, result
-    assert len(lines) == 1 and says in lines[0], result.stderr
-    assert "Traceback" not in result.stderr
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 from conftest import Client, problem
-from helpers import ADA, ROOT, Served, call
+from helpers import ADA, ROOT, SERVE, Served, call, run
 from webob import Request
 
 from usersvc import DEFAULT_FEATURES, Feature, Mount, Settings, make_app
@@ -121,9 +121,8 @@ def test_serve_py_serves_the_plain_core_and_refuses_max_waiting_without_the_feat
             400, "Unknown query parameter: wait. /users/changes takes: after, limit, fields.")
     finally:
         assert served.stop() == 0
-    done = subprocess.run([sys.executable, str(ROOT / "serve.py"), "--storage", "memory://",
-                           "--port", "0", "--features", "none", "--max-waiting", "8"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = run(SERVE, tmp_path, "--storage", "memory://", "--port", "0", "--features", "none",
+               "--max-waiting", "8")
     assert (done.returncode, done.stderr) == (
         2, "usersvc: --max-waiting is a setting of the waiting feature, which is not among "
            "the features\n")
@@ -290,9 +289,8 @@ def test_a_setting_of_a_feature_left_out_is_refused_by_name(setting, value, feat
 
 def test_serve_py_and_the_environment_refuse_a_setting_of_a_feature_left_out(tmp_path):
     (tmp_path / "tokens").write_text("a-token-of-sixteen-chars read\n")
-    done = subprocess.run([sys.executable, str(ROOT / "serve.py"), "--storage", "memory://",
-                           "--port", "0", "--features", "none", "--tokens-file", "tokens"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = run(SERVE, tmp_path, "--storage", "memory://", "--port", "0", "--features", "none",
+               "--tokens-file", "tokens")
     assert (done.returncode, done.stderr) == (
         2, "usersvc: --tokens-file is a setting of the tokens feature, which is not among "
            "the features\n")
