@@ -56,7 +56,8 @@ sys.path.insert(0, str(ROOT))
 import pluggy  # noqa: E402
 
 from usersvc import USER, App, Settings, make_app  # noqa: E402
-from usersvc.app import _NEGOTIATED, _good_host  # noqa: E402
+import usersvc.app  # noqa: E402
+from usersvc.app import _NEGOTIATED  # noqa: E402
 from usersvc.problems import DOMAIN_ERRORS, Problem  # noqa: E402
 from usersvc.representation import negotiate  # noqa: E402
 from usersvc.request import Request, Response, log_failure  # noqa: E402
@@ -166,7 +167,7 @@ class PluggyApp(App):
     def handle(self, req: Request) -> Response:
         path = req.path
         host = req.host
-        if host is not None and not _good_host(host):
+        if host is not None and not usersvc.app.good_host(host):     # (fast, swapped in)
             raise Problem(400, "The Host header is not a host name or address "
                                "with an optional port.")
         found = self.router.match(path)

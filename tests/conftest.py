@@ -157,8 +157,9 @@ def store(storage):
 
 
 #: The apps a test marked ``core`` (the seed's contract) runs on: the full
-#: app, make_app's defaults, and the plain core, no feature plugged in.
-SERVED = [pytest.param(DEFAULT_FEATURES, id="full"), pytest.param((), id="plain")]
+#: app, make_app's defaults, and the plain core, no feature plugged in and
+#: every fast path left for its plain definition (``usersvc.fast``).
+SERVED = [pytest.param(DEFAULT_FEATURES, True, id="full"), pytest.param((), False, id="plain")]
 
 
 def pytest_generate_tests(metafunc):
@@ -167,7 +168,7 @@ def pytest_generate_tests(metafunc):
     what a feature serves), on the full app alone."""
     marked = metafunc.definition.get_closest_marker
     if "features" in metafunc.fixturenames and marked("core") and not marked("feature"):
-        metafunc.parametrize("features", SERVED)
+        metafunc.parametrize("features, speedups", SERVED)
 
 
 @pytest.fixture
@@ -177,8 +178,14 @@ def features():
 
 
 @pytest.fixture
-def app(storage, features):
-    return make_app(storage, features=features)
+def speedups():
+    """Whether the ``app`` fixture's app has its fast paths (``SERVED``)."""
+    return True
+
+
+@pytest.fixture
+def app(storage, features, speedups):
+    return make_app(storage, features=features, speedups=speedups)
 
 
 @pytest.fixture

@@ -150,7 +150,8 @@ def test_the_walk_of_a_tasks_post_names_every_file_and_function_it_runs():
                 ran.add((path, name))
     threading.setprofile(profile)       # the writer thread starts when the store opens
     try:
-        app = make_app(f"sqlite:///{tempfile.mkdtemp()}/tasks.db", collections=(USER, TASKS))
+        app = make_app(f"sqlite:///{tempfile.mkdtemp()}/tasks.db", collections=(USER, TASKS),
+                       speedups=False)
     finally:
         threading.setprofile(None)
     task = {"title": "Write", "done": False, "estimate": 2.5, "due": "2026-12-01",

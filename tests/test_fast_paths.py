@@ -1,5 +1,5 @@
-"""Each fast path (a ``PERF`` comment in usersvc) against its plain
-definition beside it: the same results, on values hypothesis makes, on a
+"""Each fast path (``usersvc.fast``'s registry, and the ``PERF`` comments
+left in the stores) against its plain definition beside it: the same results, on values hypothesis makes, on a
 declaration that says everything a ``Schema`` can (``every_kind``)."""
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from every_kind import THINGS, thing_maker
-from usersvc import USER
+from urllib.parse import quote_plus, urlencode
+
+from usersvc import USER, fast, make_app
+from usersvc.representation import DEFAULT, JSON, PROBLEMS
+from usersvc.request import Request
 from usersvc.fields import fold, search_terms, words
 from usersvc.storage.memory.collection import Indexes, Sorted
 from usersvc.storage.sql.collection import Table
@@ -98,10 +102,138 @@ def test_ascii_folds_and_splits_as_any_text_does(text):
     assert words(text) == re.sub(r"[\W_]", " ", fold(text)).split()
 
 
-@given(st.text(alphabet=st.sampled_from("aZ09._~-+ %&=[]/é\x00\""), max_size=12))
-def test_a_next_links_values_are_quoted_as_urlencode_quotes_them(text):
-    from urllib.parse import quote_plus, urlencode
+# -- the registry's fast paths (usersvc.fast), each against its plain definition
 
-    from usersvc.listing import _quoted, _quoted_name
-    assert _quoted(text) == quote_plus(text) == _quoted_name(text)
-    assert f"{_quoted_name(text)}={_quoted(text)}" == urlencode([(text, text)])
+def _pair(where: str):
+    """The fast and the plain definitions of the fast path that replaces ``where``."""
+    found = [s for s in fast.SPEEDUPS if s.plain == where]
+    assert len(found) == 1, where
+    return fast.fast(found[0]), fast.plain(where)
+
+
+def _same(fast_one, plain_one, *args):
+    """Both give the same value, or raise the same error with the same words."""
+    try:
+        expected = plain_one(*args)
+    except Exception as e:
+        with pytest.raises(type(e)) as raised:
+            fast_one(*args)
+        assert str(raised.value) == str(e)
+    else:
+        assert fast_one(*args) == expected
+
+
+JSONISH = st.text(alphabet=st.sampled_from(' \t\n{}[]":,0123456789.eE-+truefalsnl\\u'), max_size=25)
+
+
+@given(st.one_of(JSONISH, st.from_regex(r'\s*\{"name": "[a-z]*"\}\s*', fullmatch=True)))
+def test_decode_is_the_json_decoders(text):
+    _same(*_pair("usersvc.representation.json_format:JSONFormat.decode"), JSON, text)
+
+
+JSON_VALUES = st.one_of(st.none(), st.booleans(), st.text(), st.integers(-2**70, 2**70),
+                        st.floats(allow_nan=False, allow_infinity=False), st.lists(st.integers()))
+
+
+@given(st.dictionaries(st.text(max_size=5), JSON_VALUES, max_size=5))
+def test_render_is_the_encoders(record):
+    _same(*_pair("usersvc.representation.json_format:JSONFormat.render"), JSON, USER, record)
+
+
+@given(st.integers(1, 60), st.integers(1, 2**62))
+def test_render_record_is_render_of_as_dict(n, version):
+    fast_one, plain_one = _pair("usersvc.representation.json_format:JSONFormat.render_record")
+    for schema, record in ((THINGS, _things(n)[-1]._replace(version=version)),
+                           (USER, USER.record._make((n, f"Zoë \"{n}\"\n", f"a{n}@b.org", version)))):
+        assert fast_one(JSON, schema, record) == plain_one(JSON, schema, record)
+
+
+ACCEPTS = st.lists(st.sampled_from([
+    "application/json", "application/xml", "text/xml;charset=UTF-8", "text/*;q=0.5", "*/*",
+    "*/*;q=0", "text/html", "application/problem+json;q=0.9", "application/*", "image/png",
+    "application/json;q=0", "nonsense", ";;", "application/xml; q=1.0, text/html;q=0.1", " "]),
+    max_size=4).map(", ".join)
+
+
+@given(ACCEPTS, st.sampled_from([DEFAULT.key, PROBLEMS.key]))
+def test_best_offer_is_webobs_reading_of_accept(header, types):
+    _same(*_pair("usersvc.representation.media_types:best_offer"), header, types)
+
+
+@given(st.one_of(st.none(), st.lists(st.sampled_from([
+    "application/json", "application/merge-patch+json", "application/xml", "text/xml",
+    "application/vnd.thing+json", "application/atom+xml", "text/plain", " charset=utf-8",
+    "charset=latin-1", 'charset="UTF8"', "APPLICATION/JSON", ""]), max_size=3).map(";".join)),
+    st.booleans())
+def test_body_format_reads_content_type_alike(content_type, patch):
+    fast_one, plain_one = _pair("usersvc.representation.media_types:body_format")
+    assert fast_one(content_type, patch=patch) is plain_one(content_type, patch=patch)
+
+
+@pytest.mark.parametrize("status", [200, 201, 204, 304, 400, 404, 409, 412, 422, 500, 503])
+def test_status_line_is_the_plain_ones(status):
+    _same(*_pair("usersvc.request:status_line"), status)
+
+
+@given(st.sampled_from(["http", "https"]),
+       st.none() | st.sampled_from(["h", "h:80", "h:443", "h:8080", "[::1]:80"]),
+       st.sampled_from(["localhost", "srv"]), st.none() | st.sampled_from(["80", "443", "81"]),
+       st.sampled_from(["", "/v1", "/a b/\xc3\xa9"]))
+def test_base_url_of_is_the_plain_ones(scheme, host, server, port, script):
+    _same(*_pair("usersvc.request:base_url_of"), scheme, host, server, port, script)
+
+
+@given(st.text(alphabet=st.sampled_from("ab.9:[]/ <>_-"), max_size=12))
+def test_good_host_is_the_plain_ones(host):
+    _same(*_pair("usersvc.app:good_host"), host)
+
+
+QUERIES = st.one_of(
+    st.text(alphabet=st.sampled_from("ab=&+%;2F0AcEd\x80\xc3\xa9\xff []5Bb"), max_size=30),
+    st.text(alphabet=st.sampled_from("abz09=&._~-[]%5BbDd"), max_size=30))
+
+
+@given(QUERIES)
+def test_parameters_are_the_plain_ones(raw):
+    fast_one, plain_one = _pair("usersvc.request:Request.parameters")
+    _same(fast_one, plain_one, Request({"QUERY_STRING": raw}))
+
+
+@given(st.text(alphabet=st.sampled_from("aZ09._~-+ %&=[]/é\x00\""), max_size=12))
+def test_quoted_is_urlencodes_quoting(text):
+    fast_one, plain_one = _pair("usersvc.listing:quoted")
+    assert fast_one(text) == plain_one(text) == quote_plus(text)
+    assert f"{fast_one(text)}={fast_one(text)}" == urlencode([(text, text)])
+
+
+#: Each fast path of the registry, and the test above that holds it to its plain definition.
+HELD = {
+    "usersvc.representation.json_format:JSONFormat.decode": test_decode_is_the_json_decoders,
+    "usersvc.representation.json_format:JSONFormat.render": test_render_is_the_encoders,
+    "usersvc.representation.json_format:JSONFormat.render_record":
+        test_render_record_is_render_of_as_dict,
+    "usersvc.representation.media_types:best_offer": test_best_offer_is_webobs_reading_of_accept,
+    "usersvc.representation.media_types:body_format": test_body_format_reads_content_type_alike,
+    "usersvc.request:status_line": test_status_line_is_the_plain_ones,
+    "usersvc.request:base_url_of": test_base_url_of_is_the_plain_ones,
+    "usersvc.app:good_host": test_good_host_is_the_plain_ones,
+    "usersvc.request:Request.parameters": test_parameters_are_the_plain_ones,
+    "usersvc.listing:quoted": test_quoted_is_urlencodes_quoting,
+}
+
+
+def test_every_fast_path_is_held_to_its_plain_definition():
+    assert sorted(HELD) == sorted(s.plain for s in fast.SPEEDUPS)
+
+
+def test_an_app_built_without_speedups_serves_with_every_plain_definition():
+    """And one built with them, with every fast path; each swapped in where
+    the plain one lives, so the code that calls it is the same."""
+    for speedups in (False, True, False):
+        make_app("memory://", speedups=speedups).close()
+        for speedup in fast.SPEEDUPS:
+            owner, name = fast._owner(speedup.plain)
+            expected = fast.fast(speedup) if speedups else fast.plain(speedup.plain)
+            assert owner.__dict__[name] is expected, speedup.plain
+    make_app("memory://").close()      # (the default: on)
+    assert fast.installed()

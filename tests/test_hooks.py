@@ -392,7 +392,7 @@ def ask(method, path, body=None, **headers):
         request.body, request.content_type = json.dumps(body).encode(), "application/json"
     return request.get_response(app)
 
-app = usersvc.make_app(sys.argv[1], features=())
+app = usersvc.make_app(sys.argv[1], features=(), speedups=False)
 ada = {"name": "Ada", "email": "ada@example.org"}
 made = ask("POST", "/users", ada)
 path = made.location[made.location.index("/users"):]

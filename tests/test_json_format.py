@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from usersvc.representation import JSON
-from usersvc.representation.json_format import _DECODER, _decode
 from usersvc import USER, Schema, boolean, integer, number, text
 
 User = USER.record
@@ -45,7 +44,6 @@ def test_a_stored_record_renders_as_its_fields_do(user):
 @given(st.lists(st.one_of(st.text(), st.integers(min_value=-2**70, max_value=2**70)),
                 min_size=1, max_size=4))
 def test_the_flat_writer_and_the_encoder_agree_on_any_strings_and_ints(values):
-    # _written is the fast path beside JSONEncoder; both must give the same bytes.
     record = {f"k{i}\u00e9\"": value for i, value in enumerate(values)}
     expected = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
     assert JSON.render(USER, record) == expected
@@ -65,22 +63,6 @@ def test_a_record_of_every_json_type_renders_as_the_encoder_writes_it(fields):
     record = ANY.record._make(fields)
     expected = json.dumps(ANY.as_dict(record), ensure_ascii=False, separators=(",", ":"))
     assert JSON.render_record(ANY, record) == expected.encode("utf-8", "surrogatepass")
-
-
-JSONISH = st.text(alphabet=st.sampled_from(' \t\n{}[]":,0123456789.eE-+truefalsnl\\u'), max_size=25)
-
-
-@given(st.one_of(JSONISH, st.from_regex(r'\s*\{"name": "[a-z]*"\}\s*', fullmatch=True)))
-def test_the_quick_decoder_and_the_json_decoder_agree_on_values_and_errors(text):
-    # _decode is the fast path beside _DECODER.decode: same value, same error.
-    try:
-        expected = _DECODER.decode(text)
-    except ValueError as e:
-        with pytest.raises(type(e)) as raised:
-            _decode(text)
-        assert str(raised.value) == str(e)
-    else:
-        assert _decode(text) == expected
 
 
 def test_a_number_too_long_to_read_is_a_400_in_jsons_words():

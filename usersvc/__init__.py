@@ -14,6 +14,7 @@ a request through it, and draws the core and what plugs into it.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -64,7 +65,8 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
              stream_seconds: int = DEFAULT_STREAM_SECONDS,
              idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL, max_batch: int = DEFAULT_MAX_BATCH,
              metrics: bool = False,
-             features: Iterable[str | Feature] = DEFAULT_FEATURES) -> App:
+             features: Iterable[str | Feature] = DEFAULT_FEATURES,
+             speedups: bool = True) -> App:
     """A WSGI app serving each of ``collections`` (default: ``USER`` alone)
     at ``/<plural>``, from ``storage``: a URL (``memory://``,
     ``sqlite:///users.db``, ``postgresql://...``) for a store the app opens
@@ -93,11 +95,14 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     ``features``: what plugs into the core (``usersvc.hooks``): by name, or
     ``Feature`` objects; ``DEFAULT_FEATURES + (mine,)`` adds one, ``()``
     serves the plain core. A value it cannot use, or a setting of a feature
-    left out, is a ``ValueError`` (``usersvc.settings.SettingError``) that names it."""
+    left out, is a ``ValueError`` (``usersvc.settings.SettingError``) that names it.
+    ``speedups=False``: every plain definition, no fast path (``usersvc.fast``:
+    what a reader learns from; the process's, as the last app built asks)."""
     settings = Settings(storage, max_body_size=max_body_size, tokens=tokens,
                         cors_origins=cors_origins, max_waiting=max_waiting,
                         stream_seconds=stream_seconds, idempotency_ttl=idempotency_ttl,
-                        max_batch=max_batch, metrics=metrics, features=features if isinstance(features, str) else tuple(features))
+                        max_batch=max_batch, metrics=metrics, speedups=speedups,
+                        features=features if isinstance(features, str) else tuple(features))
     return build_app(settings, collections)
 
 
@@ -110,6 +115,9 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     storage = settings.storage
     if collections is None:
         collections = settings.collections
+    if settings.speedups or "usersvc.fast" in sys.modules:     # (else plain, as imported)
+        from . import fast
+        fast.install(settings.speedups)
     app = App(settings)
     if isinstance(storage, str):
         storage = open_store(storage, (USER,) if collections is None else collections)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable, Iterable
-from functools import lru_cache
 from typing import Any
 
 from .changes import Changes
@@ -48,8 +47,8 @@ from .validation import Schema
 _HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 
 
-@lru_cache(maxsize=256)
-def _good_host(host: str) -> bool:
+def good_host(host: str) -> bool:
+    """Whether ``host`` is a host name or address, with an optional port."""
     return _HOST.fullmatch(host) is not None
 
 
@@ -162,7 +161,7 @@ class App:
     def handle(self, req: Request) -> Response:
         path = req.path
         host = req.host
-        if host is not None and not _good_host(host):
+        if host is not None and not good_host(host):
             # URLs in Location and Link are built from it: no paths, markup or
             # spaces get in there (and it is not echoed here either).
             raise Problem(400, "The Host header is not a host name or address with an optional port.")

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import places, sparse
-from .listing import parameters, query_of, whole_number
+from .listing import parameters, whole_number
 from .places import Place
 from .problems import Problem
 from .representation import DEFAULT, Format, Representations
@@ -76,7 +76,7 @@ class Changes:
         self.answers.update(dict.fromkeys(offers.values(), answer))
 
     def on_get(self, req: Request, fmt: Format) -> Response:
-        one = parameters(query_of(req), self.parameters, f"/{self.schema.plural}/changes")
+        one = parameters(req.parameters(), self.parameters, f"/{self.schema.plural}/changes")
         limit = whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         names = sparse.named(self.schema, one)       # fields=: id and those
         return self.answers[fmt](req, fmt, one, limit, names)

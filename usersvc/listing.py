@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
-from urllib.parse import quote_plus, unquote, unquote_plus
+from urllib.parse import quote_plus
 
 from . import asking, sparse
 from .fields import EMAIL_MAX_LENGTH, Email, not_plain
@@ -29,38 +29,6 @@ from .request import Request
 from .storage import MAX_ID, Position, position
 from .validation import Schema
 
-# Pairs of letters, digits and -._~ only, what unquote_plus leaves as it
-# is, but for brackets in names, escaped or not (``due%5Blt%5D``).
-_PAIR = r"(?:[A-Za-z0-9._~\[\]-]|%5[BbDd])+(?:=[A-Za-z0-9._~-]*)?"
-_PLAIN_QUERY = re.compile(f"{_PAIR}(?:&{_PAIR})*")
-
-
-def query_of(req: Request) -> dict[str, list[str]]:
-    """The query's parameters, each name with its values in order, as
-    ``urllib.parse.parse_qsl(..., keep_blank_values=True)`` gives them
-    (``test_request`` checks they agree), but 400 for bytes or
-    percent-escapes that are not UTF-8."""
-    query: dict[str, list[str]] = {}
-    raw = req.query_string
-    if _PLAIN_QUERY.fullmatch(raw):
-        # PERF: a query with nothing to decode (limit=100&after=7) is
-        # split in 0.6 µs rather than read in 1.8 (bench/fastpaths.py,
-        # 2026-11-22; a whole in-process page took 35 µs that day).
-        for pair in raw.split("&"):
-            name, _, value = pair.partition("=")
-            query.setdefault(unquote(name) if "%" in name else name, []).append(value)
-        return query
-    try:
-        # WSGI hands over the raw bytes as a latin-1 str.
-        text = raw.encode("latin-1").decode("utf-8")
-        for pair in text.split("&"):
-            if pair:
-                name, _, value = pair.partition("=")
-                query.setdefault(unquote_plus(name, errors="strict"), []).append(
-                    unquote_plus(value, errors="strict"))
-    except UnicodeError:
-        raise Problem(400, "The query string is not valid UTF-8.") from None
-    return query
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -156,7 +124,7 @@ class Listing:
         """The query string of the page after the one that ends with
         ``last``: every parameter as sent but the position, then the new
         position and the limit."""
-        kept = "&".join(f"{_quoted_name(k)}={_quoted(v)}" for k, vs in self.query.items()
+        kept = "&".join(f"{quoted(k)}={quoted(v)}" for k, vs in self.query.items()
                         for v in vs if k not in ("after", "cursor", "limit"))
         if self.sort == "id":
             at = f"after={last.id}"
@@ -165,15 +133,9 @@ class Listing:
         return f"{kept}&{at}&limit={self.limit}" if kept else f"{at}&limit={self.limit}"
 
 
-def _quoted(text: str) -> str:
-    """``quote_plus(text)``, as ``urlencode`` writes a value (PERF: most
-    have nothing to escape, and are written as they are; test_fast_paths
-    holds the two equal)."""
-    return text if _UNRESERVED.fullmatch(text) else quote_plus(text)
-
-
-_UNRESERVED = re.compile(r"[A-Za-z0-9._~-]*")
-_quoted_name = lru_cache(maxsize=1024)(quote_plus)     # (a collection's few names)
+def quoted(text: str) -> str:
+    """A name or value of a query, as ``urlencode`` writes it."""
+    return quote_plus(text)
 
 
 @lru_cache(maxsize=None)        # (a schema's, made once: every page asks)

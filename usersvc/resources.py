@@ -21,7 +21,7 @@ from typing import Any
 
 from .changes import FEED_RELATION, feed_url
 from . import places, sparse
-from .listing import Listing, parameters, query_of
+from .listing import Listing, parameters
 from .representation import (DEFAULT, Format, Offers, Representations, etag, read_document,
                              version_in)
 from .request import Request, Response
@@ -75,7 +75,7 @@ class Collection(Resource):
     """``/<plural>``: a page of records (GET), a new record (POST)."""
 
     def on_get(self, req: Request, fmt: Format) -> Response:
-        listing = Listing.read(self.schema, query_of(req))
+        listing = Listing.read(self.schema, req.parameters())
         # The feed's position before the page is read: the changes after it
         # are all the page may have missed (docs/api.md, "Changes").
         feed = None
@@ -106,7 +106,7 @@ class Collection(Resource):
 
     def on_post(self, req: Request, fmt: Format) -> Response:
         if req.query_string:        # (a write takes none: one is not passed over)
-            parameters(query_of(req), [], f"POST /{self.schema.plural}")
+            parameters(req.parameters(), [], f"POST /{self.schema.plural}")
         hook = self.write_hook
         if hook is not None and hook.header in req.environ:
             return hook(req, fmt, self._create, lambda record: self._created(req, fmt, record))
@@ -173,7 +173,7 @@ def _record_query(req: Request, schema: Schema) -> tuple[str, ...] | None:
     with a query: without one, nothing was asked (checked where it is
     called, as cheaply as a request without one should be)."""
     known = [sparse.PARAMETER] if req.method in ("GET", "HEAD") else []
-    one = parameters(query_of(req), known, f"{req.method} /{schema.plural}/{{id}}")
+    one = parameters(req.parameters(), known, f"{req.method} /{schema.plural}/{{id}}")
     return sparse.named(schema, one)
 
 

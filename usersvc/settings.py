@@ -78,7 +78,8 @@ class Settings:
     and ``collections``, the schemas to serve (``None``: users), which a
     server reads as ``module:NAME`` entries (``read_collections``).
     ``features``: what plugs into the core (``usersvc.hooks``; as text,
-    ``read_features``); a setting of a feature left out is refused."""
+    ``read_features``); a setting of a feature left out is refused;
+    ``speedups``, the fast paths (``usersvc.fast``; as text, on or off)."""
 
     storage: Any = DEFAULT_STORAGE           # a URL, or an open store
     max_body_size: int = DEFAULT_MAX_BODY_SIZE
@@ -96,6 +97,7 @@ class Settings:
     metrics_dir: str | None = None
     collections: tuple[Any, ...] | None = None   # the schemas to serve (None: users)
     features: tuple[Any, ...] = DEFAULT_FEATURES
+    speedups: bool = True
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -121,14 +123,16 @@ class Settings:
                                                   f"not {self.metrics_dir!r}")
             set_("metrics", True)
         set_("features", _checked_features(self))
+        if type(self.speedups) is not bool:     # (not a text: "off" would be true)
+            raise SettingError("speedups", f"must be True or False, not {self.speedups!r}")
 
     @classmethod
     def from_text(cls, given: Mapping[str, str], spell: Callable[[str], str],
                   **settled: Any) -> Settings:
-        """Settings from text (a variable's value, an option's), each read
-        as its field's type: ``tokens_file`` a file of tokens (its ``Path``), ``cors_origins``
-        origins separated by spaces or commas, ``access_log`` 0 or 1.
-        ``settled``: values already read. Errors are said with ``spell``."""
+        """Settings from text (a variable's value, an option's), each read as
+        its field's type: ``tokens_file`` a file of tokens (its ``Path``),
+        ``cors_origins`` origins separated by spaces or commas, ``access_log``
+        0 or 1, ``speedups`` on or off. ``settled``: values already read."""
         values: dict[str, Any] = dict(settled)
         try:
             for name, text in given.items():
@@ -139,10 +143,11 @@ class Settings:
                     values["tokens"] = Path(text)   # read by the tokens feature
                 elif name == "cors_origins":
                     values[name] = text.replace(",", " ").split()
-                elif name == "access_log":
-                    if text not in ("0", "1"):
-                        raise SettingError(name, f"must be 0 or 1, not {text!r}")
-                    values[name] = text == "1"
+                elif name in _SWITCHES:
+                    if text not in _SWITCHES[name]:
+                        raise SettingError(name, "must be {} or {}".format(*_SWITCHES[name])
+                                           + f", not {text!r}")
+                    values[name] = text in ("1", "on")
                 elif name == "collections":
                     values[name] = read_collections(text)
                 elif name == "features":
@@ -154,7 +159,7 @@ class Settings:
             return cls(**values)
         except SettingError as e:
             name = "tokens_file" if e.name == "tokens" and "tokens_file" in given else e.name
-            raise SettingError(spell(name), e.problem) from None
+            raise SettingError(spell(name), e.problem) from None     # (said its way)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> Settings:
@@ -174,9 +179,11 @@ class Settings:
 #: ``tokens`` (read from ``tokens_file``) and ``metrics`` (on with a port).
 READ_FROM_TEXT = ("storage", "tokens_file", "cors_origins", "max_body_size", "prefix",
                   "max_waiting", "stream_seconds", "access_log", "idempotency_ttl", "max_batch",
-                  "collections", "features",
-                  "metrics_port", "metrics_host", "metrics_dir")
+                  "collections", "features", "speedups", "metrics_port", "metrics_host",
+                  "metrics_dir")
 
+
+_SWITCHES = {"access_log": ("0", "1"), "speedups": ("on", "off")}     # (one of two words)
 
 #: The whole numbers among the settings, and the least each may be.
 _LEAST = {"max_body_size": 1, "max_waiting": 0, "stream_seconds": 1, "idempotency_ttl": 1,

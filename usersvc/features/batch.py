@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ..listing import parameters, query_of
+from ..listing import parameters
 from ..problems import DOMAIN_ERRORS, Problem, not_json
 from ..representation import Format, JSON_TYPE, Offers, body_format
 from ..representation.json_format import JSON, no_constant
@@ -110,7 +110,7 @@ class Batch:
 
     def on_post(self, req: Request, fmt: Format) -> Response:
         if req.query_string:        # (a write takes none: one is not passed over)
-            parameters(query_of(req), [], "POST /batch")
+            parameters(req.parameters(), [], "POST /batch")
         parts = self.read(req)
         routes = [self.app.router.match(part.path) for part in parts]
         # The collections the batch writes to, for the store to hold together.

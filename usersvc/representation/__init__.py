@@ -20,6 +20,7 @@ from ..problems import Problem
 from ..request import Request
 from ..validation import Schema
 from .json_format import JSON, JSON_TYPE, XML_TYPE, Format
+from . import media_types
 from .media_types import (BODY_TYPES, DEFAULT, PATCH_TYPES, PROBLEMS, Offers, best_offer,
                           body_format)
 from .xml_format import XML
@@ -33,7 +34,7 @@ __all__ = ["BODY_TYPES", "DEFAULT", "JSON", "JSON_TYPE", "PATCH_TYPES", "PROBLEM
 
 def negotiate(req: Request, offers: Offers = DEFAULT) -> Format:
     """The format to answer in, by ``Accept`` and its q-values; 406 if none."""
-    best = best_offer(req.accept, offers.key)
+    best = media_types.best_offer(req.accept, offers.key)
     if best is None:
         raise Problem(406, "None of the available media types is acceptable: "
                            + ", ".join(offers.available) + ".", available=offers.available)
@@ -43,7 +44,7 @@ def negotiate(req: Request, offers: Offers = DEFAULT) -> Format:
 def problem_format(req: Request, offers: Offers = PROBLEMS) -> Format:
     """The format for an error: as negotiated, and JSON when nothing fits
     (RFC 9110 §12.1 lets an error ignore ``Accept``): never a 406."""
-    best = best_offer(req.accept, offers.key)
+    best = media_types.best_offer(req.accept, offers.key)
     return JSON if best is None else offers.formats[best]
 
 
@@ -54,7 +55,7 @@ def read_document(req: Request, schema: Schema) -> Any:
     names what is read (``Accept-Post``, ``Accept-Patch``: RFC 9110
     §15.5.16, RFC 5789 §3.1)."""
     patch = req.method == "PATCH"
-    fmt = body_format(req.content_type, patch=patch)
+    fmt = media_types.body_format(req.content_type, patch=patch)
     if fmt is None:
         accepted = ", ".join(PATCH_TYPES if patch else BODY_TYPES)
         readable = accepted if patch else accepted + ", or any +json or +xml type"

@@ -7,9 +7,7 @@ numbers too long to convert, a 400.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..problems import Problem, not_json
@@ -112,52 +110,6 @@ def no_constant(name: str) -> Any:
 # decoder on every call. Both are immutable once made.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=no_constant)
-_STRING = json.encoder.encode_basestring     # "..." with JSON escapes (the C one)
-
-
-_SCAN = _DECODER.scan_once       # type: ignore[attr-defined]
-_WHITE = re.compile(r"[ \t\n\r]*")
-
-
-def _decode(text: str) -> Any:
-    """``_DECODER.decode(text)``: the same value, the same errors
-    (``test_json_format`` checks they agree), without its Python layers."""
-    start = 0 if text[:1] == "{" else _WHITE.match(text).end()     # type: ignore[union-attr]
-    try:
-        value, end = _SCAN(text, start)
-    except StopIteration as e:
-        raise json.JSONDecodeError("Expecting value", text, e.value) from None
-    end = _WHITE.match(text, end).end()                               # type: ignore[union-attr]
-    if end != len(text):
-        raise json.JSONDecodeError("Extra data", text, end)
-    return value
-
-
-@lru_cache(maxsize=256)
-def _members(names: tuple[str, ...]) -> tuple[str, ...]:
-    """``('"id":', '"name":', ...)``: the members' names, ready to write."""
-    return tuple(f"{_STRING(name)}:" for name in names)
-
-
-def _written(names: tuple[str, ...], values: Iterable[Any]) -> bytes | None:
-    """An object of these members, each value as ``_ENCODER`` writes it (the
-    same bytes: ``test_json_format``), ``None`` left out; else ``None``."""
-    parts = []
-    for member, value in zip(_members(names), values):
-        kind = type(value)
-        if kind is str:
-            parts.append(member + _STRING(value))
-        elif kind is int:
-            parts.append(member + int.__repr__(value))
-        elif value is None:
-            continue
-        elif kind is bool:
-            parts.append(member + ("true" if value else "false"))
-        elif kind is float:         # (finite: kinds refuse the others)
-            parts.append(member + float.__repr__(value))
-        else:
-            return None
-    return ("{" + ",".join(parts) + "}").encode()
 
 
 class JSONFormat(Format):
@@ -166,15 +118,11 @@ class JSONFormat(Format):
     media_type = JSON_TYPE
     problem_type = "application/problem+json"
 
-    # PERF: _written: a user in 0.7 µs, the encoder 1.6 (bench/fastpaths.py); a
-    # task in 1.8, as_dict and the encoder 3.6. A dict holding a null: the encoder.
     def render(self, schema, record):
-        values = record.values()
-        return (None not in values and _written(tuple(record), values)
-                or _ENCODER.encode(record).encode())
+        return _ENCODER.encode(record).encode()
 
     def render_record(self, schema, record):     # (the version, last, has no member)
-        return _written(schema.field_names, record) or self.render(schema, schema.as_dict(record))
+        return self.render(schema, schema.as_dict(record))
 
     def join(self, schema, rendered):
         return b"[" + b",".join(rendered) + b"]"
@@ -192,9 +140,13 @@ class JSONFormat(Format):
         # encoded as UTF-8 (a lone surrogate in a field's name).
         return json.dumps(problem, separators=(",", ":")).encode()
 
+    def decode(self, text: str) -> Any:
+        """The value a JSON text holds, strictly (``_object``, ``no_constant``)."""
+        return _DECODER.decode(text)
+
     def parse(self, text, schema):
         try:
-            return _decode(text)   # PERF: 1.6 µs a user; _DECODER.decode 3.1 (bench/fastpaths.py)
+            return self.decode(text)
         except _DuplicateKey as e:
             raise Invalid("The body names a member more than once.",
                           [(pointer(e.args[0]), "appears more than once")]) from None

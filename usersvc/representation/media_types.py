@@ -1,12 +1,11 @@
 """The media types: which a route offers (``Offers``), which ``Accept``
 prefers (``best_offer``) and which ``Content-Type`` a body is read as
-(``body_format``). Each reading of a header's text is kept by the text
-(PERF), so a request pays for it once per distinct header.
+(``body_format``). (``usersvc.fast`` keeps each reading by the header's
+text, so that a server pays for it once per distinct header.)
 """
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from webob.acceptparse import create_accept_header
 
@@ -49,10 +48,6 @@ PROBLEMS = DEFAULT.plus({"application/problem+json": JSON, "application/problem+
 _UTF8_PARAMETER = re.compile(r'charset\s*=\s*"?utf-?8"?', re.IGNORECASE)
 
 
-# PERF: clients send the same few headers again and again, so each answer
-# is kept, by the header's text: WebOb parses `Accept: application/json` in
-# 34 µs, a browser's in 48; the kept answer takes 0.2 (bench/fastpaths.py).
-@lru_cache(maxsize=512)
 def best_offer(header: str, types: str) -> int | None:
     """The index of the type ``header`` prefers among ``types`` (one per
     line), or ``None`` if it accepts none of them. No ``Accept`` (or an
@@ -77,7 +72,6 @@ _XML_SUFFIX = re.compile(r"application/[!#$&^_.+\w-]+\+xml")
 _CHARSET = re.compile(r"charset\s*=\s*\"?([^\s;\"]+)", re.IGNORECASE)
 
 
-@lru_cache(maxsize=64)      # PERF: by the header's text, as ``best_offer``
 def body_format(content_type: str | None, *, patch: bool = False) -> Format | None:
     """The parser for a body of this Content-Type, in UTF-8, or ``None``:
     POST and PUT read JSON (and any ``+json`` type) and XML (``text/xml``,

@@ -110,6 +110,8 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
                         "plain core), names (pages, openapi, health, cors, tokens, idempotency, "
                         "batch, waiting, metrics), MODULE:NAME for one of yours "
                         "(default: default)")
+    p.add_argument("--speedups", default=None, choices=("on", "off"),
+                   help="the fast paths, or every plain definition (usersvc.fast; default: on)")
     p.add_argument("--version", action="version", version=f"usersvc {VERSION}")
     return p
 
@@ -132,7 +134,7 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
     #: The app's settings as given in text (``granian_server`` hands them on).
     args.given = {name: text for name in ("storage", "max_body_size", "prefix", "tokens_file",
                                           "max_waiting", "idempotency_ttl", "max_batch",
-                                          "stream_seconds", "collections", "features")
+                                          "stream_seconds", "collections", "features", "speedups")
                   if (text := getattr(args, name)) is not None}
     args.settings = Settings.from_text(
         args.given, as_option,

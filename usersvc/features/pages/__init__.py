@@ -23,7 +23,7 @@ from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...listing import MAX_Q, query_of
+from ...listing import MAX_Q
 from ...problems import Problem
 from ...representation import Format, JSON, XML
 from ...request import Request, Response
@@ -101,7 +101,7 @@ def collection_page(req: Request, schema: Schema, rows: bytes, count: int,
         clear = Html(f'<a href="{escape(url)}">Show all</a>' if q else "")
         search = fill("search", url=url, q=q or "", max=MAX_Q, clear=clear,
                       hint=_search_hint(schema))
-    search = Html(search + find_section(schema, url, query_of(req)))
+    search = Html(search + find_section(schema, url, req.parameters()))
     if count:
         summary = f"{count} {schema.plural if count > 1 else schema.name} on this page."
     else:

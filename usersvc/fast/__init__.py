@@ -1,0 +1,124 @@
+"""The fast paths: what is swapped in for a plain definition when an app is
+built with ``speedups`` on (the default), and the one place that lists them.
+
+Read the plain definitions to learn how a request is served; they are the
+reference, and each fast path here is held to the one it replaces by
+``tests/test_fast_paths.py`` (on values hypothesis makes, where inputs are
+open). This is Falcon's way with its compiled ``cyutil``: the plain Python
+is the definition, the fast code sits beside it and is chosen when the
+service starts. ``make_app(..., speedups=False)`` (``serve.py --speedups
+off``, ``USERSVC_SPEEDUPS=off``) serves with every plain definition.
+
+A fast path is swapped in where the plain one lives (a module's function,
+a class's method), so the code that calls it is the same either way, and
+it is the process's, as a compiled module is: the fast paths are in place
+for every app of a process while the last app built asked for them. Apps
+built either way answer alike, byte for byte; only their speed differs
+(``bench/instructions.py`` counts both; docs/decisions.md, "Plain first,
+fast beside it").
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """One fast path: the plain definition it replaces (``module:name`` or
+    ``module:Class.name``), where the fast one is (``module:name``), and
+    what it saves, as measured (the bench that measures it)."""
+
+    plain: str
+    fast: str
+    saves: str
+
+
+#: Every fast path. What each saves was measured by ``bench/fastpaths.py``
+#: (µs a call, fast against plain, one run on 2026-11-29) where it says so.
+SPEEDUPS = (
+    Speedup("usersvc.representation.json_format:JSONFormat.decode", "usersvc.fast.json:decode",
+            "a user's body read in 0.9 µs, not 1.3: json's scanner without the Python "
+            "layers of JSONDecoder.decode"),
+    Speedup("usersvc.representation.json_format:JSONFormat.render_record",
+            "usersvc.fast.json:render_record",
+            "a user written in 0.9 µs, not 2.3: member by member from the values' types, "
+            "not JSONEncoder.encode of a dict"),
+    Speedup("usersvc.representation.json_format:JSONFormat.render", "usersvc.fast.json:render",
+            "a record's fields as a dict written as render_record writes them"),
+    Speedup("usersvc.representation.media_types:best_offer",
+            "usersvc.fast.headers:best_offer",
+            "Accept read once for each text: WebOb takes 16 µs for application/json and 23 "
+            "for a browser's; the kept answer 0.05"),
+    Speedup("usersvc.representation.media_types:body_format",
+            "usersvc.fast.headers:body_format", "Content-Type read once for each text"),
+    Speedup("usersvc.request:status_line", "usersvc.fast.headers:status_line",
+            "the status line made once for each status"),
+    Speedup("usersvc.request:base_url_of", "usersvc.fast.headers:base_url_of",
+            "the base URL made once for the few hosts a server is sent"),
+    Speedup("usersvc.app:good_host", "usersvc.fast.headers:good_host",
+            "the Host header checked once for each host"),
+    Speedup("usersvc.request:Request.parameters", "usersvc.fast.queries:parameters",
+            "a query with nothing to decode (limit=100&after=7) split in 1.1 µs, not 1.3"),
+    Speedup("usersvc.listing:quoted", "usersvc.fast.queries:quoted",
+            "a text with nothing to escape written as it is, the others kept"),
+)
+
+_lock = threading.RLock()      # (a fast module asks for plain definitions as install imports it)
+_plain: dict[str, Any] = {}         # each plain definition, kept when first swapped out
+_on: bool | None = None             # what is in place: None, as imported (plain)
+
+
+def _owner(where: str) -> tuple[Any, str]:
+    """The module or class that holds ``module:name`` (``module:Class.name``),
+    and the name."""
+    module_name, _, path = where.partition(":")
+    owner: Any = importlib.import_module(module_name)
+    *classes, name = path.split(".")
+    for cls in classes:
+        owner = getattr(owner, cls)
+    return owner, name
+
+
+def plain(where: str) -> Any:
+    """The plain definition at ``where`` (``Speedup.plain``), whatever is in
+    place now: the reference a fast path is held to, or builds on."""
+    with _lock:
+        return _kept(where)
+
+
+def _kept(where: str) -> Any:
+    if where not in _plain:
+        owner, name = _owner(where)
+        _plain[where] = owner.__dict__[name]     # (as defined: a method is a function)
+    return _plain[where]
+
+
+def fast(speedup: Speedup) -> Any:
+    """The fast definition of ``speedup``."""
+    module_name, _, name = speedup.fast.partition(":")
+    return getattr(importlib.import_module(module_name), name)
+
+
+def install(on: bool) -> None:
+    """Put every fast path in place (``on``) or every plain definition: what
+    ``build_app`` does with the app's ``speedups`` setting."""
+    global _on
+    with _lock:
+        if on is _on:
+            return
+        for speedup in SPEEDUPS:
+            original = _kept(speedup.plain)
+            owner, name = _owner(speedup.plain)
+            setattr(owner, name, fast(speedup) if on else original)
+        _on = on
+
+
+def installed() -> bool:
+    """Whether the fast paths are in place."""
+    return bool(_on)
+
+
+__all__ = ["SPEEDUPS", "Speedup", "fast", "install", "installed", "plain"]
