@@ -13,6 +13,8 @@ from webob import Request
 from usersvc import make_app
 from usersvc.changes import FEED_RELATION
 from usersvc import USER
+from usersvc.storage import CommitsAnnounced
+from usersvc.storage.feed import ChangeFeed
 from usersvc.storage.memory.collection import MemoryRecords
 
 pytestmark = pytest.mark.core       # runs on the plain core too (conftest.SERVED)
@@ -89,15 +91,18 @@ def test_options_and_a_write_are_as_for_any_read_only_path(client):
 
 
 class Waits(MemoryRecords):
-    """A memory store that says when a request has begun to wait."""
+    """A memory store, served alone, that says when a request has begun to
+    wait: the waiting feature listens to its commits from the first wait
+    (``CommitsAnnounced``), rather than read its position now and then."""
 
     def __init__(self):
         super().__init__(USER)
         self.waiting = threading.Event()
 
-    def wait(self, after, timeout, nudge=None):
+    def announce_commits(self, listener):
+        stop = super().announce_commits(listener)
         self.waiting.set()
-        return super().wait(after, timeout, nudge)
+        return stop
 
 
 def in_thread(client, path):
@@ -123,6 +128,37 @@ def test_wait_answers_when_a_change_comes_and_past_the_limit_is_503():
     assert [e["user"]["name"] for e in answers[0].json] == ["Bob"]
     assert link_to(answers[0].headers) == \
         f"http://localhost/users/changes?after=2.2.1.{store.history}&limit=100"
+
+
+class OwnStore:
+    """An embedder's store of its own: the store protocol and the feed (here
+    a memory store's), and no capability: it announces no commit."""
+
+    def __init__(self):
+        records = MemoryRecords(USER)
+        self.schema, self.history = USER, records.history
+        for name in ("get", "list", "count", "create", "update", "delete", "last_id", "restore",
+                     "changes", "entry", "position", "position_and_list", "restore_changes"):
+            setattr(self, name, getattr(records, name))
+
+
+def test_a_store_that_announces_no_commit_is_waited_on_by_reading_its_position():
+    """The waiting feature still serves ``wait`` on it: a waiting request
+    reads its position every second (``POLL_SECONDS``), and is answered with
+    a change nobody told it of."""
+    store = OwnStore()
+    assert isinstance(store, ChangeFeed) and not isinstance(store, CommitsAnnounced)
+    app = make_app(store, max_waiting=1)
+    waiting = threading.Event()
+    app.waiting.watchers.append(lambda n, stream: n > 0 and waiting.set())
+    client = Client(app)
+    client.create("Ada", "ada@example.org")
+    thread, answers = in_thread(client, "/users/changes?after=1&wait=30")
+    assert waiting.wait(10)
+    store.create(name="Bob", email="bob@example.org")       # beside the app: no one is told
+    thread.join(10)     # bounded, not timed: a wait that never reads again holds it 30 s
+    assert not thread.is_alive()
+    assert [e["user"]["name"] for e in answers[0].json] == ["Bob"]
 
 
 @pytest.mark.feature       # (the waiting feature's: the plain core takes no wait, test_hooks)

@@ -274,12 +274,12 @@ def test_stopping_the_server_ends_every_stream(client):
 
 def test_a_stream_ends_when_its_store_closes_under_it(storage):
     """An embedder's store closed without ``app.stop_waiting()``: the
-    stream ends (the store says nothing will come), rather than ask it
-    again and again until its seconds pass."""
+    stream ends (the store tells its listeners that nothing will come),
+    rather than ask it again and again until its seconds pass."""
     app = make_app(storage, stream_seconds=60)
     listener = Listener(app)
     listener.next()
-    storage.stop_waiting()          # (what closing it does first)
+    storage.close()
     assert listener.end() == []
 
 

@@ -88,9 +88,11 @@ def test_the_plain_core_s_feed_answers_at_once_takes_no_wait_and_offers_no_strea
 
 
 def test_a_plain_app_on_sqlite_never_looks_for_other_processes_commits(tmp_path):
-    """SQLite's poller (a thread, ``usersvc-poll``) starts when a request
-    first waits, so the plain core, whose requests never wait, starts none
-    however many it serves; the full app starts it at its first wait."""
+    """SQLite's poller (a thread, ``usersvc-poll``) starts for the store's
+    first listener of its commits (``CommitsAnnounced``), which the waiting
+    feature adds when a request first waits, so the plain core, whose
+    requests never wait, starts none however many it serves; the full app
+    starts it at its first wait."""
     polling = lambda: [t for t in threading.enumerate() if t.name == "usersvc-poll"]  # noqa: E731
     assert polling() == []
     plain = make_app(f"sqlite:///{tmp_path}/users.db", features=())
@@ -126,6 +128,25 @@ def test_serve_py_serves_the_plain_core_and_refuses_max_waiting_without_the_feat
     assert (done.returncode, done.stderr) == (
         2, "usersvc: --max-waiting is a setting of the waiting feature, which is not among "
            "the features\n")
+
+
+def test_a_feature_joins_the_server_s_stop_through_app_stoppers(storage):
+    """``App.stop_waiting`` (serve.py and ``usersvc.wsgi`` call it when told
+    to stop) runs what features put in ``app.stoppers``, and nothing of
+    its own: with no feature it does nothing."""
+    stopped = []
+
+    class Holder:
+        name = "holder"
+
+        def plug(self, app, storage, plugged):
+            app.stoppers.append(lambda: stopped.append("holder"))
+    app = make_app(storage, features=(Holder(),))
+    app.stop_waiting()
+    assert stopped == ["holder"]
+    plain = make_app(storage, features=())
+    assert plain.stoppers == []
+    plain.stop_waiting()
 
 
 def test_waiting_s_old_names_still_import_with_a_deprecation_warning(monkeypatch):
@@ -371,7 +392,9 @@ CORE_STORES = {
 #: before this bound was set: the package's metadata, ``usersvc.release``,
 #: is no longer read to serve; 41 and 52 before waiting for changes became
 #: a feature: ``usersvc.events`` is its, and SQLite's poller is imported
-#: when a request first waits). What stands in the way is the later
+#: for the store's first listener of its commits, the waiting feature's
+#: first wait; the store protocol then lost ``wait``, ``Watch`` and ``Nudge``
+#: for that one capability, the count unchanged). What stands in the way is the later
 #: steps': usersvc.storage.keys (idempotency's ``key=``, still in every
 #: store's protocol); the five kinds' modules, which usersvc.kinds imports
 #: together for its registry (a stored declaration names its kinds) and the

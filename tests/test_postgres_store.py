@@ -317,21 +317,24 @@ def follow_past_a_held_writer(store, url, sql, naive):
     return seen
 
 
-def test_a_commit_in_another_process_wakes_a_waiting_request_by_notify(url, sql):
-    """Two stores stand for two processes. A waiting request never asks
-    for the position itself: once its store's listener listens, only the
-    NOTIFY it receives can wake it."""
+def test_a_commit_in_another_process_is_announced_by_notify(url, sql):
+    """Two stores stand for two processes. Once the first store's first
+    listener made it listen, only the NOTIFY it receives can tell it of the
+    second's commit (it never asks for the position itself): what wakes a
+    waiting request (test_store_changes: the waiting feature's watches)."""
     waiting, writing = open_store(url), open_store(url)
     try:
+        told = []
         woke = threading.Event()
-        thread = threading.Thread(target=lambda: (waiting["users"].wait(0, 30), woke.set()))
-        thread.start()
+        waiting.announce_commits(lambda plural: (told.append(plural), woke.set()))
         wait_for(lambda: sql("SELECT count(*) FROM pg_stat_activity WHERE datname ="
                              " current_database() AND query = %s",
                              f"LISTEN {CHANNEL}")[0][0] == 1)
+        wait_for(lambda: told)              # (listening: it tells of every collection once)
+        told.clear(), woke.clear()
         writing["users"].create(name="Ada", email="ada@example.org")
-        assert woke.wait(10), "the NOTIFY did not wake the waiting request"
-        thread.join()
+        assert woke.wait(10), "the NOTIFY was not announced"
+        assert told == ["users"]
     finally:
         waiting.close()
         writing.close()

@@ -2,10 +2,13 @@
 (memory, SQLite in memory and on a file, PostgreSQL): positions, one entry
 per user in its latest state, tombstones, and the guarantee that a client
 who lists every page and then follows the feed misses no change, whatever
-8 threads write meanwhile."""
+8 threads write meanwhile; every commit announced to the store's listeners
+(``CommitsAnnounced``), and the waiting feature's watches they wake."""
 from __future__ import annotations
 
+import os
 import random
+import select
 import threading
 import time
 
@@ -13,8 +16,9 @@ import pytest
 from helpers import shared_url
 
 from usersvc import USER, open_store
-from usersvc.storage import Conflict, NotFound, Nudge, Precondition, StaleVersion
-from usersvc.storage.shared import Watch
+from usersvc.storage.feed import Change
+from usersvc.features.waiting.watch import Nudge, Watch, Watches
+from usersvc.storage import CommitsAnnounced, Conflict, NotFound, Precondition, StaleVersion
 
 User = USER.record
 
@@ -100,12 +104,99 @@ def test_a_restore_gives_the_users_positions_in_order(store):
     assert feed(store) == [(1, 5, "Five"), (2, 9, "Nine")]
 
 
-def test_wait_returns_when_another_thread_commits(store):
+def told_of(storage):
+    """A listener of ``storage``'s commits: each collection it is told of,
+    with the users' position it reads then, as a listener would."""
+    told: list = []
+    storage.announce_commits(lambda plural: told.append(
+        (plural, None if plural is None else storage["users"].position())))
+    return told
+
+
+def test_every_write_is_announced_once_it_can_be_read(storage):
+    """Each way a store writes tells its listeners, before the call returns,
+    the collection it changed, whose position then shows the write: a
+    create, an update, a delete, a step (batch), a restore, a restore of
+    the feed (``usersvc copy``)."""
+    assert isinstance(storage, CommitsAnnounced)
+    users, told = storage["users"], told_of(storage)
+    ada = users.create(name="Ada", email="ada@example.org")
+    writes = [lambda: users.create(name="Bob", email="bob@example.org"),
+              lambda: users.update(ada.id, name="Ada King"),
+              lambda: users.delete(ada.id),
+              lambda: storage.atomically(["users"], lambda step: step["users"].create(
+                  name="Cy", email="cy@example.org")),
+              lambda: users.restore([User(id=50, name="Di", email="di@example.org",
+                                          version=2)]),
+              lambda: users.restore_changes([Change(users.position() + 5, 60, User(
+                  id=60, name="Ed", email="ed@example.org", version=1))])]
+    for write in writes:
+        told.clear()
+        write()
+        assert ("users", users.position()) in told, told
+
+
+def test_a_listener_is_told_of_another_thread_s_commit_until_it_stops(storage):
+    """Told on the thread that wrote (and, for other processes' commits, on
+    the store's own: SQLite's poller, PostgreSQL's listener, which may tell
+    once more of what they looked at as ``stop`` is called)."""
+    users, told = storage["users"], []
+    woke = threading.Event()
+    stop = storage.announce_commits(lambda plural: (
+        told.append((plural, threading.get_ident())), woke.set()))
+    writer = threading.Thread(target=lambda: users.create(name="Ada", email="ada@example.org"))
+    writer.start()
+    # Bounded, not timed: a commit never told fails here.
+    assert woke.wait(10), "the listener was not told of the commit"
+    writer.join()
+    assert ("users", writer.ident) in told
+    stop()
+    told.clear()
+    users.create(name="Bob", email="bob@example.org")
+    assert ("users", threading.get_ident()) not in told
+
+
+def test_a_listener_that_fails_is_logged_and_the_others_are_told(storage, caplog):
+    users, told = storage["users"], told_of(storage)
+
+    def failing(plural):
+        raise RuntimeError("a listener's bug")
+    storage.announce_commits(failing)
+    later = told_of(storage)
+    ada = users.create(name="Ada", email="ada@example.org")     # made, whatever a listener does
+    assert users.get(ada.id) == ada
+    assert ("users", 1) in told and ("users", 1) in later
+    assert "a listener of commits failed, told of users" in caplog.text
+
+
+def test_closing_the_store_tells_each_listener_once_then_nothing_more(store_url):
+    """``None``, last (a look for other processes' commits may have told of
+    every collection before: SQLite's first look, PostgreSQL's LISTEN)."""
+    storage = open_store(store_url)
+    told, also = told_of(storage), told_of(storage)
+    stopped_at_once = []
+    storage.announce_commits(stopped_at_once.append)()      # never told
+    storage.close()
+    for each in (told, also):
+        assert each[-1] == (None, None) and each.count((None, None)) == 1
+    assert stopped_at_once == []
+    late = []
+    storage.announce_commits(late.append)               # a closed store: at once
+    assert late == [None]
+
+
+def test_a_watch_waits_until_another_thread_commits(storage):
+    """The waiting feature's watch of a collection (``Watches``), woken by
+    the store's announcement; a change there already: no wait."""
+    store = storage["users"]
+    watches = Watches(storage)
+    watch = watches.add("users", store)
     store.create(name="Ada", email="ada@example.org")
     woke, after = threading.Event(), store.position()     # read before the commit to wait for
 
     def waiter():
-        store.wait(after, 30)
+        watches.listen()
+        watch.wait(after, 30)
         woke.set()
 
     thread = threading.Thread(target=waiter)
@@ -114,17 +205,30 @@ def test_wait_returns_when_another_thread_commits(store):
     # Bounded, not timed: a wait that missed the commit would run its 30 s.
     assert woke.wait(10), "the waiting reader was not woken by the commit"
     thread.join()
-    store.wait(store.position() - 1, 30)          # a change is there already: no wait
+    assert within(10, lambda: watch.wait(store.position() - 1, 30))    # no wait
 
 
-def test_a_nudged_wait_returns_and_the_others_wait_on(store):
+def within(deadline, call):
+    """``call()``'s result; still running after ``deadline`` s: a failure."""
+    done: list = []
+    thread = threading.Thread(target=lambda: done.append(call()), daemon=True)
+    thread.start()
+    thread.join(deadline)
+    assert done, f"no answer within {deadline} s"
+    return done[0]
+
+
+def test_a_nudged_wait_returns_and_the_others_wait_on(storage):
     """``Nudge.set`` ends the one wait it was given (a stream asked to
     write at once); another waiter of the same collection goes on waiting
     for a change."""
+    store, watches = storage["users"], Watches(storage)
+    watch = watches.add("users", store)
+    watches.listen()
     after, nudge = store.position(), Nudge()
     ended: list = []
-    nudged = threading.Thread(target=lambda: ended.append(store.wait(after, 30, nudge)))
-    other = threading.Thread(target=lambda: ended.append(("other", store.wait(after, 30))))
+    nudged = threading.Thread(target=lambda: ended.append(watch.wait(after, 30, nudge)))
+    other = threading.Thread(target=lambda: ended.append(("other", watch.wait(after, 30))))
     nudged.start(), other.start()
     deadline = time.monotonic() + 10
     while nudge.watch is None:                  # (until it waits)
@@ -137,7 +241,21 @@ def test_a_nudged_wait_returns_and_the_others_wait_on(store):
     store.create(name="Ada", email="ada@example.org")
     other.join(10)
     assert ended == [True, ("other", True)]
-    assert store.wait(store.position(), 30, nudge)      # set before it waits: at once
+    assert watch.wait(store.position(), 30, nudge)      # set before it waits: at once
+
+
+def test_a_closed_store_ends_every_wait_and_answers_every_later_one_at_once(store_url):
+    storage = open_store(store_url)
+    watches = Watches(storage)
+    watch = watches.add("users", storage["users"])
+    watches.listen()
+    ended: list = []
+    waiter = threading.Thread(target=lambda: ended.append(watch.wait(0, 30)))
+    waiter.start()
+    storage.close()
+    waiter.join(10)
+    assert ended == [False]                         # closed: nothing will come
+    assert within(10, lambda: watch.wait(0, 30)) is False
 
 
 class Counted:
@@ -156,7 +274,7 @@ def test_a_waiting_request_reads_the_position_only_when_woken():
     position as they start and once more when their time is up (or when
     woken), never in between; closed, they leave without reading it."""
     position = Counted()
-    watch = Watch(position)
+    watch = Watch(position)         # (the waiting feature's: usersvc/features/waiting/watch.py)
     waiters = [threading.Thread(target=watch.wait, args=(0, 1.0)) for _ in range(20)]
     for waiter in waiters:
         waiter.start()
@@ -180,20 +298,26 @@ shared = pytest.fixture(params=["sqlite", "postgres"], name="shared")(shared_url
 
 def test_one_look_per_store_wakes_every_waiter_when_another_process_commits(shared):
     """Two stores on one file or database stand for two processes: 20
-    requests wait on the first; the second's commit wakes all of them, by
-    the first store's one look for other processes' commits (SQLite: one
-    polling thread; PostgreSQL: one listening connection)."""
+    requests wait on the first's watch (the waiting feature's); the
+    second's commit wakes all of them, by the first store's one look for
+    other processes' commits (SQLite: one polling thread; PostgreSQL: one
+    listening connection), started by its first listener, stopped by its close."""
     waiting, writing = open_store(shared), open_store(shared)
+    looking = lambda: [t for t in threading.enumerate()  # noqa: E731
+                       if t.name in ("usersvc-poll", "usersvc-listen") and t.is_alive()]
     try:
+        assert looking() == []                      # nobody listens yet
+        watches = Watches(waiting)
+        watch = watches.add("users", waiting["users"])
         after = waiting["users"].position()
         woke = []
-        waiters = [threading.Thread(target=lambda: (waiting["users"].wait(after, 60),
+        waiters = [threading.Thread(target=lambda: (watches.listen(), watch.wait(after, 60),
                                                     woke.append(1)), daemon=True)
                    for _ in range(20)]
         for waiter in waiters:
             waiter.start()
-        looking = [t for t in threading.enumerate() if t.name in ("usersvc-poll", "usersvc-listen")]
-        assert len(looking) == 1
+        watches.listen()
+        assert len(looking()) == 1
         writing["users"].create(name="Ada", email="ada@example.org")
         deadline = time.monotonic() + 10    # bounded, not timed: a missed wake-up runs 60 s
         for waiter in waiters:
@@ -202,7 +326,46 @@ def test_one_look_per_store_wakes_every_waiter_when_another_process_commits(shar
     finally:
         waiting.close()
         writing.close()
-    assert not [t for t in threading.enumerate() if t.name == "usersvc-poll" and t.is_alive()]
+    assert looking() == []
+
+
+def test_a_forked_process_looks_for_other_processes_commits_on_its_own(shared):
+    """As a server's worker after --preload: the store listened to before
+    the fork; the parent's thread that looks is not in the child, which
+    starts its own at its first use of the store and is told of the
+    parent's commit."""
+    storage = open_store(shared)
+    told = threading.Event()
+    storage.announce_commits(lambda plural: plural == "users" and told.set())
+    # Its first look done (it tells of every collection then): the parent's
+    # thread is asleep between looks, holding none of SQLite's locks, as
+    # the fork copies them.
+    assert told.wait(10)
+    ready_r, ready_w = os.pipe()
+    said_r, said_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:            # the child: use the store, then wait to be told
+        try:
+            told.clear()
+            storage["users"].position()
+            os.write(ready_w, b"r")
+            os.write(said_w, b"told" if told.wait(10) else b"not told")
+        except BaseException as e:
+            os.write(said_w, repr(e).encode())
+        finally:
+            os._exit(0)
+    os.close(ready_w), os.close(said_w)
+
+    def read(fd):           # (a child that hangs: a failure, not a hang)
+        assert select.select([fd], [], [], 20)[0], "the forked process said nothing"
+        return os.read(fd, 200)
+    try:
+        assert read(ready_r) == b"r"
+        storage["users"].create(name="Ada", email="ada@example.org")
+        assert read(said_r) == b"told"
+    finally:
+        os.waitpid(pid, 0)
+        storage.close()
 
 
 def sync(store, writing, page_size=7, feed_size=13):

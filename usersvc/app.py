@@ -12,7 +12,8 @@ nothing of the code.
 **Where a feature plugs in** (as Falcon's middleware does): ``starters``
 see each request as it comes, ``checks`` may answer or refuse it after
 routing, ``finishers`` see each answer; ``store_wrappers``, ``write_hook``,
-``offers`` and ``feed_hooks`` are used as collections are added.
+``offers`` and ``feed_hooks`` are used as collections are added;
+``stoppers`` when the server stops (``stop_waiting``).
 ``usersvc.hooks`` lists every hook, what it receives and returns, and what
 a feature is.
 """
@@ -73,6 +74,9 @@ class App:
         self.store_wrappers: list[Callable[[str, Any], Any]] = []
         #: Told of each collection's change feed (``changes.Changes``) as it is added.
         self.feed_hooks: list[Callable[[Changes], None]] = []
+        #: Told when the server stops (``stop_waiting``): what holds a
+        #: request open ends it (the waiting feature's long-polls, streams).
+        self.stoppers: list[Callable[[], None]] = []
         #: A collection's write hook from its store (``resources``; idempotency keys).
         self.write_hook: Callable[[Any], Any] | None = None
         #: What records and problems are answered in (the pages add HTML).
@@ -125,15 +129,11 @@ class App:
         return self.plugged.get("metrics")
 
     def stop_waiting(self) -> None:
-        """Answer every request waiting for changes now, and every later
-        one at once, and end every stream: for a server that is stopping.
-        (Without the waiting feature nothing waits: the stores are told all
-        the same, which costs nothing.)"""
-        if self.waiting is not None:
-            self.waiting.stopped = True
-        for store in self.stores:
-            if isinstance(store, ChangeFeed):
-                store.stop_waiting()
+        """For a server that is stopping: every request held open (waiting
+        for changes, a stream) answered now, and every later one at once,
+        by the ``stoppers`` features put in (the plain core holds none)."""
+        for stop in self.stoppers:
+            stop()
 
     def close(self) -> None:
         """Close the stores this app opened."""

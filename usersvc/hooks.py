@@ -106,9 +106,23 @@ records' ``storage``), a capability of some stores, not of ``App``:
     after each commit the store makes in this process, where it groups
     writes into commits of its own (SQLite's writer); whether it will.
     Metrics count SQLite's commits so; any feature may observe them.
+``storage.announce_commits(listener) -> stop``: a listener of every
+    commit, of any process (``storage.protocol.CommitsAnnounced``):
+    ``listener(plural)`` after each commit that changes a collection,
+    ``listener(None)`` when the store closes; quick, never raising (on the
+    threads that write and look); ``stop()`` ends it. The first listener
+    starts the store's look for other processes' commits (SQLite's
+    polling thread, PostgreSQL's LISTEN), so listen only when needed.
+    Waiting for changes wakes its waiting requests so, from the first that
+    waits; any feature may listen (a cache to drop, a push to send).
 
 And around the app's life:
 
+``app.stoppers``: ``stop() -> None``, each, when the server stops
+    (``App.stop_waiting``, which serve.py and ``usersvc.wsgi`` call on
+    SIGTERM and Ctrl-C): what holds a request open answers it now, and
+    every later one at once (waiting for changes ends its long-polls and
+    streams). The plain core holds none open. Must not raise.
 ``app.on_close(closer)``: ``closer()`` when ``app.close()`` is called.
 ``app.waiting``: ``None``, or, with the waiting feature, its waiting
     places (``features.waiting.slots.Waiting``); their ``watchers``:
@@ -167,6 +181,7 @@ class Hooks(Protocol):
     finishers: list[Callable[..., None]]
     store_wrappers: list[Callable[[str, Any], Any]]
     feed_hooks: list[Callable[[Any], None]]
+    stoppers: list[Callable[[], None]]
     write_hook: Callable[[Any], Any] | None
     waiting: Any
     plugged: dict[str, Any]

@@ -166,9 +166,5 @@ class Collections:
             found = self._locked[plurals] = tuple(sorted(involved))
         return found
 
-    def stop_waiting(self) -> None:
-        for records in self.collections.values():
-            records.stop_waiting()
-
 
 __all__ = ["Checked", "Collections", "NotCurrent", "Step"]

@@ -11,12 +11,11 @@ store's lock; SQLite: by a trigger, one writer at a time; PostgreSQL: by a
 trigger that takes a lock held until commit), so no reader passes a
 position whose change is not yet visible.
 
-Waiting (``storage.Watch``): a write in this process wakes the waiters at
-once; another process's, the store's one look for it (SQLite: a thread
-asking the file every 0.2 s, ``sqlite.poll``; PostgreSQL: its NOTIFY,
-``postgres.notify``), which wakes every waiter of the store: a waiting
-request never asks on its own. A ``Nudge`` ends one wait early (a stream
-asked to write at once, ``features.waiting.slots.Waiting``).
+Who follows the feed learns of new positions from the store's
+announcements (``protocol.CommitsAnnounced``: a callback on every commit,
+of this process or another), never by asking the feed over and over:
+waiting for changes (``wait=``, the stream) is a feature's
+(``usersvc.features.waiting``), which the feed knows nothing of.
 
 A store's feed has a ``history``: a token made at random when the feed
 begins (memory: each time the store is made; SQL: with the database, kept
@@ -28,10 +27,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    from .shared import Nudge
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 
 class Change(NamedTuple):
@@ -71,15 +67,6 @@ class ChangeFeed(Protocol):
         step; later changes get positions above every one given. Raises
         ``Conflict`` as ``restore`` does, or if a position is not above the
         store's."""
-
-    def wait(self, after: int, timeout: float, nudge: Nudge | None = None) -> bool:
-        """Until a change past ``after`` is committed, by any process, or
-        ``timeout`` seconds pass, or ``nudge`` (``storage.Nudge``) is set,
-        or ``stop_waiting`` is called (or the store closes); false once that
-        is so: nothing will come."""
-
-    def stop_waiting(self) -> None:
-        """Wake every waiting call, and answer every later one at once."""
 
 
 def new_history() -> str:

@@ -249,6 +249,40 @@ class CommitsObservable(Protocol):
 
 
 @runtime_checkable
+class CommitsAnnounced(Protocol):
+    """A store's capability: each commit that changes a collection told to
+    listeners, whichever process made it, so that a feature learns of the
+    changes it did not make (waiting for changes wakes its waiting
+    requests so: ``usersvc.features.waiting``). Every store here has it, and
+    so have their collections' records served alone (their store's
+    announcements); an embedder's own may not (waiting then reads each
+    feed's ``position()`` now and then: ``features.waiting.watch``)."""
+
+    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """``listener(plural)`` after each commit that changes the collection
+        ``plural``, from now on until the ``stop()`` returned is called:
+
+        - a commit of this process, on the thread that made the write, once
+          it is committed (memory: once it is made), so that a read then sees it;
+        - another process's, on the store's own thread, which the first
+          listener starts (and a process forked from this one starts again
+          at its first use of the store): SQLite's looks at the file every
+          0.2 s (``sqlite.poll``), PostgreSQL's listens for its NOTIFY
+          (``postgres.notify``). A look that cannot tell which collections
+          changed (SQLite's, or one that starts again) names each of them.
+
+        A listener may be told more than once of one commit, or of a change
+        not yet to be seen (a write inside a batch), or once more by a look
+        under way as ``stop()`` is called: it reads what changed itself
+        (``ChangeFeed.position``). ``listener(None)``, once, when the
+        store closes (at once, if it is closed already), its own thread
+        stopped first: nothing more will be told. It is called on threads that write or look for commits, so
+        it must be quick (no I/O, no lock held for long) and must not raise:
+        what it raises is logged, and the other listeners are told all the
+        same. ``close()`` stops the store's thread."""
+
+
+@runtime_checkable
 class Storage(Protocol):
     """Every collection of one storage URL: ``storage[plural]``."""
 
@@ -256,9 +290,6 @@ class Storage(Protocol):
 
     def __getitem__(self, plural: str) -> RecordStore:
         """The collection's records; ``KeyError`` if the store does not hold it."""
-
-    def stop_waiting(self) -> None:
-        """Answer every request waiting for changes now, and every later one at once."""
 
     def close(self) -> None:
         """Release connections and files; the store is of no use afterwards."""

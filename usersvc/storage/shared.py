@@ -1,11 +1,10 @@
-"""What every store shares at run time: ``Watch`` (requests waiting for
-changes), ``WriteHealth``, ``checked_id``; its promises and
-errors are ``protocol``'s."""
+"""What every store shares at run time: ``Listeners`` (of its commits:
+``protocol.CommitsAnnounced``), ``WriteHealth``, ``checked_id``; its
+promises and errors are ``protocol``'s."""
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 
 from ..fields import MAX_INTEGER
@@ -53,66 +52,51 @@ def checked_id(schema: Schema, record_id: int) -> int:
     return record_id
 
 
-class Watch:
-    """Requests waiting for the store's position to pass theirs."""
+class Listeners:
+    """The listeners of a store's commits (``protocol.CommitsAnnounced``):
+    ``add`` one, ``announce`` a collection's commit to every one, ``close``.
+    ``listeners`` is a tuple, replaced whole when one is added or removed,
+    so that a write reads it without a lock: with none (the plain core),
+    announcing costs a write a call that finds no one to tell (less than
+    waking waiters cost every write before: bench/instructions.py)."""
 
-    def __init__(self, position: Callable[[], int]) -> None:
-        self._position = position
+    def __init__(self) -> None:
+        self.listeners: tuple[Callable[[str | None], None], ...] = ()
+        self.closed = False
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._notified = 0          # how many times notify was called
-        self._waiting = 0           # how many calls wait now
-        self._closed = False
 
-    def notify(self) -> None:
-        """A change was committed (here, or announced): wake the waiters.
-        (PERF: a plain lock, taken as itself rather than through the
-        condition's Python methods, and no wake-up when no one waits.)"""
+    def add(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """``listener`` told from now on, until the ``stop()`` returned is
+        called; told ``None`` at once if the store is closed already."""
         with self._lock:
-            self._notified += 1
-            if self._waiting:
-                self._changed.notify_all()
+            if not self.closed:
+                self.listeners += (listener,)
+                return lambda: self._remove(listener)
+        _tell(listener, None)
+        return lambda: None
 
-    def wait(self, after: int, timeout: float, nudge: Nudge | None = None) -> bool:
-        """Until the store's position is past ``after``, ``timeout`` passes,
-        ``nudge`` is set, or the store closes; whether it is still open.
-        (A notify while the position is read counts.)"""
-        deadline = time.monotonic() + timeout
-        if nudge is not None:
-            nudge.watch = self
-        with self._changed:
-            seen = self._notified
-        while not (self._closed or nudge and nudge.is_set) and self._position() <= after:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return True
-            with self._changed:
-                if self._notified == seen and not self._closed:
-                    self._waiting += 1
-                    try:
-                        self._changed.wait(left)
-                    finally:
-                        self._waiting -= 1
-                seen = self._notified
-        return not self._closed
+    def _remove(self, listener: Callable[[str | None], None]) -> None:
+        with self._lock:
+            self.listeners = tuple(told for told in self.listeners if told is not listener)
+
+    def announce(self, plural: str) -> None:
+        """A commit changed the collection ``plural``: every listener told."""
+        for listener in self.listeners:
+            _tell(listener, plural)
 
     def close(self) -> None:
-        with self._changed:
-            self._closed = True
-            self._changed.notify_all()
+        """The store closes: every listener told ``None``, once, and forgotten."""
+        with self._lock:
+            self.closed, told, self.listeners = True, self.listeners, ()
+        for listener in told:
+            _tell(listener, None)
 
 
-class Nudge:
-    """Ends one ``Watch.wait`` early once ``set``, until ``clear``: a stream
-    asked to write at once (``features.waiting.slots.Waiting``)."""
-
-    is_set = False
-    watch: Watch | None = None          # the one it waits on, once it waits
-
-    def set(self) -> None:
-        self.is_set = True
-        if self.watch is not None:
-            self.watch.notify()         # (the others woken look again, and wait on)
-
-    def clear(self) -> None:
-        self.is_set = False
+def _tell(listener: Callable[[str | None], None], plural: str | None) -> None:
+    """``listener(plural)``; what it raises logged, so that the others are
+    told all the same and the write that announced it is not undone."""
+    try:
+        listener(plural)
+    except Exception:
+        _log.exception("a listener of commits failed, told of %s",
+                       plural if plural is not None else "the store's close")

@@ -7,13 +7,17 @@ change is committed or the seconds pass (a long-poll); and the feed
 pushed as Server-Sent Events (``Accept: text/event-stream``, ``events``).
 Both hold one of the app's waiting places (``slots.Waiting``, ``App.waiting``:
 ``max_waiting`` of them; past them, a 503, or a stream told to come
-back), and wait on the store (``ChangeFeed.wait``), which a commit of this
-process or another wakes. A server without threads holds no request: it
-answers what there is. Its settings: ``max_waiting``, ``stream_seconds``.
+back), and wait on the feed's ``watch.Watch``, which the store's
+announcement of a commit of this process or another wakes (``watch``:
+``CommitsAnnounced``, the one capability of a store it uses). When the
+server stops (``App.stop_waiting``, through ``App.stoppers``) every wait
+and stream ends. A server without threads holds no request: it answers
+what there is. Its settings: ``max_waiting``, ``stream_seconds``.
 
 Without it (the plain core) a feed answers at once, takes no ``wait``
-(an unknown parameter: a 400) and offers no stream (a 406); nothing waits,
-so the stores never start looking for other processes' commits.
+(an unknown parameter: a 400) and offers no stream (a 406); nothing
+listens to the store, so it never starts looking for other processes'
+commits.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from ...representation import JSON, Format
 from ...request import Request, Response, Streamed
 from . import events
 from .slots import Waiting
+from .watch import Nudge, Watches
 
 #: The most seconds a request may wait for a change (``wait=``).
 MAX_WAIT = 30
@@ -38,7 +43,16 @@ class WaitingFeature:
     def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Waiting:
         settings = app.settings
         waiting = app.waiting = Waiting(settings.max_waiting)
-        app.feed_hooks.append(lambda changes: Waits(changes, waiting, settings.stream_seconds))
+        watches = Watches(storage)
+        app.feed_hooks.append(lambda changes: Waits(changes, waiting, watches,
+                                                    settings.stream_seconds))
+
+        def stop() -> None:
+            """The server stops: every wait and stream ends, every later one at once."""
+            waiting.stopped = True
+            watches.close()
+        app.stoppers.append(stop)
+        app.on_close(watches.stop)
         return waiting
 
 
@@ -46,9 +60,11 @@ class Waits:
     """What waiting adds to one feed (``changes.Changes``): its pages take
     ``wait``, and it is offered as a stream."""
 
-    def __init__(self, changes: Changes, waiting: Waiting, stream_seconds: float) -> None:
+    def __init__(self, changes: Changes, waiting: Waiting, watches: Watches,
+                 stream_seconds: float) -> None:
         self.changes, self.store = changes, changes.store
         self.waiting, self.stream_seconds = waiting, stream_seconds
+        self.watches, self.watch = watches, watches.add(changes.schema.plural, changes.store)
         changes.parameters.insert(2, "wait")       # (after, limit, wait, fields: as named)
         for fmt in changes.offers.formats:
             changes.answers[fmt] = self.page
@@ -64,9 +80,15 @@ class Waits:
 
         def wait(after: int) -> bool:
             with self.waiting.slot():
-                self.store.wait(after, seconds)
+                self.wait(after, seconds)
             return True
         return self.changes.page(req, fmt, one, limit, names, wait)
+
+    def wait(self, after: int, timeout: float, nudge: Nudge | None = None) -> bool:
+        """Until a change past ``after`` (``Watch.wait``: false once the
+        server stops or the store closes), the store listened to from now on."""
+        self.watches.listen()
+        return self.watch.wait(after, timeout, nudge)
 
     def stream(self, req: Request, fmt: Format, one: dict[str, str], limit: int,
                names: tuple[str, ...] | None) -> Response:
@@ -90,9 +112,9 @@ class Waits:
         return Streamed(req, events.Events(
             store, lambda change: events.event(change, changes.entry(JSON, change, names), history),
             start, seconds=self.stream_seconds, stopped=lambda: self.waiting.stopped,
-            release=release, nudge=nudge), headers)
+            wait=self.wait, release=release, nudge=nudge), headers)
 
 
 FEATURE = WaitingFeature()
 
-__all__ = ["FEATURE", "MAX_WAIT", "Waiting", "WaitingFeature", "Waits"]
+__all__ = ["FEATURE", "MAX_WAIT", "Nudge", "Waiting", "WaitingFeature", "Waits", "Watches"]

@@ -15,7 +15,7 @@ gave starts from 0, after ``event: reset`` (``start``). Between changes a commen
 ``stream_seconds`` the stream ends and the client resumes from its last
 event, missing nothing.
 
-A stream waits as a long-poll does, on the store's wake-up, and holds one
+A stream waits as a long-poll does, on its feed's ``watch.Watch``, and holds one
 of the same slots (``slots.Waiting``) for its life: past them, the answer is a
 200 with a ``retry:`` and an event ``busy`` (``busy``; a 503 would make
 ``EventSource`` give up for good). A server without threads holds no stream: the changes so far, then
@@ -33,7 +33,7 @@ from ...places import Place
 from ...problems import Problem
 from ...representation.json_format import JSONFormat
 from ...request import Request
-from ...storage import Nudge
+from .watch import Nudge
 
 EVENT_STREAM = "text/event-stream"
 #: Seconds between keep-alive comments while nothing changes (proxies
@@ -95,7 +95,8 @@ def opening(feed: Any, seq: int) -> tuple[int, bytes]:
 class Events:
     """One stream's body (``request.Streamed``'s chunks): the events from
     ``after`` on, as they happen, until ``seconds`` pass or the server
-    stops (``stopped()``); without ``release`` (the waiting slot it holds:
+    stops (``stopped()``), waiting between them with ``wait(after,
+    seconds, nudge)`` (``Waits.wait``); without ``release`` (the waiting slot it holds:
     a server without threads), only those there are now. Nudged
     (``nudge``: another request wants a slot), it writes ``PROBES``
     keep-alives at once, a moment apart: a client that has gone is found by
@@ -105,8 +106,9 @@ class Events:
 
     def __init__(self, feed: Any, render: Callable[[Any], bytes], start: tuple[int, bytes], *,
                  seconds: float, stopped: Callable[[], bool],
+                 wait: Callable[[int, float, Nudge | None], bool],
                  release: Callable[[], None] | None, nudge: Nudge | None = None) -> None:
-        self.feed, self.render = feed, render
+        self.feed, self.render, self.wait = feed, render, wait
         self.after, self.first = start         # (``start``: where from, and the first block)
         self.seconds, self.stopped, self.nudge = seconds, stopped, nudge
         self.hold, self.release = release is not None, release
@@ -139,8 +141,8 @@ class Events:
                 yield b": keep-alive\n\n"
                 spoke, probes = now, max(probes - 1, 0)
             until = now + PROBE_SECONDS if probes else spoke + KEEP_ALIVE
-            if not self.feed.wait(after, min(ends, until) - now, self.nudge):
-                return          # the store stopped waiting (closed): nothing will come
+            if not self.wait(after, min(ends, until) - now, self.nudge):
+                return          # the server stops, or the store closed: nothing will come
             if self.nudge is not None and self.nudge.is_set:
                 self.nudge.clear()
                 probes = PROBES     # is its client still there? the writes will say

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ...problems import Problem
-from ...storage import Nudge
+from .watch import Nudge
 
 
 class Waiting:

@@ -12,13 +12,12 @@ import builtins
 import functools
 import itertools
 import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from ..protocol import Conflict, Position
 from ..feed import Change
-from ..shared import Nudge
 from ..stored import Restores, check_fresh_ids
 from .walks import NONE, bounded, bounds, chosen, matches, past, ranked, walk
 
@@ -139,11 +138,10 @@ class MemoryBulk(Restores):
     def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
         return self.position(), self.list(**arguments)
 
-    def wait(self, after: int, timeout: float, nudge: Nudge | None = None) -> bool:
-        return self._watch.wait(after, timeout, nudge)
-
-    def stop_waiting(self) -> None:
-        self._watch.close()
+    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """``protocol.CommitsAnnounced``, for these records served alone:
+        their store's announcements (each write, as it is made)."""
+        return self.commits.add(listener)
 
     def _matches(self, filters: dict[str, str], q: str | None,
                  where: Where = ()) -> builtins.list[Any]:
@@ -173,7 +171,7 @@ class MemoryBulk(Restores):
             if changes:
                 self._seq = self._last = max(self._seq, *(c.seq for c in changes))
             self._last_id = max(self._last_id, last_id, *ids)
-        self._watch.notify()
+        self.commits.announce(self.schema.plural)
 
     @contextmanager
     def undoing(self) -> Iterator[None]:
@@ -190,7 +188,7 @@ class MemoryBulk(Restores):
                 raise
             finally:
                 self._undo = None
-        self._watch.notify()
+        self.commits.announce(self.schema.plural)
 
     def _put_back(self, undo: Undo) -> None:
         """Each record a batch changed as it was, at its position: all of

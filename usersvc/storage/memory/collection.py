@@ -15,7 +15,7 @@ from typing import Any
 from ...fields import search_terms
 from ...validation import Schema
 from ..protocol import Conflict, NotFound, Precondition, StaleVersion
-from ..shared import Watch, checked_id
+from ..shared import Listeners, checked_id
 from ..keys import Key, MemoryKeys
 from ..feed import new_history
 from .bulk import MemoryBulk
@@ -194,8 +194,9 @@ class MemoryRecords(MemoryBulk):
 
     keeps_keys = True
 
-    def __init__(self, schema: Schema, keys: MemoryKeys | None = None) -> None:
-        self.schema = schema
+    def __init__(self, schema: Schema, keys: MemoryKeys | None = None,
+                 commits: Listeners | None = None) -> None:
+        self.schema, self.commits = schema, commits or Listeners()  # the store's, shared
         self._keys = MemoryKeys() if keys is None else keys     # the store's, shared
         self._lock = threading.RLock()      # re-entered by a batch's writes (``undoing``)
         self._undo: Any = None                # a batch's ``bulk.Undo``, while it runs
@@ -208,7 +209,6 @@ class MemoryRecords(MemoryBulk):
         self._seqs = Sorted()            # each record's latest position, sorted,
         self._id_at: dict[int, int] = {}     # and the record it belongs to;
         self._seq_of: dict[int, int] = {}    # id -> its position there
-        self._watch = Watch(self.position)
         self._pid = os.getpid()
         self.history = new_history()        # the feed's: this store's life is its history
 
@@ -230,7 +230,7 @@ class MemoryRecords(MemoryBulk):
             record[0] = self._last_id = self._last_id + 1
             record = self._make(record)
             self._put(None, record)
-        self._watch.notify()
+        self.commits.announce(self.schema.plural)
         return record
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
@@ -247,13 +247,13 @@ class MemoryRecords(MemoryBulk):
             self._indexes.claim(new, record_id)
             new = self._make(new)
             self._put(old, new)
-        self._watch.notify()
+        self.commits.announce(self.schema.plural)
         return new
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
         with self._lock:
             self._put(self._checked(record_id, precondition), None)
-        self._watch.notify()
+        self.commits.announce(self.schema.plural)
 
     def _put(self, old: Any, new: Any) -> None:
         """``new`` in place of ``old`` (``None``: none), in the records and the

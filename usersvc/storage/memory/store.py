@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from ...validation import Schema
 from ..checked import Collections, Step
 from ..keys import Key, MemoryKeys
+from ..shared import Listeners
 from .collection import MemoryRecords
 
 T = TypeVar("T")
@@ -20,7 +21,9 @@ class MemoryStorage(Collections):
             raise ValueError("memory:// holds nothing yet: name its collections")
         self.schemas = tuple(schemas)
         self.keys = MemoryKeys()
-        self.collections = {s.plural: MemoryRecords(s, self.keys) for s in self.schemas}
+        self.commits = Listeners()          # told of every collection's writes
+        self.collections = {s.plural: MemoryRecords(s, self.keys, self.commits)
+                            for s in self.schemas}
         self.held: dict[tuple[str, ...], list[Any]] = {}    # collections -> their locks, in order
         self.serve()
 
@@ -49,5 +52,10 @@ class MemoryStorage(Collections):
                 held.enter_context(self.collections[plural].undoing())
             return run(Step(self))
 
+    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """``protocol.CommitsAnnounced``: each write told as it is made (no
+        other process shares a memory store)."""
+        return self.commits.add(listener)
+
     def close(self) -> None:
-        self.stop_waiting()
+        self.commits.close()

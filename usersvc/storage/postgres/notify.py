@@ -1,14 +1,14 @@
-"""Waking the requests that wait for changes when another process commits
-one: PostgreSQL's ``LISTEN``/``NOTIFY``.
+"""Hearing other processes' commits, for the store's listeners
+(``protocol.CommitsAnnounced``): PostgreSQL's ``LISTEN``/``NOTIFY``.
 
 The feed's trigger calls ``pg_notify(ddl.CHANNEL)`` with the collection's
 plural, delivered at commit. A ``Listener`` listens on a connection of its
-own, in a thread, from the first request that waits until the store
-closes, and wakes the store's waiters: one connection per process,
+own, in a thread, from the store's first listener until the store closes,
+and tells the store which collection changed: one connection per process,
 however many requests or streams wait. A lost connection is logged once
-and tried again every second; once it listens again, it wakes every
-waiter, who read their positions again (nothing committed meanwhile is
-missed, only seen later).
+and tried again every second; once it listens again, it tells of every
+collection, whose listeners read what changed (nothing committed
+meanwhile is missed, only seen later).
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...validation import Schema
 from ..protocol import Conflict, NotFound, StaleVersion, StoreUnavailable
-from ..shared import WriteHealth
+from ..shared import Listeners, WriteHealth
 from ..checked import Collections, Step
 from ..keys import Answer, Key, SQLKeys
 from ..references import references
@@ -134,12 +134,12 @@ class PostgresStorage(Collections):
             raise
         self.schemas = tuple(t.schema for t in tables)
         self.keys = SQLKeys("%s")
+        self.commits = Listeners()          # told of every commit (``announce_commits``)
         self.collections = {t.name: PostgresRecords(self, t) for t in tables}
         self.serve()
-        # Other processes' commits wake the waiters by NOTIFY; a listener
-        # that lost its connection wakes them all when it listens again.
+        # Other processes' commits: their NOTIFY, heard from the first listener on.
         self._conninfo = conninfo
-        self._listener = Listener(conninfo, self._wake)
+        self._listener = Listener(conninfo, self._heard)
         self._pid = os.getpid()
         self._fork_lock = threading.Lock()
 
@@ -155,8 +155,10 @@ class PostgresStorage(Collections):
             self._inherited = (self._pool, self._listener)
             self._pool = self._new_pool()
             self._pool.open()
-            self._listener = Listener(self._conninfo, self._wake)
+            self._listener = Listener(self._conninfo, self._heard)
             self._pid = os.getpid()
+            if self.commits.listeners:      # (the parent's thread is not here)
+                self._listener.start()
 
     @contextmanager
     def connection(self, writing: bool = False) -> Iterator[psycopg.Connection[Any]]:
@@ -229,27 +231,33 @@ class PostgresStorage(Collections):
                 db.execute("SELECT pg_advisory_xact_lock(%s::regclass::oid::bigint)",
                            (self.collections[plural].table.changes_table,))
             step = Step(self, db)
-            if key is None:
-                return run(step)
 
             def attempt() -> T:
                 with db.transaction():
                     return run(step)
-            return self.keys.filled(db, key, key.outcome(attempt))
+            result = run(step) if key is None else self.keys.filled(db, key, key.outcome(attempt))
+        for plural in plurals:
+            self.commits.announce(plural)
+        return result
 
     @staticmethod
     def violated(error: psycopg.errors.UniqueViolation) -> str:
         return error.diag.constraint_name or ""
 
-    def listen(self) -> None:
+    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """``protocol.CommitsAnnounced``: this process's commits told by the thread
+        that wrote; every process's, by the one that hears their NOTIFY (``notify``)."""
         if self._pid != os.getpid():
             self._forked()
+        stop = self.commits.add(listener)
         self._listener.start()
+        return stop
 
-    def _wake(self, plural: str | None) -> None:
-        for name, records in self.collections.items():
+    def _heard(self, plural: str | None) -> None:
+        """A NOTIFY for ``plural`` (``None``: listening again, every collection)."""
+        for name in self.collections:
             if plural is None or plural == name:
-                records.watch.notify()
+                self.commits.announce(name)
 
     def pool_use(self) -> PoolUse:
         stats = self._pool.get_stats()
@@ -257,10 +265,11 @@ class PostgresStorage(Collections):
                        stats["pool_max"], stats["requests_waiting"])
 
     def close(self) -> None:
-        self.stop_waiting()
         if self._pid != os.getpid():
+            self.commits.close()
             return          # the parent's pool and listener (never used here) are the parent's to close
-        self._listener.stop()
+        self._listener.stop()           # (first: no listener is told anything after ``None``)
+        self.commits.close()
         self._pool.close()
 
 

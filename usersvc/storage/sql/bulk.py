@@ -5,12 +5,11 @@ part of ``sql.SQLRecords``).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..protocol import Conflict, Position
 from ..feed import Change
-from ..shared import Nudge
 from ..stored import Restores, check_fresh_ids
 
 LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
@@ -84,12 +83,10 @@ class SQLBulk(Restores):
         return int(self._read(self.table.position, lambda db: db.execute(
             self.table.position).fetchone()[0]))
 
-    def wait(self, after: int, timeout: float, nudge: Nudge | None = None) -> bool:
-        self.storage.listen()
-        return self.watch.wait(after, timeout, nudge)
-
-    def stop_waiting(self) -> None:
-        self.watch.close()
+    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """``protocol.CommitsAnnounced``, for these records served alone:
+        their store's announcements (of every collection it holds)."""
+        return self.storage.announce_commits(listener)
 
     def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
         table = self.table
@@ -114,7 +111,7 @@ class SQLBulk(Restores):
             top = max([last_id, *(r.id for r in records), *(c.id for c in changes)])
             if top > 0:
                 _raise_last_id(table, db, top)
-        self.watch.notify()
+        self.commits.announce(self.schema.plural)
 
 
 def _raise_position(table: Any, db: Any, seq: int) -> None:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from ...fields import Field, search_terms
 from ...validation import Schema
 from ..protocol import Conflict, NotFound, Precondition, StaleVersion
-from ..shared import Watch, checked_id
+from ..shared import checked_id
 from ..keys import Key
 from .bulk import SQLBulk
 from .queries import PageQueries
@@ -179,9 +179,9 @@ class SQLRecords(SQLBulk):
     def __init__(self, storage: Any, table: Table) -> None:
         self.storage, self.table, self.schema = storage, table, table.schema
         self._make = record_maker(self.schema)      # a row to a record
-        #: Requests waiting for changes, woken by this process's commits
-        #: and by the store's word of other processes' (``storage.listen``).
-        self.watch = Watch(self.position)
+        #: Told of this process's commits (the store's ``Listeners``; other
+        #: processes' the store finds itself: ``CommitsAnnounced``).
+        self.commits = storage.commits
 
     @property
     def writes_failing(self) -> str | None:
@@ -254,7 +254,7 @@ class SQLRecords(SQLBulk):
         else:
             done = self.storage.commit_once(key, op)
             self.storage.keys.sweep(self.storage.commit)
-        self.watch.notify()
+        self.commits.announce(self.schema.plural)
         return done
 
     def _unique(self, db: Any, query: str, params: Sequence[Any], fields: dict[str, Any]) -> Any:

@@ -57,6 +57,9 @@ class Connections:
         self.path, self.busy_timeout, self.health = path, busy_timeout, health
         self.synchronous = {"full": "FULL", "normal": "NORMAL"}[synchronous]
         self._fork_lock = threading.Lock()
+        #: Called in a forked process once it has connections of its own
+        #: (the store's look for other processes' commits, started again).
+        self.forked: list[Callable[[], None]] = []
         self._start()
         self.one = self.connect() if path == ":memory:" else None
 
@@ -75,6 +78,8 @@ class Connections:
             if self._pid != os.getpid():
                 self._inherited = (self._local, list(self._all))
                 self._start()
+                for told in self.forked:
+                    told()
 
     def connect(self) -> Connection:
         db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,

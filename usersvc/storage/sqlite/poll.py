@@ -1,13 +1,14 @@
-"""Waking the requests that wait for changes (long-polls, streams) when
-another process commits to the same SQLite file, which SQLite does not
-announce: one thread per store looks every ``INTERVAL`` seconds, on a
-connection of its own, whether anything was committed since it last
-looked (``PRAGMA data_version`` changes when another connection commits),
-and if so wakes every waiter of the store, who read their positions
-again. One look per store however many wait: a waiting request or an
-idle stream costs nothing between commits. (This process's own writes
-wake the waiters at once, from the writer; PostgreSQL's processes tell
-each other, ``postgres.notify``.)
+"""Finding other processes' commits to a SQLite file, which SQLite does
+not announce, for the store's listeners (``protocol.CommitsAnnounced``):
+one thread per store looks every ``INTERVAL`` seconds, on a connection of
+its own, whether anything was committed since it last looked (``PRAGMA
+data_version`` changes when another connection commits), and if so says
+so (``changed``: the store tells its listeners that every collection may
+have changed; they read what did). One look per store however many
+listen: a waiting request or an idle stream costs nothing between commits.
+(This process's own writes are announced at once, by the thread that made
+them; PostgreSQL's processes tell each other, ``postgres.notify``.) The
+store makes it for its first listener: a store nobody listens to has none.
 """
 from __future__ import annotations
 
@@ -15,27 +16,25 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
-
-from ..shared import Watch
+from collections.abc import Callable
 
 log = logging.getLogger("usersvc.storage")
 
-#: Seconds between two looks: how late another process's commit may wake
-#: a waiting request, at most.
+#: Seconds between two looks: how late another process's commit may be
+#: announced (and a waiting request woken), at most.
 INTERVAL = 0.2
 
 
 class Poller:
-    """Wakes the waiters of ``watches`` (a store's collections') whenever
-    another connection has committed to the file at ``path``, and once when
-    it starts looking (whatever was committed before); from the first
-    request that waits (``start``) until ``stop``."""
+    """Calls ``changed()`` whenever another connection has committed to the
+    file at ``path``, and once when it starts looking (whatever was
+    committed before); from ``start`` (the store's first listener; again
+    in a forked process) until ``stop``."""
 
-    def __init__(self, path: str, busy_timeout: float, watches: Sequence[Watch],
+    def __init__(self, path: str, busy_timeout: float, changed: Callable[[], None],
                  interval: float = INTERVAL) -> None:
         self._path, self._busy_timeout = path, busy_timeout
-        self._watches, self._interval = watches, interval
+        self._changed, self._interval = changed, interval
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -68,8 +67,7 @@ class Poller:
                 version = db.execute("PRAGMA data_version").fetchone()[0]
                 if version != seen:
                     seen = version
-                    for watch in self._watches:
-                        watch.notify()
+                    self._changed()
             except sqlite3.Error as e:      # (a moment's lock, a file gone): look again
                 log.debug("cannot look for other processes' commits: %s", e)
                 if db is not None:

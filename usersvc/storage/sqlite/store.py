@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ...validation import Schema
-from ..shared import WriteHealth
+from ..shared import Listeners, WriteHealth
 from ..checked import Collections, Step
 from ..keys import Answer, Key, SQLKeys
 from ..references import references
@@ -56,14 +56,17 @@ class SQLiteStorage(Collections):
         self.writer = (Writer(self.connections.connect, self.health, busy_timeout + 5)
                        if self.connections.one is None else None)
         self.schemas = tuple(t.schema for t in tables)
+        self.commits = Listeners()          # told of every commit (``announce_commits``)
         self.collections = {t.name: SQLiteRecords(self, t) for t in tables}
         # Other processes' commits to a file are looked for by one thread,
-        # made when a request first waits (``listen``; a private database
-        # has no other process): a server that never waits has none.
+        # made for the first listener (``announce_commits``; a private
+        # database has no other process): a store nobody listens to has
+        # none. A forked process looks again on its own, from its first use.
         self._busy_timeout = busy_timeout
         self._poller: Any = None
         self._polling = threading.Lock()
         self._closing = False               # (no poller made once closing)
+        self.connections.forked.append(self._look)
         self.serve()
         self.keys = SQLKeys("?")
         # PERF: a read and a write go straight to what makes them: this
@@ -133,10 +136,10 @@ class SQLiteStorage(Collections):
                     raise
                 return None, e
         result, error = self.commit(step)
-        for plural in plurals:
-            self.collections[plural].watch.notify()
         if error is not None:
             raise error
+        for plural in plurals:
+            self.commits.announce(plural)
         return result
 
     @staticmethod
@@ -152,26 +155,39 @@ class SQLiteStorage(Collections):
             self.writer.observers.append(observer)
         return self.writer is not None
 
-    def listen(self) -> None:
-        """Other processes' commits are looked for (``poll``), from now on:
-        from the first request that waits for changes."""
-        if self.writer is None:
+    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """``protocol.CommitsAnnounced``: this process's commits told by the
+        thread that made each write, once committed; other processes', by
+        the thread that looks at the file (``poll``), started now."""
+        stop = self.commits.add(listener)
+        self._look()
+        return stop
+
+    def _look(self) -> None:
+        """Other processes' commits looked for (``poll``) from the first
+        listener on, in this process (a forked one's connections call it at
+        their first use: the parent's thread is not here), until ``close``."""
+        if self.writer is None or not self.commits.listeners:
             return
         with self._polling:
             if self._poller is None and not self._closing:
                 from .poll import Poller
-                self._poller = Poller(self.path, self._busy_timeout,
-                                      [r.watch for r in self.collections.values()])
+                self._poller = Poller(self.path, self._busy_timeout, self._changed)
             poller = self._poller
         if poller is not None:
             poller.start()          # (a poller stopped stays stopped)
 
+    def _changed(self) -> None:
+        """Another process committed (``poll`` cannot tell what): every collection told."""
+        for plural in self.collections:
+            self.commits.announce(plural)
+
     def close(self) -> None:
-        self.stop_waiting()
         with self._polling:
             self._closing, poller = True, self._poller
         if poller is not None:
-            poller.stop()
+            poller.stop()           # (first: no listener is told anything after ``None``)
+        self.commits.close()
         if self.writer is not None:
             # The writes already handed over are done first; a forked process
             # that never wrote has no writer of its own, nor figures to log.
