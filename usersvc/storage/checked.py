@@ -14,10 +14,12 @@ write. Inside a batch, the step is the batch's and its earlier writes count.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import builtins
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from ..kinds.dates import now
+from .feed import Change
 from .protocol import NotCurrent, NotFound, Precondition, StaleVersion
 from .references import Dangling, References, Referred, references
 
@@ -27,7 +29,9 @@ T = TypeVar("T")
 class Checked:
     """One collection's ``records``, each write checked and stamped, in an
     atomic step of ``storage`` where it must look at other records (or in
-    the ``step`` already running); reads go straight to ``records``."""
+    the ``step`` already running); reads go straight to ``records``, each
+    named (what ``RecordStore`` and ``feed.ChangeFeed`` name, and what the
+    app asks of a store besides), so a reader sees all a ``Checked`` is."""
 
     def __init__(self, records: Any, refs: References | None, storage: Any,
                  step: Step | None = None) -> None:
@@ -37,9 +41,6 @@ class Checked:
         self.referrers = () if refs is None else refs.referrers
         self.stamps = schema.read_only
         self.own = (schema.plural,)     # the step holds what it checks too (``Collections.locked``)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.records, name)
 
     def create(self, **fields: Any) -> Any:
         if self.stamps:
@@ -88,6 +89,54 @@ class Checked:
                 if step.raw(referrer.plural).count(**{field: record_id}):
                     raise Referred(self.schema, record_id, referrer, field)
         return self._step(run)
+
+    # -- reads, the feed, and what the app asks: the records' own, each
+    # named (``RecordStore``, ``feed.ChangeFeed``), as they are -----------
+
+    def get(self, record_id: int) -> Any:
+        return self.records.get(record_id)
+
+    def list(self, **arguments: Any) -> builtins.list[Any]:
+        return self.records.list(**arguments)
+
+    def count(self, **filters: Any) -> int:
+        return self.records.count(**filters)
+
+    def last_id(self) -> int:
+        return self.records.last_id()
+
+    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        return self.records.restore(records, last_id=last_id)
+
+    @property
+    def history(self) -> str:
+        return self.records.history
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
+        return self.records.changes(after=after, limit=limit)
+
+    def entry(self, record_id: int) -> Change | None:
+        return self.records.entry(record_id)
+
+    def position(self) -> int:
+        return self.records.position()
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
+        return self.records.position_and_list(**arguments)
+
+    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
+        return self.records.restore_changes(changes, last_id=last_id)
+
+    def wait(self, after: int, timeout: float, nudge: Any = None) -> bool:
+        return self.records.wait(after, timeout, nudge)
+
+    def stop_waiting(self) -> None:
+        return self.records.stop_waiting()
+
+    @property
+    def writes_failing(self) -> str | None:
+        """The records' (``None`` where they keep no such word: memory)."""
+        return getattr(self.records, "writes_failing", None)
 
     def _names_a_record(self, fields: dict[str, Any]) -> bool:
         """Whether a write gives a reference a value (a record to look for)."""
