@@ -247,11 +247,12 @@ def test_a_key_is_kept_for_its_time_and_then_forgotten(storage, clock):
     assert exchange(client.post("/users", json_body=GRACE, headers=keyed())) == exchange(renewed)
 
 
-def kept(storage) -> int:
-    if hasattr(storage.keys, "select"):         # a SQL store: its table
+def kept(app, storage) -> int:
+    """How many keys the app's store keeps (``idempotency.keeping``: how)."""
+    if isinstance(app.plugged["idempotency"].kept, store_keys.SQLKeys):    # its table
         return storage.read(None, lambda db: db.execute(
             "SELECT count(*) FROM usersvc_keys").fetchone()[0])
-    return len(storage.keys)
+    return len(app.plugged["idempotency"].kept)       # the feature's own, on memory
 
 
 def test_expired_keys_are_purged_in_small_steps(store_url, clock, monkeypatch):
@@ -262,16 +263,17 @@ def test_expired_keys_are_purged_in_small_steps(store_url, clock, monkeypatch):
     monkeypatch.setattr(store_keys, "SWEEP", 10)
     storage = open_store(store_url)
     try:
-        client = Client(make_app(storage, idempotency_ttl=60))
+        app = make_app(storage, idempotency_ttl=60)
+        client = Client(app)
         for i in range(25):
             assert client.post("/users", json_body={"name": f"U{i}", "email": f"u{i}@example.org"},
                                headers=keyed(f"k{i:02}")).status_int == 201
-        assert kept(storage) == 25
+        assert kept(app, storage) == 25
         clock.now += 61
         for n, left in ((1, 16), (2, 7), (3, 3)):
             assert client.post("/users", json_body={"name": f"N{n}", "email": f"n{n}@example.org"},
                                headers=keyed(f"new-{n}")).status_int == 201
-            assert kept(storage) == left
+            assert kept(app, storage) == left
         for n in (1, 2, 3):         # the kept ones answer as before
             again = client.post("/users", json_body={"name": f"N{n}", "email": f"n{n}@example.org"},
                                 headers=keyed(f"new-{n}"))

@@ -275,3 +275,21 @@ def test_a_write_to_a_missing_or_changed_record_naming_a_missing_one_is_404_or_4
     problem(client.patch(f"/tasks/{task}", json_body={"owner": 99}, content_type=patch,
                          headers={"If-Match": '"9-9"'}), 412)
     problem(client.patch(f"/tasks/{task}", json_body={"owner": 99}, content_type=patch), 422)
+
+
+def test_checked_names_each_read_it_passes_on_and_is_no_proxy(storage):
+    """``Checked`` (the tasks: they name records) passes each read of
+    ``RecordStore`` and ``ChangeFeed`` to its records by name, and has no
+    ``__getattr__``: what it is, a reader sees in its class."""
+    from usersvc.storage.checked import Checked
+    from usersvc.storage.feed import ChangeFeed
+    from usersvc.storage.protocol import RecordStore
+    tasks = storage["tasks"]
+    assert isinstance(tasks, Checked) and "__getattr__" not in vars(Checked)
+    for protocol in (RecordStore, ChangeFeed):
+        for name, member in vars(protocol).items():
+            if callable(member) and not name.startswith("_"):
+                assert name in vars(Checked), name
+        for name in protocol.__annotations__:
+            assert getattr(tasks, name) == getattr(tasks.records, name), name
+    assert isinstance(tasks, ChangeFeed)

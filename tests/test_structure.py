@@ -1,6 +1,7 @@
 """The package's shape, held: no module longer than a reader can take in at
-once (300 lines), and no import circle between modules (docs/architecture.md,
-"The layers": each arrow points one way).
+once (400 lines: a class whole in one module, never split across modules
+by inheritance to fit a count, issue 59), and no import circle between
+modules (docs/architecture.md, "The layers": each arrow points one way).
 
 Imports are read from the source (``ast``), wherever they stand in a module:
 an import inside a function is still an arrow when the function runs. Only
@@ -12,7 +13,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "usersvc"
-MAX_LINES = 300
+MAX_LINES = 400
 
 
 def modules() -> dict[str, Path]:
@@ -97,7 +98,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_module_is_longer_than_300_lines():
+def test_no_module_is_longer_than_400_lines():
     long = {name: n for name, path in modules().items()
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}

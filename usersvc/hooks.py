@@ -90,7 +90,11 @@ And as each collection is added (``App.add_collection``):
     time each operation). ``/healthz`` sees them unwrapped.
 ``app.write_hook``: ``write_hook(records) -> hook``: one, or ``None``: the
     hook a collection's POST and PATCH ask when the request carries
-    ``hook.header`` (``resources``, "A write hook"; idempotency keys).
+    ``hook.header`` (``resources``, "A write hook"; idempotency keys):
+    ``hook(req, fmt, make, respond)``, where ``make(req)`` reads and checks
+    the body and gives the write, ``write(records)``, which the hook makes
+    where it will (idempotency: on ``step[plural]`` of a step of the
+    store's, ``Storage.atomically``, keeping the answer in it).
 ``app.feed_hooks``: ``hook(changes) -> None``, each collection's change
     feed (``changes.Changes``) as it is made, before it is routed: a
     feature may add query parameters (``changes.parameters``), answer its

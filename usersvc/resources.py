@@ -10,13 +10,18 @@ bytes (a page for a person, in HTML: ``pages``).
 
 **A write hook.** A POST or a PATCH with the header a feature's hook asks
 for (``hook.header``, as the environ names it: ``Idempotency-Key``'s) is
-answered by the hook, ``hook(req, fmt, make, respond)``: ``make(req,
-**beside)`` makes the store's write (with what the store keeps beside it),
-``respond(record)`` its answer. Other requests never ask the hook.
+answered by the hook, ``hook(req, fmt, make, respond)``: ``make(req)``
+reads and checks the body (400, 415, 422) and gives the write,
+``write(records)``, which the hook makes on the collection's records as
+it has them (in an atomic step of its own: the idempotency feature keeps
+the answer there); ``respond(record)`` is its answer. Other requests
+never ask the hook, and their write is made on the resource's store.
 """
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from operator import methodcaller
 from typing import Any
 
 from .changes import FEED_RELATION, feed_url
@@ -110,11 +115,14 @@ class Collection(Resource):
         hook = self.write_hook
         if hook is not None and hook.header in req.environ:
             return hook(req, fmt, self._create, lambda record: self._created(req, fmt, record))
-        return self._created(req, fmt, self._create(req))
+        return self._created(req, fmt, self._create(req)(self.store))
 
-    def _create(self, req: Request, **beside: Any) -> Any:
-        return self.store.create(**self.schema.for_create(read_document(req, self.schema)),
-                                 **beside)
+    def _create(self, req: Request) -> Callable[[Any], Any]:
+        """The body, read and checked; then ``write(records)`` creates the
+        record in ``records`` (the store, or a write hook's step's): it is
+        ``records.create(**fields)`` (PERF: a ``methodcaller``, no frame of
+        its own: 700 instructions a POST)."""
+        return methodcaller("create", **self.schema.for_create(read_document(req, self.schema)))
 
     def _created(self, req: Request, fmt: Format, record: Any) -> Response:
         return answer(req, 201, self, record, fmt,
@@ -149,14 +157,14 @@ class Item(Resource):
         if req.query_string:        # (a write takes none: one is not passed over)
             _record_query(req, self.schema)
 
-        def patch(req: Request, **beside: Any) -> Any:
+        def patch(req: Request) -> Callable[[Any], Any]:
             fields = self.schema.for_patch(read_document(req, self.schema), id)
-            return self.store.update(id, precondition=_precondition(req, id, self.offers),
-                                     **fields, **beside)
+            precondition = _precondition(req, id, self.offers)
+            return methodcaller("update", id, precondition=precondition, **fields)
         hook = self.write_hook
         if hook is not None and hook.header in req.environ:
             return hook(req, fmt, patch, lambda record: answer(req, 200, self, record, fmt))
-        return answer(req, 200, self, patch(req), fmt)
+        return answer(req, 200, self, patch(req)(self.store), fmt)
 
     def on_delete(self, req: Request, fmt: Format, id: int) -> Response:
         if req.query_string:        # (a write takes none: one is not passed over)

@@ -13,7 +13,8 @@ and problem, with ``"request": <index>``. Otherwise it is a 200 with every
 request's status, ``Location`` and ``ETag``, and body, in order.
 
 With the idempotency feature, an ``Idempotency-Key`` keeps the whole
-answer with the step (a refused write's too), and replays it.
+answer with the step (a refused write's too), and replays it: the feature
+wraps the step (``Idempotency.once``), as it does a single write's.
 """
 from __future__ import annotations
 
@@ -126,9 +127,9 @@ class Batch:
             return answers
         try:
             if self.keys is not None and KEY_ENVIRON in req.environ:
-                return replayed(self.storage.atomically(plurals, run, self.keys.key(
+                return replayed(self.keys.once(self.keys.key(
                     req, fmt, self._answer, lambda error: self.app.problem_response(
-                        req, _of_request(error, at[0])))))
+                        req, _of_request(error, at[0]))), tuple(plurals), run))
             return self._answer(self.storage.atomically(plurals, run))
         except (Problem, *DOMAIN_ERRORS) as error:
             raise _of_request(error, at[0]) from None

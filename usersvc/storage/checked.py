@@ -14,18 +14,24 @@ write. Inside a batch, the step is the batch's and its earlier writes count.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import builtins
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from ..kinds.dates import now
+from .feed import Change
 from .protocol import NotCurrent, NotFound, Precondition, StaleVersion
 from .references import Dangling, References, Referred, references
+
+T = TypeVar("T")
 
 
 class Checked:
     """One collection's ``records``, each write checked and stamped, in an
     atomic step of ``storage`` where it must look at other records (or in
-    the ``step`` already running); reads go straight to ``records``."""
+    the ``step`` already running); reads go straight to ``records``, each
+    named (what ``RecordStore`` and ``feed.ChangeFeed`` name, and what the
+    app asks of a store besides), so a reader sees all a ``Checked`` is."""
 
     def __init__(self, records: Any, refs: References | None, storage: Any,
                  step: Step | None = None) -> None:
@@ -36,27 +42,24 @@ class Checked:
         self.stamps = schema.read_only
         self.own = (schema.plural,)     # the step holds what it checks too (``Collections.locked``)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.records, name)
-
-    def create(self, *, key: Any = None, **fields: Any) -> Any:
+    def create(self, **fields: Any) -> Any:
         if self.stamps:
             if not self.stamps.isdisjoint(fields):
                 raise TypeError(f"created and updated are set by the store ({self.schema.plural})")
             fields["created"] = fields["updated"] = now()
         if not self._names_a_record(fields):
-            return self.records.create(key=key, **fields)
+            return self.records.create(**fields)
 
         def run(step: Step) -> Any:
             self._check_targets(step, fields)
             return step.raw(self.schema.plural).create(**fields)
-        return self._step(run, key, nothing_to_undo=True)
+        return self._step(run, nothing_to_undo=True)
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
-               key: Any = None, **fields: Any) -> Any:
+               **fields: Any) -> Any:
         sent = {f: fields.pop(f) for f in self.stamps if f in fields}
         if not self.stamps and not self._names_a_record(fields):
-            return self.records.update(record_id, precondition=precondition, key=key, **fields)
+            return self.records.update(record_id, precondition=precondition, **fields)
 
         def run(step: Step) -> Any:
             # The record first, then its version: a 404 or 412 comes before
@@ -72,7 +75,7 @@ class Checked:
                 fields["updated"] = max(now(), current.updated)    # (a clock set back)
             self._check_targets(step, fields)
             return records.update(record_id, precondition=precondition, **fields)
-        return self._step(run, key, nothing_to_undo=True)
+        return self._step(run, nothing_to_undo=True)
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
         if not self.referrers:
@@ -85,16 +88,61 @@ class Checked:
             for referrer, field in self.referrers:
                 if step.raw(referrer.plural).count(**{field: record_id}):
                     raise Referred(self.schema, record_id, referrer, field)
-        return self._step(run, None)
+        return self._step(run)
+
+    # -- reads, the feed, and what the app asks: the records' own, each
+    # named (``RecordStore``, ``feed.ChangeFeed``), as they are -----------
+
+    def get(self, record_id: int) -> Any:
+        return self.records.get(record_id)
+
+    def list(self, **arguments: Any) -> builtins.list[Any]:
+        return self.records.list(**arguments)
+
+    def count(self, **filters: Any) -> int:
+        return self.records.count(**filters)
+
+    def last_id(self) -> int:
+        return self.records.last_id()
+
+    def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
+        return self.records.restore(records, last_id=last_id)
+
+    @property
+    def history(self) -> str:
+        return self.records.history
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
+        return self.records.changes(after=after, limit=limit)
+
+    def entry(self, record_id: int) -> Change | None:
+        return self.records.entry(record_id)
+
+    def position(self) -> int:
+        return self.records.position()
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
+        return self.records.position_and_list(**arguments)
+
+    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
+        return self.records.restore_changes(changes, last_id=last_id)
+
+    def announce_commits(self, listener: Any) -> Any:      # (served alone: ``CommitsAnnounced``)
+        return self.records.announce_commits(listener)
+
+    @property
+    def writes_failing(self) -> str | None:
+        """The records' (``None`` where they keep no such word: memory)."""
+        return getattr(self.records, "writes_failing", None)
 
     def _names_a_record(self, fields: dict[str, Any]) -> bool:
         """Whether a write gives a reference a value (a record to look for)."""
         return bool(self.targets) and any(fields.get(f) is not None for f, _ in self.targets)
 
-    def _step(self, run: Any, key: Any, nothing_to_undo: bool = False) -> Any:
-        if self.step is not None:       # a batch's: its key is the batch's
+    def _step(self, run: Any, nothing_to_undo: bool = False) -> Any:
+        if self.step is not None:       # the step running (a batch's, or one a feature wraps)
             return run(self.step)
-        return self.storage.atomically(self.own, run, key=key, nothing_to_undo=nothing_to_undo)
+        return self.storage.atomically(self.own, run, nothing_to_undo=nothing_to_undo)
 
     def _check_targets(self, step: Step, fields: dict[str, Any]) -> None:
         for field, target in self.targets:
@@ -110,14 +158,26 @@ class Step:
     """A store inside one of its atomic steps, as ``run`` sees it:
     ``step[plural]``, a collection as served, checked in this step;
     ``step.raw(plural)``, as it is: on memory (no ``db``) the store's own
-    records, whose locks the step holds; on SQL, bound to the step's
-    transaction (``db``), which the store commits, or undoes if ``run`` raises."""
+    records, whose locks the step holds (``locked``: the collections'); on
+    SQL, bound to the step's transaction (``db``), which the store commits,
+    or undoes if ``run`` raises. What wraps a step reads ``db`` and runs
+    its part in ``attempt`` (as a feature that keeps a write's answer in
+    its step does: ``protocol.Atomic``)."""
 
-    def __init__(self, storage: Any, db: Any = None) -> None:
-        self.storage, self.db = storage, db
+    __slots__ = ("storage", "db", "locked", "nothing_to_undo")   # (PERF: one made a step)
+
+    def __init__(self, storage: Any, db: Any = None, locked: tuple[str, ...] = (),
+                 nothing_to_undo: bool = False) -> None:
+        self.storage, self.db, self.locked = storage, db, locked
+        #: Whether a part of it (``attempt``) has nothing to undo of its own:
+        #: in a step told so (``Storage.atomically``), where a refused write
+        #: leaves the step as it was (SQLite, memory; never on PostgreSQL).
+        self.nothing_to_undo = nothing_to_undo
 
     def __getitem__(self, plural: str) -> Any:
-        records = self.raw(plural)
+        records = self.storage.collections[plural]     # ``raw``'s (PERF: without a call)
+        if self.db is not None:
+            records = records.bound(self.db)
         if plural not in self.storage.checked:
             return records
         return Checked(records, self.storage.references.get(plural), self.storage, step=self)
@@ -125,6 +185,18 @@ class Step:
     def raw(self, plural: str) -> Any:
         records = self.storage.collections[plural]
         return records if self.db is None else records.bound(self.db)
+
+    def attempt(self, part: Callable[..., T], *args: Any) -> T:
+        """``part(*args)``, whose writes in this step are undone if it
+        raises (the error goes on), the rest of the step going on: a
+        savepoint on SQL; on memory, what it changed put back. In a step
+        with ``nothing_to_undo`` (its one write is ``part``'s, which fails
+        whole), none where a refused write leaves the step as it was
+        (SQLite, memory); PostgreSQL makes one anyway, as a refused
+        statement ends its transaction."""
+        if self.nothing_to_undo:    # (its one write fails whole: PERF, no call)
+            return part(*args)
+        return self.storage.attempt(self, part, args)
 
 
 class Collections:
@@ -150,7 +222,7 @@ class Collections:
 
     def locked(self, plurals: Iterable[str]) -> tuple[str, ...]:
         """The collections a step that writes to ``plurals`` holds, by plural
-        (after an idempotency key's lock), on every store: those it writes
+        on every store: those it writes
         and those their references make it read (named, or naming them). A
         step reads no other: no two steps ever wait for each other
         (docs/architecture.md, "One lock order")."""

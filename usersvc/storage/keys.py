@@ -1,17 +1,26 @@
 """Idempotency keys: a write's answer kept with the write, for its retries
-(the HTTP side is ``usersvc.features.idempotency``).
+(the HTTP side is ``usersvc.features.idempotency``, which alone imports
+this module: the stores know nothing of keys).
 
-The store keeps, per ``(owner, key)``, the request's fingerprint and its
-``Answer`` in the same transaction as the write, so a crash keeps both or
-neither: memory, under one lock held around the write; SQLite, in the
-writer's transaction; PostgreSQL, in a transaction that first takes the
-key's row (``claimed``), so a retry that comes meanwhile waits for the
-commit. An answer given without a change (``Conflict``, ``StaleVersion``,
-``NotFound``) is kept too; an unavailable store keeps nothing. Expired
-keys are purged in small steps, at most every ``PURGE_EVERY`` seconds a
-process while the steps find little: the memory store its oldest,
-``PURGE_BATCH`` a step; a SQL store sweeps its table in key order, ``SWEEP``
-keys a step (one index, the key's: a second would cost each keyed write).
+The feature wraps the write's atomic step (``Storage.atomically``): the
+answer is looked for, the write made, and the answer kept, per ``(owner,
+key)`` with the request's fingerprint, in that one step, so a crash keeps
+both or neither. How depends on the store (the feature's ``keeping``,
+from its ``dialect``, ``protocol.Transactional``): memory, a dict of the feature's
+own under one lock held around the step (``MemoryKeys``: memory keeps
+nothing past the process, nor do its keys); SQLite, the layout's table
+``usersvc_keys``, read then written in the step's transaction (its writer
+makes one step at a time); PostgreSQL, the same table, the key's row taken
+first in the step (``claimed``), so a retry that comes meanwhile waits for
+the commit, the write in a savepoint (``Step.attempt``: a refused
+statement ends a transaction there), then the row filled. An answer given
+without a change (``Conflict``, ``StaleVersion``, ``NotFound``) is kept
+too, the step's writes undone; an unavailable store keeps nothing.
+Expired keys are purged in small steps, at most every ``PURGE_EVERY``
+seconds a process while the steps find little: the memory store its
+oldest, ``PURGE_BATCH`` a step; a SQL store sweeps its table in key order,
+``SWEEP`` keys a step of its own (one index, the key's: a second would
+cost each keyed write).
 """
 from __future__ import annotations
 
@@ -19,7 +28,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from functools import partial
+from typing import Any, NamedTuple
 
 from .protocol import Conflict, Contradiction, NotFound, StaleVersion, StoreError
 
@@ -34,6 +44,7 @@ PURGE_BATCH = 100
 SWEEP = 1000
 PURGE_EVERY = 60.0
 
+Run = Callable[[Any], Any]    # ``run(step)``: a key's step's writes (``Storage.atomically``)
 
 class Answer(NamedTuple):
     """What a write answered: status, headers, body and ``Vary``, replayed
@@ -57,11 +68,11 @@ class Key(NamedTuple):
     expires: float
     answer: Callable[[Any, StoreError | None], Answer]
 
-    def outcome(self, write: Callable[[], Any]) -> Answer:
-        """The answer to ``write()``: its record's, or that of the error it
-        raised having changed nothing."""
+    def outcome(self, write: Callable[..., Any], *args: Any) -> Answer:
+        """The answer to ``write(*args)``: its record's, or that of the
+        error it raised having changed nothing."""
         try:
-            record = write()
+            record = write(*args)
         except KEPT_ERRORS as error:
             return self.answer(None, error)
         return self.answer(record, None)
@@ -71,15 +82,6 @@ class Key(NamedTuple):
         if fingerprint != self.fingerprint:
             raise KeyReused(self.value)
         return answer
-
-
-@runtime_checkable
-class KeepsKeys(Protocol):
-    """A store's capability: its ``create`` and ``update`` take ``key``
-    (``RecordStore``'s docstrings), keeping the answer with the write.
-    Every store here has it; an embedder's own may not."""
-
-    keeps_keys: bool
 
 
 class KeyReused(Contradiction):
@@ -115,16 +117,26 @@ class Purges:
 
 
 class MemoryKeys:
-    """The memory store's keys: a dict in the order they were kept (and
-    so, as every key lives as long, in the order they expire)."""
+    """The memory store's keys, the feature's own: a dict in the order they
+    were kept (and so, as every key lives as long, in the order they
+    expire), under one lock held around a keyed step (before the step's
+    own locks: docs/architecture.md, "One lock order")."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()    # held around a keyed write, store-wide
+        self.lock = threading.Lock()
         self._kept: dict[tuple[str, str], tuple[str, float, Answer]] = {}
         self.purges = Purges()
 
-    def once(self, key: Key, write: Callable[[], Any]) -> Answer:
-        """``write()``'s answer, kept; or the answer kept for ``key``."""
+    def once(self, storage: Any, plurals: tuple[str, ...], key: Key, run: Run,
+             nothing_to_undo: bool) -> Answer:
+        """The answer to ``run``, in an atomic step of ``storage`` (``run``'s
+        own, undone if it raises), kept; or the answer kept for ``key``."""
+        return self.kept(key, lambda: storage.atomically(
+            plurals, run, nothing_to_undo=nothing_to_undo))
+
+    def kept(self, key: Key, write: Callable[[], Any]) -> Answer:
+        """The answer to ``write()`` (a step, or a write that is one: the
+        step is under the lock), kept; or the answer kept for ``key``."""
         where = (key.owner, key.value)
         with self.lock:
             if self.purges.due():
@@ -155,14 +167,17 @@ class MemoryKeys:
 
 class SQLKeys:
     """The keys of a SQL store: the table ``usersvc_keys`` (made by the
-    layout's migrations), read and written inside the write's transaction."""
+    layout's migrations), read and written inside the step's transaction.
+    ``claims``: where steps run at once (PostgreSQL), the key's row is
+    taken before the write, not read (``claimed``)."""
 
-    def __init__(self, mark: str) -> None:
+    def __init__(self, mark: str, claims: bool = False) -> None:
+        self.claims = claims
         m = mark
         self.select = (f"SELECT fingerprint, status, headers, body, vary FROM usersvc_keys "
                        f"WHERE owner = {m} AND key = {m} AND expires > {m}")
-        # Where a refused statement ends the transaction (PostgreSQL): the
-        # key's row taken first (a live one is left alone), then filled in.
+        # Where steps run at once (PostgreSQL): the key's row taken first (a
+        # live one is left alone, a retry meanwhile waiting on it), then filled in.
         self.claim = (f"INSERT INTO usersvc_keys (owner, key, fingerprint, expires, status, "
                       f"headers, body, vary) VALUES ({m}, {m}, {m}, {m}, 0, '', {m}, '') "
                       "ON CONFLICT (owner, key) DO UPDATE SET fingerprint = excluded.fingerprint, "
@@ -186,18 +201,48 @@ class SQLKeys:
                             f"AND expires <= {m}")
         self.purges = Purges()
 
-    def once(self, db: Any, key: Key, write: Callable[[], Any]) -> Answer:
-        """In ``db``'s transaction: the answer kept for ``key``, or
-        ``write()``'s, kept."""
-        row = db.execute(self.select, (key.owner, key.value, time.time())).fetchone()
-        if row is not None:
-            fingerprint, status, headers, body, vary = row
-            return key.replay(fingerprint, Answer(status, _headers(headers), bytes(body), vary))
-        answer = key.outcome(write)
-        db.execute(self.keep, (key.owner, key.value, key.fingerprint, key.expires,
-                               answer.status, _encode_headers(answer.headers), answer.body,
-                               answer.vary))
+    def once(self, storage: Any, plurals: tuple[str, ...], key: Key, run: Run,
+             nothing_to_undo: bool) -> Answer:
+        """The answer to ``run``, in an atomic step of ``storage`` (``run``'s
+        writes undone if it raises: ``Step.attempt``), kept in that step; or
+        the answer kept for ``key``. Then a step of the sweep, if one is due."""
+        # ``nothing_to_undo`` holds for the step as for ``run``: a refused write
+        # of run's is undone (itself, or to the attempt's savepoint) before the
+        # answer's row is written; should that fail, SQLite's writer fails its
+        # group, PostgreSQL's transaction ends. (PERF: a partial: a frame less.)
+        answer = storage.atomically(plurals, partial(
+            self.claimed_in if self.claims else self.read_or_keep, key, run),
+            nothing_to_undo=nothing_to_undo)
+        if self.purges.due():
+            self.sweep(storage)
         return answer
+
+    def read_or_keep(self, key: Key, run: Run, step: Any) -> Answer:
+        """In ``step``'s transaction: the answer kept for ``key``, or
+        ``run(step)``'s, as a part of the step (``Step.attempt``), kept."""
+        db = step.db
+        owner, value, fingerprint, expires, _ = key
+        row = db.execute(self.select, (owner, value, time.time())).fetchone()
+        if row is not None:
+            kept, status, headers, body, vary = row
+            return key.replay(kept, Answer(status, _headers(headers), bytes(body), vary))
+        # (PERF: in a step with nothing to undo, ``run`` as ``Step.attempt``
+        # would run it, without its call: 1,200 instructions a keyed write.)
+        answer = (key.outcome(run, step) if step.nothing_to_undo
+                  else key.outcome(step.attempt, run, step))
+        status, headers, body, vary = answer
+        db.execute(self.keep, (owner, value, fingerprint, expires, status,
+                               _encode_headers(headers), body, vary))
+        return answer
+
+    def claimed_in(self, key: Key, run: Run, step: Any) -> Answer:
+        """In ``step``'s transaction, where steps run at once: the key's row
+        claimed (``claimed``), then ``run(step)``'s answer, as a part of
+        the step (``Step.attempt``: on PostgreSQL, a savepoint), filled in;
+        or the answer kept for ``key``."""
+        kept = self.claimed(step.db, key)
+        return kept if kept is not None else self.filled(
+            step.db, key, key.outcome(step.attempt, run, step))
 
     def claimed(self, db: Any, key: Key) -> Answer | None:
         """In ``db``'s transaction, for a database where a refused statement
@@ -217,14 +262,12 @@ class SQLKeys:
                                answer.vary, key.owner, key.value))
         return answer
 
-    def sweep(self, commit: Callable[[Callable[[Any], Any]], Any]) -> None:
+    def sweep(self, storage: Any) -> None:
         """A step of the expired keys' sweep, after a keyed write, when one
-        is due (``commit``: the store's): its failure is not the write's
-        (the next step tries again)."""
-        if not self.purges.due():
-            return
+        is due (``purges``): a step of its own (``purged``), whose failure
+        is not the write's (the next step tries again)."""
         try:
-            commit(self.purged)
+            storage.atomically((), lambda step: self.purged(step.db), nothing_to_undo=True)
         except Exception:
             log.warning("could not purge expired idempotency keys (the next sweep will)",
                         exc_info=True)
@@ -246,8 +289,10 @@ class SQLKeys:
 
 
 def _encode_headers(headers: tuple[tuple[str, str], ...]) -> str:
-    # Header names and values hold no line breaks (RFC 9110 §5.5): one a line.
-    return "\n".join(f"{name}: {value}" for name, value in headers)
+    # Header names and values hold no line breaks (RFC 9110 §5.5): one a
+    # line, "name: value" (PERF: joined by map, no generator: 800
+    # instructions a keyed write).
+    return "\n".join(map(": ".join, headers))
 
 
 def _headers(text: str) -> tuple[tuple[str, str], ...]:

@@ -18,8 +18,8 @@ Errors::
      +-- Conflict          a unique field is taken       (HTTP 409)
           +-- Referred     a record that refs name, deleted (``references``)
      +-- StaleVersion      a precondition does not hold  (HTTP 412)
-     +-- Contradiction     the call contradicts what the store keeps (HTTP 422)
-          +-- KeyReused    an idempotency key, another request (``keys``)
+     +-- Contradiction     the call contradicts what the store keeps (HTTP 422;
+          |                a feature may raise its own)
           +-- NotCurrent   a timestamp sent that is not the record's (``checked``)
           +-- Dangling     a ref that names no record (``references``)
      +-- StoreUnavailable  busy or down; try again later (HTTP 503)
@@ -83,7 +83,8 @@ class StaleVersion(StoreError):
 
 
 class Contradiction(StoreError):
-    """The call contradicts what the store keeps (``keys.KeyReused``)."""
+    """The call contradicts what the store keeps (a feature may raise its
+    own: ``Problem.from_error`` answers any with a 422)."""
 
 
 class NotCurrent(Contradiction):
@@ -182,19 +183,15 @@ class RecordStore(Protocol):
     def count(self, *, q: str | None = None, where: Sequence[Any] = (), **filters: Any) -> int:
         """How many records the filters of ``list`` keep, on all pages."""
 
-    def create(self, *, key: Any = None, **fields: Any) -> Any:
+    def create(self, **fields: Any) -> Any:
         """A new record with a fresh id and version 1 (an optional field not
-        given is absent); raises ``Conflict``. With ``key`` (``keys.Key``),
-        the answer instead, kept with the key in the write's atomic step
-        (``keys.KeepsKeys``); for a key kept before, its answer, nothing
-        written (``keys.KeyReused`` if the request differs)."""
+        given is absent); raises ``Conflict``."""
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
-               key: Any = None, **fields: Any) -> Any:
+               **fields: Any) -> Any:
         """Change the given fields (``None``: remove an optional one) and the
         version, atomically with the precondition check; raises
-        ``NotFound``, ``StaleVersion``, ``Conflict``. ``key``: as for
-        ``create``, the answer (those three errors' too), kept."""
+        ``NotFound``, ``StaleVersion``, ``Conflict``."""
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
         """Remove the record, atomically with the precondition check; raises
@@ -216,21 +213,35 @@ class Atomic(Protocol):
     made together or not at all (``POST /batch``). Every store here has it;
     an embedder's own may not."""
 
-    def atomically(self, plurals: Sequence[str], run: Any, key: Any = None, *,
+    def atomically(self, plurals: Sequence[str], run: Any, *,
                    nothing_to_undo: bool = False) -> Any:
         """``run(step)``, where ``step[plural]`` is each collection
         ``plurals`` names, writing in one atomic step of the store (one
         transaction; memory: their locks held): ``run``'s result, once
         committed. If ``run`` raises, none of its writes is kept and the
-        error goes on. With ``key`` (an idempotency key, ``keys.Key``): the
-        answer instead, kept with the step (a refused write's too, the
-        step's writes undone: ``Key.outcome``); for a key kept before, its
-        answer, nothing run. ``nothing_to_undo``: the caller's promise that
+        error goes on. ``nothing_to_undo``: the caller's promise that
         ``run`` reads, then makes one write at most, which fails whole or
         not at all; so the store keeps nothing to undo it with (memory: no
-        copy of what it changes; SQLite: no savepoint). ``step.raw(plural)``
-        is a collection as it is, its writes not checked
-        (``checked.Step``)."""
+        copy of what it changes; SQLite: no savepoint). What ``run`` may
+        ask of its step besides (``checked.Step``): ``step.raw(plural)``, a
+        collection as it is, its writes not checked; ``step.attempt(part)``,
+        ``part()`` whose writes are undone if it raises while the step goes
+        on; ``step.db``, the step's transaction (``Transactional``). What
+        wraps a step (a feature that keeps a write's answer in its step)
+        asks the step so: no method of a store takes a feature's argument."""
+
+
+@runtime_checkable
+class Transactional(Protocol):
+    """A store's capability, for what wraps its atomic steps (``Atomic``):
+    what a step's ``step.db`` is. ``dialect``: the SQL its transaction's
+    connection speaks (``sql.dialects``: ``SQLITE``, ``POSTGRES``), over
+    the store's layout (``sql.history``'s tables); ``None``: a step has no
+    ``db``, its collections are the store's own, in this process, and last
+    as long as it does (memory). Every store here has it; an embedder's
+    own may not."""
+
+    dialect: Any
 
 
 @runtime_checkable

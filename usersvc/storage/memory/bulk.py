@@ -176,18 +176,24 @@ class MemoryBulk(Restores):
     @contextmanager
     def undoing(self) -> Iterator[None]:
         """The collection's lock, held around a batch's writes (which take it
-        again), and every change they made undone if the batch raises."""
+        again), and every change they made undone if the batch raises.
+        Inside another's (a step's ``attempt``), what it kept is the outer
+        one's to undo too."""
         with self._lock:
+            outer = self._undo
             self._undo = undo = Undo(self._last)
             try:
                 yield
             except BaseException:
-                self._undo = None
+                self._undo = outer
                 self._put_back(undo)
                 self._last = undo.last  # (its ids and positions are not handed out again)
                 raise
             finally:
-                self._undo = None
+                self._undo = outer
+            if outer is not None:       # as each was before the outer one began
+                for record_id, was in undo.was.items():
+                    outer.was.setdefault(record_id, was)
         self.commits.announce(self.schema.plural)
 
     def _put_back(self, undo: Undo) -> None:

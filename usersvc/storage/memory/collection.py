@@ -16,7 +16,6 @@ from ...fields import search_terms
 from ...validation import Schema
 from ..protocol import Conflict, NotFound, Precondition, StaleVersion
 from ..shared import Listeners, checked_id
-from ..keys import Key, MemoryKeys
 from ..feed import new_history
 from .bulk import MemoryBulk
 from .walks import ABSENT, Sorted, or_absent
@@ -192,12 +191,8 @@ class MemoryRecords(MemoryBulk):
     """One collection's records, under one lock (what it does with many
     records at once: ``MemoryBulk``)."""
 
-    keeps_keys = True
-
-    def __init__(self, schema: Schema, keys: MemoryKeys | None = None,
-                 commits: Listeners | None = None) -> None:
+    def __init__(self, schema: Schema, commits: Listeners | None = None) -> None:
         self.schema, self.commits = schema, commits or Listeners()  # the store's, shared
-        self._keys = MemoryKeys() if keys is None else keys     # the store's, shared
         self._lock = threading.RLock()      # re-entered by a batch's writes (``undoing``)
         self._undo: Any = None                # a batch's ``bulk.Undo``, while it runs
         self._records: dict[int, Any] = {}
@@ -218,9 +213,7 @@ class MemoryRecords(MemoryBulk):
 
     # -- writes -----------------------------------------------------------
 
-    def create(self, *, key: Key | None = None, **fields: Any) -> Any:
-        if key is not None:
-            return self._keys.once(key, lambda: self.create(**fields))
+    def create(self, **fields: Any) -> Any:
         record = [None, *map(fields.pop, self._names, itertools.repeat(None)), 1]
         if fields:
             raise TypeError(f"not fields of {self.schema.a_name}: {', '.join(fields)}")
@@ -234,10 +227,7 @@ class MemoryRecords(MemoryBulk):
         return record
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
-               key: Key | None = None, **fields: Any) -> Any:
-        if key is not None:
-            return self._keys.once(key, lambda: self.update(
-                record_id, precondition=precondition, **fields))
+               **fields: Any) -> Any:
         with self._lock:
             old = self._checked(record_id, precondition)
             new = [record_id, *map(fields.pop, self._names, old[1:-1]), old.version + 1]

@@ -8,7 +8,6 @@ from typing import Any, TypeVar
 
 from ...validation import Schema
 from ..checked import Collections, Step
-from ..keys import Key, MemoryKeys
 from ..shared import Listeners
 from .collection import MemoryRecords
 
@@ -16,25 +15,23 @@ T = TypeVar("T")
 
 
 class MemoryStorage(Collections):
+    #: A step has no ``db``: its collections are these, in this process
+    #: (``protocol.Transactional``).
+    dialect = None
+
     def __init__(self, schemas: Iterable[Schema] | None) -> None:
         if schemas is None:
             raise ValueError("memory:// holds nothing yet: name its collections")
         self.schemas = tuple(schemas)
-        self.keys = MemoryKeys()
         self.commits = Listeners()          # told of every collection's writes
-        self.collections = {s.plural: MemoryRecords(s, self.keys, self.commits)
-                            for s in self.schemas}
+        self.collections = {s.plural: MemoryRecords(s, self.commits) for s in self.schemas}
         self.held: dict[tuple[str, ...], list[Any]] = {}    # collections -> their locks, in order
         self.serve()
 
-    def atomically(self, plurals: Iterable[str], run: Callable[[Step], T],
-                   key: Key | None = None, *, nothing_to_undo: bool = False) -> Any:
-        """``Storage.atomically``: the idempotency keys' lock (with a key), then
-        the collections' (``Collections.locked``), held while ``run`` writes;
-        every change undone if it raises."""
-        if key is not None:
-            return self.keys.once(key, lambda: self.atomically(
-                plurals, run, nothing_to_undo=nothing_to_undo))
+    def atomically(self, plurals: Iterable[str], run: Callable[[Step], T], *,
+                   nothing_to_undo: bool = False) -> Any:
+        """``Storage.atomically``: the collections' locks (``Collections.locked``),
+        held while ``run`` writes; every change undone if it raises."""
         locked = self.locked(plurals)
         if nothing_to_undo:     # (PERF: the locks alone, no undo kept)
             locks = self.held.get(locked)
@@ -43,14 +40,24 @@ class MemoryStorage(Collections):
             for lock in locks:
                 lock.acquire()
             try:
-                return run(Step(self))
+                return run(Step(self, None, locked, True))
             finally:
                 for lock in reversed(locks):
                     lock.release()
         with ExitStack() as held:
             for plural in locked:
                 held.enter_context(self.collections[plural].undoing())
-            return run(Step(self))
+            return run(Step(self, None, locked))
+
+    def attempt(self, step: Step, part: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """``Step.attempt``: ``part(*args)``, what it changed in the step's
+        collections put back if it raises (``MemoryBulk.undoing``, inside
+        the step's own). (In a step with nothing to undo, ``Step`` runs it
+        as it is: a write that is refused has changed nothing.)"""
+        with ExitStack() as held:
+            for plural in step.locked:
+                held.enter_context(self.collections[plural].undoing())
+            return part(*args)
 
     def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
         """``protocol.CommitsAnnounced``: each write told as it is made (no

@@ -13,7 +13,6 @@ any number of processes (the ``postgres`` extra: psycopg 3, psycopg_pool).
 - Lost connections, a server down or no free connection within
   ``timeout`` are ``StoreUnavailable`` (503); a full disk, an I/O error or
   a standby is ``WritesFailing`` (503), said once (``WriteHealth``).
-- A keyed write is a transaction of its own (``keys``).
 
 The URL is libpq's plus ``pool_size`` (default 8), taken out before libpq
 sees it: the most connections this process opens, at least its threads.
@@ -32,10 +31,9 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...validation import Schema
-from ..protocol import Conflict, NotFound, StaleVersion, StoreUnavailable
+from ..protocol import StoreUnavailable
 from ..shared import Listeners, WriteHealth
 from ..checked import Collections, Step
-from ..keys import Answer, Key, SQLKeys
 from ..references import references
 from ..sql.bulk import LIST_DEFAULTS
 from ..sql.collection import SQLRecords, Table
@@ -87,6 +85,7 @@ class PoolUse(NamedTuple):
 
 class PostgresStorage(Collections):
     unique_violation = psycopg.errors.UniqueViolation
+    dialect = POSTGRES      # what a step's ``db`` speaks (``protocol.Transactional``)
 
     def __init__(self, url: str, schemas: Iterable[Schema] | None, *,
                  pool_size: int | None = None, timeout: float = 10.0) -> None:
@@ -133,7 +132,6 @@ class PostgresStorage(Collections):
             self._pool.close()
             raise
         self.schemas = tuple(t.schema for t in tables)
-        self.keys = SQLKeys("%s")
         self.commits = Listeners()          # told of every commit (``announce_commits``)
         self.collections = {t.name: PostgresRecords(self, t) for t in tables}
         self.serve()
@@ -192,53 +190,32 @@ class PostgresStorage(Collections):
         with self.connection(writing=True) as db, db.transaction():
             yield db
 
-    def commit_once(self, key: Key, op: Callable[[psycopg.Connection[Any]], Any]) -> Answer:
-        """``op``'s answer, kept with ``key`` in its transaction; or the one
-        kept before. The key's row is taken first: a retry that comes
-        meanwhile waits on it until the commit. A write the unique index
-        refuses (a 409) ends that transaction, and its answer is kept in
-        one of its own."""
-        try:
-            with self.transaction() as db:
-                kept = self.keys.claimed(db, key)
-                if kept is not None:
-                    return kept
-                try:
-                    answer = key.answer(op(db), None)
-                except (NotFound, StaleVersion) as refused:     # read, not refused by SQL
-                    answer = key.answer(None, refused)
-                return self.keys.filled(db, key, answer)
-        except Conflict as refused:
-            with self.transaction() as db:
-                kept = self.keys.claimed(db, key)      # or taken since
-                return kept if kept is not None else self.keys.filled(
-                    db, key, key.answer(None, refused))
-
-    def atomically(self, plurals: Iterable[str], run: Callable[[Step], T],
-                   key: Key | None = None, *, nothing_to_undo: bool = False) -> Any:
-        """``Storage.atomically``: one transaction. The key's row is taken
-        first, then the feeds' locks of the collections it writes and of
-        those their references make it read, in the one order
-        (``Collections.locked``; each write would take its own: ``ddl``),
-        so that no two steps wait for each other, and no reference is
-        checked against a collection another step is changing; with a key, ``run`` is a savepoint of its own,
-        so that a refused write's answer is kept in the same transaction."""
+    def atomically(self, plurals: Iterable[str], run: Callable[[Step], T], *,
+                   nothing_to_undo: bool = False) -> Any:
+        """``Storage.atomically``: one transaction, undone whole if ``run``
+        raises (``nothing_to_undo`` changes nothing). The feeds' locks of
+        the collections it writes and of those their references make it
+        read are taken first, in the one order (``Collections.locked``;
+        each write would take its own: ``ddl``), so that no two steps wait
+        for each other, and no reference is checked against a collection
+        another step is changing."""
         with self.transaction() as db:
-            kept = None if key is None else self.keys.claimed(db, key)
-            if kept is not None:
-                return kept
             for plural in self.locked(plurals):
                 db.execute("SELECT pg_advisory_xact_lock(%s::regclass::oid::bigint)",
                            (self.collections[plural].table.changes_table,))
-            step = Step(self, db)
-
-            def attempt() -> T:
-                with db.transaction():
-                    return run(step)
-            result = run(step) if key is None else self.keys.filled(db, key, key.outcome(attempt))
+            result = run(Step(self, db))     # (its attempts: always a savepoint)
         for plural in plurals:
             self.commits.announce(plural)
         return result
+
+    @staticmethod
+    def attempt(step: Step, part: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """``Step.attempt``: ``part(*args)`` in a savepoint, undone if it raises,
+        even in a step with nothing to undo: a statement PostgreSQL refuses (a
+        unique value taken) ends the transaction, and only undoing to a
+        savepoint lets the step go on."""
+        with step.db.transaction():
+            return part(*args)
 
     @staticmethod
     def violated(error: psycopg.errors.UniqueViolation) -> str:

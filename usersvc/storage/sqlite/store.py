@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 from ...validation import Schema
 from ..shared import Listeners, WriteHealth
 from ..checked import Collections, Step
-from ..keys import Answer, Key, SQLKeys
 from ..references import references
 from ..sql.collection import Table
 from ..sql.dialects import SQLITE
@@ -38,6 +37,7 @@ log = logging.getLogger("usersvc.storage")
 
 class SQLiteStorage(Collections):
     unique_violation = sqlite3.IntegrityError
+    dialect = SQLITE        # what a step's ``db`` speaks (``protocol.Transactional``)
 
     def __init__(self, path: str, schemas: Iterable[Schema] | None, *,
                  busy_timeout: float = 10.0, synchronous: str = "full") -> None:
@@ -67,8 +67,8 @@ class SQLiteStorage(Collections):
         self._polling = threading.Lock()
         self._closing = False               # (no poller made once closing)
         self.connections.forked.append(self._look)
+        self._last_step: Step | None = None   # (``_step_on``)
         self.serve()
-        self.keys = SQLKeys("?")
         # PERF: a read and a write go straight to what makes them: this
         # thread's connection, and the writer (a private database: none).
         self.read = self.connections.read
@@ -108,29 +108,23 @@ class SQLiteStorage(Collections):
         with self.transaction() as db:
             return op(db)
 
-    def commit_once(self, key: Key, op: Callable[[Connection], Any]) -> Answer:
-        """``op``'s answer, kept with ``key`` in its transaction; or the one kept before."""
-        return self.commit(lambda db: self.keys.once(db, key, lambda: op(db)))
-
-    def atomically(self, plurals: Iterable[str], run: Callable[[Step], T],
-                   key: Key | None = None, *, nothing_to_undo: bool = False) -> Any:
+    def atomically(self, plurals: Iterable[str], run: Callable[[Step], T], *,
+                   nothing_to_undo: bool = False) -> Any:
         """``Storage.atomically``: one write of the writer, inside a savepoint
         that is undone if ``run`` raises (the rest of its group goes on);
-        ``nothing_to_undo`` needs none (its one statement undoes itself)."""
+        ``nothing_to_undo`` needs none (its one statement undoes itself):
+        its error is handed back by the writer, which checks that it
+        changed nothing (or fails the group: ``Writer._commit``)."""
+        if nothing_to_undo:     # (PERF: its own path, no error handed back by the step)
+            result = self.commit(lambda db: run(self._step_on(db)))
+            for plural in plurals:
+                self.commits.announce(plural)
+            return result
+
         def step(db: Connection) -> tuple[Any, Exception | None]:
-            def attempt() -> T:
-                if nothing_to_undo:
-                    return run(Step(self, db))
-                db.execute("SAVEPOINT batch")
-                try:
-                    result = run(Step(self, db))
-                except BaseException:
-                    undo_savepoint(db, "batch")
-                    raise
-                db.execute("RELEASE batch")
-                return result
+            made = Step(self, db)
             try:
-                return (attempt() if key is None else self.keys.once(db, key, attempt)), None
+                return self.attempt(made, run, (made,)), None
             except Exception as e:      # undone: handed back, not raised (``Writer``)
                 if is_lasting(e) or not db.in_transaction:
                     raise
@@ -140,6 +134,29 @@ class SQLiteStorage(Collections):
             raise error
         for plural in plurals:
             self.commits.announce(plural)
+        return result
+
+    def _step_on(self, db: Connection) -> Step:
+        """A step with nothing to undo on ``db``: the same for every step on
+        one connection, a view that keeps nothing of its own (PERF: made
+        once for the writer's, not each step: 1,000 instructions)."""
+        last = self._last_step
+        if last is None or last.db is not db:
+            last = self._last_step = Step(self, db, (), True)
+        return last
+
+    def attempt(self, step: Step, part: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """``Step.attempt``: ``part(*args)`` in a savepoint, undone if it
+        raises. (In a step with nothing to undo, ``Step`` runs it without:
+        a statement SQLite refuses undoes itself, the transaction going on.)"""
+        db = step.db
+        db.execute("SAVEPOINT attempt")
+        try:
+            result = part(*args)
+        except BaseException:
+            undo_savepoint(db, "attempt")
+            raise
+        db.execute("RELEASE attempt")
         return result
 
     @staticmethod
