@@ -59,9 +59,9 @@ def main() -> None:
             ("query 'limit=100&after=7'", "usersvc.request:Request.parameters", (query,),
              100_000),
             ("Accept 'application/json'", "usersvc.representation.media_types:best_offer",
-             ("application/json", DEFAULT.key), 5_000),
+             ("application/json", DEFAULT), 5_000),
             ("Accept (a browser's)", "usersvc.representation.media_types:best_offer",
-             (BROWSER, DEFAULT.key), 5_000)]:
+             (BROWSER, DEFAULT), 5_000)]:
         quick, plain = both(where)
         rows.append((f"{what}: fast", per_call(lambda: quick(*args), number)))
         rows.append((f"{what}: plain", per_call(lambda: plain(*args), number)))

@@ -15,7 +15,10 @@ file (its writer thread counted too). With ``--base``, the same in an
 earlier tree (checked out with ``git worktree``), and the ratio; with
 ``--metrics``, this tree again with ``make_app(metrics=True)``, and the
 ratio to it without (``--metrics-dir``: counted in files, as under
-gunicorn with ``USERSVC_METRICS_DIR``). ``--only OPERATION`` measures one. Needs valgrind
+gunicorn with ``USERSVC_METRICS_DIR``); with ``--plain``, this tree again
+with ``make_app(speedups=False)`` (every plain definition, no fast path:
+``usersvc.fast``), and its ratio to the fast build (issue 59 bounds it at
+1.5). ``--only OPERATION`` measures one. Needs valgrind
 (Debian's ``valgrind``); about a minute an operation.
 """
 from __future__ import annotations
@@ -50,6 +53,8 @@ with tempfile.TemporaryDirectory() as tmp:
     if sys.argv[5:] == ["files"]:
         os.mkdir(f"{tmp}/metrics")
         app = build_app(Settings(store, metrics_dir=f"{tmp}/metrics"))
+    elif sys.argv[5:] == ["plain"]:     # every plain definition, no fast path
+        app = make_app(store, speedups=False)
     else:
         app = make_app(store, metrics=True) if sys.argv[5:] == ["metrics"] else make_app(store)
     envs = []
@@ -92,6 +97,8 @@ def main() -> int:
                         help="this tree with metrics on, too")
     parser.add_argument("--metrics-dir", action="store_true",
                         help="with --metrics: counted in files (metrics_dir)")
+    parser.add_argument("--plain", action="store_true",
+                        help="this tree with speedups off, too (every plain definition)")
     parser.add_argument("--only", choices=OPERATIONS, help="this operation alone")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
@@ -103,8 +110,10 @@ def main() -> int:
             trees = {args.base: Path(tmp) / "base", **trees}
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
                             str(trees[args.base]), args.base], check=True)
-        columns = [*trees, *(["with metrics"] if args.metrics else [])]
-        ratios = (["ratio"] if args.base else []) + (["metrics ratio"] if args.metrics else [])
+        columns = [*trees, *(["with metrics"] if args.metrics else []),
+                   *(["plain"] if args.plain else [])]
+        ratios = ((["ratio"] if args.base else []) + (["metrics ratio"] if args.metrics else [])
+                  + (["plain ratio"] if args.plain else []))
         try:
             print(f"| instructions a request | {' | '.join(columns + ratios)} |")
             print("|---|" + "---:|" * (len(columns) + len(ratios)))
@@ -119,9 +128,14 @@ def main() -> int:
                     if args.metrics:
                         figures.append(per_request(ROOT, kind, operation, metrics=(
                             "files" if args.metrics_dir else "metrics")))
+                    if args.plain:
+                        figures.append(per_request(ROOT, kind, operation, metrics="plain"))
                     ratio = [f"{figures[1] / figures[0]:.3f}"] if args.base else []
+                    fast = figures[len(trees) - 1]      # this tree's, as built by default
                     if args.metrics:
-                        ratio.append(f"{figures[-1] / figures[-2]:.3f}")
+                        ratio.append(f"{figures[len(trees)] / fast:.3f}")
+                    if args.plain:
+                        ratio.append(f"{figures[-1] / fast:.3f}")
                     print(f"| {kind}: {operation} | "
                           + " | ".join([f"{f:,.0f}" for f in figures] + ratio) + " |")
         finally:

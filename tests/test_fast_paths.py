@@ -155,9 +155,9 @@ ACCEPTS = st.lists(st.sampled_from([
     max_size=4).map(", ".join)
 
 
-@given(ACCEPTS, st.sampled_from([DEFAULT.key, PROBLEMS.key]))
-def test_best_offer_is_webobs_reading_of_accept(header, types):
-    _same(*_pair("usersvc.representation.media_types:best_offer"), header, types)
+@given(ACCEPTS, st.sampled_from([DEFAULT, PROBLEMS]))
+def test_best_offer_is_the_plain_reading_of_accept(header, offers):
+    _same(*_pair("usersvc.representation.media_types:best_offer"), header, offers)
 
 
 @given(st.one_of(st.none(), st.lists(st.sampled_from([
@@ -212,7 +212,7 @@ HELD = {
     "usersvc.representation.json_format:JSONFormat.render": test_render_is_the_encoders,
     "usersvc.representation.json_format:JSONFormat.render_record":
         test_render_record_is_render_of_as_dict,
-    "usersvc.representation.media_types:best_offer": test_best_offer_is_webobs_reading_of_accept,
+    "usersvc.representation.media_types:best_offer": test_best_offer_is_the_plain_reading_of_accept,
     "usersvc.representation.media_types:body_format": test_body_format_reads_content_type_alike,
     "usersvc.request:status_line": test_status_line_is_the_plain_ones,
     "usersvc.request:base_url_of": test_base_url_of_is_the_plain_ones,

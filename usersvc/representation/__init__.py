@@ -34,7 +34,7 @@ __all__ = ["BODY_TYPES", "DEFAULT", "JSON", "JSON_TYPE", "PATCH_TYPES", "PROBLEM
 
 def negotiate(req: Request, offers: Offers = DEFAULT) -> Format:
     """The format to answer in, by ``Accept`` and its q-values; 406 if none."""
-    best = media_types.best_offer(req.accept, offers.key)
+    best = media_types.best_offer(req.accept, offers)
     if best is None:
         raise Problem(406, "None of the available media types is acceptable: "
                            + ", ".join(offers.available) + ".", available=offers.available)
@@ -44,7 +44,7 @@ def negotiate(req: Request, offers: Offers = DEFAULT) -> Format:
 def problem_format(req: Request, offers: Offers = PROBLEMS) -> Format:
     """The format for an error: as negotiated, and JSON when nothing fits
     (RFC 9110 §12.1 lets an error ignore ``Accept``): never a 406."""
-    best = media_types.best_offer(req.accept, offers.key)
+    best = media_types.best_offer(req.accept, offers)
     return JSON if best is None else offers.formats[best]
 
 

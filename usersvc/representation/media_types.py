@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from webob.acceptparse import create_accept_header
+from webob.acceptparse import Accept
 
 from .json_format import JSON, JSON_TYPE, XML_TYPE, Format
 from .xml_format import XML
@@ -21,8 +21,10 @@ class Offers:
     def __init__(self, offers: dict[str, Format]) -> None:
         self.types = tuple(offers)
         self.formats = tuple(offers.values())
-        #: The types as one string, the cache's key (a string keeps its hash).
-        self.key = "\n".join(self.types)
+        #: Each type as ``best_offer`` compares it: its type/subtype, its
+        #: ``type/*``, and its parameters as sent in a range.
+        self.ranges = tuple((media_type, media_type.partition("/")[0] + "/*", parameters)
+                            for media_type, _, parameters in (t.partition(";") for t in self.types))
         #: What a 406 lists: the types, without their parameters.
         self.available = [t for t in self.types if ";" not in t]
         #: What a record's ETag may have after its version in one of these
@@ -43,21 +45,65 @@ DEFAULT = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON,
 #: What a problem document may be answered in (an app's may offer more).
 PROBLEMS = DEFAULT.plus({"application/problem+json": JSON, "application/problem+xml": XML})
 
-# Charset names are case-insensitive (RFC 9110 §8.3.2); WebOb compares
-# parameter values exactly, so spell UTF-8 one way before it looks.
+# Charset names are case-insensitive (RFC 9110 §8.3.2); parameter values
+# are compared exactly, so spell UTF-8 one way before they are.
 _UTF8_PARAMETER = re.compile(r'charset\s*=\s*"?utf-?8"?', re.IGNORECASE)
+# RFC 9110's grammar of Accept, as WebOb writes it: the whole field; one
+# media range with its parameters and weight; a parameter.
+_ACCEPT = Accept.accept_compiled_re
+_RANGE = Accept.media_range_n_accept_params_compiled_re
+_PARAMETER = Accept.parameters_compiled_re
+_ESCAPED = re.compile(r"\\(.)")
 
 
-def best_offer(header: str, types: str) -> int | None:
-    """The index of the type ``header`` prefers among ``types`` (one per
-    line), or ``None`` if it accepts none of them. No ``Accept`` (or an
-    empty one) accepts anything: the first type."""
-    if not header or header.isspace():
+def best_offer(header: str, offers: Offers) -> int | None:
+    """The index of the type ``header`` prefers among ``offers``, or
+    ``None`` if it accepts none of them (RFC 9110 §12.5.1): each type takes
+    the weight of the most specific range that matches it (the type with
+    its parameters, the type, ``type/*``, ``*/*``), and the heaviest above
+    0 wins, a tie going to the first listed. No ``Accept``, an empty one,
+    or one that breaks the grammar accepts anything: the first type."""
+    header = header.strip()
+    if ";" in header:
+        header = _UTF8_PARAMETER.sub("charset=utf-8", header)
+    if not header or _ACCEPT.match(header) is None:
         return 0
-    offered = types.split("\n")
-    accept = create_accept_header(_UTF8_PARAMETER.sub("charset=utf-8", header.strip()))
-    acceptable = accept.acceptable_offers(offered)
-    return offered.index(acceptable[0][0]) if acceptable else None
+    ranges: dict[str, list[tuple[str, float]]] = {}     # type/subtype: (parameters, weight)
+    if ";" not in header:       # types alone, each of weight 1
+        for media_range in header.split(","):
+            ranges.setdefault(media_range.strip().lower(), [("", 1.0)])
+    else:
+        for found in _RANGE.finditer(header):
+            ranges.setdefault(found.group(1).lower(), []).append(
+                (found.group(2), float(found.group(3) or 1)))
+    best, heaviest = None, 0.0
+    for index, (media_type, star, parameters) in enumerate(offers.ranges):
+        named = ranges.get(media_type)
+        weight = None if named is None else _named(named, parameters)
+        if weight is None:
+            wildcard = ranges.get(star) or ranges.get("*/*")
+            weight = wildcard[0][1] if wildcard else 0.0
+        if weight > heaviest:
+            best, heaviest = index, weight
+    return best
+
+
+def _named(ranges: list[tuple[str, float]], parameters: str) -> float | None:
+    """The weight of the first range naming a type with these parameters,
+    else of the first naming it with none; ``None``: no range names it so."""
+    bare = None
+    for named, weight in ranges:
+        if not named:
+            bare = weight if bare is None else bare
+        elif _parameters(named) == _parameters(";" + parameters):
+            return weight
+    return bare
+
+
+def _parameters(segment: str) -> tuple[tuple[str, str], ...]:
+    """``;charset=utf-8``'s parameters: names lowercased, values unquoted."""
+    return tuple((name.lower(), _ESCAPED.sub(r"\1", value[1:-1]) if value[:1] == '"' else value)
+                 for name, value in _PARAMETER.findall(segment))
 
 
 # -- request bodies ------------------------------------------------------------
