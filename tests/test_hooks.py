@@ -149,15 +149,17 @@ def test_a_feature_joins_the_server_s_stop_through_app_stoppers(storage):
     plain.stop_waiting()
 
 
-def test_waiting_s_old_names_still_import_with_a_deprecation_warning(monkeypatch):
-    from usersvc.features import waiting
-    monkeypatch.delitem(sys.modules, "usersvc.events", raising=False)
-    with pytest.warns(DeprecationWarning, match="usersvc.events is deprecated"):
-        old = importlib.import_module("usersvc.events")
-    assert old.Events is waiting.events.Events
-    with pytest.warns(DeprecationWarning, match="usersvc.changes.Waiting is deprecated"):
-        from usersvc.changes import Waiting
-    assert Waiting is waiting.Waiting
+def test_no_module_outside_the_features_imports_one():
+    """Not even for a deprecated alias (``usersvc.events`` and
+    ``usersvc.changes``' ``Waiting`` were such, and made a circle): the
+    package finds a feature only by the name ``hooks.KNOWN`` gives it."""
+    package = ROOT / "usersvc"
+    outside = [".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+               for path in package.rglob("*.py") if "features" not in path.parts]
+    assert {module: sorted(name for name in _imported_by(module)
+                           if name.startswith("usersvc.features"))
+            for module in outside if any(name.startswith("usersvc.features")
+                                         for name in _imported_by(module))} == {}
 
 
 def test_a_feature_of_your_own_plugs_in_beside_the_defaults(storage, timing):

@@ -135,18 +135,3 @@ class Changes:
             self.schema, change.seq, change.id,
             None if record is None else self.representations.one(record, fmt) if names is None
             else sparse.render(fmt, self.schema, record, names))
-
-
-#: Names that moved to the waiting feature (``usersvc.features.waiting``),
-#: importable from here for this release, with a warning.
-_MOVED = {"Waiting", "MAX_WAIT"}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _MOVED:
-        raise AttributeError(f"module 'usersvc.changes' has no attribute {name!r}")
-    import importlib
-    import warnings
-    warnings.warn(f"usersvc.changes.{name} is deprecated: import it from "
-                  f"usersvc.features.waiting", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module("usersvc.features.waiting"), name)
