@@ -31,7 +31,10 @@ collection is served. ``plug`` receives:
   ``app.plugged``, where an embedder or a server finds what a feature hands
   out (``app.plugged["metrics"]``, whose ``serve(host, port)`` serves its
   ``registry`` at ``/metrics``, as serve.py and ``usersvc.wsgi`` ask it,
-  importing no feature): the core keeps no attribute of any feature's.
+  importing no feature): the core keeps no attribute of any feature's but
+  the ``app.waiting`` hook (below). A feature that reads what another
+  plugged in comes after it in ``features=`` (batch after idempotency,
+  metrics after waiting), as in ``DEFAULT_FEATURES``.
 
 It returns what it plugged in (for the features after it, and
 ``plugged``), or ``None`` when its settings ask for nothing (CORS with no
