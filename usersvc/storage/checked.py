@@ -4,22 +4,26 @@ named is not deleted: ``references``) and timestamps (``created`` and
 ``updated``, from one clock read, ``updated`` never going back).
 
 It is part of every store's write path, in the open: a store serves each
-collection (``storage[plural]``, ``Collections``) as its records, or, where
-the schema declares references or timestamps, behind a ``Checked``. A
-write that must look at other records (a reference's, or the one it
-changes) is made in one atomic step (``Storage.atomically``, run with a
-``Step``) that holds the collections it involves in the one order
-(``Collections.locked``), so nothing can change between the look and the
-write. Inside a batch, the step is the batch's and its earlier writes count.
+collection (``storage[plural]``, ``served.Collections``) as its records,
+or, where the schema declares references or timestamps, behind a
+``Checked`` (this module is imported then: a store whose schemas declare
+neither never loads it). A write that must look at other records (a
+reference's, or the one it changes) is made in one atomic step
+(``Storage.atomically``, run with a ``served.Step``) that holds the
+collections it involves in the one order (``Collections.locked``), so
+nothing can change between the look and the write. Inside a batch, the
+step is the batch's and its earlier writes count.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..kinds.dates import now
 from .protocol import NotCurrent, NotFound, Precondition, StaleVersion
-from .references import Dangling, References, Referred, references
+from .references import Dangling, References, Referred
+
+if TYPE_CHECKING:
+    from .served import Step
 
 
 class Checked:
@@ -29,7 +33,7 @@ class Checked:
 
     def __init__(self, records: Any, refs: References | None, storage: Any,
                  step: Step | None = None) -> None:
-        self.records, self.storage, self.step = records, storage, step
+        self.records, self.refs, self.storage, self.step = records, refs, storage, step
         self.schema = schema = records.schema
         self.targets = () if refs is None else refs.targets
         self.referrers = () if refs is None else refs.referrers
@@ -38,6 +42,11 @@ class Checked:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.records, name)
+
+    def in_step(self, step: Step) -> Checked:
+        """This collection inside ``step`` (``step[plural]``): its records as
+        the step has them, each write's checks made in the step."""
+        return Checked(step.raw(self.schema.plural), self.refs, self.storage, step)
 
     def create(self, *, key: Any = None, **fields: Any) -> Any:
         if self.stamps:
@@ -106,69 +115,4 @@ class Checked:
                     raise Dangling(target, field, record_id) from None
 
 
-class Step:
-    """A store inside one of its atomic steps, as ``run`` sees it:
-    ``step[plural]``, a collection as served, checked in this step;
-    ``step.raw(plural)``, as it is: on memory (no ``db``) the store's own
-    records, whose locks the step holds; on SQL, bound to the step's
-    transaction (``db``), which the store commits, or undoes if ``run`` raises."""
-
-    def __init__(self, storage: Any, db: Any = None) -> None:
-        self.storage, self.db = storage, db
-
-    def __getitem__(self, plural: str) -> Any:
-        records = self.raw(plural)
-        if plural not in self.storage.checked:
-            return records
-        return Checked(records, self.storage.references.get(plural), self.storage, step=self)
-
-    def raw(self, plural: str) -> Any:
-        records = self.storage.collections[plural]
-        return records if self.db is None else records.bound(self.db)
-
-
-class Collections:
-    """A store's collections by plural, as it serves them (``storage[plural]``):
-    records, or records behind a ``Checked`` where the schema asks (``serve``)."""
-
-    collections: dict[str, Any]
-    references: dict[str, References] = {}
-    checked: dict[str, Checked] = {}
-    served: dict[str, Any] = {}
-
-    def __getitem__(self, plural: str) -> Any:
-        return self.served[plural]
-
-    def serve(self) -> None:
-        """Once ``collections`` are made: put a ``Checked`` before those that need one."""
-        self.references = references([r.schema for r in self.collections.values()])
-        self.checked = {plural: Checked(records, self.references.get(plural), self)
-                        for plural, records in self.collections.items()
-                        if plural in self.references or records.schema.read_only}
-        self.served = {**self.collections, **self.checked}
-        self._locked: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-    def locked(self, plurals: Iterable[str]) -> tuple[str, ...]:
-        """The collections a step that writes to ``plurals`` holds, by plural
-        (after an idempotency key's lock), on every store: those it writes
-        and those their references make it read (named, or naming them). A
-        step reads no other: no two steps ever wait for each other
-        (docs/architecture.md, "One lock order")."""
-        plurals = tuple(plurals)
-        found = self._locked.get(plurals)
-        if found is None:
-            involved = set(plurals)
-            for plural in plurals:
-                refs = self.references.get(plural)
-                if refs is not None:
-                    involved.update(target.plural for _, target in refs.targets)
-                    involved.update(referrer.plural for referrer, _ in refs.referrers)
-            found = self._locked[plurals] = tuple(sorted(involved))
-        return found
-
-    def stop_waiting(self) -> None:
-        for records in self.collections.values():
-            records.stop_waiting()
-
-
-__all__ = ["Checked", "Collections", "NotCurrent", "Step"]
+__all__ = ["Checked", "NotCurrent"]

@@ -230,7 +230,7 @@ class Atomic(Protocol):
         not at all; so the store keeps nothing to undo it with (memory: no
         copy of what it changes; SQLite: no savepoint). ``step.raw(plural)``
         is a collection as it is, its writes not checked
-        (``checked.Step``)."""
+        (``served.Step``)."""
 
 
 @runtime_checkable

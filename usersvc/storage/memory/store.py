@@ -7,8 +7,8 @@ from contextlib import ExitStack
 from typing import Any, TypeVar
 
 from ...validation import Schema
-from ..checked import Collections, Step
 from ..keys import Key, MemoryKeys
+from ..served import Collections, Step
 from .collection import MemoryRecords
 
 T = TypeVar("T")

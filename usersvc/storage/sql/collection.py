@@ -236,7 +236,7 @@ class SQLRecords(SQLBulk):
 
     def bound(self, db: Any) -> Any:
         """These records, reading and writing in ``db``'s transaction (an
-        atomic step's, which the store commits or undoes: ``checked.Step``)."""
+        atomic step's, which the store commits or undoes: ``served.Step``)."""
         records = object.__new__(type(self))    # (PERF: a copy, as copy.copy's, in a third of its time)
         records.__dict__.update(self.__dict__, db=db)
         return records
