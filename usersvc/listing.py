@@ -20,6 +20,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus, unquote, unquote_plus
 
@@ -195,12 +196,10 @@ def parameters(query: dict[str, list[str]], known: list[str], where: str,
     On a ``page`` of a schema's, any ``field[op]`` is let through for
     ``asking.read`` to judge (the ones it takes, ``due[gt|lt]``..., named in the 400)."""
     unknown = [name for name in query if name not in known]
-    asked: tuple[str, ...] = ()
-    if unknown and page is not None:     # (a parameter no page takes, or a condition)
-        asking = _asking()
-        asked = asking.asked_parameters(page)
-        unknown = [name for name in unknown if not asking.ASKED.fullmatch(name)]
+    if unknown and page is not None:     # (those not field[op]: no condition either)
+        unknown = list(filterfalse(_asking().ASKED.fullmatch, unknown))
     if unknown:
+        asked = _asking().asked_parameters(page) if page is not None else ()
         names, takes = ", ".join(unknown), ", ".join([*known, *asked])
         raise Problem(400, f"Unknown query parameter{'s' * (len(unknown) > 1)}: {names}. "
                            + (f"{where} takes: {takes}." if takes else f"{where} takes none."))
