@@ -58,9 +58,9 @@ def main() -> None:
              (JSON, body), 100_000),
             ("query 'limit=100&after=7'", "usersvc.request:Request.parameters", (query,),
              100_000),
-            ("Accept 'application/json'", "usersvc.representation.media_types:best_offer",
+            ("Accept 'application/json'", "usersvc.representation:best_offer",
              ("application/json", DEFAULT), 5_000),
-            ("Accept (a browser's)", "usersvc.representation.media_types:best_offer",
+            ("Accept (a browser's)", "usersvc.representation:best_offer",
              (BROWSER, DEFAULT), 5_000)]:
         quick, plain = both(where)
         rows.append((f"{what}: fast", per_call(lambda: quick(*args), number)))

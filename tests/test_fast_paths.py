@@ -157,7 +157,7 @@ ACCEPTS = st.lists(st.sampled_from([
 
 @given(ACCEPTS, st.sampled_from([DEFAULT, PROBLEMS]))
 def test_best_offer_is_the_plain_reading_of_accept(header, offers):
-    _same(*_pair("usersvc.representation.media_types:best_offer"), header, offers)
+    _same(*_pair("usersvc.representation:best_offer"), header, offers)
 
 
 @given(st.one_of(st.none(), st.lists(st.sampled_from([
@@ -166,7 +166,7 @@ def test_best_offer_is_the_plain_reading_of_accept(header, offers):
     "charset=latin-1", 'charset="UTF8"', "APPLICATION/JSON", ""]), max_size=3).map(";".join)),
     st.booleans())
 def test_body_format_reads_content_type_alike(content_type, patch):
-    fast_one, plain_one = _pair("usersvc.representation.media_types:body_format")
+    fast_one, plain_one = _pair("usersvc.representation:body_format")
     assert fast_one(content_type, patch=patch) is plain_one(content_type, patch=patch)
 
 
@@ -212,8 +212,8 @@ HELD = {
     "usersvc.representation.json_format:JSONFormat.render": test_render_is_the_encoders,
     "usersvc.representation.json_format:JSONFormat.render_record":
         test_render_record_is_render_of_as_dict,
-    "usersvc.representation.media_types:best_offer": test_best_offer_is_the_plain_reading_of_accept,
-    "usersvc.representation.media_types:body_format": test_body_format_reads_content_type_alike,
+    "usersvc.representation:best_offer": test_best_offer_is_the_plain_reading_of_accept,
+    "usersvc.representation:body_format": test_body_format_reads_content_type_alike,
     "usersvc.request:status_line": test_status_line_is_the_plain_ones,
     "usersvc.request:base_url_of": test_base_url_of_is_the_plain_ones,
     "usersvc.app:good_host": test_good_host_is_the_plain_ones,

@@ -10,7 +10,7 @@ from conftest import BEFORE_THE_STORE, judged_before_the_store, problem, snapsho
 from helpers import ADA
 
 from usersvc.representation import DEFAULT, PROBLEMS
-from usersvc.representation.media_types import best_offer
+from usersvc.representation import best_offer
 
 pytestmark = pytest.mark.core       # runs on the plain core too (conftest.SERVED)
 
@@ -88,7 +88,7 @@ def _webobs_best_offer(header, offers):
     ``acceptable_offers``, the reference it is held to."""
     from webob.acceptparse import create_accept_header
 
-    from usersvc.representation.media_types import _UTF8_PARAMETER
+    from usersvc.representation import _UTF8_PARAMETER
     if not header or header.isspace():
         return 0
     offered = list(offers.types)

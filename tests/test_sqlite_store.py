@@ -27,6 +27,7 @@ from usersvc.storage import (
 )
 from usersvc.storage import SchemaTooNew
 from usersvc.storage.sql import SQLITE, Table
+from usersvc.storage.sql.layout import LAYOUT
 from usersvc.storage.sqlite.store import SQLiteStorage
 from usersvc.storage.sqlite.errors import retrying
 from usersvc.storage.sqlite.migrations import MIGRATIONS, migrate
@@ -84,7 +85,7 @@ def test_synchronous_normal_is_asked_for_in_the_url_and_set_on_every_connection(
 
 
 def test_a_new_file_gets_the_current_schema_version(store, path):
-    assert pragma(path, "user_version") == len(MIGRATIONS) == 6
+    assert pragma(path, "user_version") == len(MIGRATIONS) == LAYOUT == 6
 
 
 def test_urls_name_files_relative_and_absolute(tmp_path, monkeypatch):
@@ -109,11 +110,11 @@ def test_users_and_the_id_sequence_survive_a_reopen(path):
 
 
 def migrated(db, steps):
-    """``migrate`` through ``steps`` from any version (no fresh start), in
+    """``migrate`` through ``steps`` from any version, in
     one transaction, as the store runs it."""
     db.execute("BEGIN IMMEDIATE")
     try:
-        found = migrate(db, steps, fresh=())
+        found = migrate(db, steps)
     except BaseException:
         db.execute("ROLLBACK")
         raise

@@ -1,4 +1,4 @@
-"""A store's atomic step as what wraps it sees it (``checked.Step``), on
+"""A store's atomic step as what wraps it sees it (``served.Step``), on
 every store: ``step.attempt(part)`` undoes what ``part`` wrote if it
 raises, and the step goes on (on PostgreSQL too, where a refused
 statement ends a transaction); ``step.db`` is the step's transaction, or

@@ -21,7 +21,6 @@ from typing import Any
 from .app import App
 from .fields import email, text
 from .hooks import DEFAULT_FEATURES, Feature, name_of, resolved
-from .kinds import boolean, choice, date, datetime, integer, number, ref, url
 from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
                        DEFAULT_STREAM_SECONDS,
                        DEFAULT_MAX_BATCH, DEFAULT_STORAGE, Settings)
@@ -34,9 +33,12 @@ __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", 
            "DEFAULT_MAX_BODY_SIZE", "DEFAULT_FEATURES", "Feature"]
 
 #: Names importable from here, each imported only when asked for (``import
-#: usersvc`` loads no feature): the features' modules' names, ``Mount``, and
+#: usersvc`` loads no feature, and no kind but users'): the kinds of
+#: ``usersvc.kinds``, the features' modules' names, ``Mount``, and
 #: ``__version__`` (read from the package's metadata; serving needs it not).
-_LAZY = {"__version__": ".release", "Mount": ".serving.mount",
+_LAZY = {**dict.fromkeys(("integer", "number", "boolean", "choice", "date", "datetime", "url",
+                          "ref"), ".kinds"),
+         "__version__": ".release", "Mount": ".serving.mount",
          "Tokens": "auth", "Batch": "batch", "CORS": "cors",
          "HEALTH_PATH": "health", "HealthCheck": "health",
          "Idempotency": "idempotency", "OPENAPI_PATH": "openapi",
@@ -44,7 +46,7 @@ _LAZY = {"__version__": ".release", "Mount": ".serving.mount",
 
 
 def __getattr__(name: str) -> Any:
-    """``usersvc.Mount``, ``usersvc.Tokens``...: from their module."""
+    """``usersvc.integer``, ``usersvc.Mount``, ``usersvc.Tokens``...: from their module."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'usersvc' has no attribute {name!r}")

@@ -40,8 +40,8 @@ from .request import Request, Response, log_failure
 from .resources import Collection, Item
 from .routing import Router
 from .settings import Settings
+from .storage import check_collection
 from .storage.feed import ChangeFeed
-from .storage.opening import check_collection
 from .validation import Schema
 
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.

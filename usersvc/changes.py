@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import places, sparse
-from .listing import parameters, whole_number
+from . import places
+from .listing import fields_named, parameters, whole_number
 from .places import Place
 from .problems import Problem
 from .representation import DEFAULT, Format, Representations
@@ -78,7 +78,7 @@ class Changes:
     def on_get(self, req: Request, fmt: Format) -> Response:
         one = parameters(req.parameters(), self.parameters, f"/{self.schema.plural}/changes")
         limit = whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        names = sparse.named(self.schema, one)       # fields=: id and those
+        names = fields_named(self.schema, one)       # fields=: id and those
         return self.answers[fmt](req, fmt, one, limit, names)
 
     def page(self, req: Request, fmt: Format, one: dict[str, str], limit: int,
@@ -134,4 +134,4 @@ class Changes:
         return fmt.render_change(
             self.schema, change.seq, change.id,
             None if record is None else self.representations.one(record, fmt) if names is None
-            else sparse.render(fmt, self.schema, record, names))
+            else fmt.render(self.schema, self.schema.some_of(record, names)))

@@ -11,6 +11,9 @@ from typing import Any
 
 #: The largest integer any store keeps: SQLite's (and PostgreSQL's bigint).
 MAX_INTEGER = 2**63 - 1
+#: A whole number as XML writes one (longer is none, and costly to convert):
+#: an ``integer``'s, and a record's id in an XML document.
+XML_INTEGER = re.compile(r"-?[0-9]{1,20}")
 
 
 class FieldError(ValueError):

@@ -8,6 +8,7 @@ unknown parameter is refused, never ignored. Paging is by position
 in others the sort field's collated value and id, carried by an opaque ``cursor`` in the
 ``rel="next"`` link, with a SHA-256 check over its content, order and
 filters (no secret), so an altered or replayed cursor is a 400.
+A filter's value and a condition (``field[op]=value``) are ``asking``'s.
 """
 from __future__ import annotations
 
@@ -19,16 +20,18 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from itertools import filterfalse
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus
 
-from . import asking, sparse
-from .fields import EMAIL_MAX_LENGTH, Email, not_plain
+from .fields import not_plain
 from .problems import Problem
 from .request import Request
 from .storage import MAX_ID, Position, position
 from .validation import Schema
 
+if TYPE_CHECKING:
+    from . import asking
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -60,14 +63,13 @@ class Listing:
     @classmethod
     def read(cls, schema: Schema, query: dict[str, list[str]]) -> Listing:
         """The listing a query string asks for; 400 for anything else."""
-        one = parameters(query, known_parameters(schema), f"/{schema.plural}",
-                         asking.asked_parameters(schema))
+        one = parameters(query, known_parameters(schema), f"/{schema.plural}", schema)
         asked = [name for name in one if "[" in name]       # (field[op]: asking's)
         for name in schema.filters:         # (field=v is field[eq]=v: one given twice)
             if name in one and f"{name}[eq]" in one:
                 raise Problem(400, f"The query parameter {name}[eq] is given more than once: "
                                    f"{name}= asks the same (equality).")
-        where = (tuple(asking.read(schema, name, one[name]) for name in sorted(asked))
+        where = (tuple(_asking().read(schema, name, one[name]) for name in sorted(asked))
                  if asked else ())
         sort, reverse = _sort(schema, one.get("sort", "id"))
         q = one.get("q")
@@ -80,7 +82,7 @@ class Listing:
         filters = {name: _filter(schema, name, one[name]) for name in schema.filters if name in one}
         listing = cls(limit=whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), sort=sort,
                       reverse=reverse, q=q, query=query, filters=filters, where=where,
-                      fields=sparse.named(schema, one) if "fields" in one else None,
+                      fields=fields_named(schema, one) if "fields" in one else None,
                       schema=schema)
         if sort != "id":
             listing.context = json.dumps([schema.plural, one["sort"], sorted(
@@ -148,44 +150,17 @@ def known_parameters(schema: Schema) -> list[str]:
     return [*known, "fields"]
 
 
-_ENCODED = 12       # characters a code point takes in a URL at most: 4 bytes, each %XX
-
-
-def _longest_value(kind: Any) -> int:
-    """The most characters one value of ``kind`` takes in a query, within its
-    documented bounds, percent-encoded, in an ``in``'s double quotes."""
-    longest = (getattr(kind, "max_length", None) or (2048 if kind.type == "url" else 0)
-               or max(map(len, kind.options), default=0) or 100)    # (100: a number's text)
-    return 6 + (EMAIL_MAX_LENGTH * 3 if isinstance(kind, Email) else longest * _ENCODED)
-
-
-@lru_cache(maxsize=None)
-def longest_query(schema: Schema) -> int:
-    """The longest query string a page of ``schema`` takes within the
-    documented limits: every parameter at once, each value its longest,
-    percent-encoded, an ``in`` with ``asking.MAX_IN`` of them. The server
-    admits a request line this long (``serving.limits.server_limits``)."""
-    total = 200 + MAX_CURSOR + (MAX_Q * _ENCODED if schema.searchable else 0) + sum(
-        len(name) + 3 for name in schema.field_names)      # limit, sort, after; fields=
-    for name in schema.filters:
-        total += len(name) + 2 + _longest_value(schema.fields[name])
-    for name in ("id", *schema.fields):
-        one = 20 if name == "id" else _longest_value(schema.fields[name])
-        for op in asking.takes(schema, name):
-            value = 5 if op == "exists" else asking.MAX_IN * (one + 3) if op == "in" else one
-            total += len(name) + len(op) + 8 + value        # &name%5Bop%5D=value
-    return total
-
-
 def parameters(query: dict[str, list[str]], known: list[str], where: str,
-               asked: tuple[str, ...] = ()) -> dict[str, str]:
+               page: Schema | None = None) -> dict[str, str]:
     """Each query parameter's value: 400 for one that ``where`` does not
     take (naming them and what it takes), or one given more than once.
-    With ``asked`` (``due[gt|lt]``...), any ``field[op]`` is let through
-    for ``asking.read`` to judge."""
-    unknown = [name for name in query if name not in known
-               and not (asked and asking.ASKED.fullmatch(name))]
+    On a ``page`` of a schema's, any ``field[op]`` is let through for
+    ``asking.read`` to judge (the ones it takes, ``due[gt|lt]``..., named in the 400)."""
+    unknown = [name for name in query if name not in known]
+    if unknown and page is not None:     # (those not field[op]: no condition either)
+        unknown = list(filterfalse(_asking().ASKED.fullmatch, unknown))
     if unknown:
+        asked = _asking().asked_parameters(page) if page is not None else ()
         names, takes = ", ".join(unknown), ", ".join([*known, *asked])
         raise Problem(400, f"Unknown query parameter{'s' * (len(unknown) > 1)}: {names}. "
                            + (f"{where} takes: {takes}." if takes else f"{where} takes none."))
@@ -193,6 +168,23 @@ def parameters(query: dict[str, list[str]], known: list[str], where: str,
         if len(values) > 1:
             raise Problem(400, f"The query parameter {name} is given more than once.")
     return {name: values[0] for name, values in query.items()}
+
+
+def fields_named(schema: Schema, one: dict[str, str]) -> tuple[str, ...] | None:
+    """The fields ``fields=`` names (``sparse``), in the record's order, or
+    ``None`` (not given); 400 for an empty list or a name that is not a
+    field (one named twice is named)."""
+    text = one.get("fields")
+    if text is None:
+        return None
+    names = text.split(",")
+    unknown = [n for n in names if n not in schema.field_names]
+    if not text or unknown:
+        raise Problem(400, f"The query parameter fields must name fields of "
+                           f"{schema.a_name}, comma-separated: "
+                           f"{', '.join(schema.field_names)}"
+                           + (f" (not {', '.join(unknown)})." if text and unknown else "."))
+    return tuple(f for f in schema.field_names if f in names)
 
 
 def whole_number(one: dict[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -209,7 +201,16 @@ def whole_number(one: dict[str, str], name: str, default: int, low: int, high: i
 
 def _filter(schema: Schema, name: str, text: str) -> Any:
     """A filter's value, as its kind reads it (``Field.from_query``); else 400."""
-    return asking.query_value(schema, name, name, text)
+    return _asking().query_value(schema, name, name, text)
+
+
+@lru_cache(maxsize=None)
+def _asking() -> Any:
+    """``asking``, imported when a query first has a filter or a condition
+    (pages asked by ``limit`` and ``after`` alone never load it), then found
+    at once (PERF: 500 instructions; an import statement, 3,000 to 6,000)."""
+    from . import asking
+    return asking
 
 
 def _sort(schema: Schema, value: str) -> tuple[str, bool]:

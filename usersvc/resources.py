@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from functools import lru_cache
 from operator import methodcaller
 from typing import Any
 
 from .changes import FEED_RELATION, feed_url
-from . import places, sparse
-from .listing import Listing, parameters
+from . import places
+from .listing import Listing, fields_named, parameters
 from .representation import (DEFAULT, Format, Offers, Representations, etag, read_document,
                              version_in)
 from .request import Request, Response
@@ -92,7 +93,8 @@ class Collection(Resource):
         if len(records) == listing.limit:   # a full page: there may be more (RFC 8288)
             url = (f"{req.base_url}/{self.schema.plural}?"
                    f"{listing.next_query(records[-1])}")
-        fmt = sparse.view(fmt, listing.fields)      # (fields=: some of each record's)
+        if listing.fields is not None:      # fields=: some of each record's (``sparse``)
+            fmt = _sparse().view(fmt, listing.fields)
         response, tag = fmt.answer_list(req, self.representations, records, url, listing.q)
         links = [] if url is None else [f'<{url}>; rel="next"']
         if feed is not None:
@@ -136,7 +138,7 @@ class Item(Resource):
         fields = _record_query(req, self.schema) if req.query_string else None
         record = self.store.get(id)
         if fields is not None:      # fields=: some of its fields (``sparse``)
-            fmt = sparse.view(fmt, fields)
+            fmt = _sparse().view(fmt, fields)
         tag = etag(record, fmt)
         # RFC 9110 §13.1.2: If-None-Match compares weakly; a match is a 304
         # with the headers the 200 would have had (§15.4.5).
@@ -180,9 +182,18 @@ def _record_query(req: Request, schema: Schema) -> tuple[str, ...] | None:
     with the whole record, nor a write's be passed over). For a request
     with a query: without one, nothing was asked (checked where it is
     called, as cheaply as a request without one should be)."""
-    known = [sparse.PARAMETER] if req.method in ("GET", "HEAD") else []
+    known = ["fields"] if req.method in ("GET", "HEAD") else []
     one = parameters(req.parameters(), known, f"{req.method} /{schema.plural}/{{id}}")
-    return sparse.named(schema, one)
+    return fields_named(schema, one)
+
+
+@lru_cache(maxsize=None)
+def _sparse() -> Any:
+    """``sparse``, imported when a request first asks for ``fields=`` (a
+    server whose clients never do never loads it), then found at once
+    (PERF: as ``listing._asking``)."""
+    from . import sparse
+    return sparse
 
 
 def answer(req: Request, status: int, resource: Resource, record: Any,

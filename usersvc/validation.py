@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .fields import Field, FieldError, email, text
-from .kinds.dates import stamp
 from .records import declared_fields, indexes, migrations, record_type, with_article
 
 class Invalid(Exception):
@@ -62,7 +61,9 @@ class Schema:
         self.read_only = frozenset(("created", "updated") if timestamps else ())
         if self.read_only & self.fields.keys():
             raise ValueError(f"{plural}: timestamps are the fields created and updated")
-        self.fields.update(dict.fromkeys(sorted(self.read_only), stamp))
+        if timestamps:      # (their kind: usersvc.kinds, loaded for a schema that has them)
+            from .kinds.dates import stamp
+            self.fields.update(dict.fromkeys(sorted(self.read_only), stamp))
         self.field_names = ("id", *self.fields)
         indexes(self, optional, unique, filters, sorts, words, prefixes, filtered_sorts)
         self.required = tuple(f for f in self.fields if f not in {*self.optional, *self.read_only})
@@ -92,6 +93,11 @@ class Schema:
         if not self.optional:
             return dict(pairs)
         return {name: value for name, value in pairs if value is not None}
+
+    def some_of(self, record: Any, names: tuple[str, ...]) -> dict[str, Any]:
+        """``as_dict``, ``id`` and ``names`` only (``fields=``: ``sparse``)."""
+        kept = {"id", *names}
+        return {f: v for f, v in zip(self.field_names, record) if f in kept and v is not None}
 
     def values(self, fields: dict[str, Any], old: Any = None) -> list[Any]:
         """A write's values, in the fields' order: each one given (``None``:

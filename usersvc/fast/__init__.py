@@ -48,11 +48,11 @@ SPEEDUPS = (
             "not JSONEncoder.encode of a dict"),
     Speedup("usersvc.representation.json_format:JSONFormat.render", "usersvc.fast.json:render",
             "a record's fields as a dict written as render_record writes them"),
-    Speedup("usersvc.representation.media_types:best_offer",
+    Speedup("usersvc.representation:best_offer",
             "usersvc.fast.headers:best_offer",
             "Accept read once for each text: WebOb takes 16 µs for application/json and 23 "
             "for a browser's; the kept answer 0.05"),
-    Speedup("usersvc.representation.media_types:body_format",
+    Speedup("usersvc.representation:body_format",
             "usersvc.fast.headers:body_format", "Content-Type read once for each text"),
     Speedup("usersvc.request:status_line", "usersvc.fast.headers:status_line",
             "the status line made once for each status"),

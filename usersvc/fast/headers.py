@@ -1,7 +1,7 @@
 """Headers read once per distinct text (``usersvc.fast``): clients send the
 same few again and again, so each reading is kept by the header's text,
 beside the plain functions that read them every time
-(``representation.media_types``, ``request``, ``app``), which are the
+(``representation``, ``request``, ``app``), which are the
 reference (``tests/test_fast_paths.py``). Each cache is bounded; a header
 never seen before costs what the plain reading costs.
 """
@@ -13,9 +13,9 @@ from . import plain
 
 #: ``Accept``: WebOb parses ``application/json`` in 34 µs, a browser's in
 #: 48; the kept answer takes 0.2 (bench/fastpaths.py).
-best_offer = lru_cache(maxsize=512)(plain("usersvc.representation.media_types:best_offer"))
+best_offer = lru_cache(maxsize=512)(plain("usersvc.representation:best_offer"))
 #: ``Content-Type``: its media type and charset.
-body_format = lru_cache(maxsize=64)(plain("usersvc.representation.media_types:body_format"))
+body_format = lru_cache(maxsize=64)(plain("usersvc.representation:body_format"))
 #: ``"201 Created"``, once for each status.
 status_line = lru_cache(maxsize=64)(plain("usersvc.request:status_line"))
 #: The base URL, once for the few hosts, ports and mounts a server is sent.

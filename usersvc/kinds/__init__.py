@@ -3,6 +3,15 @@
 kind is, and how to write one, is ``fields.Field``.
 Every kind, an embedder's too, is in ``Field.kinds`` once its class is
 defined, where ``kind_of`` finds the kind a stored declaration names.
+
+The core imports this package only for a collection that declares one of
+its kinds (``usersvc.integer`` and the others are imported when first
+asked for, and a stored declaration's kinds when it is read): an app
+serving users alone never loads it. It imports its five modules
+together: ``integer``, ``number`` and ``choice`` are named as their
+modules are, and a package that imported each module when its kind was
+first asked for would give the module, not the kind, once anything had
+imported the module by its name.
 """
 import ast
 from typing import Any

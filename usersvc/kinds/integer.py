@@ -4,10 +4,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..fields import Field, FieldError, MAX_INTEGER
+from ..fields import MAX_INTEGER, XML_INTEGER, Field, FieldError
 
-#: A whole number as XML writes one (longer is none, and costly to convert).
-XML_INTEGER = re.compile(r"-?[0-9]{1,20}")
 _DIGITS = re.compile(r"-?[0-9]+")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from xml.parsers import expat
 from xml.sax.saxutils import escape
 
-from ..kinds.integer import XML_INTEGER
+from ..fields import XML_INTEGER
 from ..problems import Problem
 from ..validation import Invalid, Schema, pointer
 from .json_format import Format

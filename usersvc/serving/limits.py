@@ -1,6 +1,8 @@
 """waitress's limits as serve.py sets them, and what it answers past them:
 each limit set here rather than left to waitress's defaults
-(docs/security.md says why each), and waitress's own refusals (a request
+(docs/security.md says why each; the request line's made room for the
+longest query a page of the app's collections takes, ``longest_query``),
+and waitress's own refusals (a request
 line and header fields past the cap, a body past its ceiling, a request it
 cannot parse) made RFC 9457 problem documents, as every other error is;
 and the threads a server gives requests waiting for changes (``waiting_threads``)."""
@@ -9,14 +11,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer
 from waitress.task import ErrorTask
 
+from .. import asking
+from ..fields import EMAIL_MAX_LENGTH, Email
 from ..hooks import name_of
-from ..listing import longest_query
+from ..listing import MAX_CURSOR, MAX_Q
 from ..validation import Schema
 
 #: The server refuses bodies over this many bytes (or 4x --max-body-size, if
@@ -39,11 +44,40 @@ SERVER_LIMITS = {
 def server_limits(schemas: Iterable[Schema]) -> dict[str, Any]:
     """``SERVER_LIMITS``, with room in the request line for the longest query
     a page of any of ``schemas`` takes within its documented limits
-    (``listing.longest_query``: an ``in`` of 100 long values): the request
+    (``longest_query``: an ``in`` of 100 long values): the request
     line and the header fields together may take 16 KiB more than it."""
     longest = max((longest_query(schema) for schema in schemas), default=0)
     return {**SERVER_LIMITS,
             "max_request_header_size": SERVER_LIMITS["max_request_header_size"] + longest}
+
+
+_ENCODED = 12       # characters a code point takes in a URL at most: 4 bytes, each %XX
+
+
+def _longest_value(kind: Any) -> int:
+    """The most characters one value of ``kind`` takes in a query, within its
+    documented bounds, percent-encoded, in an ``in``'s double quotes."""
+    longest = (getattr(kind, "max_length", None) or (2048 if kind.type == "url" else 0)
+               or max(map(len, kind.options), default=0) or 100)    # (100: a number's text)
+    return 6 + (EMAIL_MAX_LENGTH * 3 if isinstance(kind, Email) else longest * _ENCODED)
+
+
+@lru_cache(maxsize=None)
+def longest_query(schema: Schema) -> int:
+    """The longest query string a page of ``schema`` takes within the
+    documented limits: every parameter at once, each value its longest,
+    percent-encoded, an ``in`` with ``asking.MAX_IN`` of them. The server
+    admits a request line this long (``server_limits``)."""
+    total = 200 + MAX_CURSOR + (MAX_Q * _ENCODED if schema.searchable else 0) + sum(
+        len(name) + 3 for name in schema.field_names)      # limit, sort, after; fields=
+    for name in schema.filters:
+        total += len(name) + 2 + _longest_value(schema.fields[name])
+    for name in ("id", *schema.fields):
+        one = 20 if name == "id" else _longest_value(schema.fields[name])
+        for op in asking.takes(schema, name):
+            value = 5 if op == "exists" else asking.MAX_IN * (one + 3) if op == "in" else one
+            total += len(name) + len(op) + 8 + value        # &name%5Bop%5D=value
+    return total
 
 
 class ProblemErrors(ErrorTask):

@@ -4,26 +4,29 @@ named is not deleted: ``references``) and timestamps (``created`` and
 ``updated``, from one clock read, ``updated`` never going back).
 
 It is part of every store's write path, in the open: a store serves each
-collection (``storage[plural]``, ``Collections``) as its records, or, where
-the schema declares references or timestamps, behind a ``Checked``. A
-write that must look at other records (a reference's, or the one it
-changes) is made in one atomic step (``Storage.atomically``, run with a
-``Step``) that holds the collections it involves in the one order
-(``Collections.locked``), so nothing can change between the look and the
-write. Inside a batch, the step is the batch's and its earlier writes count.
+collection (``storage[plural]``, ``served.Collections``) as its records,
+or, where the schema declares references or timestamps, behind a
+``Checked`` (this module is imported then: a store whose schemas declare
+neither never loads it). A write that must look at other records (a
+reference's, or the one it changes) is made in one atomic step
+(``Storage.atomically``, run with a ``served.Step``) that holds the
+collections it involves in the one order (``Collections.locked``), so
+nothing can change between the look and the write. Inside a batch, the
+step is the batch's and its earlier writes count.
 """
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..kinds.dates import now
 from .feed import Change
 from .protocol import NotCurrent, NotFound, Precondition, StaleVersion
-from .references import Dangling, References, Referred, references
+from .references import Dangling, References, Referred
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from .served import Step
 
 
 class Checked:
@@ -35,12 +38,17 @@ class Checked:
 
     def __init__(self, records: Any, refs: References | None, storage: Any,
                  step: Step | None = None) -> None:
-        self.records, self.storage, self.step = records, storage, step
+        self.records, self.refs, self.storage, self.step = records, refs, storage, step
         self.schema = schema = records.schema
         self.targets = () if refs is None else refs.targets
         self.referrers = () if refs is None else refs.referrers
         self.stamps = schema.read_only
         self.own = (schema.plural,)     # the step holds what it checks too (``Collections.locked``)
+
+    def in_step(self, step: Step) -> Checked:
+        """This collection inside ``step`` (``step[plural]``): its records as
+        the step has them, each write's checks made in the step."""
+        return Checked(step.raw(self.schema.plural), self.refs, self.storage, step)
 
     def create(self, **fields: Any) -> Any:
         if self.stamps:
@@ -154,89 +162,4 @@ class Checked:
                     raise Dangling(target, field, record_id) from None
 
 
-class Step:
-    """A store inside one of its atomic steps, as ``run`` sees it:
-    ``step[plural]``, a collection as served, checked in this step;
-    ``step.raw(plural)``, as it is: on memory (no ``db``) the store's own
-    records, whose locks the step holds (``locked``: the collections'); on
-    SQL, bound to the step's transaction (``db``), which the store commits,
-    or undoes if ``run`` raises. What wraps a step reads ``db`` and runs
-    its part in ``attempt`` (as a feature that keeps a write's answer in
-    its step does: ``protocol.Atomic``)."""
-
-    __slots__ = ("storage", "db", "locked", "nothing_to_undo")   # (PERF: one made a step)
-
-    def __init__(self, storage: Any, db: Any = None, locked: tuple[str, ...] = (),
-                 nothing_to_undo: bool = False) -> None:
-        self.storage, self.db, self.locked = storage, db, locked
-        #: Whether a part of it (``attempt``) has nothing to undo of its own:
-        #: in a step told so (``Storage.atomically``), where a refused write
-        #: leaves the step as it was (SQLite, memory; never on PostgreSQL).
-        self.nothing_to_undo = nothing_to_undo
-
-    def __getitem__(self, plural: str) -> Any:
-        records = self.storage.collections[plural]     # ``raw``'s (PERF: without a call)
-        if self.db is not None:
-            records = records.bound(self.db)
-        if plural not in self.storage.checked:
-            return records
-        return Checked(records, self.storage.references.get(plural), self.storage, step=self)
-
-    def raw(self, plural: str) -> Any:
-        records = self.storage.collections[plural]
-        return records if self.db is None else records.bound(self.db)
-
-    def attempt(self, part: Callable[..., T], *args: Any) -> T:
-        """``part(*args)``, whose writes in this step are undone if it
-        raises (the error goes on), the rest of the step going on: a
-        savepoint on SQL; on memory, what it changed put back. In a step
-        with ``nothing_to_undo`` (its one write is ``part``'s, which fails
-        whole), none where a refused write leaves the step as it was
-        (SQLite, memory); PostgreSQL makes one anyway, as a refused
-        statement ends its transaction."""
-        if self.nothing_to_undo:    # (its one write fails whole: PERF, no call)
-            return part(*args)
-        return self.storage.attempt(self, part, args)
-
-
-class Collections:
-    """A store's collections by plural, as it serves them (``storage[plural]``):
-    records, or records behind a ``Checked`` where the schema asks (``serve``)."""
-
-    collections: dict[str, Any]
-    references: dict[str, References] = {}
-    checked: dict[str, Checked] = {}
-    served: dict[str, Any] = {}
-
-    def __getitem__(self, plural: str) -> Any:
-        return self.served[plural]
-
-    def serve(self) -> None:
-        """Once ``collections`` are made: put a ``Checked`` before those that need one."""
-        self.references = references([r.schema for r in self.collections.values()])
-        self.checked = {plural: Checked(records, self.references.get(plural), self)
-                        for plural, records in self.collections.items()
-                        if plural in self.references or records.schema.read_only}
-        self.served = {**self.collections, **self.checked}
-        self._locked: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-    def locked(self, plurals: Iterable[str]) -> tuple[str, ...]:
-        """The collections a step that writes to ``plurals`` holds, by plural
-        on every store: those it writes
-        and those their references make it read (named, or naming them). A
-        step reads no other: no two steps ever wait for each other
-        (docs/architecture.md, "One lock order")."""
-        plurals = tuple(plurals)
-        found = self._locked.get(plurals)
-        if found is None:
-            involved = set(plurals)
-            for plural in plurals:
-                refs = self.references.get(plural)
-                if refs is not None:
-                    involved.update(target.plural for _, target in refs.targets)
-                    involved.update(referrer.plural for referrer, _ in refs.referrers)
-            found = self._locked[plurals] = tuple(sorted(involved))
-        return found
-
-
-__all__ = ["Checked", "Collections", "NotCurrent", "Step"]
+__all__ = ["Checked", "NotCurrent"]

@@ -223,7 +223,7 @@ class Atomic(Protocol):
         ``run`` reads, then makes one write at most, which fails whole or
         not at all; so the store keeps nothing to undo it with (memory: no
         copy of what it changes; SQLite: no savepoint). What ``run`` may
-        ask of its step besides (``checked.Step``): ``step.raw(plural)``, a
+        ask of its step besides (``served.Step``): ``step.raw(plural)``, a
         collection as it is, its writes not checked; ``step.attempt(part)``,
         ``part()`` whose writes are undone if it raises while the step goes
         on; ``step.db``, the step's transaction (``Transactional``). What

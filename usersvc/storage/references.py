@@ -11,8 +11,9 @@ reference made meanwhile is seen. Inside a batch's step, the batch's own
 earlier writes count, and the step is the batch's.
 
 A store wraps each collection that refers or is referred to in a
-``checked.Checked`` (``Collections.check``); the others are served as they
-are, at no cost.
+``checked.Checked`` (``served.Collections.serve``); the others are served as they
+are, at no cost, and a store whose schemas have no ``ref`` never imports
+this module (``served.references_of``).
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """What a store keeps of a schema and checks when it opens, shared by the
-stores (below ``opening``, which names them): a schema as a store records
-it (``declaration``, ``schema_from``), a layout brought up to date (``upgrade``) or refused
+stores (below ``open_store``, which names them): a schema as a store records
+it (``declaration``, ``schema_from``), a layout brought up to date
+(``upgrade``, each migration's steps run by ``apply``) or refused
 (``SchemaTooNew``, ``SchemaMismatch``), a store's
 ``Restores``, the ids a ``restore`` may take (``check_fresh_ids``), and a
 storage URL as logs may show it (``redact``).
@@ -8,10 +9,9 @@ storage URL as logs may show it (``redact``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Union
 
 from ..fields import FOLDING, MAX_INTEGER, text
-from ..kinds import integer, kind_of, number
 from ..validation import Schema
 from .protocol import Conflict
 
@@ -41,8 +41,22 @@ class Restores:
                       changes, last_id)
 
 
-def upgrade(db: Any, found: int, migrations: Sequence[Sequence[Any]], fresh: Sequence[Any],
-            apply: Callable[[Any, Sequence[Any]], None]) -> None:
+#: One step of a migration: a statement, or a function of the connection
+#: for what SQL cannot compute (Python's ``str.casefold``).
+Step = Union[str, Callable[[Any], None]]
+
+
+def apply(db: Any, steps: Sequence[Step]) -> None:
+    """Run one migration's steps on a connection (sqlite3's or psycopg's)."""
+    for step in steps:
+        if isinstance(step, str):
+            db.execute(step)
+        else:
+            step(db)
+
+
+def upgrade(db: Any, found: int, migrations: Sequence[Sequence[Step]],
+            fresh: Sequence[Step] = ()) -> None:
     """Apply what a layout at version ``found`` lacks: ``fresh`` to a new one
     (0, when given), else each migration past ``found``; ``SchemaTooNew``
     for a layout this usersvc does not know."""
@@ -84,6 +98,7 @@ def schema_from(declaration: dict[str, Any]) -> Schema:
     copy``, which opens a store as it recorded itself, and makes the copy
     record the same). A field recorded before rules were is of its type,
     without bounds."""
+    from ..kinds import integer, kind_of, number   # (the kinds it may name: loaded when one is read)
     loose = {"text": text(2**31), "integer": integer(-MAX_INTEGER, MAX_INTEGER),
              "number": number(-MAX_DOUBLE, MAX_DOUBLE)}
     order = declaration.get("order") or list(declaration["fields"])

@@ -7,7 +7,7 @@ from contextlib import ExitStack
 from typing import Any, TypeVar
 
 from ...validation import Schema
-from ..checked import Collections, Step
+from ..served import Collections, Step
 from ..shared import Listeners
 from .collection import MemoryRecords
 

@@ -16,8 +16,9 @@ from typing import Any
 import psycopg
 
 from ..sql import history
-from ..sql.evolution import Step, apply
-from ..stored import upgrade
+from ..sql.dialects import POSTGRES
+from ..sql.layout import layout
+from ..stored import Step, upgrade
 
 def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""
@@ -153,8 +154,9 @@ MIGRATIONS: list[Sequence[Step]] = [
     _HISTORY,
 ]
 
-#: What a new database gets instead: the table of collections, the keys, the history.
-FRESH: Sequence[Step] = [_COLLECTIONS, *_KEYS, *_HISTORY]
+#: What a new database gets instead: today's layout (the table of
+#: collections, the keys, the history), as ``layout`` makes it.
+FRESH: Sequence[Step] = layout(POSTGRES)
 
 
 def migrate(db: psycopg.Connection[Any], migrations: Sequence[Sequence[Step]] = MIGRATIONS,
@@ -169,7 +171,7 @@ def migrate(db: psycopg.Connection[Any], migrations: Sequence[Sequence[Step]] = 
     if row is None:
         db.execute("INSERT INTO usersvc_schema (version) VALUES (0)")
     found = row[0] if row else 0
-    upgrade(db, found, migrations, fresh, apply)
+    upgrade(db, found, migrations, fresh)
     if found != len(migrations):
         db.execute("UPDATE usersvc_schema SET version = %s", (len(migrations),))
     return found

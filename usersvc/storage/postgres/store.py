@@ -32,13 +32,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...validation import Schema
 from ..protocol import StoreUnavailable
+from ..served import Collections, Step, references_of
 from ..shared import Listeners, WriteHealth
-from ..checked import Collections, Step
-from ..references import references
 from ..sql.bulk import LIST_DEFAULTS
 from ..sql.collection import SQLRecords, Table
 from ..sql.dialects import POSTGRES
-from ..sql.evolution import declared, evolve, read_history
+from ..sql.evolution import evolve
+from ..sql.layout import declared, opened, read_history
 from ..stored import redact
 from .migrations import migrate
 from .notify import Listener
@@ -120,9 +120,11 @@ class PostgresStorage(Collections):
                 self.history = read_history(db)
                 tables = [Table(s, POSTGRES) for s in (declared(db, POSTGRES) if schemas is None
                                                        else schemas)]
-                references([t.schema for t in tables])  # each ref's collection is here, or none is made
+                references_of([t.schema for t in tables])  # each ref's collection here, or none made
                 for table in tables if schemas is not None else ():  # as recorded: as it is
-                    evolve(db, table)
+                    recorded = opened(db, table)    # made if new; as declared, left so
+                    if recorded is not None:
+                        evolve(db, table, recorded)
         except PoolTimeout as e:
             self._pool.close()
             raise StoreUnavailable(

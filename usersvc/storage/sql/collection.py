@@ -234,7 +234,7 @@ class SQLRecords(SQLBulk):
 
     def bound(self, db: Any) -> Any:
         """These records, reading and writing in ``db``'s transaction (an
-        atomic step's, which the store commits or undoes: ``checked.Step``)."""
+        atomic step's, which the store commits or undoes: ``served.Step``)."""
         last = self._bound
         if last is not None and last.db is db:
             # PERF: a step on the connection of the last one (SQLite's

@@ -1,7 +1,8 @@
 """What a SQL store makes of a declaration when it opens, per dialect: the
 tables (``create_tables``), a field's columns (``column``, ``collated_column``,
 ``words_column``), and the indexes, triggers and functions (``objects``),
-each a name and its statement, which ``evolution`` records and compares.
+each a name and its statement, which ``layout`` records and ``evolution``
+compares.
 
 A record's row: ``id``, each field, ``version``, and what SQL cannot
 compute as Python does: ``<field>__key``, a value collated where that is
@@ -91,6 +92,13 @@ def objects(table: Table) -> dict[str, Object]:
     triggers = _sqlite_triggers if table.dialect is SQLITE else _postgres_triggers
     found.update(triggers(table))
     return found
+
+
+def in_making_order(objects: dict[str, Object]) -> list[tuple[str, Object]]:
+    """``objects``' names and objects in the order they are made: functions,
+    then indexes, then the triggers (that call the functions)."""
+    order = ("function", "index", "trigger")
+    return sorted(objects.items(), key=lambda item: order.index(item[1].kind))
 
 
 def _absent(table: Table, name: str, sort: str, *by: str) -> dict[str, Object]:

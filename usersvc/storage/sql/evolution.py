@@ -1,11 +1,13 @@
-"""A SQL store's collections brought up to their schemas at open, or refused.
+"""A SQL store's collection recorded otherwise than declared, brought up to
+its schema at open, or refused (``layout.opened`` finds it so, and makes
+a new one; this module is loaded only then).
 
 Each store records, in ``usersvc_collections``, every collection's
 declaration (``stored.declaration``) and the objects it made for it
 (``ddl.objects``), by name and statement. At open, under the lock that
 makes processes open one at a time, ``evolve`` compares them with the
-schema's, as Django's migration autodetector and Alembic's compare do: a
-new collection gets its tables; an added optional field, a column; a
+schema's, as Django's migration autodetector and Alembic's compare do: an
+added optional field gets a column; a
 filter, sort, search or uniqueness, its column, filled, and its index (a
 uniqueness the records break is refused, naming a value); a field's
 changed rule (``text(100)`` to ``text(5)``), held to every stored value (a
@@ -24,68 +26,28 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Union
+from collections.abc import Iterator
+from typing import Any
 
 from ...kinds.dates import now
-from ...validation import Schema
-from ..stored import SchemaMismatch, declaration, schema_from
+from ..stored import SchemaMismatch, declaration
 from . import ddl, reshape
 from .collection import Table
-from .dialects import Dialect, POSTGRES, SQLITE
+from .dialects import POSTGRES
+from .layout import COLLECTIONS
 
 log = logging.getLogger("usersvc.storage")
 
-#: One step of a migration: a statement, or a function of the connection
-#: for what SQL cannot compute (Python's ``str.casefold``).
-Step = Union[str, Callable[[Any], None]]
 
-
-def apply(db: Any, steps: Sequence[Step]) -> None:
-    """Run one migration's steps on a connection (sqlite3's or psycopg's)."""
-    for step in steps:
-        if isinstance(step, str):
-            db.execute(step)
-        else:
-            step(db)
-
-
-#: Made by the layout migration of every SQL store (``*_migrations``).
-COLLECTIONS = "usersvc_collections"
-
-
-def read_history(db: Any) -> str:
-    """The store's history token (``usersvc_history``, made with the layout):
-    read once, when the store opens (``feed.ChangeFeed.history``)."""
-    return str(db.execute("SELECT token FROM usersvc_history").fetchone()[0])
-
-
-def declared(db: Any, dialect: Dialect) -> list[Schema]:
-    """The collections a store holds, as their recorded declarations say."""
-    if not _exists(db, COLLECTIONS, dialect):
-        return []
-    rows = db.execute(f"SELECT declaration FROM {COLLECTIONS} ORDER BY plural").fetchall()
-    return [schema_from(json.loads(row[0])) for row in rows]
-
-
-def evolve(db: Any, table: Table) -> None:
-    """Bring ``table``'s collection up to its schema on the connection
-    ``db``, inside the caller's transaction; raise ``SchemaMismatch``."""
+def evolve(db: Any, table: Table, row: Any) -> None:
+    """Bring ``table``'s collection, recorded as ``row`` (its declaration
+    and objects, as JSON: ``layout.opened``'s), up to its schema on the
+    connection ``db``, inside the caller's transaction; raise ``SchemaMismatch``."""
     mark, plural = table.dialect.mark, table.name
-    row = db.execute(f"SELECT declaration, objects FROM {COLLECTIONS} WHERE plural = {mark}",
-                     (plural,)).fetchone()
     want = declaration(table.schema)
-    if row is None:
-        if _exists(db, table.name, table.dialect):
-            raise SchemaMismatch(f"{plural}: the database has a table {plural} that usersvc "
-                                 "did not make; store the collection elsewhere")
-        for statement in ddl.create_tables(table):
-            db.execute(statement)
-        stored, objects, renamed = want, {}, False
-    else:
-        stored, objects = json.loads(row[0]), json.loads(row[1])
-        renamed = _rename(db, table, stored)
-    todo = [] if row is None else reshape.steps(table.schema, stored, want)
+    stored, objects = json.loads(row[0]), json.loads(row[1])
+    renamed = _rename(db, table, stored)
+    todo = reshape.steps(table.schema, stored, want)
     migrated = {step.field for step in todo}
     _check(stored, want, plural, migrated)
     ruled = set()       # the fields whose rule changed in place: every value held to it
@@ -94,7 +56,7 @@ def evolve(db: Any, table: Table) -> None:
         if was is not None and was != kind["rule"] and field not in migrated:
             reshape.check_values(db, table, field)     # (None: recorded before rules were)
             ruled.add(field)
-    changes = [] if row is None else list(_changes(stored, want, todo))
+    changes = list(_changes(stored, want, todo))
     wanted = ddl.objects(table)
     for name, (kind, on, sql) in sorted(objects.items(), key=_drop_order):
         # A function is replaced where it stands (its trigger depends on it);
@@ -114,9 +76,9 @@ def evolve(db: Any, table: Table) -> None:
         if table.schema.searchable:
             db.execute(ddl.fill_words(table))
     for field in want["unique"]:        # newly unique, or its values changed by a migration
-        if row is not None and (field not in stored["unique"] or field in migrated):
+        if field not in stored["unique"] or field in migrated:
             reshape.check_unique(db, table, field)
-    for name, made in sorted(wanted.items(), key=lambda item: _create_order(item[1].kind)):
+    for name, made in ddl.in_making_order(wanted):
         if name not in objects or objects[name][2] != made.sql:
             db.execute(made.sql)
             objects[name] = list(made)
@@ -131,10 +93,7 @@ def evolve(db: Any, table: Table) -> None:
             f"UPDATE {table.name} SET version = version + 1{stamp} WHERE id = {mark}",
             [(when, i) if stamp else (i,) for i in sorted(touched)])
     record = (json.dumps(want, sort_keys=True), json.dumps(objects, sort_keys=True), plural)
-    if row is None:
-        db.execute(f"INSERT INTO {COLLECTIONS} (declaration, objects, plural) "
-                   f"VALUES ({mark}, {mark}, {mark})", record)
-    elif (want, objects) != (json.loads(row[0]), json.loads(row[1])):    # (``stored`` moved along)
+    if (want, objects) != (json.loads(row[0]), json.loads(row[1])):    # (``stored`` moved along)
         db.execute(f"UPDATE {COLLECTIONS} SET declaration = {mark}, objects = {mark} "
                    f"WHERE plural = {mark}", record)
     for change in [*done, *changes]:    # each change applied, in one line (at the open)
@@ -271,15 +230,6 @@ def _fill(db: Any, table: Table, column: str, field: str, derive: Any) -> None:
                            [(derive(value), record_id) for record_id, value in rows])
 
 
-def _exists(db: Any, name: str, dialect: Dialect) -> bool:
-    mark = dialect.mark
-    if dialect is SQLITE:
-        query = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = {mark}"
-    else:
-        query = f"SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = {mark}"
-    return db.execute(query, (name,)).fetchone() is not None
-
-
 def _drop(table: Table, kind: str, name: str, on: str) -> str:
     if kind == "trigger" and table.dialect is POSTGRES:
         return f"DROP TRIGGER {name} ON {on}"
@@ -290,8 +240,4 @@ def _drop_order(item: tuple[str, list[str]]) -> int:
     return {"trigger": 0, "function": 1, "index": 2}[item[1][0]]
 
 
-def _create_order(kind: str) -> int:
-    return {"function": 0, "index": 1, "trigger": 2}[kind]
-
-
-__all__ = ["COLLECTIONS", "Step", "apply", "declared", "evolve", "read_history"]
+__all__ = ["evolve"]

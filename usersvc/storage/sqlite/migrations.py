@@ -2,8 +2,10 @@
 
 ``MIGRATIONS[n]`` takes a database from layout version n to n + 1 (``PRAGMA
 user_version``). They are history, importing nothing of today's code, so
-they never change when today's schemas do; a new file starts at ``FRESH``
-and its collections are made from their schemas (``evolution``). 1 to 3
+they never change when today's schemas do; a new file is made at today's
+layout instead (``layout.layout``, by the store, which imports this
+module only for a file of an older layout) and its collections from their
+schemas (``layout.opened``). 1 to 3
 are release 0.1.0's (users; sorting and searching; the change feed); 4
 records declarations in ``usersvc_collections`` and makes ``users`` again
 with ``<field>__key`` columns, everything kept; 5 adds ``usersvc_keys``
@@ -16,8 +18,8 @@ import sqlite3
 from collections.abc import Sequence
 
 from ..sql import history
-from ..sql.evolution import Step, apply
-from ..stored import upgrade
+from ..stored import Step, upgrade
+
 
 def _fill_name_columns(db: sqlite3.Connection) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""
@@ -117,19 +119,16 @@ MIGRATIONS: list[Sequence[Step]] = [
     _HISTORY,
 ]
 
-#: What a new file gets instead: the table of collections, the keys, the history.
-FRESH: Sequence[Step] = [_COLLECTIONS, *_KEYS, *_HISTORY]
 
-
-def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[Step]] = MIGRATIONS,
-            fresh: Sequence[Step] = FRESH) -> int:
-    """Bring the layout up to ``len(migrations)``, inside the caller's
-    transaction; returns the version found (0: a new file, given ``fresh``)."""
+def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[Step]] = MIGRATIONS) -> int:
+    """Bring the layout up to ``len(migrations)``, each migration past the
+    version found, inside the caller's transaction; returns the version
+    found. (A new file is the store's to make, at today's layout.)"""
     found = db.execute("PRAGMA user_version").fetchone()[0]
-    upgrade(db, found, migrations, fresh, apply)
+    upgrade(db, found, migrations)
     if found != len(migrations):
         db.execute(f"PRAGMA user_version = {len(migrations)}")
     return found
 
 
-__all__ = ["FRESH", "MIGRATIONS", "migrate"]
+__all__ = ["MIGRATIONS", "migrate"]

@@ -6,8 +6,9 @@ has one. Writes: one statement each (``sql``), made by one writer thread in
 precondition and its write are one atomic step across processes. WAL
 (readers never wait), a busy timeout (writers queue), ``synchronous=FULL``
 (a 201 survives a power cut), ``AUTOINCREMENT`` (never an id again).
-Opening brings the layout (``migrations``) and each collection
-(``evolution``) up to date under one write lock. A lock held past the busy
+Opening makes a new file's layout and collections (``layout``), or brings
+an older layout (``migrations``) and each collection recorded otherwise
+(``evolution``) up to date, under one write lock. A lock held past the busy
 timeout is ``StoreUnavailable``; a full disk, an I/O error or a read-only
 file, ``WritesFailing`` for the whole group (``errors``, ``WriteHealth``).
 """
@@ -21,16 +22,15 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ...validation import Schema
+from ..served import Collections, Step, references_of
 from ..shared import Listeners, WriteHealth
-from ..checked import Collections, Step
-from ..references import references
 from ..sql.collection import Table
 from ..sql.dialects import SQLITE
-from ..sql.evolution import declared, evolve, read_history
+from ..sql.layout import LAYOUT, declared, layout, opened, read_history
+from ..stored import apply
 from .collection import SQLiteRecords
 from .connections import Connection, Connections, Writer
 from .errors import is_lasting, retrying, roll_back, undo_savepoint
-from .migrations import migrate
 
 T = TypeVar("T")
 log = logging.getLogger("usersvc.storage")
@@ -42,7 +42,7 @@ class SQLiteStorage(Collections):
     def __init__(self, path: str, schemas: Iterable[Schema] | None, *,
                  busy_timeout: float = 10.0, synchronous: str = "full") -> None:
         """``schemas``: the collections to serve (``None``: those the file
-        holds); ``synchronous``: ``full`` or ``normal`` (``opening``)."""
+        holds); ``synchronous``: ``full`` or ``normal`` (``open_store``)."""
         self.path = path
         self.health = WriteHealth(path)
         self.connections = Connections(path, busy_timeout, self.health, synchronous)
@@ -80,12 +80,21 @@ class SQLiteStorage(Collections):
             with self.connections.session() as db:
                 db.execute("PRAGMA journal_mode = WAL")
         with self.transaction() as db:
-            migrate(db)
+            found = db.execute("PRAGMA user_version").fetchone()[0]
+            if found == 0:              # a new file: today's layout
+                apply(db, layout(SQLITE))
+                db.execute(f"PRAGMA user_version = {LAYOUT}")
+            elif found != LAYOUT:       # an older release's (a newer one's is refused there)
+                from .migrations import migrate     # (the history: loaded for such a file only)
+                migrate(db)
             self.history = read_history(db)
             tables[:] = [Table(s, SQLITE) for s in (declared(db, SQLITE) if schemas is None else schemas)]
-            references([t.schema for t in tables])      # each ref's collection is here, or none is made
+            references_of([t.schema for t in tables])  # each ref's collection here, or none made
             for table in tables if schemas is not None else ():    # as recorded: as it is
-                evolve(db, table)
+                recorded = opened(db, table)        # made if new; as declared, left so
+                if recorded is not None:        # else compared (``evolution``: loaded then)
+                    from ..sql.evolution import evolve
+                    evolve(db, table, recorded)
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
