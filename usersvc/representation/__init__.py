@@ -102,6 +102,8 @@ def best_offer(header: str, offers: Offers) -> int | None:
             weight = wildcard[0][1] if wildcard else 0.0
         if weight > heaviest:
             best, heaviest = index, weight
+            if weight == 1.0:       # (none weighs more: the first to weigh 1 wins)
+                break
     return best
 
 
