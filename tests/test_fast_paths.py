@@ -14,26 +14,17 @@ from hypothesis import strategies as st
 from every_kind import THINGS, thing_maker
 from urllib.parse import quote_plus, urlencode
 
-from usersvc import USER, fast, make_app
+from sortedcontainers import SortedList
+
+from usersvc import USER, Schema, fast, make_app, ref, text
 from usersvc.representation import DEFAULT, JSON, PROBLEMS
 from usersvc.request import Request
 from usersvc.fields import fold, search_terms, words
-from usersvc.storage.memory.collection import Indexes, Sorted
+from usersvc.storage import Conflict, StoreError, open_store
+from usersvc.storage.memory.collection import Indexes, MemoryRecords
+from usersvc.storage.memory.walks import Sorted
 from usersvc.storage.sql.collection import Table
 from usersvc.storage.sql.dialects import POSTGRES, SQLITE
-
-def test_sorted_keeps_smaller_parts_in_order():
-    """``Sorted`` is ``SortedList`` with a smaller load: its parts, as
-    entries come and go, stay under 1,000 (SortedList's: under 2,000)."""
-    many = Sorted()
-    for n in range(20_000):
-        many.add((str(n * 7919 % 20_000), n))
-        if n % 3 == 0:
-            many.remove(many[len(many) // 2])
-    many._check()
-    assert list(many) == sorted(many)
-    assert max(map(len, many._lists)) <= 2 * Sorted.DEFAULT_LOAD_FACTOR == 1000
-
 
 def _state(indexes: Indexes) -> tuple:
     return (list(indexes.ids), indexes.unique,
@@ -59,22 +50,6 @@ def _things(n: int) -> list:
         fields = THINGS.for_create(document)
         records.append(THINGS.record._make((i, *THINGS.values(fields), 1)))
     return records
-
-
-@pytest.mark.parametrize("schema, records", [
-    (THINGS, _things(60)),
-    (USER, [USER.record._make((i, f"Ada {i % 3} Lovelace", f"ADA{i}@example.org", 1))
-            for i in range(1, 40)])])
-def test_indexes_add_is_move_from_nothing(schema, records):
-    fast, plain = Indexes(schema), Indexes(schema)
-    for record in records:
-        fast.add(record)
-        plain.move(None, record)
-    assert _state(fast) == _state(plain)
-    for record in records[::3]:         # and what add made, move takes away
-        fast.move(record, None)
-        plain.move(record, None)
-    assert _state(fast) == _state(plain)
 
 
 @pytest.mark.parametrize("dialect", [SQLITE, POSTGRES], ids=["sqlite", "postgres"])
@@ -206,6 +181,148 @@ def test_quoted_is_urlencodes_quoting(text):
     assert f"{fast_one(text)}={fast_one(text)}" == urlencode([(text, text)])
 
 
+# -- the memory store's (usersvc.fast.memory)
+
+@pytest.mark.parametrize("schema, records", [
+    (THINGS, _things(60)),
+    (USER, [USER.record._make((i, f"Ada {i % 3} Lovelace", f"ADA{i}@example.org", 1))
+            for i in range(1, 40)])])
+def test_indexes_add_is_move_from_nothing(schema, records):
+    fast_add, plain_add = _pair("usersvc.storage.memory.collection:Indexes.add")
+    fast, plain = Indexes(schema), Indexes(schema)
+    for record in records:
+        fast_add(fast, record)
+        plain_add(plain, record)
+    assert _state(fast) == _state(plain)
+    for record in records[::3]:         # and what add made, move takes away
+        fast.move(record, None)
+        plain.move(record, None)
+    assert _state(fast) == _state(plain)
+
+
+def _sorted(load: int) -> Sorted:
+    made = Sorted()
+    made._reset(load)
+    return made
+
+
+@given(st.lists(st.tuples(st.sampled_from(["add", "add", "add", "remove", "at"]),
+                          st.integers(-50, 3_000)), min_size=20, max_size=3_000),
+       st.sampled_from([4, 8, 500]))
+def test_sorted_adds_as_sortedlist_adds(steps, load):
+    """``Sorted.add``'s fast path (its steps in one method, an entry above
+    every other appended) leaves what ``SortedList.add`` leaves: the same
+    parts, maxima, length and positional index (built by a read by
+    position, kept by later adds), whatever came before."""
+    fast_add, plain_add = _pair("usersvc.storage.memory.walks:Sorted.add")
+    assert plain_add is SortedList.add
+    fast, plain = _sorted(load), _sorted(load)
+    for what, value in steps:
+        if what == "add":
+            value = value if value < 2_900 else len(plain) + value     # often above all
+            fast_add(fast, value)
+            plain_add(plain, value)
+        elif what == "remove" and plain:
+            gone = fast[value % len(plain)]
+            assert gone == plain[value % len(plain)]
+            fast.remove(gone)
+            plain.remove(gone)
+        elif what == "at" and plain:    # a middle part's: builds the positional index
+            assert fast[len(plain) // 2] == plain[len(plain) // 2]
+        assert (fast._lists, fast._maxes, fast._len, fast._index, fast._offset) == (
+            plain._lists, plain._maxes, plain._len, plain._index, plain._offset)
+    fast._check()
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 5_000)), max_size=6_000))
+def test_sorted_in_smaller_parts_holds_what_sortedlist_holds(steps):
+    """``Sorted``'s fast load (parts of 250 to 1,000 entries) against
+    SortedList's (500 to 2,000): the same entries, in order, read alike
+    by position and by range, as entries come and go."""
+    fast_load, plain_load = _pair("usersvc.storage.memory.walks:Sorted.DEFAULT_LOAD_FACTOR")
+    assert plain_load == SortedList.DEFAULT_LOAD_FACTOR and fast_load < plain_load
+    fast, plain = _sorted(fast_load), _sorted(plain_load)
+    for add, value in steps:
+        if add or value not in plain:
+            fast.add(value)
+            plain.add(value)
+        else:
+            fast.remove(value)
+            plain.remove(value)
+    fast._check()
+    assert list(fast) == list(plain)
+    assert max(map(len, fast._lists), default=0) <= 2 * fast_load
+    if plain:
+        assert fast[len(plain) // 3] == plain[len(plain) // 3]
+        assert list(fast.irange(1_000, 2_000)) == list(plain.irange(1_000, 2_000))
+
+
+def _records(count: int) -> MemoryRecords:
+    records = MemoryRecords(USER)
+    records.restore([USER.record._make((i, f"Ada {i % 7}", f"a{i}@example.org", 1))
+                     for i in range(1, count + 1)])
+    return records
+
+
+@given(st.integers(0, 40), st.integers(1, 30), st.sampled_from(["id", "name", "email"]),
+       st.booleans(), st.integers(-1, 45),
+       st.sampled_from([{}, {"q": "ada"}, {"email": "a3@example.org"}]))
+def test_a_page_without_conditions_is_the_plain_ones(count, limit, sort, reverse, after, asked):
+    """A page of ``MemoryBulk.list``'s fast path (no filter, ``q`` or
+    condition: walked straight from its order) is the plain one's, and
+    touches as many records; a page with conditions is the plain one's."""
+    fast_list, plain_list = _pair("usersvc.storage.memory.bulk:MemoryBulk.list")
+    fast, plain = _records(count), _records(count)
+    if after >= 0:
+        place = min(after, count)
+        after = place if sort == "id" else (
+            (None, 0) if place == 0 else (USER.fields[sort].collate(
+                getattr(plain.get(place), sort)), place))
+    else:
+        after = None
+    arguments = dict(limit=limit, sort=sort, reverse=reverse, after=after, **asked)
+    assert fast_list(fast, **arguments) == plain_list(plain, **arguments)
+    assert fast.touched == plain.touched
+
+
+OWNED = Schema("note", "notes", {"text": text(50), "owner": ref("users")},
+               optional=("owner",), unique=("text",))
+
+
+@given(st.lists(st.tuples(st.sampled_from(["user", "note", "fails", "raises"]),
+                          st.integers(1, 4)), max_size=25))
+def test_a_step_with_nothing_to_undo_ends_as_the_plain_ones(steps):
+    """``MemoryStorage.atomically``'s fast path (a step with nothing to
+    undo holds its collections' locks and keeps no undo) answers as the
+    plain one, and leaves its store as the plain one leaves its own: a
+    refused write changes nothing either way."""
+    fast_one, plain_one = _pair("usersvc.storage.memory.store:MemoryStorage.atomically")
+    stores = open_store("memory://", (USER, OWNED)), open_store("memory://", (USER, OWNED))
+    for what, n in steps:
+        answers = []
+        for atomically, store in zip((fast_one, plain_one), stores, strict=True):
+            def run(step):
+                if what == "user":
+                    return step["users"].create(name="Ada", email=f"a{n}@example.org")
+                if what == "raises":        # (a promise broken: read, then refused)
+                    step["users"].get(n)
+                    raise Conflict("refused")
+                return step["notes"].create(text=f"note {n}", owner=n if what == "note" else 99)
+            try:
+                answers.append(atomically(store, ("notes",) if what != "user" else ("users",),
+                                          run, nothing_to_undo=True))
+            except StoreError as e:
+                answers.append((type(e), str(e)))
+        assert answers[0] == answers[1]
+    for plural in ("users", "notes"):
+        fast_records, plain_records = (s[plural] for s in stores)
+        assert fast_records.list(limit=100) == plain_records.list(limit=100)
+        assert fast_records.changes(limit=100) == plain_records.changes(limit=100)
+        assert fast_records.last_id() == plain_records.last_id()
+    for store in stores:
+        store.close()
+
+
 #: Each fast path of the registry, and the test above that holds it to its plain definition.
 HELD = {
     "usersvc.representation.json_format:JSONFormat.decode": test_decode_is_the_json_decoders,
@@ -219,6 +336,13 @@ HELD = {
     "usersvc.app:good_host": test_good_host_is_the_plain_ones,
     "usersvc.request:Request.parameters": test_parameters_are_the_plain_ones,
     "usersvc.listing:quoted": test_quoted_is_urlencodes_quoting,
+    "usersvc.storage.memory.collection:Indexes.add": test_indexes_add_is_move_from_nothing,
+    "usersvc.storage.memory.walks:Sorted.DEFAULT_LOAD_FACTOR":
+        test_sorted_in_smaller_parts_holds_what_sortedlist_holds,
+    "usersvc.storage.memory.walks:Sorted.add": test_sorted_adds_as_sortedlist_adds,
+    "usersvc.storage.memory.bulk:MemoryBulk.list": test_a_page_without_conditions_is_the_plain_ones,
+    "usersvc.storage.memory.store:MemoryStorage.atomically":
+        test_a_step_with_nothing_to_undo_ends_as_the_plain_ones,
 }
 
 

@@ -78,7 +78,7 @@ class Step:
     its part in ``attempt`` (as a feature that keeps a write's answer in
     its step does: ``protocol.Atomic``)."""
 
-    __slots__ = ("storage", "db", "locked", "nothing_to_undo")   # (PERF: one made a step)
+    __slots__ = ("storage", "db", "locked", "nothing_to_undo")
 
     def __init__(self, storage: Any, db: Any = None, locked: tuple[str, ...] = (),
                  nothing_to_undo: bool = False) -> None:
@@ -92,8 +92,7 @@ class Step:
         checked = self.storage.checked.get(plural)
         if checked is not None:
             return checked.in_step(self)
-        records = self.storage.collections[plural]     # ``raw``'s (PERF: without a call)
-        return records if self.db is None else records.bound(self.db)
+        return self.raw(plural)
 
     def raw(self, plural: str) -> Any:
         records = self.storage.collections[plural]
@@ -107,7 +106,7 @@ class Step:
         whole), none where a refused write leaves the step as it was
         (SQLite, memory); PostgreSQL makes one anyway, as a refused
         statement ends its transaction."""
-        if self.nothing_to_undo:    # (its one write fails whole: PERF, no call)
+        if self.nothing_to_undo:    # (its one write fails whole)
             return part(*args)
         return self.storage.attempt(self, part, args)
 

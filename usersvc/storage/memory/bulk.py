@@ -34,12 +34,6 @@ class MemoryBulk(Restores):
              after: Position | None = None, q: str | None = None, where: Where = (),
              **filters: Any) -> builtins.list[Any]:
         with self._lock:
-            if q is None and not filters and not where:     # PERF: most pages, plainly
-                index = self._indexes.ids if sort == "id" else self._indexes.orders[sort]
-                page = list(itertools.islice(map(self._records.__getitem__, walk(
-                    sort, reverse, after, NONE, (index,), sort in self.schema.optional)), limit))
-                self.touched += len(page)
-                return page
             # The indexes to walk in this order, and the filter they hold
             # (``None``: no index walks in this order: the matches, sorted).
             equal = {} if q is not None else self._equal(filters, where)
