@@ -367,9 +367,9 @@ CORE = (
     "usersvc.listing", "usersvc.places", "usersvc.problems", "usersvc.records",
     "usersvc.representation", "usersvc.representation.json_format",
     "usersvc.representation.xml_format", "usersvc.request", "usersvc.resources",
-    "usersvc.routing", "usersvc.settings", "usersvc.storage", "usersvc.storage.feed",
-    "usersvc.storage.protocol", "usersvc.storage.served",
-    "usersvc.storage.shared", "usersvc.storage.stored", "usersvc.validation")
+    "usersvc.routing", "usersvc.settings", "usersvc.storage", "usersvc.storage.errors",
+    "usersvc.storage.feed", "usersvc.storage.protocol", "usersvc.storage.served",
+    "usersvc.storage.stored", "usersvc.validation")
 
 #: ... and each store's own, beside ``CORE``.
 CORE_STORES = {

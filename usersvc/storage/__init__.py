@@ -1,7 +1,8 @@
 """Storage: opening a store (``open_store``, here: the one place that
 names every kind of store, each imported only when its URL is given);
-what every store promises and the errors it raises (``protocol``), what
-they share at run time (``shared``), how they serve their collections
+what every store promises (``protocol``), the errors it answers with and
+the precondition a write is held to (``errors``), its change feed and the
+listeners of its commits (``feed``), how they serve their collections
 (``served``) and what start-up checks (``stored``); each store in a
 folder of its own (``memory``, ``sqlite``, ``postgres``; ``sql``, what
 both SQL stores share). Every name below is importable from here."""
@@ -11,10 +12,10 @@ import os
 from collections.abc import Iterable
 
 from ..validation import USER, Schema
-from .protocol import (CommitsAnnounced, Conflict, Contradiction, NotFound, Position,
-                       Precondition, RecordStore, StaleVersion, Storage, StoreError,
-                       StoreUnavailable, WritesFailing, position)
-from .shared import MAX_ID, Listeners, WriteHealth, checked_id
+from .errors import (MAX_ID, Conflict, Contradiction, NotFound, Precondition, StaleVersion,
+                     StoreError, StoreUnavailable, WriteHealth, WritesFailing, checked_id)
+from .feed import Listeners
+from .protocol import CommitsAnnounced, Position, RecordStore, Storage, position
 from .stored import SchemaMismatch, SchemaTooNew, check_fresh_ids, redact
 
 __all__ = ["MAX_ID", "CommitsAnnounced", "Conflict", "Contradiction", "Listeners", "NotFound",

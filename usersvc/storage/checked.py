@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..kinds.dates import now
 from .feed import Change
-from .protocol import NotCurrent, NotFound, Precondition, StaleVersion
+from .errors import NotCurrent, NotFound, Precondition, StaleVersion
 from .references import Dangling, References, Referred
 
 if TYPE_CHECKING:

@@ -13,7 +13,8 @@ position whose change is not yet visible.
 
 Who follows the feed learns of new positions from the store's
 announcements (``protocol.CommitsAnnounced``: a callback on every commit,
-of this process or another), never by asking the feed over and over:
+of this process or another; each store tells its ``Listeners``), never by
+asking the feed over and over:
 waiting for changes (``wait=``, the stream) is a feature's
 (``usersvc.features.waiting``), which the feed knows nothing of.
 
@@ -25,9 +26,13 @@ this history's (``usersvc.places``; docs/decisions.md, "The change feed").
 """
 from __future__ import annotations
 
+import logging
 import secrets
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+_log = logging.getLogger("usersvc.storage")
 
 
 class Change(NamedTuple):
@@ -72,3 +77,53 @@ class ChangeFeed(Protocol):
 def new_history() -> str:
     """A history token: 48 random bits, as 12 lowercase hex digits."""
     return secrets.token_hex(6)
+
+
+class Listeners:
+    """The listeners of a store's commits (``protocol.CommitsAnnounced``):
+    ``add`` one, ``announce`` a collection's commit to every one, ``close``.
+    ``listeners`` is a tuple, replaced whole when one is added or removed,
+    so that a write reads it without a lock: with none (the plain core),
+    announcing costs a write a call that finds no one to tell (less than
+    waking waiters cost every write before: bench/instructions.py)."""
+
+    def __init__(self) -> None:
+        self.listeners: tuple[Callable[[str | None], None], ...] = ()
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def add(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """``listener`` told from now on, until the ``stop()`` returned is
+        called; told ``None`` at once if the store is closed already."""
+        with self._lock:
+            if not self.closed:
+                self.listeners += (listener,)
+                return lambda: self._remove(listener)
+        _tell(listener, None)
+        return lambda: None
+
+    def _remove(self, listener: Callable[[str | None], None]) -> None:
+        with self._lock:
+            self.listeners = tuple(told for told in self.listeners if told is not listener)
+
+    def announce(self, plural: str) -> None:
+        """A commit changed the collection ``plural``: every listener told."""
+        for listener in self.listeners:
+            _tell(listener, plural)
+
+    def close(self) -> None:
+        """The store closes: every listener told ``None``, once, and forgotten."""
+        with self._lock:
+            self.closed, told, self.listeners = True, self.listeners, ()
+        for listener in told:
+            _tell(listener, None)
+
+
+def _tell(listener: Callable[[str | None], None], plural: str | None) -> None:
+    """``listener(plural)``; what it raises logged, so that the others are
+    told all the same and the write that announced it is not undone."""
+    try:
+        listener(plural)
+    except Exception:
+        _log.exception("a listener of commits failed, told of %s",
+                       plural if plural is not None else "the store's close")

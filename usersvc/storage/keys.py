@@ -31,7 +31,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
 
-from .protocol import Conflict, Contradiction, NotFound, StaleVersion, StoreError
+from .errors import Conflict, Contradiction, NotFound, StaleVersion, StoreError
 
 log = logging.getLogger("usersvc.storage")
 

@@ -11,20 +11,9 @@ records (``RecordStore``):
 - unique fields and preconditions are enforced by the store itself, in the
   same atomic step as the write, never checked first by the caller.
 
-Errors::
-
-    StoreError
-     +-- NotFound          no record with that id        (HTTP 404)
-     +-- Conflict          a unique field is taken       (HTTP 409)
-          +-- Referred     a record that refs name, deleted (``references``)
-     +-- StaleVersion      a precondition does not hold  (HTTP 412)
-     +-- Contradiction     the call contradicts what the store keeps (HTTP 422;
-          |                a feature may raise its own)
-          +-- NotCurrent   a timestamp sent that is not the record's (``checked``)
-          +-- Dangling     a ref that names no record (``references``)
-     +-- StoreUnavailable  busy or down; try again later (HTTP 503)
-          +-- WritesFailing  a full disk, an I/O error, a read-only database (HTTP 503)
-    SchemaMismatch         a stored collection the schema cannot open as it is (``stored``)
+The errors each method raises are named in its docstring; what they are,
+their tree and the precondition a write is held to, are ``errors``'s (one
+small module: a request that meets a store meets them).
 
 What the stores share at run time is the package's (``usersvc.storage``).
 """
@@ -34,106 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Union, runtime_checkable
 
-from ..validation import Schema, pointer
-
-
-class StoreError(Exception):
-    """Base of the errors a store raises; ``str()`` is a sentence for people,
-    ``errors`` the fields at fault, as ``(JSON Pointer, detail)`` pairs."""
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return []
-
-
-class NotFound(StoreError):
-    """There is no record with that id (never was, or was deleted)."""
-
-    def __init__(self, schema: Schema, record_id: int):
-        super().__init__(f"There is no {schema.name} with id {record_id}.")
-        self.record_id = record_id
-
-
-class Conflict(StoreError):
-    """A unique field's value already belongs to another record (``field``:
-    which; empty when it cannot be told, as in a restore)."""
-
-    def __init__(self, detail: str, field: str = ""):
-        super().__init__(detail)
-        self.field = field
-
-    @classmethod
-    def taken(cls, schema: Schema, field: str, value: Any) -> Conflict:
-        noun = schema.fields[field].noun or field
-        return cls(f"The {noun} {value} belongs to another {schema.name}.", field)
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return [(pointer(self.field), "is already taken")] if self.field else []
-
-
-class StaleVersion(StoreError):
-    """The record exists, but its version does not satisfy the precondition."""
-
-    def __init__(self, record_id: int):
-        super().__init__(
-            f"The precondition failed: record {record_id} has changed or does not match."
-        )
-        self.record_id = record_id
-
-
-class Contradiction(StoreError):
-    """The call contradicts what the store keeps (a feature may raise its
-    own: ``Problem.from_error`` answers any with a 422)."""
-
-
-class NotCurrent(Contradiction):
-    """A write sent a timestamp other than the record's (422, at the field)."""
-
-    def __init__(self, field: str) -> None:
-        super().__init__(f"The {field} time is set by the service: send its current value, "
-                         "or leave it out.")
-        self._errors = [(pointer(field), "is set by the service: send its current value "
-                                         "or leave it out")]
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return self._errors
-
-
-class StoreUnavailable(StoreError):
-    """No answer now (a lock held too long, a lost connection); nothing was
-    changed, and the call may work later."""
-
-
-class WritesFailing(StoreUnavailable):
-    """A cause outside the store stops its writes until it is put right (a
-    full disk, an I/O error, a read-only database); reads work, nothing was
-    changed, and writes work again once the cause is gone."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"The store cannot write now: {reason}. Nothing was changed; "
-                         "try again later.")
-        self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class Precondition:
-    """``If-Match`` / ``If-None-Match``, reduced to the versions they name.
-
-    ``match`` is the set of versions a write may replace (``None``: any);
-    ``none_match`` the set it may not (``None``: every version, as ``*`` says).
-    """
-
-    match: frozenset[int] | None = None
-    none_match: frozenset[int] | None = frozenset()
-
-    def allows(self, version: int) -> bool:
-        if self.match is not None and version not in self.match:
-            return False
-        if self.none_match is None or version in self.none_match:
-            return False
-        return True
+from ..validation import Schema
+from .errors import Precondition
 
 
 #: Where a page starts: an id (id order), or a collated value and an id.

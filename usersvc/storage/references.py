@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..validation import Schema, pointer
-from .protocol import Conflict, Contradiction
+from .errors import Conflict, Contradiction
 
 
 class Dangling(Contradiction):

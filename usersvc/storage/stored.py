@@ -13,7 +13,7 @@ from typing import Any, Union
 
 from ..fields import FOLDING, MAX_INTEGER, text
 from ..validation import Schema
-from .protocol import Conflict
+from .errors import Conflict
 
 MAX_DOUBLE = 1.7976931348623157e308       # (sys.float_info.max)
 

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..protocol import Conflict, Position
+from ..errors import Conflict
+from ..protocol import Position
 from ..feed import Change
 from ..stored import Restores, check_fresh_ids
 from .walks import NONE, bounded, bounds, chosen, matches, past, ranked, walk

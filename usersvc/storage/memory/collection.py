@@ -14,8 +14,8 @@ from typing import Any
 
 from ...fields import search_terms
 from ...validation import Schema
-from ..protocol import Conflict, NotFound, Precondition, StaleVersion
-from ..shared import Listeners, checked_id
+from ..errors import Conflict, NotFound, Precondition, StaleVersion, checked_id
+from ..feed import Listeners
 from ..feed import new_history
 from .bulk import MemoryBulk
 from .walks import ABSENT, Sorted, or_absent

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from ...validation import Schema
 from ..served import Collections, Step
-from ..shared import Listeners
+from ..feed import Listeners
 from .collection import MemoryRecords
 
 T = TypeVar("T")

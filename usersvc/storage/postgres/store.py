@@ -31,9 +31,9 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...validation import Schema
-from ..protocol import StoreUnavailable
+from ..errors import StoreUnavailable, WriteHealth
 from ..served import Collections, Step, references_of
-from ..shared import Listeners, WriteHealth
+from ..feed import Listeners
 from ..sql.bulk import LIST_DEFAULTS
 from ..sql.collection import SQLRecords, Table
 from ..sql.dialects import POSTGRES

@@ -8,7 +8,8 @@ import builtins
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..protocol import Conflict, Position
+from ..errors import Conflict
+from ..protocol import Position
 from ..feed import Change
 from ..stored import Restores, check_fresh_ids
 

@@ -23,8 +23,7 @@ from typing import Any, TypeVar
 
 from ...fields import Field, search_terms
 from ...validation import Schema
-from ..protocol import Conflict, NotFound, Precondition, StaleVersion
-from ..shared import checked_id
+from ..errors import Conflict, NotFound, Precondition, StaleVersion, checked_id
 from .bulk import SQLBulk
 from .queries import PageQueries
 from .dialects import Dialect

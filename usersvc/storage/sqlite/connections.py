@@ -16,8 +16,7 @@ from concurrent.futures import TimeoutError as WaitedTooLong
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from ..protocol import StoreUnavailable
-from ..shared import WriteHealth
+from ..errors import StoreUnavailable, WriteHealth
 from .errors import is_lasting, needs_reopening, roll_back, unavailable
 
 T = TypeVar("T")

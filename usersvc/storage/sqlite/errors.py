@@ -11,8 +11,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from ..protocol import StoreUnavailable
-from ..shared import WriteHealth
+from ..errors import StoreUnavailable, WriteHealth
 
 
 #: SQLite's primary result codes for a cause outside the store that lasts

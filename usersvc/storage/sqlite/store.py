@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 
 from ...validation import Schema
 from ..served import Collections, Step, references_of
-from ..shared import Listeners, WriteHealth
+from ..errors import WriteHealth
+from ..feed import Listeners
 from ..sql.collection import Table
 from ..sql.dialects import SQLITE
 from ..sql.layout import LAYOUT, declared, layout, opened, read_history
