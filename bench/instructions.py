@@ -47,11 +47,9 @@ sys.path.insert(0, sys.argv[1])
 import os
 from usersvc import Settings, build_app, make_app
 kind, operation, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
-try:        # the build's definitions in place before the store is made (its indexes' load)
-    from usersvc import fast
-    fast.install(sys.argv[5:] != ["plain"])
-except ImportError:     # (a tree before usersvc.fast)
-    pass
+if os.path.isdir(os.path.join(sys.argv[1], "usersvc", "fast")):   # (none before issue 59)
+    from usersvc import fast    # the build's definitions in place before the store is made
+    fast.install(sys.argv[5:] != ["plain"])     # (its indexes take their load then)
 with tempfile.TemporaryDirectory() as tmp:
     store, users = users_store("memory://" if kind == "memory" else f"sqlite:///{tmp}/u.db")
     users.restore([user(i, f"User {i}", f"user{i}@example.org", 1) for i in range(1, 1001)])

@@ -2,8 +2,8 @@
 definitions they replace with the same results (``tests/test_fast_paths.py``):
 a new record's index entries made without comparing them with a record
 that is not there, the indexes in smaller parts, an entry added in one
-method, a page without conditions walked straight from its order, and a
-step with nothing to undo that holds its locks and keeps no undo.
+method, a page without conditions walked straight from its order, and the
+locks of a step with nothing to undo taken without an ``ExitStack``.
 """
 from __future__ import annotations
 
@@ -112,11 +112,10 @@ def bulk_list(self: Any, *, limit: int = 100, sort: str = "id", reverse: bool = 
 
 def atomically(self: Any, plurals: Any, run: Callable[[Step], Any], *,
                nothing_to_undo: bool = False) -> Any:
-    """``MemoryStorage.atomically``: a step with nothing to undo holds the
-    collections' locks alone, keeping no undo (its one write fails whole),
-    the locks found once for each set of collections (0.25 µs, not 0.8)
-    and kept by the store: 5.1% of a task's POST. Any other as the plain
-    one makes it."""
+    """``MemoryStorage.atomically``: a step with nothing to undo takes its
+    collections' locks found once for each set of collections and kept by
+    the store (0.25 µs, not 0.8), acquired and released in turn, without
+    an ``ExitStack``; any other as the plain one makes it."""
     if not nothing_to_undo:
         return _atomically(self, plurals, run)
     locked = self.locked(plurals)

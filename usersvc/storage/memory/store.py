@@ -30,14 +30,15 @@ class MemoryStorage(Collections):
     def atomically(self, plurals: Iterable[str], run: Callable[[Step], T], *,
                    nothing_to_undo: bool = False) -> Any:
         """``Storage.atomically``: the collections' locks (``Collections.locked``),
-        held while ``run`` writes; every change undone if it raises. Kept
-        to be undone even with ``nothing_to_undo``: the caller's promise
-        lets a store keep nothing, and this one keeps what it always does."""
+        held while ``run`` writes; every change undone if it raises
+        (``MemoryBulk.undoing``). With ``nothing_to_undo``, the locks alone:
+        its one write fails whole, so there is nothing to keep."""
         locked = self.locked(plurals)
         with ExitStack() as held:
             for plural in locked:
-                held.enter_context(self.collections[plural].undoing())
-            return run(Step(self, None, locked))
+                records = self.collections[plural]
+                held.enter_context(records._lock if nothing_to_undo else records.undoing())
+            return run(Step(self, None, locked, nothing_to_undo))
 
     def attempt(self, step: Step, part: Callable[..., T], args: tuple[Any, ...]) -> T:
         """``Step.attempt``: ``part(*args)``, what it changed in the step's
