@@ -390,7 +390,7 @@ CORE_STORES = {
 #: was in every store's protocol). A module is loaded when a request or a
 #: declaration needs it: the kinds of usersvc.kinds for a collection that
 #: declares one (users' text and e-mail are fields.py's); references and
-#: timestamps (storage.checked, storage.references) for a schema that
+#: timestamps (storage.references, usersvc.kinds) for a schema that
 #: declares them; asking for a query with a filter or a field[op], sparse
 #: for fields=; on SQLite, the history (sqlite.migrations, sql.history) for
 #: a file of an older layout, and sql.evolution and sql.reshape for a

@@ -14,7 +14,7 @@ from helpers import DEADLINE, race
 
 from usersvc import USER, Schema, boolean, make_app, ref, text
 from usersvc.storage import Conflict, NotFound, open_store
-from usersvc.storage.references import Dangling
+from usersvc.storage.errors import Dangling
 
 TASKS = Schema("task", "tasks", {"title": text(50), "done": boolean, "owner": ref("users"),
                                  "parent": ref("tasks")},
@@ -281,7 +281,7 @@ def test_checked_names_each_read_it_passes_on_and_is_no_proxy(storage):
     """``Checked`` (the tasks: they name records) passes each read of
     ``RecordStore`` and ``ChangeFeed`` to its records by name, and has no
     ``__getattr__``: what it is, a reader sees in its class."""
-    from usersvc.storage.checked import Checked
+    from usersvc.storage.served import Checked
     from usersvc.storage.feed import ChangeFeed
     from usersvc.storage.protocol import RecordStore
     tasks = storage["tasks"]

@@ -7,12 +7,12 @@ raises is said in ``protocol``.
     StoreError
      +-- NotFound          no record with that id        (HTTP 404; ``checked_id``)
      +-- Conflict          a unique field is taken       (HTTP 409)
-          +-- Referred     a record that refs name, deleted (``references``)
+          +-- Referred     a record that refs name, deleted (``served.Checked``)
      +-- StaleVersion      a ``Precondition`` does not hold  (HTTP 412)
      +-- Contradiction     the call contradicts what the store keeps (HTTP 422;
           |                a feature may raise its own)
-          +-- NotCurrent   a timestamp sent that is not the record's (``checked``)
-          +-- Dangling     a ref that names no record (``references``)
+          +-- NotCurrent   a timestamp sent that is not the record's (``served.Checked``)
+          +-- Dangling     a ref that names no record (``served.Checked``)
      +-- StoreUnavailable  busy or down; try again later (HTTP 503)
           +-- WritesFailing  a full disk, an I/O error, a read-only database
                              (HTTP 503; ``WriteHealth`` says when it starts and ends)
@@ -77,6 +77,14 @@ class Conflict(StoreError):
         return [(pointer(self.field), "is already taken")] if self.field else []
 
 
+class Referred(Conflict):
+    """A record that others refer to cannot be deleted (409)."""
+
+    def __init__(self, schema: Schema, record_id: int, referrer: Schema, field: str) -> None:
+        super().__init__(f"The {schema.name} {record_id} is the {field} of one or more "
+                         f"{referrer.plural}: change or delete them first.")
+
+
 class StaleVersion(StoreError):
     """The record exists, but its version does not satisfy the precondition."""
 
@@ -100,6 +108,18 @@ class NotCurrent(Contradiction):
                          "or leave it out.")
         self._errors = [(pointer(field), "is set by the service: send its current value "
                                          "or leave it out")]
+
+    @property
+    def errors(self) -> list[tuple[str, str]]:
+        return self._errors
+
+
+class Dangling(Contradiction):
+    """A ``ref`` names a record that does not exist (422, at the field)."""
+
+    def __init__(self, target: Schema, field: str, record_id: int) -> None:
+        super().__init__(f"There is no {target.name} {record_id}.")
+        self._errors = [(pointer(field), f"there is no {target.name} {record_id}")]
 
     @property
     def errors(self) -> list[tuple[str, str]]:

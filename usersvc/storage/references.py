@@ -1,8 +1,8 @@
 """References between collections (``kinds.ref``), kept by every store alike.
 
 A write that gives a ``ref`` field a value checks that the record it names
-exists, and a delete of a record that a ``ref`` may name checks that none
-does (restrict): each in one atomic step of the store
+exists (else ``errors.Dangling``), and a delete of a record that a ``ref``
+may name checks that none does (restrict: else ``errors.Referred``): each in one atomic step of the store
 (``Storage.atomically``) holding the collections involved, so that no
 write between the check and the change can make it wrong. On PostgreSQL
 that step takes each collection's lock (its feed's), which every write of
@@ -11,7 +11,7 @@ reference made meanwhile is seen. Inside a batch's step, the batch's own
 earlier writes count, and the step is the batch's.
 
 A store wraps each collection that refers or is referred to in a
-``checked.Checked`` (``served.Collections.serve``); the others are served as they
+``served.Checked`` (``served.Collections.serve``); the others are served as they
 are, at no cost, and a store whose schemas have no ``ref`` never imports
 this module (``served.references_of``).
 """
@@ -20,28 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..validation import Schema, pointer
-from .errors import Conflict, Contradiction
-
-
-class Dangling(Contradiction):
-    """A ``ref`` names a record that does not exist (422, at the field)."""
-
-    def __init__(self, target: Schema, field: str, record_id: int) -> None:
-        super().__init__(f"There is no {target.name} {record_id}.")
-        self._errors = [(pointer(field), f"there is no {target.name} {record_id}")]
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return self._errors
-
-
-class Referred(Conflict):
-    """A record that others refer to cannot be deleted (409)."""
-
-    def __init__(self, schema: Schema, record_id: int, referrer: Schema, field: str) -> None:
-        super().__init__(f"The {schema.name} {record_id} is the {field} of one or more "
-                         f"{referrer.plural}: change or delete them first.")
+from ..validation import Schema
 
 
 @dataclass(frozen=True)
@@ -75,4 +54,4 @@ def references(schemas: Sequence[Schema]) -> dict[str, References]:
     return found
 
 
-__all__ = ["Dangling", "Referred", "References", "references"]
+__all__ = ["References", "references"]
