@@ -14,7 +14,7 @@ from usersvc import make_app
 from usersvc.changes import FEED_RELATION
 from usersvc import USER
 from usersvc.storage import CommitsAnnounced
-from usersvc.storage.feed import ChangeFeed
+from usersvc.storage.protocol import ChangeFeed
 from usersvc.storage.memory.collection import MemoryRecords
 
 pytestmark = pytest.mark.core       # runs on the plain core too (conftest.SERVED)

@@ -282,7 +282,7 @@ def test_checked_names_each_read_it_passes_on_and_is_no_proxy(storage):
     ``RecordStore`` and ``ChangeFeed`` to its records by name, and has no
     ``__getattr__``: what it is, a reader sees in its class."""
     from usersvc.storage.served import Checked
-    from usersvc.storage.feed import ChangeFeed
+    from usersvc.storage.protocol import ChangeFeed
     from usersvc.storage.protocol import RecordStore
     tasks = storage["tasks"]
     assert isinstance(tasks, Checked) and "__getattr__" not in vars(Checked)

@@ -41,7 +41,7 @@ from .resources import Collection, Item
 from .routing import Router
 from .settings import Settings
 from .storage import check_collection
-from .storage.feed import ChangeFeed
+from .storage.protocol import ChangeFeed
 from .validation import Schema
 
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.

@@ -32,7 +32,7 @@ from .representation import (DEFAULT, Format, Offers, Representations, etag, rea
                              version_in)
 from .request import Request, Response
 from .storage import Precondition
-from .storage.feed import ChangeFeed
+from .storage.protocol import ChangeFeed
 from .validation import Schema
 
 #: ``hook(req, fmt, make, respond)``, and its ``header``: "A write hook" above.

@@ -1,5 +1,7 @@
-"""The change feed's parts every store shares: a change, and the protocol
-of a store that keeps a feed (docs/decisions.md, "The change feed").
+"""The change feed's parts every store shares: a change, a feed's history,
+and the listeners a store tells of each commit (what a store that keeps a
+feed promises is ``protocol.ChangeFeed``; docs/decisions.md, "The change
+feed").
 
 Every change to a record gets a position ``seq`` in its collection, in the
 same transaction as the change, never handed out twice. A store keeps one
@@ -29,8 +31,8 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 _log = logging.getLogger("usersvc.storage")
 
@@ -42,36 +44,6 @@ class Change(NamedTuple):
     seq: int
     id: int
     record: Any
-
-
-@runtime_checkable
-class ChangeFeed(Protocol):
-    """What a store with a change feed adds to ``RecordStore`` (every store
-    here has one; the app serves ``/<plural>/changes``, and pages link to
-    it, for a store that is one: checked once, when a collection is added)."""
-
-    #: The feed's history token: 12 lowercase hex digits (``new_history``).
-    history: str
-
-    def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
-        """Up to ``limit`` entries past the position ``after``, oldest first."""
-
-    def entry(self, record_id: int) -> Change | None:
-        """The feed's entry for one record (``None``: it has none)."""
-
-    def position(self) -> int:
-        """The last position committed (0: no change yet)."""
-
-    def position_and_list(self, **arguments: Any) -> tuple[int, list[Any]]:
-        """``position()``, then ``list(**arguments)``: a page and where the
-        feed stood before it was read (one call, for stores that save by it)."""
-
-    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
-        """``RecordStore.restore``, keeping the feed too (for ``usersvc
-        copy``): each record, or tombstone, at its ``seq``, in one atomic
-        step; later changes get positions above every one given. Raises
-        ``Conflict`` as ``restore`` does, or if a position is not above the
-        store's."""
 
 
 def new_history() -> str:

@@ -25,6 +25,7 @@ from typing import Any, Protocol, Union, runtime_checkable
 
 from ..validation import Schema
 from .errors import Precondition
+from .feed import Change
 
 
 #: Where a page starts: an id (id order), or a collated value and an id.
@@ -47,7 +48,7 @@ class RecordStore(Protocol):
     what they are). Every method is safe to call from several threads at
     once. Values arrive validated and cleaned by the schema, and are
     compared collated (``Field.collate``: text case-folded). Every store here
-    also keeps a change feed (``feed.ChangeFeed``)."""
+    also keeps a change feed (``ChangeFeed``)."""
 
     schema: Schema
 
@@ -96,6 +97,36 @@ class RecordStore(Protocol):
         (for ``usersvc copy``); new ids afterwards are above ``last_id`` and
         every id given. Raises ``Conflict`` if a unique value is taken or an
         id is not above every id the collection ever handed out."""
+
+
+@runtime_checkable
+class ChangeFeed(Protocol):
+    """What a store with a change feed adds to ``RecordStore`` (every store
+    here has one; the app serves ``/<plural>/changes``, and pages link to
+    it, for a store that is one: checked once, when a collection is added)."""
+
+    #: The feed's history token: 12 lowercase hex digits (``feed.new_history``).
+    history: str
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
+        """Up to ``limit`` entries past the position ``after``, oldest first."""
+
+    def entry(self, record_id: int) -> Change | None:
+        """The feed's entry for one record (``None``: it has none)."""
+
+    def position(self) -> int:
+        """The last position committed (0: no change yet)."""
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, list[Any]]:
+        """``position()``, then ``list(**arguments)``: a page and where the
+        feed stood before it was read (one call, for stores that save by it)."""
+
+    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
+        """``RecordStore.restore``, keeping the feed too (for ``usersvc
+        copy``): each record, or tombstone, at its ``seq``, in one atomic
+        step; later changes get positions above every one given. Raises
+        ``Conflict`` as ``restore`` does, or if a position is not above the
+        store's."""
 
 
 @runtime_checkable

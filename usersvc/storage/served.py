@@ -130,7 +130,7 @@ class Checked:
     """One collection's ``records``, each write checked and stamped, in an
     atomic step of ``storage`` where it must look at other records (or in
     the ``step`` already running); reads go straight to ``records``, each
-    named (what ``RecordStore`` and ``feed.ChangeFeed`` name, and what the
+    named (what ``RecordStore`` and ``protocol.ChangeFeed`` name, and what the
     app asks of a store besides), so a reader sees all a ``Checked`` is."""
 
     def __init__(self, records: Any, refs: References | None, storage: Any,
@@ -198,7 +198,7 @@ class Checked:
         return self._step(run)
 
     # -- reads, the feed, and what the app asks: the records' own, each
-    # named (``RecordStore``, ``feed.ChangeFeed``), as they are -----------
+    # named (``RecordStore``, ``protocol.ChangeFeed``), as they are -----------
 
     def get(self, record_id: int) -> Any:
         return self.records.get(record_id)

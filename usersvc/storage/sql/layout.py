@@ -64,7 +64,7 @@ def layout(dialect: Dialect) -> list[str]:
 
 def read_history(db: Any) -> str:
     """The store's history token (``usersvc_history``, made with the layout):
-    read once, when the store opens (``feed.ChangeFeed.history``)."""
+    read once, when the store opens (``protocol.ChangeFeed.history``)."""
     return str(db.execute("SELECT token FROM usersvc_history").fetchone()[0])
 
 
