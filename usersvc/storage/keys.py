@@ -209,7 +209,7 @@ class SQLKeys:
         # ``nothing_to_undo`` holds for the step as for ``run``: a refused write
         # of run's is undone (itself, or to the attempt's savepoint) before the
         # answer's row is written; should that fail, SQLite's writer fails its
-        # group, PostgreSQL's transaction ends. (PERF: a partial: a frame less.)
+        # group, PostgreSQL's transaction ends.
         answer = storage.atomically(plurals, partial(
             self.claimed_in if self.claims else self.read_or_keep, key, run),
             nothing_to_undo=nothing_to_undo)
@@ -226,10 +226,7 @@ class SQLKeys:
         if row is not None:
             kept, status, headers, body, vary = row
             return key.replay(kept, Answer(status, _headers(headers), bytes(body), vary))
-        # (PERF: in a step with nothing to undo, ``run`` as ``Step.attempt``
-        # would run it, without its call: 1,200 instructions a keyed write.)
-        answer = (key.outcome(run, step) if step.nothing_to_undo
-                  else key.outcome(step.attempt, run, step))
+        answer = key.outcome(step.attempt, run, step)
         status, headers, body, vary = answer
         db.execute(self.keep, (owner, value, fingerprint, expires, status,
                                _encode_headers(headers), body, vary))
@@ -290,8 +287,7 @@ class SQLKeys:
 
 def _encode_headers(headers: tuple[tuple[str, str], ...]) -> str:
     # Header names and values hold no line breaks (RFC 9110 §5.5): one a
-    # line, "name: value" (PERF: joined by map, no generator: 800
-    # instructions a keyed write).
+    # line, "name: value".
     return "\n".join(map(": ".join, headers))
 
 

@@ -15,8 +15,7 @@ from typing import Any
 from ...fields import search_terms
 from ...validation import Schema
 from ..errors import Conflict, NotFound, Precondition, StaleVersion, checked_id
-from ..feed import Listeners
-from ..feed import new_history
+from ..feed import Listeners, new_history
 from .bulk import MemoryBulk
 from .walks import ABSENT, Sorted, or_absent
 
