@@ -64,6 +64,19 @@ SPEEDUPS = (
             "a query with nothing to decode (limit=100&after=7) split in 1.1 µs, not 1.3"),
     Speedup("usersvc.listing:quoted", "usersvc.fast.queries:quoted",
             "a text with nothing to escape written as it is, the others kept"),
+    Speedup("usersvc.storage.sqlite.connections:Connections.commit",
+            "usersvc.fast.sqlite:commit",
+            "SQLite's writes made by one writer thread, in groups sharing one sync to disk "
+            "(bench/group_commit.py: with 8 writers, several times the writes a second)"),
+    Speedup("usersvc.storage.sqlite.store:SQLiteStorage.atomically",
+            "usersvc.fast.sqlite:atomically",
+            "a step as one write of the writer's groups, its error handed back"),
+    Speedup("usersvc.storage.sqlite.connections:Connections.read", "usersvc.fast.sqlite:read",
+            "a read answered again while nothing is committed: one PRAGMA data_version "
+            "in place of a SELECT"),
+    Speedup("usersvc.storage.sql.bulk:SQLBulk._page", "usersvc.fast.sqlite:page",
+            "a SQLite page built from records kept by version: only those not built at "
+            "their version are read whole"),
 )
 
 _lock = threading.RLock()      # (a fast module asks for plain definitions as install imports it)

@@ -2,12 +2,12 @@
 its statements (``Table``, made once per dialect) and its records
 (``SQLRecords``); many records at once are ``bulk``'s, its tables ``ddl``'s.
 
-The store gives the connections: ``read(cache_as, read)`` runs
-``read(db)`` (SQLite answers the same ``cache_as`` again while nothing is
-committed); ``commit(op)`` runs ``op(db)`` in a write transaction,
-committed before it returns; ``violated(error)`` names what a unique
-violation names. In an atomic step, the records are bound to the step's
-transaction (``bound``).
+The store gives what reads and writes (``connections``: SQLite's
+``Connections``, or the PostgreSQL store itself): ``read(cache_as, read)``
+runs ``read(db)`` (``cache_as`` names the read: the fast build's SQLite
+answers it again while nothing is committed); ``commit(op)`` runs
+``op(db)`` in a write transaction, committed before it returns. In an
+atomic step, the records are bound to the step's transaction (``bound``).
 
 Every write is one statement whose text depends only on its shape, every
 value a bound parameter: an ``INSERT ... RETURNING id``, or an ``UPDATE``
@@ -174,8 +174,9 @@ class SQLRecords(SQLBulk):
     db: Any = None          # in an atomic step: its transaction's connection (``bound``)
     _bound: Any = None      # the last ``bound`` made (on the same connection: the same)
 
-    def __init__(self, storage: Any, table: Table) -> None:
+    def __init__(self, storage: Any, table: Table, connections: Any) -> None:
         self.storage, self.table, self.schema = storage, table, table.schema
+        self.connections = connections      # ``read`` and ``commit``
         self._make = record_maker(self.schema)      # a row to a record
         #: Told of this process's commits (the store's ``Listeners``; other
         #: processes' the store finds itself: ``CommitsAnnounced``).
@@ -248,12 +249,12 @@ class SQLRecords(SQLBulk):
     def _read(self, cache_as: Any, read: Callable[[Any], T]) -> T:
         if self.db is not None:         # in an atomic step: its transaction
             return read(self.db)
-        return self.storage.read(cache_as, read)
+        return self.connections.read(cache_as, read)
 
     def _write(self, op: Callable[[Any], T]) -> T:
         if self.db is not None:         # in an atomic step: its transaction
             return op(self.db)
-        done = self.storage.commit(op)
+        done = self.connections.commit(op)
         self.commits.announce(self.schema.plural)
         return done
 
@@ -263,7 +264,10 @@ class SQLRecords(SQLBulk):
         try:
             return db.execute(query, params)
         except self.storage.unique_violation as e:
-            named = self.storage.violated(e)
+            # SQLite names the column ("UNIQUE constraint failed:
+            # users.email__key"), PostgreSQL the index (users_email_unique).
+            named = (str(e).rpartition(" ")[2] if self.table.dialect.name == "sqlite"
+                     else e.diag.constraint_name)
             for field in self.schema.unique:
                 column = f"{field}__key" if field in self.table.collated else field
                 if named in (f"{self.table.name}.{column}", f"{self.table.name}_{field}_unique"):
