@@ -4,10 +4,11 @@ they replace, which are the reference (``tests/test_fast_paths.py``):
 - ``read``, for ``Connections.read``: a connection answers a read again
   while nothing is committed (``PRAGMA data_version`` unchanged), one
   ``SELECT`` saved a read.
-- ``commit`` and ``atomically``, for ``Connections.commit`` and
-  ``SQLiteStorage.atomically``: one writer thread per file makes every
-  write, in groups (``Writer``; docs/decisions.md, "Storage": what group
-  commit gained), where the plain ones commit each write on its own.
+- ``commit``, for ``Connections.commit``: one writer thread per file makes
+  every write, in groups (``Writer``; docs/decisions.md, "Storage": what
+  group commit gained), where the plain one commits each on its own.
+- ``atomically``, for ``SQLiteStorage.atomically``: a step with nothing to
+  undo made once for the writer's connection.
 - ``page``, for ``SQLBulk._page`` on SQLite: a page built from records
   kept by version.
 """
@@ -34,6 +35,7 @@ T = TypeVar("T")
 log = logging.getLogger("usersvc.storage")
 
 _page = plain("usersvc.storage.sql.bulk:SQLBulk._page")
+_atomically = plain("usersvc.storage.sqlite.store:SQLiteStorage.atomically")
 
 
 # -- answers kept while nothing is committed --------------------------------
@@ -208,28 +210,14 @@ class Writer:
 
 def atomically(self: Any, plurals: Any, run: Callable[[Step], T], *,
                nothing_to_undo: bool = False) -> Any:
-    """``SQLiteStorage.atomically``: one write of the writer, inside a
-    savepoint that is undone if ``run`` raises (the rest of its group goes
-    on); its error is handed back by the writer, not raised in its thread.
-    ``nothing_to_undo`` needs none (its one statement undoes itself): the
-    writer checks that a failed write changed nothing (or fails the group:
-    ``Writer._commit``), and its step, a view that keeps nothing of its
-    own, is made once for the writer's connection (1,000 instructions)."""
-    connections = self.connections
-    if nothing_to_undo:
-        result = connections.commit(lambda db: run(_step_on(self, db)))
-    else:
-        def step(db: Connection) -> tuple[Any, Exception | None]:
-            made = Step(self, db)
-            try:
-                return self.attempt(made, run, (made,)), None
-            except Exception as e:      # undone: handed back, not raised (``Writer``)
-                if is_lasting(e) or not db.in_transaction:
-                    raise
-                return None, e
-        result, error = connections.commit(step)
-        if error is not None:
-            raise error
+    """``SQLiteStorage.atomically``, a step with ``nothing_to_undo`` made
+    once for the writer's connection (a view that keeps nothing of its
+    own: 1,000 instructions a step), and taking no tuple back; any other
+    step as the plain one makes it. (The writer checks that a write that
+    failed changed nothing, or fails its group: ``Writer._commit``.)"""
+    if not nothing_to_undo:
+        return _atomically(self, plurals, run)
+    result = self.connections.commit(lambda db: run(_step_on(self, db)))
     for plural in plurals:
         self.commits.announce(plural)
     return result

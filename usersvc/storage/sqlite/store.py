@@ -27,8 +27,8 @@ from ..sql.collection import SQLRecords, Table
 from ..sql.dialects import SQLITE
 from ..sql.layout import LAYOUT, declared, layout, opened, read_history
 from ..stored import apply
-from .connections import Connections
-from .errors import retrying, undo_savepoint
+from .connections import Connection, Connections
+from .errors import is_lasting, retrying, undo_savepoint
 
 T = TypeVar("T")
 
@@ -93,11 +93,25 @@ class SQLiteStorage(Collections):
 
     def atomically(self, plurals: Iterable[str], run: Callable[[Step], T], *,
                    nothing_to_undo: bool = False) -> Any:
-        """``Storage.atomically``: ``run`` in a write transaction of its own,
-        undone whole if it raises. ``nothing_to_undo``: its parts
-        (``Step.attempt``) need no savepoint, a statement SQLite refuses
-        undoing itself, the transaction going on."""
-        result = self.connections.commit(lambda db: run(Step(self, db, (), nothing_to_undo)))
+        """``Storage.atomically``: one write transaction, in which ``run``
+        makes its writes inside a savepoint, undone if it raises: the
+        transaction then commits nothing of ``run`` but the ids it took,
+        which stay taken (``errors.undo_savepoint``), and its error is
+        raised once committed. ``nothing_to_undo`` needs no savepoint (its
+        one statement, refused, undoes itself)."""
+        def step(db: Connection) -> tuple[Any, Exception | None]:
+            made = Step(self, db, (), nothing_to_undo)
+            if nothing_to_undo:
+                return run(made), None
+            try:
+                return self.attempt(made, run, (made,)), None
+            except Exception as e:      # undone to the savepoint: raised once committed
+                if is_lasting(e) or not db.in_transaction:
+                    raise               # (SQLite may have undone the transaction)
+                return None, e
+        result, error = self.connections.commit(step)
+        if error is not None:
+            raise error
         for plural in plurals:
             self.commits.announce(plural)
         return result
