@@ -67,7 +67,6 @@ class Connections:
         #: Told of each commit: its seconds from BEGIN to the end of COMMIT,
         #: and its writes (``SQLiteStorage.observe_commits``).
         self.observers: list[Callable[[float, int], None]] = []
-        self.writing = threading.Lock()     # one write transaction at a time, in this process
         self.closed = False
         self._start()
         self.one = self.connect() if path == ":memory:" else None
@@ -79,6 +78,7 @@ class Connections:
         self._local = threading.local()
         self._all: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._writes: Connection | None = None      # opened by the first write
+        self.writing = threading.Lock()     # one write transaction at a time, in this process
 
     def _forked(self) -> None:
         """In a process forked from the one that opened them (workers after
@@ -150,7 +150,10 @@ class Connections:
         or ``ROLLBACK`` if the block raises. A lock not had within the busy
         timeout is ``StoreUnavailable``; a full disk, an I/O error or a
         read-only file ``WritesFailing``, said to the store's health."""
-        if not self.writing.acquire(timeout=self.busy_timeout):
+        if self._pid != os.getpid():
+            self._forked()          # (a lock held at the fork is the parent's)
+        writing = self.writing
+        if not writing.acquire(timeout=self.busy_timeout):
             raise StoreUnavailable("The database is busy; try again.")
         try:
             if self.closed:
@@ -175,7 +178,7 @@ class Connections:
                 raise
             raise error from e
         finally:
-            self.writing.release()
+            writing.release()
         self.health.worked()
 
     def failed(self, error: sqlite3.OperationalError) -> StoreUnavailable | None:
