@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from ..storage.protocol import StoreUnavailable
 from ..storage.served import Step
-from ..storage.sqlite.connections import Connection, Connections
+from ..storage.sqlite.connections import Connection, Connections, roll_back
 from ..storage.sqlite.errors import is_lasting
 from . import plain
 
@@ -79,10 +79,13 @@ def commit(self: Connections, op: Callable[[sqlite3.Connection], T]) -> T:
     """``Connections.commit``: ``op(db)`` made by the file's writer thread,
     with the writes waiting beside it, in one transaction (a private
     in-memory database has no writer: the plain commit)."""
-    if self.one is not None:
-        with self.transaction() as db:
-            return op(db)
-    return _writer(self).commit(op)
+    writer = self.__dict__.get("writer")
+    if writer is None:
+        if self.one is not None:
+            with self.transaction() as db:
+                return op(db)
+        writer = _writer(self)
+    return writer.commit(op)
 
 
 def _writer(connections: Connections) -> Writer:
@@ -181,26 +184,50 @@ class Writer:
         if not group:
             return
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+        connections = self.connections
         started = time.perf_counter()
         try:
-            with self.connections.transaction(len(group)) as db:
-                for op, future in group:
-                    changes = db.total_changes
+            # ``Connections.transaction``, made here without its context
+            # manager: 20,000 instructions a write (bench/instructions.py).
+            connections.writes()        # (in a forked process: its own lock, first)
+            with connections.writing:
+                if connections.closed:
+                    raise StoreUnavailable("The store is closed.")
+                db = connections.writes()
+                with db.in_use:
+                    if db.in_transaction:   # a ROLLBACK that failed last time (an I/O error)
+                        db.execute("ROLLBACK")
+                    db.execute("BEGIN IMMEDIATE")
                     try:
-                        outcomes.append((future, op(db), None))
-                    except Exception as e:      # this write's own failure
-                        if is_lasting(e) or not db.in_transaction:
-                            # (a full disk may strike after a trigger's change)
-                            raise   # SQLite may have undone the group: none of it is kept
-                        if db.total_changes != changes:
-                            raise RuntimeError("a write failed after changing the database") from e
-                        outcomes.append((future, None, e))
+                        for op, future in group:
+                            changes = db.total_changes
+                            try:
+                                outcomes.append((future, op(db), None))
+                            except Exception as e:      # this write's own failure
+                                if is_lasting(e) or not db.in_transaction:
+                                    # (a full disk may strike after a trigger's change)
+                                    raise   # SQLite may have undone the group: none of it kept
+                                if db.total_changes != changes:
+                                    raise RuntimeError("a write failed after changing "
+                                                       "the database") from e
+                                outcomes.append((future, None, e))
+                        db.execute("COMMIT")
+                    except BaseException:
+                        roll_back(db)
+                        raise
         except Exception as e:      # nothing of the group was written
+            error: BaseException = e
+            if isinstance(e, sqlite3.OperationalError):
+                error = connections.failed(e) or e
             for _, future in group:
-                future.set_exception(e)
+                future.set_exception(error)
             return
+        elapsed = time.perf_counter() - started
+        for observe in connections.observers:
+            observe(elapsed, len(group))
+        connections.health.worked()
         self.commits, self.writes = self.commits + 1, self.writes + len(group)
-        self.seconds += time.perf_counter() - started
+        self.seconds += elapsed
         for future, result, failure in outcomes:
             if failure is None:
                 future.set_result(result)
