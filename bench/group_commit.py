@@ -1,5 +1,5 @@
 """Group commit, two ways, on SQLite POST over HTTP: the writer thread fed
-by a queue that usersvc uses (``usersvc.storage.sqlite.connections.Writer``) against
+by a queue that usersvc uses (``usersvc.fast.sqlite.Writer``) against
 the leader/follower scheme it replaced (here, ``LeaderFollower``), paired
 round by round on the same machine.
 
@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from usersvc.storage import StoreUnavailable  # noqa: E402
-from usersvc.storage.sqlite import store as usersvc_sqlite  # noqa: E402
+from usersvc.fast import sqlite as usersvc_sqlite  # noqa: E402
+from usersvc.fast.sqlite import Writer  # noqa: E402
 from usersvc.storage.sqlite.connections import Connection as _Connection  # noqa: E402
-from usersvc.storage.sqlite.connections import Writer  # noqa: E402
 
 T = TypeVar("T")
 

@@ -27,7 +27,7 @@ from webob import Request, Response
 
 from helpers import serve, stop
 
-from usersvc import DEFAULT_FEATURES, make_app
+from usersvc import DEFAULT_FEATURES, fast, make_app
 from usersvc.storage import open_store
 
 POSTGRES_URL = os.environ.get("USERSVC_TEST_POSTGRES_URL", "")
@@ -145,8 +145,10 @@ def opened(store_url, collections=None):
 
 
 @pytest.fixture
-def storage(store_url):
-    """The store a URL names, holding the users."""
+def storage(store_url, speedups):
+    """The store a URL names, holding the users, on the build asked for
+    (``speedups``: the fast paths in place, or the plain definitions)."""
+    fast.install(speedups)
     yield from opened(store_url)
 
 
@@ -169,6 +171,12 @@ def pytest_generate_tests(metafunc):
     marked = metafunc.definition.get_closest_marker
     if "features" in metafunc.fixturenames and marked("core") and not marked("feature"):
         metafunc.parametrize("features, speedups", SERVED)
+    elif ("storage" in metafunc.fixturenames and "speedups" in metafunc.fixturenames
+          and "app" not in metafunc.fixturenames
+          and getattr(metafunc.module, "speedups", None) is None):
+        # A store's own test: on both builds (SQLite's writes are the
+        # writer thread's on the fast one: ``usersvc.fast.sqlite``).
+        metafunc.parametrize("speedups", [True, False], ids=["fast", "plain"])
 
 
 @pytest.fixture

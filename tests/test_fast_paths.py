@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import unicodedata
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from every_kind import THINGS, thing_maker
+from helpers import race
 from urllib.parse import quote_plus, urlencode
 
 from sortedcontainers import SortedList
@@ -20,7 +22,7 @@ from usersvc import USER, Schema, fast, make_app, ref, text
 from usersvc.representation import DEFAULT, JSON, PROBLEMS
 from usersvc.request import Request
 from usersvc.fields import fold, search_terms, words
-from usersvc.storage import Conflict, StoreError, open_store
+from usersvc.storage import Conflict, NotFound, Precondition, StoreError, open_store
 from usersvc.storage.memory.collection import Indexes, MemoryRecords
 from usersvc.storage.memory.walks import Sorted
 from usersvc.storage.sql.collection import Table
@@ -57,16 +59,19 @@ def _things(n: int) -> list:
                                              (USER, [USER.record._make((1, "Ada", "A@x.org", 1))])])
 def test_a_rows_columns_are_row_ofs(schema, records, dialect):
     table = Table(schema, dialect)
+    fast_row, plain_row = _pair("usersvc.storage.sql.collection:Table.row")
     for record in records:
         values = list(record[1:-1])
-        assert table.row(values) == list(table.row_of(dict(zip(schema.fields, values))).values())
+        assert fast_row(table, values) == plain_row(table, values) == list(
+            table.row_of(dict(zip(schema.fields, values))).values())
 
 
 @given(st.text(), st.booleans(), st.booleans())
 def test_a_terms_value_is_json_dumps_of_the_search_terms(text, by_words, whole):
     table = Table(USER, SQLITE)
-    assert table.terms_value(text, by_words, whole) == json.dumps(
-        sorted(set(search_terms(text, by_words, whole))), ensure_ascii=False)
+    fast_one, plain_one = _pair("usersvc.storage.sql.collection:Table.terms_value")
+    assert fast_one(table, text, by_words, whole) == plain_one(table, text, by_words, whole) \
+        == json.dumps(sorted(set(search_terms(text, by_words, whole))), ensure_ascii=False)
 
 
 @given(st.text(alphabet=st.characters(max_codepoint=127)))
@@ -324,6 +329,118 @@ def test_a_step_with_nothing_to_undo_ends_as_the_plain_ones(steps):
 
 
 #: Each fast path of the registry, and the test above that holds it to its plain definition.
+# -- SQLite's fast paths (usersvc.fast.sqlite): the writer, kept answers,
+# pages from kept records and the writer's steps, each against the plain
+# commit on the request's thread, on the same writes
+
+NAMES = ["Ada", "Bea", "Cy"]
+EMAILS = ["ada@example.org", "ADA@example.org", "bea@example.org", "cy@example.org"]
+WRITES = st.lists(st.one_of(
+    st.tuples(st.just("create"), st.sampled_from(NAMES), st.sampled_from(EMAILS)),
+    st.tuples(st.just("update"), st.integers(1, 5), st.sampled_from(EMAILS),
+              st.sampled_from([None, 1, 2])),
+    st.tuples(st.just("delete"), st.integers(1, 5), st.sampled_from([None, 1, 2])),
+    # an atomic step that creates, then fails (undone, its id kept taken) or not
+    st.tuples(st.just("step"), st.sampled_from(EMAILS), st.booleans()),
+    st.tuples(st.just("keyed"), st.sampled_from(EMAILS)),     # a step with nothing to undo
+), max_size=10)
+
+
+class Refused(Exception):
+    """What a step raises to be undone."""
+
+
+def _write(storage, write):
+    users = storage["users"]
+    kind, *args = write
+    if kind == "create":
+        return users.create(name=args[0], email=args[1])
+    if kind == "update":
+        record_id, email, version = args
+        precondition = None if version is None else Precondition(match=frozenset({version}))
+        return users.update(record_id, email=email, precondition=precondition)
+    if kind == "delete":
+        record_id, version = args
+        precondition = None if version is None else Precondition(match=frozenset({version}))
+        return users.delete(record_id, precondition=precondition)
+
+    def step(made):
+        created = made["users"].create(name="Step", email=args[0])
+        if kind == "step" and args[1]:
+            raise Refused(created.id)
+        return created
+    return storage.atomically(("users",), step, nothing_to_undo=kind == "keyed")
+
+
+def _played(speedups: bool, writes) -> list:
+    """What a store on a new file answers to ``writes``, on the build asked
+    for: each write's result or error, then its pages, reads and feed."""
+    fast.install(speedups)
+    seen = []
+    with tempfile.TemporaryDirectory() as where:
+        storage = open_store(f"sqlite:///{where}/users.db")
+        users = storage["users"]
+        try:
+            for write in writes:
+                try:
+                    outcome = _write(storage, write)
+                except (StoreError, Refused) as e:
+                    outcome = (type(e).__name__, str(e))
+                found = []
+                for record_id in range(1, 7):
+                    try:
+                        found.append(users.get(record_id))
+                    except NotFound as e:
+                        found.append(str(e))
+                seen.append((outcome, users.list(), users.list(limit=2, sort="email"),
+                             found, users.changes(), users.last_id()))
+        finally:
+            storage.close()
+    return seen
+
+
+@settings(max_examples=30, deadline=None)
+@given(WRITES)
+def test_sqlite_s_writer_answers_the_plain_commit_s_answers(writes):
+    """The writer thread, its steps, kept answers and pages (the fast build)
+    against the plain commit on the request's thread: the same records,
+    errors, pages, reads and feed, write by write."""
+    try:
+        assert _played(True, writes) == _played(False, writes)
+    finally:
+        fast.install(True)
+
+
+@pytest.mark.parametrize("speedups", [True, False], ids=["fast", "plain"])
+def test_sqlite_writes_from_threads_are_each_made_once_on_either_build(tmp_path, speedups):
+    """Eight threads at once (a barrier), each creating its own user and
+    changing it, and all racing for one address: on either build every
+    write is made once, one of the race wins, the feed has each change."""
+    fast.install(speedups)
+    storage = open_store(f"sqlite:///{tmp_path}/users.db")
+    users = storage["users"]
+    try:
+        def writes(i):      # (``race`` releases the eight together)
+            made = users.create(name=f"U{i}", email=f"u{i}@example.org")
+            users.update(made.id, name=f"U{i} changed", precondition=Precondition(
+                match=frozenset({1})))
+            try:
+                users.create(name="Twin", email="twin@example.org")
+                return "won"
+            except Conflict:
+                return "lost"
+        outcomes = race(8, writes)
+        assert sorted(outcomes) == ["lost"] * 7 + ["won"]
+        listed = users.list()
+        assert sorted(u.name for u in listed) == sorted([*(f"U{i} changed" for i in range(8)),
+                                                         "Twin"])
+        assert all(u.version == 2 for u in listed if u.name != "Twin")
+        assert len(users.changes(limit=100)) == 9
+    finally:
+        storage.close()
+        fast.install(True)
+
+
 HELD = {
     "usersvc.representation.json_format:JSONFormat.decode": test_decode_is_the_json_decoders,
     "usersvc.representation.json_format:JSONFormat.render": test_render_is_the_encoders,
@@ -343,6 +460,18 @@ HELD = {
     "usersvc.storage.memory.bulk:MemoryBulk.list": test_a_page_without_conditions_is_the_plain_ones,
     "usersvc.storage.memory.store:MemoryStorage.atomically":
         test_a_step_with_nothing_to_undo_ends_as_the_plain_ones,
+    "usersvc.storage.sqlite.connections:Connections.commit":
+        test_sqlite_s_writer_answers_the_plain_commit_s_answers,
+    "usersvc.storage.sqlite.store:SQLiteStorage.atomically":
+        test_sqlite_s_writer_answers_the_plain_commit_s_answers,
+    "usersvc.storage.sqlite.connections:Connections.read":
+        test_sqlite_s_writer_answers_the_plain_commit_s_answers,
+    "usersvc.storage.sql.bulk:SQLBulk._page": test_sqlite_s_writer_answers_the_plain_commit_s_answers,
+    "usersvc.storage.sql.collection:Table.row": test_a_rows_columns_are_row_ofs,
+    "usersvc.storage.sql.collection:Table.terms_value":
+        test_a_terms_value_is_json_dumps_of_the_search_terms,
+    "usersvc.storage.sql.collection:SQLRecords.bound":
+        test_sqlite_s_writer_answers_the_plain_commit_s_answers,
 }
 
 

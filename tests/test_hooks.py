@@ -380,7 +380,7 @@ CORE_STORES = {
         "usersvc.storage.sql", "usersvc.storage.sql.bulk", "usersvc.storage.sql.collection",
         "usersvc.storage.sql.ddl", "usersvc.storage.sql.dialects", "usersvc.storage.sql.layout",
         "usersvc.storage.sql.queries", "usersvc.storage.sqlite",
-        "usersvc.storage.sqlite.collection", "usersvc.storage.sqlite.connections",
+        "usersvc.storage.sqlite.connections",
         "usersvc.storage.sqlite.errors", "usersvc.storage.sqlite.store"),
 }
 

@@ -15,7 +15,7 @@ from conftest import Client, problem
 from helpers import (RELEASE_0_1_0, RELEASE_1_USERS, check_positions_after_migration, check_release_0_1_0,
                      check_sorted_and_searched_after_migration, page_shapes, race)
 
-from usersvc import USER, asking, make_app
+from usersvc import USER, asking, fast, make_app
 from usersvc.storage import (
     Conflict,
     Precondition,
@@ -40,6 +40,19 @@ USERS = Table(USER, SQLITE)
 def open_users(path, **options):
     """The users of a SQLite file; ``.storage.close()`` closes it."""
     return SQLiteStorage(path, (USER,), **options)["users"]
+
+
+@pytest.fixture(params=[True, False], ids=["fast", "plain"], autouse=True)
+def speedups(request):
+    """Every test on both builds: the plain one commits each write on the
+    request's thread; the fast one, in groups, by the writer thread
+    (``usersvc.fast.sqlite``), whose own tests run on it alone (``FAST``)."""
+    fast.install(request.param)
+    return request.param
+
+
+#: For a test of a fast path itself (the writer, kept answers and pages).
+FAST = pytest.mark.parametrize("speedups", [True], ids=["fast"], indirect=True)
 
 
 @pytest.fixture
@@ -73,7 +86,7 @@ def test_synchronous_normal_is_asked_for_in_the_url_and_set_on_every_connection(
     storage = open_store(f"sqlite:///{tmp_path}/n.db?synchronous=normal")
     try:
         storage["users"].create(name="A", email="a@example.org")     # (the writer's connection)
-        assert storage.commit(lambda db: db.execute("PRAGMA synchronous").fetchone()[0]) == 1
+        assert storage.connections.commit(lambda db: db.execute("PRAGMA synchronous").fetchone()[0]) == 1
         with storage.connections.session() as db:
             assert db.execute("PRAGMA synchronous").fetchone()[0] == 1       # NORMAL
         assert (tmp_path / "n.db").exists() and not (tmp_path / "n.db?synchronous=normal").exists()
@@ -398,14 +411,15 @@ def test_the_same_precondition_raced_from_processes_wins_once(path):
     store.storage.close()
 
 
+@FAST
 def test_writes_waiting_together_commit_together_and_fail_alone(store):
     """Group commit: writes that arrive while a commit is under way go in
     one transaction; the one that fails (a taken e-mail) changes nothing,
     and the others are committed."""
     store.create(name="Ada", email="ada@example.org")
-    writer = store.storage.writer
+    written = store.storage.connections.writes()        # (the writer's)
     commits = []
-    writer.db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    written.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     results = {}
 
     def write(name, email):
@@ -416,7 +430,7 @@ def test_writes_waiting_together_commit_together_and_fail_alone(store):
 
     threads = [threading.Thread(target=write, args=args) for args in
                [("Bob", "bob@example.org"), ("Dup", "ADA@example.org"), ("Cy", "cy@example.org")]]
-    with writer.db.in_use:      # a commit under way: the first waits for it, the others queue
+    with written.in_use:        # a commit under way: the first waits for it, the others queue
         for t in threads:
             t.start()
         threading.Event().wait(0.5)
@@ -426,10 +440,11 @@ def test_writes_waiting_together_commit_together_and_fail_alone(store):
     assert isinstance(results["Dup"], Conflict)
     assert {u.name for u in store.list()} == {"Ada", "Bob", "Cy"}
     assert len(commits) <= 2            # the leader (perhaps with others), then those that waited
-    writer.db.set_trace_callback(None)
+    written.set_trace_callback(None)
 
 
 
+@FAST
 def test_updates_and_deletes_that_fail_in_a_group_change_nothing_and_the_others_commit(store):
     """No savepoints: each write makes at most one change, in its last
     statement, and SQLite undoes a failed statement by itself."""
@@ -452,17 +467,17 @@ def test_updates_and_deletes_that_fail_in_a_group_change_nothing_and_the_others_
         except StoreError as e:
             results[name] = e
 
-    writer = store.storage.writer
+    written = store.storage.connections.writes()        # (the writer's)
     commits = []
-    writer.db.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    written.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     threads = [threading.Thread(target=write, args=(name,)) for name in writes]
-    with writer.db.in_use:      # a commit under way: they queue up behind it
+    with written.in_use:        # a commit under way: they queue up behind it
         for t in threads:
             t.start()
         threading.Event().wait(0.5)
     for t in threads:
         t.join(timeout=30)
-    writer.db.set_trace_callback(None)
+    written.set_trace_callback(None)
     assert not any(t.is_alive() for t in threads)
     assert isinstance(results["stale update"], StaleVersion)
     assert isinstance(results["taken e-mail"], Conflict)
@@ -473,6 +488,7 @@ def test_updates_and_deletes_that_fail_in_a_group_change_nothing_and_the_others_
     assert [u.name for u in store.list()] == ["Ada", "Bobby", "Cy", "Di"]
 
 
+@FAST
 def test_a_write_that_fails_after_changing_something_fails_its_whole_group(store):
     """The guard behind the rule above: a write that broke it would leave a
     half-done change in the group's transaction, so nothing is committed."""
@@ -481,16 +497,17 @@ def test_a_write_that_fails_after_changing_something_fails_its_whole_group(store
         raise StaleVersion(1)
     store.create(name="Ada", email="ada@example.org")
     with pytest.raises(RuntimeError):
-        store.storage.writer.commit(half_done)
+        store.storage.connections.commit(half_done)     # (the writer's)
     assert store.get(1).name == "Ada"
 
+@FAST
 def test_every_write_is_made_by_the_one_writer_thread(store):
     seen = []
-    store.storage.writer.db.set_trace_callback(lambda sql: seen.append(threading.current_thread().name))
+    store.storage.connections.writes().set_trace_callback(lambda sql: seen.append(threading.current_thread().name))
     user = store.create(name="Ada", email="ada@example.org")
     store.update(user.id, name="Ada King")
     store.delete(user.id)
-    store.storage.writer.db.set_trace_callback(None)
+    store.storage.connections.writes().set_trace_callback(None)
     assert seen and set(seen) == {"usersvc-sqlite-writer"}
 
 
@@ -501,6 +518,7 @@ def test_a_closed_store_refuses_writes(path):
         store.create(name="Ada", email="ada@example.org")
 
 
+@FAST
 def test_a_page_reuses_built_users_only_at_the_version_the_file_has(path):
     """Pages read ids and versions first and take the users built for an
     earlier page at the same version; what another process changed is read
@@ -525,9 +543,9 @@ def test_a_page_reuses_built_users_only_at_the_version_the_file_has(path):
                     b.update(users[2].id, name="Raced too")
                 return super().get(key, default)
 
-        a._kept = WriteInBetween()          # nothing kept: every user is read again
+        a.kept = WriteInBetween()           # nothing kept: every user is read again
         with a.storage.connections.session() as db:
-            db.answers.clear()              # and the last answer forgotten
+            db.kept[1].clear()              # and the last answer forgotten
         page = a.list()
         assert [u.name for u in page] == ["Raced", "Changed", "Raced too"]
         assert [u.version for u in page] == [2, 2, 2]
@@ -537,6 +555,7 @@ def test_a_page_reuses_built_users_only_at_the_version_the_file_has(path):
         a.storage.close(), b.storage.close()
 
 
+@FAST
 def test_answers_kept_while_nothing_is_committed_are_dropped_by_any_commit(path):
     """A connection answers the same read again only while PRAGMA
     data_version says nobody has committed: its store's own writes (the
@@ -559,15 +578,16 @@ def test_answers_kept_while_nothing_is_committed_are_dropped_by_any_commit(path)
         a.storage.close(), b.storage.close()
 
 
+@FAST
 def test_a_write_waits_for_its_commit_at_most_the_writers_timeout(tmp_path):
     """A writer held up (here by a write that blocks): the write queued
     behind it is a 503 after the timeout and is then never made; the one
     under way is a 503 that says it may yet be committed."""
     from usersvc.storage import StoreUnavailable, WriteHealth
     from usersvc.storage.sqlite.store import Connections
-    from usersvc.storage.sqlite.connections import Writer
+    from usersvc.fast.sqlite import Writer
     connections = Connections(str(tmp_path / "w.db"), 1.0, WriteHealth("w.db"))
-    writer = Writer(connections.connect, WriteHealth("w.db"), timeout=0.2)
+    writer = Writer(connections, timeout=0.2)
     writer.commit(lambda db: db.execute("CREATE TABLE t (x)"))
     held, made = threading.Event(), []
 
@@ -587,6 +607,7 @@ def test_a_write_waits_for_its_commit_at_most_the_writers_timeout(tmp_path):
     connections.close()
 
 
+@FAST
 def test_a_forked_process_writes_through_a_writer_of_its_own(tmp_path):
     """As a server's worker after --preload: the store opened (and written)
     before the fork; the child's write goes through its own writer thread,

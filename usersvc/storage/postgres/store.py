@@ -135,7 +135,7 @@ class PostgresStorage(Collections):
             raise
         self.schemas = tuple(t.schema for t in tables)
         self.commits = Listeners()          # told of every commit (``announce_commits``)
-        self.collections = {t.name: PostgresRecords(self, t) for t in tables}
+        self.collections = {t.name: PostgresRecords(self, t, self) for t in tables}
         self.serve()
         # Other processes' commits: their NOTIFY, heard from the first listener on.
         self._conninfo = conninfo
@@ -218,10 +218,6 @@ class PostgresStorage(Collections):
         savepoint lets the step go on."""
         with step.db.transaction():
             return part(*args)
-
-    @staticmethod
-    def violated(error: psycopg.errors.UniqueViolation) -> str:
-        return error.diag.constraint_name or ""
 
     def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
         """``protocol.CommitsAnnounced``: this process's commits told by the thread

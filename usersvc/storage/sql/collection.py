@@ -2,12 +2,12 @@
 its statements (``Table``, made once per dialect) and its records
 (``SQLRecords``); many records at once are ``bulk``'s, its tables ``ddl``'s.
 
-The store gives the connections: ``read(cache_as, read)`` runs
-``read(db)`` (SQLite answers the same ``cache_as`` again while nothing is
-committed); ``commit(op)`` runs ``op(db)`` in a write transaction,
-committed before it returns; ``violated(error)`` names what a unique
-violation names. In an atomic step, the records are bound to the step's
-transaction (``bound``).
+The store gives what reads and writes (``connections``: SQLite's
+``Connections``, or the PostgreSQL store itself): ``read(cache_as, read)``
+runs ``read(db)`` (``cache_as`` names the read: the fast build's SQLite
+answers it again while nothing is committed); ``commit(op)`` runs
+``op(db)`` in a write transaction, committed before it returns. In an
+atomic step, the records are bound to the step's transaction (``bound``).
 
 Every write is one statement whose text depends only on its shape, every
 value a bound parameter: an ``INSERT ... RETURNING id``, or an ``UPDATE``
@@ -17,6 +17,7 @@ from "changed" (412). A unique index's error names the field (409).
 """
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -29,9 +30,6 @@ from .queries import PageQueries
 from .dialects import Dialect
 
 T = TypeVar("T")
-
-
-_STRING = json.encoder.encode_basestring     # a JSON string (the C one), as json.dumps writes it
 
 
 class Table(PageQueries):
@@ -50,9 +48,6 @@ class Table(PageQueries):
                                if type(kind).to_stored is not Field.to_stored)
         self.derived = ([f"{f}__key" for f in self.collated] + [f"{f}__words" for f in s.searched])
         fields = list(s.fields)
-        self._collated_at = [(fields.index(f), s.fields[f].collate) for f in self.collated]
-        self._words_at = [(fields.index(f), *how) for f, how in s.searched.items()]
-        self._stored_at = [(fields.index(f), s.fields[f].to_stored) for f in self.stored_as]
         self.columns = ", ".join(["id", *fields, "version"])      # schema.record's order
         written = [*fields, *self.derived]
         self.select_one = f"SELECT {self.columns} FROM {t} WHERE id = {m}"
@@ -67,17 +62,8 @@ class Table(PageQueries):
 
     def row(self, values: Sequence[Any]) -> list[Any]:
         """The columns a write sets, from the fields' values in the
-        schema's order: the values, collated values, words (``row_of``'s,
-        as a list: ``test_sql`` holds them equal; PERF: a third of its work)."""
-        row = list(values)
-        for at, collate in self._collated_at:
-            row.append(None if values[at] is None else collate(values[at]))
-        for at, by_words, whole in self._words_at:
-            row.append(self.terms_value(values[at], by_words, whole))
-        for at, to_stored in self._stored_at:
-            if row[at] is not None:
-                row[at] = to_stored(row[at])
-        return row
+        schema's order (``row_of``'s, in the order of ``insert``'s columns)."""
+        return list(self.row_of(dict(zip(self.schema.fields, values, strict=True))).values())
 
     def row_of(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The columns that these fields' values set, by name: the values,
@@ -100,8 +86,7 @@ class Table(PageQueries):
         if value is None:
             return None
         found = sorted(set(search_terms(value, by_words, whole)))
-        # As json.dumps(found, ensure_ascii=False) writes it (PERF: a tenth of its work).
-        return found if self.dialect.arrays else "[" + ", ".join(map(_STRING, found)) + "]"
+        return found if self.dialect.arrays else json.dumps(found, ensure_ascii=False)
 
     def stored(self, values: Sequence[Any]) -> list[Any]:
         """The fields' values (in the schema's order) as their columns keep them."""
@@ -171,10 +156,10 @@ class SQLRecords(SQLBulk):
     once: ``SQLBulk``)."""
 
     db: Any = None          # in an atomic step: its transaction's connection (``bound``)
-    _bound: Any = None      # the last ``bound`` made (on the same connection: the same)
 
-    def __init__(self, storage: Any, table: Table) -> None:
+    def __init__(self, storage: Any, table: Table, connections: Any) -> None:
         self.storage, self.table, self.schema = storage, table, table.schema
+        self.connections = connections      # ``read`` and ``commit``
         self._make = record_maker(self.schema)      # a row to a record
         #: Told of this process's commits (the store's ``Listeners``; other
         #: processes' the store finds itself: ``CommitsAnnounced``).
@@ -234,25 +219,19 @@ class SQLRecords(SQLBulk):
     def bound(self, db: Any) -> Any:
         """These records, reading and writing in ``db``'s transaction (an
         atomic step's, which the store commits or undoes: ``served.Step``)."""
-        last = self._bound
-        if last is not None and last.db is db:
-            # PERF: a step on the connection of the last one (SQLite's
-            # writer has one) is given the same: 1,500 instructions a step.
-            return last
-        records = object.__new__(type(self))    # (PERF: a copy, as copy.copy's, in a third of its time)
-        records.__dict__.update(self.__dict__, db=db, _bound=None)
-        self._bound = records
+        records = copy.copy(self)
+        records.db = db
         return records
 
     def _read(self, cache_as: Any, read: Callable[[Any], T]) -> T:
         if self.db is not None:         # in an atomic step: its transaction
             return read(self.db)
-        return self.storage.read(cache_as, read)
+        return self.connections.read(cache_as, read)
 
     def _write(self, op: Callable[[Any], T]) -> T:
         if self.db is not None:         # in an atomic step: its transaction
             return op(self.db)
-        done = self.storage.commit(op)
+        done = self.connections.commit(op)
         self.commits.announce(self.schema.plural)
         return done
 
@@ -262,7 +241,10 @@ class SQLRecords(SQLBulk):
         try:
             return db.execute(query, params)
         except self.storage.unique_violation as e:
-            named = self.storage.violated(e)
+            # SQLite names the column ("UNIQUE constraint failed:
+            # users.email__key"), PostgreSQL the index (users_email_unique).
+            named = (str(e).rpartition(" ")[2] if self.table.dialect.name == "sqlite"
+                     else e.diag.constraint_name)
             for field in self.schema.unique:
                 column = f"{field}__key" if field in self.table.collated else field
                 if named in (f"{self.table.name}.{column}", f"{self.table.name}_{field}_unique"):

@@ -1,23 +1,28 @@
-"""A SQLite file's connections: each thread's own for reads, which answers
-a read again while nothing is committed (``Connections``), and one writer
-thread that makes every write, in groups (``Writer``; docs/decisions.md,
-"Storage": what group commit gained)."""
+"""A SQLite file's connections (``Connections``): each thread's own for
+reads, opened when it first asks and closed when it ends, and one for
+writes, held by one write at a time (``commit``): from ``BEGIN IMMEDIATE``
+to ``COMMIT``, under the store's write lock in this process, and under
+SQLite's write lock, waited for up to the busy timeout, between processes.
+A private in-memory database (``sqlite://``) has one connection for both.
+
+What a SQLite error means (busy, a full disk...) is ``errors``'s, asked
+only when one is raised. (The fast build answers a read again while
+nothing is committed, and makes the writes in groups, one thread
+committing those that wait with one sync to disk: ``usersvc.fast.sqlite``.)
+"""
 from __future__ import annotations
 
 import os
-import queue
 import sqlite3
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as WaitedTooLong
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..errors import StoreUnavailable, WriteHealth
-from .errors import is_lasting, needs_reopening, roll_back, unavailable
+from .errors import needs_reopening, unavailable
 
 T = TypeVar("T")
 
@@ -29,8 +34,6 @@ class Connection(sqlite3.Connection):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.in_use = threading.Lock()
-        self.answers: dict[Any, Any] = {}      # its reads, kept: Connections.answers
-        self.data_version = -1
 
 
 class ThreadConnection:
@@ -44,12 +47,10 @@ class ThreadConnection:
             self.db.close()
 
 
-ANSWERS = 1_000     # how many answers a connection keeps while nothing is committed
-
-
 class Connections:
-    """A file's connections: each thread's own, opened when it first asks
-    and closed when it ends; or, for a private in-memory database, one."""
+    """A file's connections: each thread's own for reads, opened when it
+    first asks and closed when it ends, and one for writes (``transaction``);
+    or, for a private in-memory database, one."""
 
     def __init__(self, path: str, busy_timeout: float, health: WriteHealth,
                  synchronous: str = "full") -> None:
@@ -59,6 +60,13 @@ class Connections:
         #: Called in a forked process once it has connections of its own
         #: (the store's look for other processes' commits, started again).
         self.forked: list[Callable[[], None]] = []
+        #: Called first when the connections close (the fast build's writer
+        #: thread, which finishes the writes handed to it: ``usersvc.fast``).
+        self.closing: list[Callable[[], None]] = []
+        #: Told of each commit: its seconds from BEGIN to the end of COMMIT,
+        #: and its writes (``SQLiteStorage.observe_commits``).
+        self.observers: list[Callable[[float, int], None]] = []
+        self.closed = False
         self._start()
         self.one = self.connect() if path == ":memory:" else None
 
@@ -68,6 +76,8 @@ class Connections:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._all: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._writes: Connection | None = None      # opened by the first write
+        self.writing = threading.Lock()     # one write transaction at a time, in this process
 
     def _forked(self) -> None:
         """In a process forked from the one that opened them (workers after
@@ -75,7 +85,7 @@ class Connections:
         (that would release the parent's locks); this process opens its own."""
         with self._fork_lock:               # the first requests of this process, at once
             if self._pid != os.getpid():
-                self._inherited = (self._local, list(self._all))
+                self._inherited = (self._local, list(self._all), self._writes)
                 self._start()
                 for told in self.forked:
                     told()
@@ -89,8 +99,8 @@ class Connections:
         return db
 
     @contextmanager
-    def session(self, writing: bool = False) -> Iterator[Connection]:
-        """This thread's connection, or the in-memory database's one, held."""
+    def session(self) -> Iterator[Connection]:
+        """This thread's connection for reads, or the in-memory database's one, held."""
         try:
             db = self.one
             if db is None:
@@ -103,43 +113,89 @@ class Connections:
             with db.in_use:
                 yield db
         except sqlite3.OperationalError as e:
-            error = unavailable(e, self.health if writing else None)
+            error = unavailable(e, None)    # busy, or a file that cannot be read now
             if error is None:
                 raise
-            if writing and needs_reopening(e) and self.one is None:
-                self._local.owner = None        # closed; the next write opens another
             raise error from e
 
     def read(self, cache_as: Any, read: Callable[[Connection], T]) -> T:
-        """``read(db)`` on this thread's connection, or what it answered
-        last time to the same ``cache_as`` (a value naming the read), if
-        nothing has been committed since (``answers``; ``None``: a read not
-        to keep)."""
+        """``read(db)`` on this thread's connection. (``cache_as`` names the
+        read, for the fast build, which answers it again while nothing is
+        committed; ``None``: a read not to keep.)"""
         with self.session() as db:
-            if cache_as is None:
-                return read(db)
-            answers = self.answers(db)
-            answer = answers.get(cache_as)
-            if answer is None:
-                answer = answers[cache_as] = read(db)
-                if len(answers) > ANSWERS:
-                    answers.clear()
-            return answer
+            return read(db)
 
-    def answers(self, db: Connection) -> dict[Any, Any]:
-        """What this connection has read and may answer again: valid while
-        ``PRAGMA data_version`` is unchanged, until another connection, in
-        any process, commits. (A private in-memory database keeps nothing:
-        its one connection does not count its own commits.)"""
-        if self.one is not None:
-            return {}
-        version = db.execute("PRAGMA data_version").fetchone()[0]
-        if version != db.data_version:
-            db.answers.clear()
-            db.data_version = version
-        return db.answers
+    def commit(self, op: Callable[[Connection], T]) -> T:
+        """``op(db)`` in a write transaction of its own, committed (on
+        disk: ``synchronous=FULL``) before it returns; nothing of it kept
+        if it raises."""
+        with self.transaction() as db:
+            return op(db)
+
+    def writes(self) -> Connection:
+        """The connection this process writes on: opened by the first
+        write, and again after one found the file read-only (``failed``)."""
+        if self._pid != os.getpid():
+            self._forked()
+        if self._writes is None:
+            self._writes = self.one or self.connect()
+        return self._writes
+
+    @contextmanager
+    def transaction(self, writes: int = 1) -> Iterator[Connection]:
+        """A write transaction (of ``writes`` writes, told to the observers)
+        on the connection for writes, held under the write lock: ``BEGIN
+        IMMEDIATE`` (SQLite's write lock, for every process) ... ``COMMIT``,
+        or ``ROLLBACK`` if the block raises. A lock not had within the busy
+        timeout is ``StoreUnavailable``; a full disk, an I/O error or a
+        read-only file ``WritesFailing``, said to the store's health."""
+        if self._pid != os.getpid():
+            self._forked()          # (a lock held at the fork is the parent's)
+        writing = self.writing
+        if not writing.acquire(timeout=self.busy_timeout):
+            raise StoreUnavailable("The database is busy; try again.")
+        try:
+            if self.closed:
+                raise StoreUnavailable("The store is closed.")
+            db = self.writes()
+            with db.in_use:
+                started = time.perf_counter()
+                if db.in_transaction:       # a ROLLBACK that failed last time (an I/O error)
+                    db.execute("ROLLBACK")
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield db
+                except BaseException:
+                    roll_back(db)
+                    raise
+                db.execute("COMMIT")
+                for observe in self.observers:
+                    observe(time.perf_counter() - started, writes)
+        except sqlite3.OperationalError as e:
+            error = self.failed(e)
+            if error is None:
+                raise
+            raise error from e
+        finally:
+            writing.release()
+        self.health.worked()
+
+    def failed(self, error: sqlite3.OperationalError) -> StoreUnavailable | None:
+        """What a write's error means to a client (``errors.unavailable``:
+        busy, or a lasting cause, said to the store's health), or ``None``.
+        A connection that found the file read-only stays so (SQLite's
+        rule): closed, for the next write to open another."""
+        db = self._writes
+        if needs_reopening(error) and db is not None and db is not self.one:
+            self._writes = None
+            with db.in_use:
+                db.close()
+        return unavailable(error, self.health)
 
     def close(self) -> None:
+        for close in self.closing:
+            close()
+        self.closed = True
         if self._pid != os.getpid():
             self._forked()      # the parent's connections are the parent's to close
         with self._lock:
@@ -150,133 +206,11 @@ class Connections:
                 db.close()
 
 
-class Writer:
-    """One thread that makes every write to a file, in groups (as datasette's
-    ``Database._execute_writes``, with groups): the writes waiting in its
-    queue, in one transaction, committed with one sync to disk, then each
-    answered, so a 201 still means "on disk". While it waits for the disk,
-    the next group queues up: the busier, the more writes share a sync. A
-    write that fails in a group changed nothing (SQLite undoes a failed
-    statement; a batch undoes its savepoint and hands its error back:
-    ``SQLiteStorage.atomically``); ``_commit`` checks the rest."""
-
-    def __init__(self, connect: Callable[[], Any], health: WriteHealth,
-                 timeout: float) -> None:
-        self._connect, self.health = connect, health
-        self.timeout = timeout      # the longest a write waits to be committed
-        self._closing = threading.Lock()    # no write queued after the stop
-        self.closed = False
-        #: Told of each commit, in every process: its seconds from BEGIN to
-        #: the end of COMMIT, and its writes (``SQLiteStorage.observe_commits``,
-        #: a store's capability, ``protocol.CommitsObservable``: any feature's).
-        self.observers: list[Callable[[float, int], None]] = []
-        self._start()
-
-    def _start(self) -> None:
-        """A connection, a queue and the thread, in this process (a forked
-        one, a worker after ``--preload``, starts its own at its first write)."""
-        self._pid = os.getpid()
-        self.db = self._connect()
-        self._reopen = False        # the last group found the file read-only
-        self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
-        self._thread.start()
-        # What the groups were, for the log (this process's, the writer's to add).
-        self.commits, self.writes, self.seconds = 0, 0, 0.0
-
-    def commit(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """``op(db)`` run in the writer's next transaction, with the writes
-        waiting beside it: its result once committed, or ``StoreUnavailable``
-        after ``timeout`` seconds."""
-        future: Future[T] = Future()
-        with self._closing:
-            if self.closed:
-                raise StoreUnavailable("The store is closed.")
-            if self._pid != os.getpid():
-                self._inherited = self.db       # the parent's: left alone, never closed here
-                self._start()
-            self._queue.put((op, future))
+def roll_back(db: sqlite3.Connection) -> None:
+    """Undo the transaction, if SQLite has not already: an I/O error may
+    fail the ROLLBACK too, and then the next transaction tries it again."""
+    if db.in_transaction:
         try:
-            return future.result(timeout=self.timeout)
-        except WaitedTooLong:
-            if future.cancel():     # still queued: it will never run
-                raise StoreUnavailable("The database took no write for "
-                                       f"{self.timeout:g} s; nothing was written.") from None
-            raise StoreUnavailable(f"The write was not committed within {self.timeout:g} s; "
-                                   "it may be yet: read before writing again.") from None
-
-    def stop(self) -> bool:
-        """Finish the writes queued, then end the thread; whether there was
-        one of this process's (a forked process that never wrote has none)."""
-        with self._closing:
-            self.closed = True
-            if self._pid != os.getpid():
-                return False
-            self._queue.put(None)
-        self._thread.join()
-        return True
-
-    def _run(self) -> None:
-        while (first := self._queue.get()) is not None:
-            group = [first]
-            while not self._queue.empty():      # everything else waiting, without waiting
-                write = self._queue.get()
-                if write is None:
-                    self._commit(group)
-                    return
-                group.append(write)
-            self._commit(group)
-
-    def _commit(self, group: list[tuple[Callable[..., Any], Future[Any]]]) -> None:
-        # A write whose caller stopped waiting (``submit``'s timeout) is not made.
-        group = [(op, future) for op, future in group if future.set_running_or_notify_cancel()]
-        if not group:
-            return
-        outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
-        started = time.perf_counter()
-        try:
-            if self._reopen:
-                with self.db.in_use:
-                    self.db.close()
-                self.db = self._connect()
-                self._reopen = False
-            db = self.db
-            with db.in_use:
-                if db.in_transaction:   # a ROLLBACK that failed last time (an I/O error)
-                    db.execute("ROLLBACK")
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    for op, future in group:
-                        changes = db.total_changes
-                        try:
-                            outcomes.append((future, op(db), None))
-                        except Exception as e:      # this write's own failure
-                            if is_lasting(e) or not db.in_transaction:
-                                # (a full disk may strike after a trigger's change)
-                                raise   # SQLite may have undone the group: none of it is kept
-                            if db.total_changes != changes:
-                                raise RuntimeError("a write failed after changing the database") from e
-                            outcomes.append((future, None, e))
-                    db.execute("COMMIT")
-                    elapsed = time.perf_counter() - started
-                    self.commits, self.writes = self.commits + 1, self.writes + len(group)
-                    self.seconds += elapsed
-                    for observe in self.observers:
-                        observe(elapsed, len(group))
-                except BaseException:
-                    roll_back(db)
-                    raise
-        except Exception as e:      # nothing of the group was written
-            error: BaseException = e
-            if isinstance(e, sqlite3.Error):
-                error = unavailable(e, self.health) or e
-                self._reopen = needs_reopening(e)
-            for _, future in group:
-                future.set_exception(error)
-            return
-        self.health.worked()
-        for future, result, failure in outcomes:
-            if failure is None:
-                future.set_result(result)
-            else:
-                future.set_exception(failure)
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass

@@ -3,8 +3,8 @@ busy (another writer held the lock past the busy timeout: try again), a
 lasting cause outside the store (a full disk, an I/O error, a read-only or
 unopenable file: ``WritesFailing``, said once to the store's
 ``WriteHealth``), or a fault of usersvc's own (``None``: a 500); and
-how a failed transaction or savepoint is undone (``roll_back``,
-``undo_savepoint``)."""
+how a failed savepoint is undone (``undo_savepoint``; a transaction's
+ROLLBACK is ``connections.roll_back``)."""
 from __future__ import annotations
 
 import sqlite3
@@ -88,16 +88,6 @@ def retrying(open_: Callable[[], None], busy_timeout: float) -> None:
                 raise
             time.sleep(pause)
             pause = min(pause * 2, 0.1)
-
-
-def roll_back(db: sqlite3.Connection) -> None:
-    """Undo the transaction, if SQLite has not already: an I/O error may
-    fail the ROLLBACK too, and then the next transaction tries it again."""
-    if db.in_transaction:
-        try:
-            db.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
 
 
 def undo_savepoint(db: sqlite3.Connection, name: str) -> None:
