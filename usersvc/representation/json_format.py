@@ -66,7 +66,8 @@ class Format(Protocol):
 
     def answer(self, req: Request, status: int, kept: Representations, record: Any,
                tag: str) -> Response:
-        """A record's answer (``kept``: its collection's encodings; ``tag``: its ETag)."""
+        """A record's answer (``kept``: its collection's ``Representations``;
+        ``tag``: its ETag)."""
         return Response(status, kept.one(record, self), [("Content-Type", self.media_type)])
 
     def answer_list(self, req: Request, kept: Representations, records: list[Any],
