@@ -16,7 +16,7 @@ from every_kind import THINGS, thing_maker
 from urllib.parse import quote_plus, urlencode
 
 from usersvc import USER, fast, make_app
-from usersvc.representation import DEFAULT, JSON, PROBLEMS, XML
+from usersvc.representation import DEFAULT, JSON, PROBLEMS
 from usersvc.request import Request
 from usersvc.fields import fold, search_terms, words
 from usersvc.storage.memory.collection import Indexes, Sorted
@@ -207,26 +207,6 @@ def test_quoted_is_urlencodes_quoting(text):
     assert f"{fast_one(text)}={fast_one(text)}" == urlencode([(text, text)])
 
 
-USERS = st.builds(lambda i, name, version: USER.record._make(
-    (i, name, f"u{i}@example.org", version)), st.integers(1, 4), st.sampled_from(["A", "B", "Zoë"]),
-    st.integers(1, 2))
-
-
-@given(st.lists(st.tuples(st.booleans(), st.lists(USERS, max_size=4), st.sampled_from([JSON, XML])),
-                max_size=12))
-def test_kept_representations_answer_as_made_ones(asked):
-    """Records and pages asked for in any order, again and changed (the same
-    id and version with other fields too: a broken store): the kept bytes and
-    tags are the ones made anew."""
-    fast_class, plain_class = _pair("usersvc.representation:Representations")
-    fast_one, plain_one = fast_class(USER, size=3, pages=2), plain_class(USER)
-    for page, records, fmt in asked:
-        if page:
-            assert fast_one.many(records, fmt) == plain_one.many(records, fmt)
-        for record in records:
-            assert fast_one.one(record, fmt) == plain_one.one(record, fmt)
-
-
 def test_the_kept_sparse_module_is_the_imported_one():
     fast_one, plain_one = _pair("usersvc.resources:_sparse")
     assert fast_one() is plain_one() is importlib.import_module("usersvc.sparse")
@@ -234,7 +214,6 @@ def test_the_kept_sparse_module_is_the_imported_one():
 
 #: Each fast path of the registry, and the test above that holds it to its plain definition.
 HELD = {
-    "usersvc.representation:Representations": test_kept_representations_answer_as_made_ones,
     "usersvc.representation.json_format:JSONFormat.decode": test_decode_is_the_json_decoders,
     "usersvc.representation.json_format:JSONFormat.render": test_render_is_the_encoders,
     "usersvc.representation.json_format:JSONFormat.render_record":

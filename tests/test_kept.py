@@ -1,25 +1,21 @@
-"""usersvc/representation (Representations) and its fast build's kept encodings
-(usersvc.fast.kept): a record's bytes, a page's with its ETag from its bytes;
-kept encodings reused only for an equal record, pages only for equal records;
-ETags name versions."""
+"""usersvc/representation (Representations): kept encodings are reused only for an
+equal record, pages only for equal records, and ETags name versions."""
 from __future__ import annotations
 
 import pytest
 
+from usersvc.representation import JSON, XML, Representations, etag, version_in
 from usersvc import USER
-from usersvc.fast.kept import KeptRepresentations
-from usersvc.fast import plain
-from usersvc.representation import JSON, XML, etag, version_in
 
 User = USER.record
-Representations = plain("usersvc.representation:Representations")
+from usersvc.validation import USER
 
 ADA = User(id=1, name="Ada", email="ada@example.org", version=1)
 
 
 @pytest.mark.parametrize("fmt", [JSON, XML], ids=["json", "xml"])
 def test_an_equal_record_gets_the_kept_bytes(fmt):
-    kept = KeptRepresentations(USER)
+    kept = Representations(USER)
     first = kept.one(ADA, fmt)
     assert kept.one(User._make(ADA), fmt) is first     # equal, not the same object: reused
 
@@ -31,14 +27,13 @@ def test_an_equal_record_gets_the_kept_bytes(fmt):
 ])
 @pytest.mark.parametrize("fmt", [JSON, XML], ids=["json", "xml"])
 def test_a_record_that_differs_in_anything_is_encoded_again(fmt, other):
-    kept = KeptRepresentations(USER)
+    kept = Representations(USER)
     kept.one(ADA, fmt)
     assert kept.one(other, fmt) == fmt.render(USER, USER.as_dict(other))
 
 
-@pytest.mark.parametrize("make", [Representations, KeptRepresentations])
-def test_a_page_is_the_join_of_its_records_and_its_etag_follows_its_bytes(make):
-    kept = make(USER)
+def test_a_page_is_the_join_of_its_records_and_its_etag_follows_its_bytes():
+    kept = Representations(USER)
     page = [ADA, User(id=2, name="Bea", email="bea@example.org", version=1)]
     body, tag = kept.many(page, JSON)
     assert body == b"[" + b",".join(JSON.render(USER, USER.as_dict(u)) for u in page) + b"]"
@@ -46,12 +41,12 @@ def test_a_page_is_the_join_of_its_records_and_its_etag_follows_its_bytes(make):
     changed = [ADA, User(id=2, name="Bea", email="bea@example.org", version=1)._replace(name="Bee")]
     other_body, other_tag = kept.many(changed, JSON)
     assert b"Bee" in other_body and other_tag != tag
-    assert make(USER).many(changed, JSON) == (other_body, other_tag)   # bytes decide
+    assert Representations(USER).many(changed, JSON) == (other_body, other_tag)   # bytes decide
     assert kept.many([], XML)[0] == b"<users></users>"
 
 
 def test_the_kept_encodings_are_let_go_when_full():
-    kept = KeptRepresentations(USER, size=2)
+    kept = Representations(USER, size=2)
     for i in range(1, 6):
         kept.one(User(id=i, name="U", email=f"u{i}@example.org", version=1), JSON)
     assert kept.one(User(id=5, name="U", email="u5@example.org", version=1), JSON) == \

@@ -24,7 +24,6 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import representation
 from .changes import Changes
 from .problems import DOMAIN_ERRORS, Problem
 from .representation import (
@@ -33,6 +32,7 @@ from .representation import (
     PATCH_TYPES,
     PROBLEMS,
     Offers,
+    Representations,
     negotiate,
     problem_format,
 )
@@ -105,8 +105,7 @@ class App:
         self.stores.append(store)           # as it is: /healthz's reads are not counted
         for wrap in self.store_wrappers:
             store = wrap(schema.plural, store)
-        # (Through its module: the fast build puts its kept encodings there.)
-        representations = representation.Representations(schema)
+        representations = Representations(schema)
         hook = None if self.write_hook is None else self.write_hook(store)
         for template, resource in ((f"/{schema.plural}", Collection),
                                    (f"/{schema.plural}/{{id:int}}", Item)):

@@ -61,7 +61,8 @@ class Route:
         """The parameters of a path (split at ``/``, as long as the template)
         if it is this route's, else ``None``."""
         params = {}
-        for part, (segment, is_parameter) in zip(parts, self.segments, strict=True):
+        for at, (segment, is_parameter) in enumerate(self.segments):
+            part = parts[at]
             if not is_parameter:
                 if part != segment:
                     return None

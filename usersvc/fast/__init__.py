@@ -39,11 +39,6 @@ class Speedup:
 #: Every fast path. What each saves was measured by ``bench/fastpaths.py``
 #: (µs a call, fast against plain, one run on 2026-11-29) where it says so.
 SPEEDUPS = (
-    Speedup("usersvc.representation:Representations",
-            "usersvc.fast.kept:KeptRepresentations",
-            "a record read again not encoded again while unchanged: GET one of a record "
-            "read before, 82,454 instructions against 90,024 (8%); a page asked for "
-            "again, 2.3 times faster in-process (bench/declared.py)"),
     Speedup("usersvc.representation.json_format:JSONFormat.decode", "usersvc.fast.json:decode",
             "a user's body read in 0.9 µs, not 1.3: json's scanner without the Python "
             "layers of JSONDecoder.decode"),

@@ -4,8 +4,8 @@
   format to answer in, from ``Accept`` by its q-values (RFC 9110 §12.5.1,
   or 406; a tie goes to the offer listed first, so JSON wins); the format
   that reads a request body, from ``Content-Type`` (or 415 naming what is
-  read); a collection's records as bytes (``Representations``), and the
-  ETags that name them;
+  read); each record's encodings kept while it is unchanged, and the
+  ETags that name them (``Representations``);
 - ``json_format``: what a wire format is (``Format``: its bytes, and the
   answers that carry them), and JSON; ``xml_format``: XML (a feature may
   offer more: the HTML pages add themselves, ``usersvc.features.pages``).
@@ -26,7 +26,7 @@ from .xml_format import XML
 
 __all__ = ["BODY_TYPES", "DEFAULT", "JSON", "JSON_TYPE", "PATCH_TYPES", "PROBLEMS", "XML",
            "XML_TYPE", "Format", "Offers", "Representations", "best_offer", "body_format",
-           "body_tag", "etag", "negotiate", "problem_format", "read_document", "version_in"]
+           "etag", "negotiate", "problem_format", "read_document", "version_in"]
 
 
 # -- negotiation ---------------------------------------------------------------
@@ -197,35 +197,60 @@ def read_document(req: Request, schema: Schema) -> Any:
     return fmt.parse(text, schema)
 
 
-# -- a collection's records on the wire, and ETags --------------------------
+# -- kept encodings and ETags ------------------------------------------------
+
+Encoding = list     # [record, its encoding, its digest (made when first on a page)]
+
 
 class Representations:
-    """One collection's records as bytes: a record in a format, and a page
-    of them with its strong ETag. Made on every request here, the
-    definition; the fast build keeps them while their records are unchanged
-    (``usersvc.fast.kept``), so it is reached through this module
-    (``representation.Representations``), where the fast one is put."""
+    """The kept encodings of one collection's records, each used again only
+    for an equal record (same id, fields and version): at most ``size`` per
+    format (when full, all let go and kept again as asked for); and the
+    last ``pages`` pages, with their records, their ETag a hash of the
+    records' digests."""
 
-    def __init__(self, schema: Schema) -> None:
-        self.schema = schema
+    def __init__(self, schema: Schema, size: int = 100_000, pages: int = 64) -> None:
+        self.schema, self.size, self.pages = schema, size, pages
+        self._kept: dict[str, dict[int, Encoding]] = {}
+        # (format, first id, count) -> (records, body, tag)
+        self._pages: dict[tuple[str, int, int], tuple[list[Any], bytes, str]] = {}
 
     def one(self, record: Any, fmt: Format) -> bytes:
         """A record's representation."""
-        return fmt.render_record(self.schema, record)
+        return self._encoding(record, fmt)[1]
 
     def many(self, records: list[Any], fmt: Format) -> tuple[bytes, str]:
-        """A page: its bytes, and a strong ETag for them (``body_tag``)."""
-        body = fmt.join(self.schema, [fmt.render_record(self.schema, r) for r in records])
-        return body, body_tag(body)
+        """A page: its bytes, and a strong ETag for them."""
+        key = (fmt.name, records[0].id if records else 0, len(records))
+        page = self._pages.get(key)
+        # (The memory store hands back the very records: identity checks.)
+        if page is not None and page[0] == records:
+            return page[1], page[2]
+        parts, digests = [], [fmt.name.encode()]
+        for record in records:
+            encoding = self._encoding(record, fmt)
+            if encoding[2] is None:     # digested when first on a page, not on every write
+                encoding[2] = hashlib.sha256(encoding[1]).digest()[:16]
+            parts.append(encoding[1])
+            digests.append(encoding[2])
+        body = fmt.join(self.schema, parts)
+        tag = '"' + hashlib.sha256(b"".join(digests)).hexdigest()[:24] + '"'
+        if len(self._pages) >= self.pages:
+            self._pages.clear()
+        self._pages[key] = (records, body, tag)
+        return body, tag
 
-
-def body_tag(body: bytes) -> str:
-    """A strong ETag for an answer with no version of its own (a page, the
-    service root): MD5 of its bytes, as Django's, cut to 96 bits. Not for
-    security, only to tell bodies apart: SHA-256 took a page of 20 users
-    40,000 instructions, MD5 16,000 (callgrind, which no CPU's SHA
-    instructions help)."""
-    return '"' + hashlib.md5(body, usedforsecurity=False).hexdigest()[:24] + '"'
+    def _encoding(self, record: Any, fmt: Format) -> Encoding:
+        kept = self._kept.get(fmt.name)
+        if kept is None:
+            kept = self._kept[fmt.name] = {}
+        found = kept.get(record.id)
+        if found is not None and found[0] == record:
+            return found
+        if len(kept) >= self.size:
+            kept.clear()
+        found = kept[record.id] = [record, fmt.render_record(self.schema, record), None]
+        return found
 
 
 def etag(record: Any, fmt: Format) -> str:

@@ -66,7 +66,8 @@ class Format(Protocol):
 
     def answer(self, req: Request, status: int, representations: Representations,
                record: Any, tag: str) -> Response:
-        """A record's answer (``representations``: its collection's; ``tag``: its ETag)."""
+        """A record's answer (``representations``: its collection's kept
+        encodings; ``tag``: its ETag)."""
         return Response(status, representations.one(record, self),
                         [("Content-Type", self.media_type)])
 
