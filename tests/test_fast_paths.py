@@ -18,6 +18,7 @@ from urllib.parse import quote_plus, urlencode
 from usersvc import USER, fast, make_app
 from usersvc.representation import DEFAULT, JSON, PROBLEMS
 from usersvc.request import Request
+from usersvc.routing import Route
 from usersvc.fields import fold, search_terms, words
 from usersvc.storage.memory.collection import Indexes, Sorted
 from usersvc.storage.sql.collection import Table
@@ -207,6 +208,21 @@ def test_quoted_is_urlencodes_quoting(text):
     assert f"{fast_one(text)}={fast_one(text)}" == urlencode([(text, text)])
 
 
+TEMPLATES = ["/users/{id:int}", "/users/{id:int}/x", "/users/changes", "/a/b/{n:int}/{m:int}",
+             "/users/{id:int}/{m:int}"]
+SEGMENTS = st.sampled_from(["7", "07", "0", "+1", "x", "changes", "", "9" * 20, "\u0661", "12"])
+
+
+@given(st.sampled_from(TEMPLATES), st.lists(SEGMENTS, min_size=3, max_size=3))
+def test_a_route_matches_as_the_plain_one_on_the_paths_the_router_hands_it(template, rest):
+    """The router hands a route the paths as long as its template whose
+    first segment is its own: on those, the same parameters, or none."""
+    fast_one, plain_one = _pair("usersvc.routing:Route.match")
+    route = Route(template, object())
+    parts = template.split("/")[:2] + rest[:len(template.split("/")) - 2]
+    _same(fast_one, plain_one, route, parts)
+
+
 def test_the_kept_sparse_module_is_the_imported_one():
     fast_one, plain_one = _pair("usersvc.resources:_sparse")
     assert fast_one() is plain_one() is importlib.import_module("usersvc.sparse")
@@ -226,6 +242,7 @@ HELD = {
     "usersvc.request:Request.parameters": test_parameters_are_the_plain_ones,
     "usersvc.listing:quoted": test_quoted_is_urlencodes_quoting,
     "usersvc.resources:_sparse": test_the_kept_sparse_module_is_the_imported_one,
+    "usersvc.routing:Route.match": test_a_route_matches_as_the_plain_one_on_the_paths_the_router_hands_it,
 }
 
 
