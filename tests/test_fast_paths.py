@@ -3,6 +3,7 @@ left in the stores) against its plain definition beside it: the same results, on
 declaration that says everything a ``Schema`` can (``every_kind``)."""
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import tempfile
@@ -21,6 +22,7 @@ from sortedcontainers import SortedList
 from usersvc import USER, Schema, fast, make_app, ref, text
 from usersvc.representation import DEFAULT, JSON, PROBLEMS
 from usersvc.request import Request
+from usersvc.routing import Route
 from usersvc.fields import fold, search_terms, words
 from usersvc.storage import Conflict, NotFound, Precondition, StoreError, open_store
 from usersvc.storage.memory.collection import Indexes, MemoryRecords
@@ -326,6 +328,24 @@ def test_a_step_with_nothing_to_undo_ends_as_the_plain_ones(steps):
         assert fast_records.last_id() == plain_records.last_id()
     for store in stores:
         store.close()
+TEMPLATES = ["/users/{id:int}", "/users/{id:int}/x", "/users/changes", "/a/b/{n:int}/{m:int}",
+             "/users/{id:int}/{m:int}"]
+SEGMENTS = st.sampled_from(["7", "07", "0", "+1", "x", "changes", "", "9" * 20, "\u0661", "12"])
+
+
+@given(st.sampled_from(TEMPLATES), st.lists(SEGMENTS, min_size=3, max_size=3))
+def test_a_route_matches_as_the_plain_one_on_the_paths_the_router_hands_it(template, rest):
+    """The router hands a route the paths as long as its template whose
+    first segment is its own: on those, the same parameters, or none."""
+    fast_one, plain_one = _pair("usersvc.routing:Route.match")
+    route = Route(template, object())
+    parts = template.split("/")[:2] + rest[:len(template.split("/")) - 2]
+    _same(fast_one, plain_one, route, parts)
+
+
+def test_the_kept_sparse_module_is_the_imported_one():
+    fast_one, plain_one = _pair("usersvc.resources:_sparse")
+    assert fast_one() is plain_one() is importlib.import_module("usersvc.sparse")
 
 
 #: Each fast path of the registry, and the test above that holds it to its plain definition.
@@ -472,6 +492,8 @@ HELD = {
         test_a_terms_value_is_json_dumps_of_the_search_terms,
     "usersvc.storage.sql.collection:SQLRecords.bound":
         test_sqlite_s_writer_answers_the_plain_commit_s_answers,
+    "usersvc.resources:_sparse": test_the_kept_sparse_module_is_the_imported_one,
+    "usersvc.routing:Route.match": test_a_route_matches_as_the_plain_one_on_the_paths_the_router_hands_it,
 }
 
 

@@ -2,17 +2,16 @@
 
 ``Request`` names what the app needs from the environ (PEP 3333), parsing
 a header only when asked; ``Response`` is a status, headers and the body
-bytes, handed to the WSGI server; ``Streamed`` is an answer whose body is
-made as the server sends it (Server-Sent Events), its failures logged as
-every other answer's (``log_failure``). WebOb's classes do much more, at
+bytes, handed to the WSGI server (a body made as it is sent, a stream of
+events, is the waiting feature's ``Streamed``); ``log_failure`` logs a
+bug met while answering. WebOb's classes do much more, at
 microseconds a request: usersvc uses WebOb to parse ``Accept`` and entity
 tags, and its tests build requests with ``webob.Request.blank``.
 """
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import quote, unquote_plus
 
@@ -194,7 +193,8 @@ class Request:
         return self.environ["wsgi.input"].read(size)
 
 
-_NOSNIFF = ("X-Content-Type-Options", "nosniff")
+#: Every answer is what it says it is (no browser guesses another type).
+NOSNIFF = ("X-Content-Type-Options", "nosniff")
 
 
 class Response:
@@ -213,60 +213,11 @@ class Response:
         headers, body = self.headers, self.body
         if self.vary:
             headers.append(("Vary", self.vary))
-        headers.append(_NOSNIFF)                    # every answer is what it says
+        headers.append(NOSNIFF)
         if body or self.status not in (204, 304):
             headers.append(("Content-Length", str(len(body))))
         start_response(status_line(self.status), headers)
         return [body] if body and environ.get("REQUEST_METHOD") != "HEAD" else []
-
-
-class Streamed(Response):
-    """A 200 whose body is made as the server sends it, after ``App`` has
-    returned: ``chunks``, an iterable of bytes (a stream of events), with
-    no ``Content-Length``. It is its own WSGI body, and the core answers
-    for it as for every other answer: an error raised while a chunk is made
-    is logged with the request's details (``log_failure``) and ends the
-    body (its headers are sent: it can only end), and ``chunks.close()``,
-    if it has one, is called once, whether the body was read to its end,
-    ended by an error, or never read (HEAD; a client gone). So a stream's
-    own code catches nothing, and frees what it holds in its ``close``."""
-
-    __slots__ = ("req", "chunks", "_closing")
-
-    def __init__(self, req: Request, chunks: Iterable[bytes],
-                 headers: list[tuple[str, str]]) -> None:
-        super().__init__(200, b"", headers)
-        self.req, self.chunks = req, chunks
-        self._closing = threading.Lock()
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        self.headers += [("Vary", self.vary), _NOSNIFF]
-        start_response(status_line(self.status), self.headers)
-        if environ.get("REQUEST_METHOD") == "HEAD":
-            self.close()
-            return []
-        return self
-
-    def __iter__(self) -> Iterator[bytes]:
-        try:
-            yield from self.chunks
-        except Exception:       # the headers are sent: the body can only end
-            log_failure(self.req, " while its body was sent")
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        """``chunks.close()``, once: at the body's end, or when the server
-        closes it (PEP 3333), whichever comes first."""
-        with self._closing:
-            chunks, self.chunks = self.chunks, ()
-        close = getattr(chunks, "close", None)
-        if close is None:
-            return
-        try:
-            close()
-        except Exception:       # (the server would log it without the request's id)
-            log_failure(self.req, " as its body was closed")
 
 
 def log_failure(req: Request, when: str = "") -> None:

@@ -57,16 +57,11 @@ class Route:
         #: XML); ``None``: one representation, whatever ``Accept`` says.
         self.offers: Offers | None = getattr(resource, "offers", DEFAULT)
 
-        # PERF: what ``match`` compares: the segments after the first literal
-        # one, which the router compared already (``/users`` of ``/users/7``).
-        self._rest = [(at, *segment) for at, segment in enumerate(self.segments) if at > 1]
-
     def match(self, parts: list[str]) -> dict[str, int] | None:
         """The parameters of a path (split at ``/``, as long as the template)
-        if it is this route's, else ``None``; its first two parts (``""``
-        and the first segment) are the router's to compare."""
+        if it is this route's, else ``None``."""
         params = {}
-        for at, segment, is_parameter in self._rest:
+        for at, (segment, is_parameter) in enumerate(self.segments):
             part = parts[at]
             if not is_parameter:
                 if part != segment:

@@ -5,8 +5,7 @@
   or 406; a tie goes to the offer listed first, so JSON wins); the format
   that reads a request body, from ``Content-Type`` (or 415 naming what is
   read); each record's encodings kept while it is unchanged, and the
-  ETags that name them (``Representations``); (``usersvc.fast`` keeps
-  each header's reading by its text);
+  ETags that name them (``Representations``);
 - ``json_format``: what a wire format is (``Format``: its bytes, and the
   answers that carry them), and JSON; ``xml_format``: XML (a feature may
   offer more: the HTML pages add themselves, ``usersvc.features.pages``).

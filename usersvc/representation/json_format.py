@@ -64,16 +64,18 @@ class Format(Protocol):
         """A request body (decoded from UTF-8) as a document for ``schema`` to
         check: 400 for bad syntax, 422 (``Invalid``) for the wrong shape."""
 
-    def answer(self, req: Request, status: int, kept: Representations, record: Any,
-               tag: str) -> Response:
-        """A record's answer (``kept``: its collection's encodings; ``tag``: its ETag)."""
-        return Response(status, kept.one(record, self), [("Content-Type", self.media_type)])
+    def answer(self, req: Request, status: int, representations: Representations,
+               record: Any, tag: str) -> Response:
+        """A record's answer (``representations``: its collection's kept
+        encodings; ``tag``: its ETag)."""
+        return Response(status, representations.one(record, self),
+                        [("Content-Type", self.media_type)])
 
-    def answer_list(self, req: Request, kept: Representations, records: list[Any],
+    def answer_list(self, req: Request, representations: Representations, records: list[Any],
                     next_url: str | None, q: str | None) -> tuple[Response, str | None]:
         """A page's answer and its ETag (``None``: made from its bytes);
         ``next_url``: the next page's, ``q``: the search."""
-        body, tag = kept.many(records, self)
+        body, tag = representations.many(records, self)
         return Response(200, body, [("Content-Type", self.media_type)]), tag
 
     def answer_problem(self, req: Request, problem: Mapping[str, Any],

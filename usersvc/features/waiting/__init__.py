@@ -26,9 +26,10 @@ from typing import Any
 from ...changes import Changes
 from ...listing import whole_number
 from ...representation import JSON, Format
-from ...request import Request, Response, Streamed
+from ...request import Request, Response
 from . import events
 from .slots import Waiting
+from .streamed import Streamed
 from .watch import Nudge, Watches
 
 #: The most seconds a request may wait for a change (``wait=``).
