@@ -250,7 +250,7 @@ def test_a_key_is_kept_for_its_time_and_then_forgotten(storage, clock):
 def kept(app, storage) -> int:
     """How many keys the app's store keeps (``idempotency.keeping``: how)."""
     if isinstance(app.plugged["idempotency"].kept, store_keys.SQLKeys):    # its table
-        return storage.connections.read(None, lambda db: db.execute(
+        return storage["users"].connections.read(None, lambda db: db.execute(
             "SELECT count(*) FROM usersvc_keys").fetchone()[0])
     return len(app.plugged["idempotency"].kept)       # the feature's own, on memory
 
