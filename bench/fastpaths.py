@@ -29,7 +29,7 @@ from usersvc import fast  # noqa: E402
 from usersvc.fields import _NOT_WORD, _separator, words  # noqa: E402
 from usersvc.representation import DEFAULT, JSON  # noqa: E402
 from usersvc.request import Request  # noqa: E402
-from usersvc.validation import USER  # noqa: E402
+from usersvc.schema import USER  # noqa: E402
 
 User = USER.record
 

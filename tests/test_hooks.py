@@ -363,13 +363,13 @@ def test_mount_s_old_module_still_imports_with_a_deprecation_warning(monkeypatch
 #: Held here, in one place: a module added to what serving loads is added
 #: here too, on purpose.
 CORE = (
-    "usersvc", "usersvc.app", "usersvc.changes", "usersvc.fields", "usersvc.hooks",
-    "usersvc.listing", "usersvc.places", "usersvc.problems", "usersvc.records",
+    "usersvc", "usersvc.app", "usersvc.changes", "usersvc.declaration", "usersvc.fields",
+    "usersvc.hooks", "usersvc.listing", "usersvc.places", "usersvc.problems",
     "usersvc.representation", "usersvc.representation.json_format",
     "usersvc.representation.xml_format", "usersvc.request", "usersvc.resources",
-    "usersvc.routing", "usersvc.settings", "usersvc.storage", "usersvc.storage.feed",
-    "usersvc.storage.protocol", "usersvc.storage.served",
-    "usersvc.storage.shared", "usersvc.storage.stored", "usersvc.validation")
+    "usersvc.routing", "usersvc.schema", "usersvc.settings", "usersvc.storage",
+    "usersvc.storage.feed", "usersvc.storage.protocol", "usersvc.storage.served",
+    "usersvc.storage.shared", "usersvc.storage.stored")
 
 #: ... and each store's own, beside ``CORE``.
 CORE_STORES = {

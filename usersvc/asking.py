@@ -24,7 +24,7 @@ from typing import Any
 from .fields import FieldError, not_plain
 from .problems import Problem
 from .storage import MAX_ID
-from .validation import Schema
+from .schema import Schema
 
 RANGES = ("gt", "gte", "lt", "lte")
 MAX_IN = 100            # values an ``in`` takes at most

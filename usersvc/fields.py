@@ -22,7 +22,7 @@ class FieldError(ValueError):
 
 # Lone surrogates (JSON "\ud800" escapes) are not UTF-8; U+FFFE/U+FFFF not XML 1.0.
 UNENCODABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
-# Either, or a control character (category Cc: \x00-\x1f, \x7f-\x9f; test_validation).
+# Either, or a control character (category Cc: \x00-\x1f, \x7f-\x9f; test_schema).
 _NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 

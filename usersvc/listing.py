@@ -28,7 +28,7 @@ from .fields import not_plain
 from .problems import Problem
 from .request import Request
 from .storage import MAX_ID, Position, position
-from .validation import Schema
+from .schema import Schema
 
 if TYPE_CHECKING:
     from . import asking

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .request import Response
-from .validation import Schema
+from .schema import Schema
 
 def render(fmt: Any, schema: Schema, record: Any, names: tuple[str, ...]) -> bytes:
     """``record`` in ``fmt``, ``id`` and ``names`` only."""

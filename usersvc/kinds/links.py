@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ..fields import Field, FieldError, MAX_INTEGER
-from ..records import is_name
+from ..declaration import is_name
 
 MAX_URL = 2048
 # A scheme, an authority (user, host, port) and the rest: nothing blank, no

@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 
 from ..fields import XML_INTEGER
 from ..problems import Problem
-from ..validation import Invalid, Schema, pointer
+from ..schema import Invalid, Schema, pointer
 from .json_format import Format
 
 # Characters XML 1.0 cannot carry at all (§2.2), not even as references.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from ..validation import USER, Schema
+from ..schema import USER, Schema
 from .protocol import (CommitsAnnounced, Conflict, Contradiction, NotFound, Position,
                        Precondition, RecordStore, StaleVersion, Storage, StoreError,
                        StoreUnavailable, WritesFailing, position)

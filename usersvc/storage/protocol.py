@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Union, runtime_checkable
 
-from ..validation import Schema, pointer
+from ..schema import Schema, pointer
 
 
 class StoreError(Exception):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from ..validation import Schema
+from ..schema import Schema
 
 T = TypeVar("T")
 

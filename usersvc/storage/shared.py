@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 
 from ..fields import MAX_INTEGER
-from ..validation import Schema
+from ..schema import Schema
 from .protocol import NotFound, WritesFailing
 
 

@@ -21,7 +21,7 @@ from ...kinds.integer import Integer
 from ...kinds.links import Ref, Url
 from ...kinds.number import Number
 from ...storage import MAX_ID
-from ...validation import Schema
+from ...schema import Schema
 
 _NOT_PLAIN = "\\u0000-\\u001f\\u007f-\\u009f\\ufffe\\uffff"     # (``fields.not_plain``)
 #: Any text but what no value holds (``fields.not_plain``): a text condition's value.

@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from ...fields import search_terms
-from ...validation import Schema
+from ...schema import Schema
 from ..protocol import Conflict, NotFound, Precondition, StaleVersion
 from ..shared import Listeners, checked_id
 from ..feed import new_history

@@ -18,7 +18,7 @@ from sortedcontainers import SortedList
 
 from ... import fields
 from ...fields import fold
-from ...validation import Schema
+from ...schema import Schema
 from ..protocol import Position, position
 
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position

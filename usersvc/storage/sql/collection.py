@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ...fields import Field, search_terms
-from ...validation import Schema
+from ...schema import Schema
 from ..protocol import Conflict, NotFound, Precondition, StaleVersion
 from ..shared import checked_id
 from .bulk import SQLBulk

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from ...validation import Schema
+from ...schema import Schema
 from ..served import Collections, Step, references_of
 from ..shared import Listeners, WriteHealth
 from ..sql.collection import Table

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from usersvc.fields import _NOT_WORD, _separator, fold, text, words
-from usersvc.validation import USER, Invalid, Schema, pointer
+from usersvc.schema import USER, Invalid, Schema, pointer
 
 OK = {"name": "Ada Lovelace", "email": "ada@example.org"}
 
@@ -174,7 +174,7 @@ def test_a_record_is_made_by_name_only_and_an_optional_field_left_out_is_none():
 def test_what_is_said_of_one_record_takes_the_article_its_name_is_said_with(name, said):
     """Once "a issue" in problems, OpenAPI and the feed's description."""
     from usersvc import make_app
-    from usersvc.records import with_article
+    from usersvc.declaration import with_article
     assert with_article(name) == said
     schema = Schema(name, name + "s", {"title": text(9)})
     client = Client(make_app("memory://", collections=(schema,)))
