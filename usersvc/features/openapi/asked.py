@@ -15,11 +15,8 @@ from typing import Any
 
 from ... import asking
 from ...fields import Field, Folded
-from ...kinds.choice import Boolean, Choice
+from ...kinds import Boolean, Choice, Integer, Number, Ref, Url
 from ...kinds.dates import Date, DateTime, Stamp
-from ...kinds.integer import Integer
-from ...kinds.links import Ref, Url
-from ...kinds.number import Number
 from ...storage import MAX_ID
 from ...schema import Schema
 
