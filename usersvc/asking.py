@@ -18,7 +18,6 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from .fields import FieldError, not_plain
@@ -71,14 +70,12 @@ def takes(schema: Schema, field: str) -> tuple[str, ...]:
     return ops
 
 
-@lru_cache(maxsize=None)        # (a schema's, made once: every page names them)
 def asked_parameters(schema: Schema) -> tuple[str, ...]:
     """Every ``field[op]`` a page of ``schema`` takes, as ``due[gt|lt]``."""
     fields = ("id", *(f for f in schema.fields if takes(schema, f)))
     return tuple(f"{field}[{'|'.join(takes(schema, field))}]" for field in fields)
 
 
-@lru_cache(maxsize=1024)     # (pages followed by their next links ask alike)
 def read(schema: Schema, name: str, text: str) -> Condition:
     """The condition of the query parameter ``name`` (``due[lt]``) with the
     value ``text``; else a 400 naming it and saying what it takes."""

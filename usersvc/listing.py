@@ -19,7 +19,6 @@ import hmac
 import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus
@@ -140,7 +139,6 @@ def quoted(text: str) -> str:
     return quote_plus(text)
 
 
-@lru_cache(maxsize=None)        # (a schema's, made once: every page asks)
 def known_parameters(schema: Schema) -> list[str]:
     """The query parameters a collection's list takes, in the docs' order."""
     sorted_too = len(schema.sorts) > 1
@@ -204,11 +202,9 @@ def _filter(schema: Schema, name: str, text: str) -> Any:
     return _asking().query_value(schema, name, name, text)
 
 
-@lru_cache(maxsize=None)
 def _asking() -> Any:
-    """``asking``, imported when a query first has a filter or a condition
-    (pages asked by ``limit`` and ``after`` alone never load it), then found
-    at once (PERF: 500 instructions; an import statement, 3,000 to 6,000)."""
+    """``asking``, imported when a query first has a filter or a condition:
+    pages asked by ``limit`` and ``after`` alone never load it."""
     from . import asking
     return asking
 

@@ -20,7 +20,7 @@ import builtins
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..kinds.dates import now
+from ..kinds import dates
 from .feed import Change
 from .protocol import NotCurrent, NotFound, Precondition, StaleVersion
 from .references import Dangling, References, Referred
@@ -54,7 +54,7 @@ class Checked:
         if self.stamps:
             if not self.stamps.isdisjoint(fields):
                 raise TypeError(f"created and updated are set by the store ({self.schema.plural})")
-            fields["created"] = fields["updated"] = now()
+            fields["created"] = fields["updated"] = dates.now()
         if not self._names_a_record(fields):
             return self.records.create(**fields)
 
@@ -80,7 +80,7 @@ class Checked:
                 for field, value in sent.items():
                     if value is not None and value != getattr(current, field):
                         raise NotCurrent(field)
-                fields["updated"] = max(now(), current.updated)    # (a clock set back)
+                fields["updated"] = max(dates.now(), current.updated)    # (a clock set back)
             self._check_targets(step, fields)
             return records.update(record_id, precondition=precondition, **fields)
         return self._step(run, nothing_to_undo=True)
