@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .fields import FieldError, not_plain
+from .fields import _NOT_PLAIN, UNENCODABLE, FieldError
 from .problems import Problem
 from .storage import MAX_ID
 from .schema import Schema
@@ -118,10 +118,21 @@ def _items(name: str, text: str) -> list[str]:
     return items
 
 
+def not_plain(text: str) -> str | None:
+    """What no text value may hold and ``text`` does, said to complete
+    "<field> ..." (a control character; a surrogate or a non-character),
+    or ``None``: what a text condition and ``q`` are refused for."""
+    if not _NOT_PLAIN.search(text):
+        return None
+    if UNENCODABLE.search(text):
+        return "must be Unicode text (no surrogates or non-characters)"
+    return "must not contain control characters"
+
+
 def query_value(schema: Schema, name: str, field: str, text: str) -> Any:
     """The value of the query parameter ``name`` (``field=`` or
     ``field[op]=``), as ``field``'s kind reads it; else a 400 naming it.
-    No value of any kind holds a control character (``fields.not_plain``):
+    No value of any kind holds a control character (``not_plain``):
     one is refused first, alike on every store."""
     wrong = not_plain(text)
     if wrong is not None:

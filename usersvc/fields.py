@@ -119,17 +119,6 @@ class Field:
         return f"{type(self).__name__.lower()}"
 
 
-def not_plain(text: str) -> str | None:
-    """What no text value may hold and ``text`` does, said to complete
-    "<field> ..." (a control character; a surrogate or a non-character),
-    or ``None``: what a text condition and ``q`` are refused for."""
-    if not _NOT_PLAIN.search(text):
-        return None
-    if UNENCODABLE.search(text):
-        return "must be Unicode text (no surrogates or non-characters)"
-    return "must not contain control characters"
-
-
 class Folded(Field):
     """A text kind, compared and ordered case-folded (``str.casefold``)."""
 

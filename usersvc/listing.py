@@ -8,7 +8,8 @@ unknown parameter is refused, never ignored. Paging is by position
 in others the sort field's collated value and id, carried by an opaque ``cursor`` in the
 ``rel="next"`` link, with a SHA-256 check over its content, order and
 filters (no secret), so an altered or replayed cursor is a 400.
-A filter's value and a condition (``field[op]=value``) are ``asking``'s.
+A filter's value and a condition (``field[op]=value``) are ``asking``'s,
+as is what no value in a query may hold (``q``'s too: ``asking.not_plain``).
 """
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus
 
-from .fields import not_plain
 from .problems import Problem
 from .request import Request
 from .storage import MAX_ID, Position, position
@@ -75,7 +75,7 @@ class Listing:
         if q is not None:
             if not 1 <= len(q) <= MAX_Q:
                 raise Problem(400, f"The query parameter q must be 1 to {MAX_Q} characters long.")
-            wrong = not_plain(q)
+            wrong = _asking().not_plain(q)
             if wrong is not None:
                 raise Problem(400, f"The query parameter q {wrong}.")
         filters = {name: _filter(schema, name, one[name]) for name in schema.filters if name in one}
@@ -203,8 +203,8 @@ def _filter(schema: Schema, name: str, text: str) -> Any:
 
 
 def _asking() -> Any:
-    """``asking``, imported when a query first has a filter or a condition:
-    pages asked by ``limit`` and ``after`` alone never load it."""
+    """``asking``, imported when a query first has a filter, a condition or
+    ``q``: pages asked by ``limit`` and ``after`` alone never load it."""
     from . import asking
     return asking
 
