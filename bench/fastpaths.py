@@ -11,8 +11,14 @@ and docs/decisions.md quote these figures):
   against ``Request.parameters``, which reads UTF-8 and percent-escapes;
 - the kept answer for an ``Accept`` header (``fast.headers.best_offer``)
   against parsing it with WebOb each time;
-- the words of ASCII text (``fields.words``) by a table, against the
-  regular expression that keeps combining marks in any other text.
+- ASCII text's words and folding (``fast.search``) by a table and
+  ``str.lower``, against ``fields.words`` and ``fields.fold``, which read
+  every text through Unicode's decompositions;
+- a date-time's offset read once (``fast.dates._offset``), a stamp's second
+  written once a second (``fast.dates.now``);
+- a list's parameters made once for each schema
+  (``fast.asking.known_parameters``), a condition read once for each text
+  (``fast.asking.read``).
 
 Best of five runs, µs per call. Compare them with a whole request's cost
 in the same run of ``bench/run.sh`` (a GET of one user, a POST).
@@ -26,10 +32,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from usersvc import fast  # noqa: E402
-from usersvc.fields import _NOT_WORD, _separator, words  # noqa: E402
 from usersvc.representation import DEFAULT, JSON  # noqa: E402
 from usersvc.request import Request  # noqa: E402
-from usersvc.validation import USER  # noqa: E402
+from usersvc.schema import USER  # noqa: E402
 
 User = USER.record
 
@@ -61,14 +66,18 @@ def main() -> None:
             ("Accept 'application/json'", "usersvc.representation:best_offer",
              ("application/json", DEFAULT), 5_000),
             ("Accept (a browser's)", "usersvc.representation:best_offer",
-             (BROWSER, DEFAULT), 5_000)]:
+             (BROWSER, DEFAULT), 5_000),
+            ("words of 'Ada Lovelace-Byron'", "usersvc.fields:words",
+             ("Ada Lovelace-Byron",), 100_000),
+            ("fold 'ada@example.org'", "usersvc.fields:fold", ("ada@example.org",), 100_000),
+            ("offset '+01:00'", "usersvc.kinds.dates:_offset", ("+01:00",), 100_000),
+            ("now", "usersvc.kinds.dates:now", (), 100_000),
+            ("users' list parameters", "usersvc.listing:known_parameters", (USER,), 100_000),
+            ("condition 'email[ne]=a@b.org'", "usersvc.asking:read",
+             (USER, "email[ne]", "a@b.org"), 100_000)]:
         quick, plain = both(where)
         rows.append((f"{what}: fast", per_call(lambda: quick(*args), number)))
         rows.append((f"{what}: plain", per_call(lambda: plain(*args), number)))
-    name = "Ada Lovelace-Byron"
-    rows.append((f"words of {name!r}: ASCII table", per_call(lambda: words(name), 100_000)))
-    rows.append((f"words of {name!r}: expression", per_call(
-        lambda: _NOT_WORD.sub(_separator, name.casefold()).split(), 100_000)))
     for name, micros in rows:
         print(f"{micros:8.2f} µs  {name}")
 

@@ -7,7 +7,9 @@ import importlib
 import json
 import re
 import tempfile
+import time
 import unicodedata
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -74,14 +76,6 @@ def test_a_terms_value_is_json_dumps_of_the_search_terms(text, by_words, whole):
     fast_one, plain_one = _pair("usersvc.storage.sql.collection:Table.terms_value")
     assert fast_one(table, text, by_words, whole) == plain_one(table, text, by_words, whole) \
         == json.dumps(sorted(set(search_terms(text, by_words, whole))), ensure_ascii=False)
-
-
-@given(st.text(alphabet=st.characters(max_codepoint=127)))
-def test_ascii_folds_and_splits_as_any_text_does(text):
-    """``fold`` and ``words`` read ASCII text without NFKD: the same."""
-    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
-    assert fold(text) == "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
-    assert words(text) == re.sub(r"[\W_]", " ", fold(text)).split()
 
 
 # -- the registry's fast paths (usersvc.fast), each against its plain definition
@@ -346,6 +340,57 @@ def test_a_route_matches_as_the_plain_one_on_the_paths_the_router_hands_it(templ
 def test_the_kept_sparse_module_is_the_imported_one():
     fast_one, plain_one = _pair("usersvc.resources:_sparse")
     assert fast_one() is plain_one() is importlib.import_module("usersvc.sparse")
+@pytest.mark.parametrize("schema", [USER, THINGS], ids=["users", "things"])
+def test_known_parameters_are_the_plain_ones(schema):
+    fast_one, plain_one = _pair("usersvc.listing:known_parameters")
+    assert fast_one(schema) == plain_one(schema)
+    assert fast_one(schema) == plain_one(schema)     # (and again, kept)
+
+
+def test_asking_found_at_once_is_the_module_imported():
+    fast_one, plain_one = _pair("usersvc.listing:_asking")
+    assert fast_one() is plain_one() is importlib.import_module("usersvc.asking")
+
+
+@given(st.sampled_from([*THINGS.field_names, "created", "nope"]),
+       st.sampled_from(["eq", "ne", "in", "exists", "gt", "gte", "lt", "lte", "like"]),
+       st.one_of(st.sampled_from(["true", "false", "3", "-9", "1e3", "2026-03-01",
+                                  "2026-03-01T10:00:00Z", "low,high", '"a,b",c', "x" * 30,
+                                  "https://example.org", ""]),
+                 st.text(alphabet=st.sampled_from('abc019,"\\ -:TZ.\x00'), max_size=12)))
+def test_a_condition_read_is_the_plain_reading(field, op, text):
+    fast_one, plain_one = _pair("usersvc.asking:read")
+    for _ in range(2):      # (the second, kept)
+        _same(fast_one, plain_one, THINGS, f"{field}[{op}]", text)
+
+
+TEXTS = st.one_of(st.text(alphabet=st.characters(max_codepoint=127)), st.text(),
+                  st.sampled_from(["Ada Lovelace-Byron", "ÉMILE Zoła", "ﬁx_ß", "İı", "हिन्दी नाम"]))
+
+
+@given(TEXTS)
+def test_fold_is_the_plain_folding(text):
+    _same(*_pair("usersvc.fields:fold"), text)
+
+
+@given(TEXTS)
+def test_words_are_the_plain_ones(text):
+    _same(*_pair("usersvc.fields:words"), text)
+
+
+@given(st.from_regex(r"[+-][0-9]{2}:[0-9]{2}", fullmatch=True))
+def test_an_offset_is_the_plain_reading(offset):
+    fast_one, plain_one = _pair("usersvc.kinds.dates:_offset")
+    for _ in range(2):      # (the second, kept)
+        _same(fast_one, plain_one, offset)
+
+
+@given(st.lists(st.integers(0, 2**62), min_size=1, max_size=4))
+def test_now_is_the_plain_stamp_of_the_same_instant(instants):
+    fast_one, plain_one = _pair("usersvc.kinds.dates:now")
+    for ns in sorted(instants):     # (seconds come again, and go by)
+        with mock.patch.object(time, "time_ns", return_value=ns):
+            assert fast_one() == plain_one()
 
 
 #: Each fast path of the registry, and the test above that holds it to its plain definition.
@@ -494,6 +539,13 @@ HELD = {
         test_sqlite_s_writer_answers_the_plain_commit_s_answers,
     "usersvc.resources:_sparse": test_the_kept_sparse_module_is_the_imported_one,
     "usersvc.routing:Route.match": test_a_route_matches_as_the_plain_one_on_the_paths_the_router_hands_it,
+    "usersvc.listing:known_parameters": test_known_parameters_are_the_plain_ones,
+    "usersvc.listing:_asking": test_asking_found_at_once_is_the_module_imported,
+    "usersvc.asking:read": test_a_condition_read_is_the_plain_reading,
+    "usersvc.fields:fold": test_fold_is_the_plain_folding,
+    "usersvc.fields:words": test_words_are_the_plain_ones,
+    "usersvc.kinds.dates:_offset": test_an_offset_is_the_plain_reading,
+    "usersvc.kinds.dates:now": test_now_is_the_plain_stamp_of_the_same_instant,
 }
 
 

@@ -363,13 +363,13 @@ def test_mount_s_old_module_still_imports_with_a_deprecation_warning(monkeypatch
 #: Held here, in one place: a module added to what serving loads is added
 #: here too, on purpose.
 CORE = (
-    "usersvc", "usersvc.app", "usersvc.changes", "usersvc.fields", "usersvc.hooks",
-    "usersvc.listing", "usersvc.places", "usersvc.problems", "usersvc.records",
+    "usersvc", "usersvc.app", "usersvc.changes", "usersvc.declaration", "usersvc.fields",
+    "usersvc.hooks", "usersvc.listing", "usersvc.places", "usersvc.problems",
     "usersvc.representation", "usersvc.representation.json_format",
     "usersvc.representation.xml_format", "usersvc.request", "usersvc.resources",
-    "usersvc.routing", "usersvc.settings", "usersvc.storage", "usersvc.storage.errors",
-    "usersvc.storage.feed", "usersvc.storage.protocol", "usersvc.storage.served",
-    "usersvc.storage.stored", "usersvc.validation")
+    "usersvc.routing", "usersvc.schema", "usersvc.settings", "usersvc.storage",
+    "usersvc.storage.errors", "usersvc.storage.feed", "usersvc.storage.protocol",
+    "usersvc.storage.served", "usersvc.storage.stored")
 
 #: ... and each store's own, beside ``CORE``.
 CORE_STORES = {
@@ -454,17 +454,18 @@ def _loaded(script: str, *arguments: str, cwd: object = None) -> object:
 
 
 #: The kinds, as an embedder imports them: from usersvc, and from usersvc.kinds
-#: after its modules were imported by their own names (as the OpenAPI document does).
+#: after its dates' module was imported by its own name (as the OpenAPI document does).
 KINDS_IMPORTED = """
 import json, sys
 import usersvc
 before = sorted(m for m in sys.modules if m.startswith("usersvc.kinds"))
-from usersvc import integer, choice
-import usersvc.kinds.integer, usersvc.kinds.choice, usersvc.kinds.number
-from usersvc.kinds import integer as again, choice as choice_again, number
+from usersvc import integer, choice, date
+import usersvc.kinds.dates
+from usersvc.kinds import integer as again, choice as choice_again, date as date_again, number
 star = {}
 exec("from usersvc import *", star)
-print(json.dumps([before, repr(integer(0, 9)), again is integer, choice_again is choice,
+print(json.dumps([before, repr(integer(0, 9)), again is integer,
+                  choice_again is choice and date_again is date,
                   repr(number(0, 1)), sorted(set(usersvc.__all__) - set(star))]))
 """
 

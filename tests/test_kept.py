@@ -8,7 +8,7 @@ from usersvc.representation import JSON, XML, Representations, etag, version_in
 from usersvc import USER
 
 User = USER.record
-from usersvc.validation import USER
+from usersvc.schema import USER
 
 ADA = User(id=1, name="Ada", email="ada@example.org", version=1)
 

@@ -236,7 +236,7 @@ def test_a_collection_gets_the_parameters_its_schema_declares():
     what its list takes; the rest is refused."""
     from usersvc import USER
     from usersvc.listing import Listing
-    from usersvc.validation import Schema, text
+    from usersvc.schema import Schema, text
 
     notes = Schema("note", "notes", {"text": text(100)})       # nothing but pages by id
     app = make_app("memory://", collections=(USER, notes))

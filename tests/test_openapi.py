@@ -24,7 +24,7 @@ from webob import Request
 from helpers import ROOT
 
 from usersvc import make_app
-from usersvc.validation import USER
+from usersvc.schema import USER
 
 sys.path.insert(0, str(ROOT / "examples"))
 from tasks import TASKS  # noqa: E402

@@ -19,7 +19,7 @@ from usersvc.storage.memory.walks import search_terms
 
 User = USER.record
 ORDERS = USER.sorts
-from usersvc.validation import USER
+from usersvc.schema import USER
 
 NAMES = [
     "Ada Lovelace", "ada lovelace", "ADA", "Zoë Zola-Ada", "Émile", "Strasse", "STRASSE",

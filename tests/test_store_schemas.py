@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from usersvc import Schema, integer, text
-from usersvc.validation import Invalid
+from usersvc.schema import Invalid
 from usersvc.storage import Precondition, StoreError, open_store
 from usersvc.storage.stored import declaration
 

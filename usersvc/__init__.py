@@ -25,7 +25,7 @@ from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_M
                        DEFAULT_STREAM_SECONDS,
                        DEFAULT_MAX_BATCH, DEFAULT_STORAGE, Settings)
 from .storage import RecordStore, Storage, open_store
-from .validation import Schema, USER
+from .schema import Schema, USER
 
 __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
            "boolean", "number", "date", "datetime", "choice", "url", "ref",

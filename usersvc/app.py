@@ -42,7 +42,7 @@ from .routing import Router
 from .settings import Settings
 from .storage import check_collection
 from .storage.protocol import ChangeFeed
-from .validation import Schema
+from .schema import Schema
 
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.
 _HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")

@@ -18,13 +18,12 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-from .fields import FieldError, not_plain
+from .fields import _NOT_PLAIN, UNENCODABLE, FieldError
 from .problems import Problem
 from .storage import MAX_ID
-from .validation import Schema
+from .schema import Schema
 
 RANGES = ("gt", "gte", "lt", "lte")
 MAX_IN = 100            # values an ``in`` takes at most
@@ -71,14 +70,12 @@ def takes(schema: Schema, field: str) -> tuple[str, ...]:
     return ops
 
 
-@lru_cache(maxsize=None)        # (a schema's, made once: every page names them)
 def asked_parameters(schema: Schema) -> tuple[str, ...]:
     """Every ``field[op]`` a page of ``schema`` takes, as ``due[gt|lt]``."""
     fields = ("id", *(f for f in schema.fields if takes(schema, f)))
     return tuple(f"{field}[{'|'.join(takes(schema, field))}]" for field in fields)
 
 
-@lru_cache(maxsize=1024)     # (pages followed by their next links ask alike)
 def read(schema: Schema, name: str, text: str) -> Condition:
     """The condition of the query parameter ``name`` (``due[lt]``) with the
     value ``text``; else a 400 naming it and saying what it takes."""
@@ -121,10 +118,21 @@ def _items(name: str, text: str) -> list[str]:
     return items
 
 
+def not_plain(text: str) -> str | None:
+    """What no text value may hold and ``text`` does, said to complete
+    "<field> ..." (a control character; a surrogate or a non-character),
+    or ``None``: what a text condition and ``q`` are refused for."""
+    if not _NOT_PLAIN.search(text):
+        return None
+    if UNENCODABLE.search(text):
+        return "must be Unicode text (no surrogates or non-characters)"
+    return "must not contain control characters"
+
+
 def query_value(schema: Schema, name: str, field: str, text: str) -> Any:
     """The value of the query parameter ``name`` (``field=`` or
     ``field[op]=``), as ``field``'s kind reads it; else a 400 naming it.
-    No value of any kind holds a control character (``fields.not_plain``):
+    No value of any kind holds a control character (``not_plain``):
     one is refused first, alike on every store."""
     wrong = not_plain(text)
     if wrong is not None:

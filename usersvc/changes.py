@@ -28,7 +28,7 @@ from .problems import Problem
 from .representation import DEFAULT, Format, Representations
 from .request import Request, Response
 from .storage.feed import Change
-from .validation import Schema
+from .schema import Schema
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000

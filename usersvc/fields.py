@@ -1,7 +1,9 @@
 """What a kind of field is (``Field``), and the kinds users have: ``text(n)``
 and ``email`` (every other is a class in ``usersvc.kinds``, an embedder's
 a subclass too). Each rule tests the value most requests send first: a
-valid value costs one test; only a failing one is looked at again.
+valid value costs one test; only a failing one is looked at again. Then
+how ``q`` reads a text field: folded (``fold``), by its words (``words``),
+the terms a store indexes (``search_terms``).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ class FieldError(ValueError):
 
 # Lone surrogates (JSON "\ud800" escapes) are not UTF-8; U+FFFE/U+FFFF not XML 1.0.
 UNENCODABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
-# Either, or a control character (category Cc: \x00-\x1f, \x7f-\x9f; test_validation).
+# Either, or a control character (category Cc: \x00-\x1f, \x7f-\x9f; test_schema).
 _NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -117,17 +119,6 @@ class Field:
         return f"{type(self).__name__.lower()}"
 
 
-def not_plain(text: str) -> str | None:
-    """What no text value may hold and ``text`` does, said to complete
-    "<field> ..." (a control character; a surrogate or a non-character),
-    or ``None``: what a text condition and ``q`` are refused for."""
-    if not _NOT_PLAIN.search(text):
-        return None
-    if UNENCODABLE.search(text):
-        return "must be Unicode text (no surrogates or non-characters)"
-    return "must not contain control characters"
-
-
 class Folded(Field):
     """A text kind, compared and ordered case-folded (``str.casefold``)."""
 
@@ -218,6 +209,10 @@ email = Email()
 
 
 # -- search ----------------------------------------------------------------
+# How ``q`` reads text: folded, split into words, and the terms a store
+# indexes for one field's value, each matched as a prefix. These read every
+# text through Unicode's decompositions; ``usersvc.fast.search`` reads ASCII
+# text (most names) by a table.
 
 #: The folding's version: a SQL store whose search terms were folded with
 #: another indexes them again, once, at open (``evolution``).
@@ -232,9 +227,8 @@ def fold(text: str) -> str:
     """``text`` as ``q`` compares it: case-folded, its marks removed after
     NFKD (``é`` is ``e``, ``ß`` ``ss``, ``ﬁ`` ``fi``), and the letters NFKD
     leaves whole mapped (``ø`` ``o``, ``ł`` ``l``, ``đ`` ``d``, ``æ``
-    ``ae``, ``œ`` ``oe``; ``ð þ ħ ı ŧ ŋ ĸ`` too)."""
-    if text.isascii():
-        return text.lower()
+    ``ae``, ``œ`` ``oe``; ``ð þ ħ ı ŧ ŋ ĸ`` too). NFKD again after
+    case-folding: folding can make a letter that decomposes."""
     decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
     return "".join(c for c in decomposed if unicodedata.category(c) != "Mn").translate(_WHOLE)
 
@@ -249,18 +243,10 @@ def _separator(m: re.Match[str]) -> str:
     return m.group() if unicodedata.category(m.group())[0] == "M" else " "
 
 
-# PERF: ASCII text (most names) has no marks: a table per character rather
-# than a call per separator, 0.39 µs for "Ada Lovelace-Byron" where the
-# expression takes 1.16 (bench/fastpaths.py).
-_ASCII_WORDS = "".join(c if c.isalnum() else " " for c in map(chr, range(128)))
-
-
 def words(value: str) -> list[str]:
     """The folded words of ``value``: split at anything that is not a
     letter, a digit or a mark (``"Ada Lovelace-Byron"`` is ``ada``,
     ``lovelace``, ``byron``; ``"Émile Zoła"`` ``emile``, ``zola``)."""
-    if value.isascii():
-        return value.lower().translate(_ASCII_WORDS).split()
     return _NOT_WORD.sub(_separator, fold(value)).split()
 
 

@@ -8,7 +8,8 @@ unknown parameter is refused, never ignored. Paging is by position
 in others the sort field's collated value and id, carried by an opaque ``cursor`` in the
 ``rel="next"`` link, with a SHA-256 check over its content, order and
 filters (no secret), so an altered or replayed cursor is a 400.
-A filter's value and a condition (``field[op]=value``) are ``asking``'s.
+A filter's value and a condition (``field[op]=value``) are ``asking``'s,
+as is what no value in a query may hold (``q``'s too: ``asking.not_plain``).
 """
 from __future__ import annotations
 
@@ -19,16 +20,14 @@ import hmac
 import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus
 
-from .fields import not_plain
 from .problems import Problem
 from .request import Request
 from .storage import MAX_ID, Position, position
-from .validation import Schema
+from .schema import Schema
 
 if TYPE_CHECKING:
     from . import asking
@@ -76,7 +75,7 @@ class Listing:
         if q is not None:
             if not 1 <= len(q) <= MAX_Q:
                 raise Problem(400, f"The query parameter q must be 1 to {MAX_Q} characters long.")
-            wrong = not_plain(q)
+            wrong = _asking().not_plain(q)
             if wrong is not None:
                 raise Problem(400, f"The query parameter q {wrong}.")
         filters = {name: _filter(schema, name, one[name]) for name in schema.filters if name in one}
@@ -140,7 +139,6 @@ def quoted(text: str) -> str:
     return quote_plus(text)
 
 
-@lru_cache(maxsize=None)        # (a schema's, made once: every page asks)
 def known_parameters(schema: Schema) -> list[str]:
     """The query parameters a collection's list takes, in the docs' order."""
     sorted_too = len(schema.sorts) > 1
@@ -204,11 +202,9 @@ def _filter(schema: Schema, name: str, text: str) -> Any:
     return _asking().query_value(schema, name, name, text)
 
 
-@lru_cache(maxsize=None)
 def _asking() -> Any:
-    """``asking``, imported when a query first has a filter or a condition
-    (pages asked by ``limit`` and ``after`` alone never load it), then found
-    at once (PERF: 500 instructions; an import statement, 3,000 to 6,000)."""
+    """``asking``, imported when a query first has a filter, a condition or
+    ``q``: pages asked by ``limit`` and ``after`` alone never load it."""
     from . import asking
     return asking
 

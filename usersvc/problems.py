@@ -13,7 +13,7 @@ from typing import Any
 
 from .storage import (Conflict, Contradiction, NotFound, StaleVersion, StoreUnavailable,
                       WritesFailing)
-from .validation import Invalid
+from .schema import Invalid
 
 # Each status's reason phrase, from http.HTTPStatus once (asking the enum
 # for one costs a request 15,000 instructions); RFC 9110 renamed two,

@@ -31,7 +31,7 @@ from .representation import (DEFAULT, Format, Offers, Representations, etag, rea
 from .request import Request, Response
 from .storage import Precondition
 from .storage.protocol import ChangeFeed
-from .validation import Schema
+from .schema import Schema
 
 #: ``hook(req, fmt, make, respond)``, and its ``header``: "A write hook" above.
 WriteHook = Any

@@ -279,7 +279,7 @@ def read_collections(text: str) -> tuple[Any, ...]:
     whole set of collections, and a list that names a ``users`` collection
     places it itself. A module is found as Python finds it, and in the
     working directory first, as gunicorn and uWSGI find theirs (``imported``)."""
-    from .validation import USER, Schema
+    from .schema import USER, Schema
     schemas: list[Schema] = []
     whole = False
     for entry in (e.strip() for e in text.split(",")):

@@ -30,7 +30,7 @@ from ..representation.json_format import JSON, no_constant
 from ..request import Request, Response
 from ..resources import Resource
 from ..storage.protocol import Atomic
-from ..validation import Invalid, pointer
+from ..schema import Invalid, pointer
 from .idempotency import ENVIRON as KEY_ENVIRON, Idempotency, replayed
 
 PATH = "/batch"

@@ -9,7 +9,7 @@ from ..problems import Problem
 from ..release import VERSION
 from ..representation import Format
 from ..request import Request, Response
-from ..validation import Schema
+from ..schema import Schema
 
 log = logging.getLogger("usersvc")
 

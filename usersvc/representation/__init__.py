@@ -20,7 +20,7 @@ from webob.acceptparse import Accept
 
 from ..problems import Problem
 from ..request import Request
-from ..validation import Schema
+from ..schema import Schema
 from .json_format import JSON, JSON_TYPE, XML_TYPE, Format
 from .xml_format import XML
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..problems import Problem, not_json
 from ..request import Request, Response
-from ..validation import Invalid, Schema, pointer
+from ..schema import Invalid, Schema, pointer
 
 if TYPE_CHECKING:       # (only named: the package imports this module)
     from . import Representations

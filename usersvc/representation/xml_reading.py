@@ -13,7 +13,7 @@ from xml.parsers import expat
 
 from ..fields import XML_INTEGER
 from ..problems import Problem
-from ..validation import Invalid, Schema, pointer
+from ..schema import Invalid, Schema, pointer
 
 
 def read(text: str, schema: Schema) -> dict[str, Any]:

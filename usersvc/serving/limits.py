@@ -22,7 +22,7 @@ from .. import asking
 from ..fields import EMAIL_MAX_LENGTH, Email
 from ..hooks import name_of
 from ..listing import MAX_CURSOR, MAX_Q
-from ..validation import Schema
+from ..schema import Schema
 
 #: The server refuses bodies over this many bytes (or 4x --max-body-size, if
 #: larger) before the app sees them; the app's own limit is the real one.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from ..validation import USER, Schema
+from ..schema import USER, Schema
 from .errors import (MAX_ID, Conflict, Contradiction, NotFound, Precondition, StaleVersion,
                      StoreError, StoreUnavailable, WriteHealth, WritesFailing, checked_id)
 from .feed import Listeners

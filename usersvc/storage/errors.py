@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..fields import MAX_INTEGER
-from ..validation import Schema, pointer
+from ..schema import Schema, pointer
 
 _log = logging.getLogger("usersvc.storage")
 

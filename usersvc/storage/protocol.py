@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Union, runtime_checkable
 
-from ..validation import Schema
+from ..schema import Schema
 from .errors import Precondition
 from .feed import Change
 

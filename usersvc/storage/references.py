@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..validation import Schema
+from ..schema import Schema
 
 
 @dataclass(frozen=True)

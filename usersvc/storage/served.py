@@ -25,7 +25,7 @@ import builtins
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..validation import Schema
+from ..schema import Schema
 from .errors import Dangling, NotCurrent, NotFound, Precondition, Referred, StaleVersion
 from .feed import Change
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Union
 
 from ..fields import FOLDING, MAX_INTEGER, text
-from ..validation import Schema
+from ..schema import Schema
 from .errors import Conflict
 
 MAX_DOUBLE = 1.7976931348623157e308       # (sys.float_info.max)

@@ -15,16 +15,13 @@ from typing import Any
 
 from ... import asking
 from ...fields import Field, Folded
-from ...kinds.choice import Boolean, Choice
+from ...kinds import Boolean, Choice, Integer, Number, Ref, Url
 from ...kinds.dates import Date, DateTime, Stamp
-from ...kinds.integer import Integer
-from ...kinds.links import Ref, Url
-from ...kinds.number import Number
 from ...storage import MAX_ID
-from ...validation import Schema
+from ...schema import Schema
 
-_NOT_PLAIN = "\\u0000-\\u001f\\u007f-\\u009f\\ufffe\\uffff"     # (``fields.not_plain``)
-#: Any text but what no value holds (``fields.not_plain``): a text condition's value.
+_NOT_PLAIN = "\\u0000-\\u001f\\u007f-\\u009f\\ufffe\\uffff"     # (``asking.not_plain``)
+#: Any text but what no value holds (``asking.not_plain``): a text condition's value.
 PLAIN = {"type": "string", "pattern": f"^[^{_NOT_PLAIN}]*$"}
 
 # A date that exists, years 0001 to 9999 (``Date``): a leap year's 29 February too.

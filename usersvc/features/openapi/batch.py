@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...representation import JSON_TYPE
-from ...validation import Schema
+from ...schema import Schema
 from ..batch import BODY_TYPES, PATH
 from .parts import VARY, header, idempotency_key, operation_responses
 

@@ -7,7 +7,7 @@ from typing import Any
 from ...release import VERSION
 from ...representation import JSON_TYPE
 from ...storage import MAX_ID
-from ...validation import Schema
+from ...schema import Schema
 from .asked import fields_parameter
 from .feed import feed_link_header, feed_paths
 from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, PAGE,

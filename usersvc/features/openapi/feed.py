@@ -6,7 +6,7 @@ from typing import Any
 
 from ...changes import DEFAULT_LIMIT, FEED_RELATION, MAX_LIMIT
 from ...storage import MAX_ID
-from ...validation import Schema
+from ...schema import Schema
 from .asked import fields_parameter
 from .parts import PROBLEM, VARY, header, operation_responses
 

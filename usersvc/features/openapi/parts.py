@@ -9,7 +9,7 @@ from ...fields import Folded
 from ...listing import DEFAULT_LIMIT, MAX_CURSOR, MAX_LIMIT, MAX_Q
 from ...representation import JSON_TYPE
 from ...storage import MAX_ID
-from ...validation import Schema
+from ...schema import Schema
 from .asked import PLAIN, asked_parameters, fields_parameter, query_schema
 
 JSON_BODY = (JSON_TYPE,)

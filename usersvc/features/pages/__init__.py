@@ -28,7 +28,7 @@ from ...problems import Problem
 from ...representation import Format, JSON, XML
 from ...request import Request, Response
 from ...resources import revalidated
-from ...validation import Schema
+from ...schema import Schema
 from .finding import find_section
 from .inputs import OFFERED, Html, Offered, fill, inputs
 

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ... import asking
-from ...validation import Schema
+from ...schema import Schema
 
 _POSITION = ("after", "cursor")
 _LABELS = {"gte": "from", "lt": "before"}       # the ranges a page's forms offer

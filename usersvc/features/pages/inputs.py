@@ -11,7 +11,7 @@ from importlib.resources import files
 from string import Template
 from typing import Any
 
-from ...validation import Schema
+from ...schema import Schema
 
 #: The records a reference may name, for its input: ``offered(plural)``
 #: gives ``(id, label)`` pairs (at most ``OFFERED``), or none.

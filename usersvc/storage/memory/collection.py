@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from ...fields import search_terms
-from ...validation import Schema
+from ...schema import Schema
 from ..errors import Conflict, NotFound, Precondition, StaleVersion, checked_id
 from ..feed import Listeners, new_history
 from .bulk import MemoryBulk

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from typing import Any, TypeVar
 
-from ...validation import Schema
+from ...schema import Schema
 from ..served import Collections, Step
 from ..feed import Listeners
 from .collection import MemoryRecords

@@ -17,8 +17,7 @@ from typing import Any
 from sortedcontainers import SortedList
 
 from ... import fields
-from ...fields import fold
-from ...validation import Schema
+from ...schema import Schema
 from ..protocol import Position, position
 
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) position
@@ -198,7 +197,7 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
             found = set(indexes.filtered[field].get(collated, ()))
         ids = found if ids is None else ids & found
     if q is not None:
-        prefix = fold(q)
+        prefix = fields.fold(q)
         searched: set[int] = set()
         if ids is None or len(ids) > 1:
             for term in indexes.all_words.irange(minimum=prefix):

@@ -30,7 +30,7 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ...validation import Schema
+from ...schema import Schema
 from ..errors import StoreUnavailable, WriteHealth
 from ..served import Collections, Step, references_of
 from ..feed import Listeners

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ...fields import Field, search_terms
-from ...validation import Schema
+from ...schema import Schema
 from ..errors import Conflict, NotFound, Precondition, StaleVersion, checked_id
 from .bulk import SQLBulk
 from .queries import PageQueries

@@ -29,7 +29,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from ...kinds.dates import now
+from ...kinds import dates
 from ..stored import SchemaMismatch, declaration
 from . import ddl, reshape
 from .collection import Table
@@ -64,7 +64,7 @@ def evolve(db: Any, table: Table, row: Any) -> None:
         if name not in wanted or (wanted[name].sql != sql and kind != "function") or todo:
             db.execute(_drop(table, kind, name, on))
             del objects[name]
-    when = now()        # the one time of every timestamp the migrations set
+    when = dates.now()  # the one time of every timestamp the migrations set
     touched, done = reshape.apply(db, table, stored, todo, when) if todo else (set(), [])
     _change_columns(db, table, stored, want)
     for field in sorted(ruled & reshape.collated_fields(want) & reshape.collated_fields(stored)):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...validation import Schema
+from ...schema import Schema
 from ..stored import SchemaMismatch, declaration, schema_from
 from . import ddl
 from .collection import Table

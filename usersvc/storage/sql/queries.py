@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...fields import fold
+from ... import fields
 from ..protocol import Position
 
 
@@ -86,7 +86,7 @@ class PageQueries:
                 params.extend(after[1:] if past_values else after[:len(self._order(sort))])
         params.append(limit)
         shape = (columns, sort, reverse, after is not None, tuple(filters), q is not None,
-                 q is not None and prefix_end(fold(q)) is not None, _shapes(where),
+                 q is not None and prefix_end(fields.fold(q)) is not None, _shapes(where),
                  past_values, sort in self.schema.optional)
         query = self._pages.get(shape)
         if query is None:
@@ -111,7 +111,7 @@ class PageQueries:
     def count(self, *, q: str | None = None, where: Sequence[Any] = (),
               **filters: Any) -> tuple[str, list[Any]]:
         """The query for ``RecordStore.count`` with these filters, and its parameters."""
-        end = q is not None and prefix_end(fold(q)) is not None
+        end = q is not None and prefix_end(fields.fold(q)) is not None
         source, conditions = self._filtered(tuple(filters), q is not None, end, _shapes(where))
         return (f"SELECT count(*) FROM {source}{_where(conditions)}",
                 self._filter_params(filters, q, where))
@@ -141,7 +141,7 @@ class PageQueries:
                        where: Sequence[Any]) -> list[Any]:
         params: list[Any] = []
         if q is not None:
-            prefix = fold(q)
+            prefix = fields.fold(q)
             end = prefix_end(prefix)
             params += [prefix] if end is None else [prefix, end]
         kinds = self.schema.fields

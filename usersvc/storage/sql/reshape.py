@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from ...fields import FieldError, Folded
 from ...kinds import kind_of
-from ...validation import Schema
+from ...schema import Schema
 from ..stored import SchemaMismatch
 from .collection import Table
 from .dialects import POSTGRES, SQLITE

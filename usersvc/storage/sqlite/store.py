@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from ...validation import Schema
+from ...schema import Schema
 from ..served import Collections, Step, references_of
 from ..errors import WriteHealth
 from ..feed import Listeners

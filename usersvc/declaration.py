@@ -1,8 +1,9 @@
-"""A declaration's parts, each checked and kept on its ``Schema``: its names
-and fields (``declared_fields``), what is indexed (``indexes``) and its
-explicit migrations (``migrations``); what one stored version of a record
-is in Python (``record_type``); and how one is spoken of (``with_article``).
-Each check raises ``ValueError`` naming what cannot be declared."""
+"""What a collection's declaration may say, part by part: each function
+checks one part of a ``Schema`` being made and gives back what the schema
+keeps (``named``: what it indexes; ``declared_fields``, ``filtered_sorts_of``,
+``migrations``), raising ``ValueError`` naming what cannot be declared;
+then what one stored version of a record is in Python (``record_type``),
+and how one is spoken of (``with_article``)."""
 from __future__ import annotations
 
 import re
@@ -57,79 +58,68 @@ def declared_fields(name: str, plural: str, fields: Mapping[str, Field]) -> dict
     return dict(fields)
 
 
-def indexes(schema: Any, optional: Iterable[str], unique: Iterable[str], filters: Iterable[str],
-            sorts: Iterable[str], words: Iterable[str], prefixes: Iterable[str],
-            filtered_sorts: Mapping[str, Iterable[str]] | None = None) -> None:
-    """What a schema says of its fields (``Schema``'s text), checked and kept on it:
-    every ref is a filter too (what a delete looks up), timestamps are sorts."""
-    def names(what: str, given: Iterable[str], text_only: bool = False) -> tuple[str, ...]:
-        found = tuple(given)
-        if len(set(found)) != len(found):
-            raise ValueError(f"{schema.plural}: {what} must name each field once: {found!r}")
-        for field in found:
-            kind = schema.fields.get(field)
-            if kind is None:
-                raise ValueError(f"{schema.plural}: {what} names {field!r}, which is not a field")
-            if text_only and kind.type != "text" or what == "filters" and not kind.filterable:
-                raise ValueError(f"{schema.plural}.{field}: {what} cannot be {kind!r}")
-        return found
-    schema.optional = names("optional", optional)
-    schema.unique = names("unique", unique)
-    declared = names("filters", filters)
-    schema.filters = declared + tuple(f for f, kind in schema.fields.items()
-                                      if kind.refers_to and f not in declared)
-    schema.sorts = ("id", *dict.fromkeys((*names("sorts", sorts), *sorted(schema.read_only))))
-    schema.words = names("words", words, text_only=True)
-    schema.prefixes = names("prefixes", prefixes, text_only=True)
-    #: The prefix fields ``q`` searches in their collated index (their kind's
-    #: collated value is folded: an e-mail address), and each other field it
-    #: searches, with its own terms: (by its words, by its whole value).
-    schema.prefixes_by_key = tuple(f for f in schema.prefixes
-                                   if schema.fields[f].collated_is_folded)
-    schema.searched = {f: (f in schema.words, f in schema.prefixes) for f in dict.fromkeys(
-        (*schema.words, *schema.prefixes)) if f not in schema.prefixes_by_key}
-    schema.filtered_sorts = {}
-    for field, by in (filtered_sorts or {}).items():
+def named(schema: Any, what: str, given: Iterable[str], text_only: bool = False) -> tuple[str, ...]:
+    """The fields a part of ``schema`` names (``optional``, ``sorts``...):
+    each a field of it, once, of a kind the part takes."""
+    found = tuple(given)
+    if len(set(found)) != len(found):
+        raise ValueError(f"{schema.plural}: {what} must name each field once: {found!r}")
+    for field in found:
+        kind = schema.fields.get(field)
+        if kind is None:
+            raise ValueError(f"{schema.plural}: {what} names {field!r}, which is not a field")
+        if text_only and kind.type != "text" or what == "filters" and not kind.filterable:
+            raise ValueError(f"{schema.plural}.{field}: {what} cannot be {kind!r}")
+    return found
+
+
+def filtered_sorts_of(schema: Any, given: Mapping[str, Iterable[str] | str]
+                      ) -> dict[str, tuple[str, ...]]:
+    """``filtered_sorts``: each filter (not a unique one) and the sorts read
+    from an index of their own in its pages."""
+    checked = {}
+    for field, by in given.items():
         if field not in schema.filters or field in schema.unique:
             raise ValueError(f"{schema.plural}: filtered_sorts names {field!r}, which is not "
                              "a filter, or is unique (its pages hold one record at most)")
-        schema.filtered_sorts[field] = names("filtered_sorts", [by] if isinstance(by, str) else by)
-        for sort in schema.filtered_sorts[field]:
+        checked[field] = named(schema, "filtered_sorts", [by] if isinstance(by, str) else by)
+        for sort in checked[field]:
             if sort not in schema.sorts[1:]:
                 raise ValueError(f"{schema.plural}: filtered_sorts[{field!r}] names {sort!r}, "
                                  "which is not a sort")
+    return checked
 
 
-def migrations(schema: Any, renamed: Mapping[str, str] | None, dropped: Iterable[str],
-               converted: Mapping[str, Callable[[Any], Any]] | None,
-               defaults: Mapping[str, Any] | None) -> None:
+def migrations(schema: Any, renamed: Mapping[str, str], dropped: Iterable[str] | str,
+               converted: Mapping[str, Callable[[Any], Any]], defaults: Mapping[str, Any]
+               ) -> tuple[dict[str, str], tuple[str, ...], dict[str, Any], dict[str, Any]]:
     """The explicit migrations a schema declares (done by a SQL store at
-    open: ``storage.reshape``), checked and kept on it; ``ValueError``
-    naming what cannot be one."""
+    open: ``storage.reshape``), checked: ``renamed``, ``dropped``,
+    ``converted`` and ``defaults``, each as the schema keeps it (a
+    default made a clean value by its field's kind)."""
     plural, fields = schema.plural, schema.fields
-    schema.renamed = dict(renamed or {})
-    for field, old in schema.renamed.items():
+    for field, old in renamed.items():
         if field not in fields or old in fields or not is_name(old):
             raise ValueError(f"{plural}: renamed maps a field to the name it had, "
                              f"which is no longer a field: {field!r}: {old!r}")
-    schema.dropped = tuple([dropped] if isinstance(dropped, str) else dropped)
-    for field in schema.dropped:
+    dropped = tuple([dropped] if isinstance(dropped, str) else dropped)
+    for field in dropped:
         if field in fields or not is_name(field):
             raise ValueError(f"{plural}: dropped names a stored field that is no longer "
                              f"declared: {field!r}")
-    schema.converted = dict(converted or {})
-    for field, convert in schema.converted.items():
+    for field, convert in converted.items():
         if field not in fields or field in schema.read_only or not callable(convert):
             raise ValueError(f"{plural}: converted maps a field to a function of its stored "
                              f"value: {field!r}: {convert!r}")
-    schema.defaults = {}
-    for field, value in (defaults or {}).items():
+    cleaned = {}
+    for field, value in defaults.items():
         if field not in fields or field in schema.optional or field in schema.read_only:
             raise ValueError(f"{plural}: defaults gives a required field a value: {field!r}")
         try:
-            schema.defaults[field] = fields[field](value)
+            cleaned[field] = fields[field](value)
         except ValueError as e:     # FieldError
             raise ValueError(f"{plural}.{field}: the default {value!r} {e}") from None
+    return dict(renamed), dropped, dict(converted), cleaned
 
 
 def with_article(noun: str) -> str:

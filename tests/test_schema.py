@@ -3,11 +3,9 @@ from __future__ import annotations
 
 import pytest
 from conftest import Client
-from hypothesis import given
-from hypothesis import strategies as st
 
-from usersvc.fields import _NOT_WORD, _separator, fold, text, words
-from usersvc.validation import USER, Invalid, Schema, pointer
+from usersvc.fields import text, words
+from usersvc.schema import USER, Invalid, Schema, pointer
 
 OK = {"name": "Ada Lovelace", "email": "ada@example.org"}
 
@@ -141,13 +139,6 @@ def test_the_control_character_class_is_exactly_unicode_category_cc():
     assert {chr(c) for c in range(0x100) if _CC.fullmatch(chr(c))} == cc
 
 
-@given(st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
-def test_the_ascii_words_fast_path_splits_as_the_expression_does(value):
-    # fields.words reads ASCII text by a table: the same words as the
-    # expression that every other text goes through, folded.
-    assert words(value) == _NOT_WORD.sub(_separator, fold(value)).split()
-
-
 def test_words_are_folded_and_split_at_everything_but_letters_digits_and_spacing_marks():
     assert words("Ada Lovelace-Byron") == ["ada", "lovelace", "byron"]
     assert words("snake_case x2") == ["snake", "case", "x2"]
@@ -174,7 +165,7 @@ def test_a_record_is_made_by_name_only_and_an_optional_field_left_out_is_none():
 def test_what_is_said_of_one_record_takes_the_article_its_name_is_said_with(name, said):
     """Once "a issue" in problems, OpenAPI and the feed's description."""
     from usersvc import make_app
-    from usersvc.records import with_article
+    from usersvc.declaration import with_article
     assert with_article(name) == said
     schema = Schema(name, name + "s", {"title": text(9)})
     client = Client(make_app("memory://", collections=(schema,)))

@@ -2,17 +2,20 @@
 
 Everything follows from a schema: the HTTP resources, the representations,
 the OpenAPI document, the pages, and every store's tables, indexes, queries
-and feed. It checks a whole request document and collects every problem it
-finds (``Invalid``), rather than stopping at the first, so that a client can
-fix its request in one go.
+and feed. A schema checks its own declaration when it is made (what each
+part may be: ``declaration``), and a request's document whenever one comes:
+it collects every problem it finds (``Invalid``), rather than stopping at
+the first, so that a client can fix its request in one go.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .declaration import (declared_fields, filtered_sorts_of, migrations, named, record_type,
+                          with_article)
 from .fields import Field, FieldError, email, text
-from .records import declared_fields, indexes, migrations, record_type, with_article
+
 
 class Invalid(Exception):
     """A document is well-formed but not a valid record (HTTP 422); ``errors``
@@ -57,7 +60,7 @@ class Schema:
                  defaults: Mapping[str, Any] | None = None) -> None:
         # a_name: "a user", "an issue", in what is said of one record
         self.name, self.plural, self.a_name = name, plural, with_article(name)
-        self.fields = declared_fields(name, plural, fields)      # (``records``: checked there)
+        self.fields = declared_fields(name, plural, fields)
         self.read_only = frozenset(("created", "updated") if timestamps else ())
         if self.read_only & self.fields.keys():
             raise ValueError(f"{plural}: timestamps are the fields created and updated")
@@ -65,11 +68,29 @@ class Schema:
             from .kinds.dates import stamp
             self.fields.update(dict.fromkeys(sorted(self.read_only), stamp))
         self.field_names = ("id", *self.fields)
-        indexes(self, optional, unique, filters, sorts, words, prefixes, filtered_sorts)
+        # What is indexed, each part checked (``declaration.named``): every ref
+        # is a filter too (what a delete looks up), timestamps are sorts.
+        self.optional = named(self, "optional", optional)
+        self.unique = named(self, "unique", unique)
+        declared = named(self, "filters", filters)
+        self.filters = declared + tuple(f for f, kind in self.fields.items()
+                                        if kind.refers_to and f not in declared)
+        self.sorts = ("id", *dict.fromkeys((*named(self, "sorts", sorts), *sorted(self.read_only))))
+        self.words = named(self, "words", words, text_only=True)
+        self.prefixes = named(self, "prefixes", prefixes, text_only=True)
+        #: The prefix fields ``q`` searches in their collated index (their kind's
+        #: collated value is folded: an e-mail address), and each other field it
+        #: searches, with its own terms: (by its words, by its whole value).
+        self.prefixes_by_key = tuple(f for f in self.prefixes if self.fields[f].collated_is_folded)
+        self.searched = {f: (f in self.words, f in self.prefixes) for f in dict.fromkeys(
+            (*self.words, *self.prefixes)) if f not in self.prefixes_by_key}
+        self.searchable = bool(self.words or self.prefixes)
+        self.filtered_sorts = filtered_sorts_of(self, filtered_sorts or {})
         self.required = tuple(f for f in self.fields if f not in {*self.optional, *self.read_only})
         self._required = frozenset(self.required)
-        self.searchable = bool(self.words or self.prefixes)
-        migrations(self, renamed, dropped, converted, defaults)      # (``records.migrations``)
+        # What a SQL store does once at open, each checked (``declaration.migrations``).
+        self.renamed, self.dropped, self.converted, self.defaults = migrations(
+            self, renamed or {}, dropped, converted or {}, defaults or {})
         #: Fields whose collated value the SQL stores keep too (not the value, or a
         #: value kept as another: ``to_stored``): compared, ordered or searched whole.
         self.collated = tuple(f for f, kind in self.fields.items() if (
