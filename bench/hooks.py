@@ -284,7 +284,7 @@ def keyed(req, fmt, make, respond):
 
 
 def wrap(inner):
-    """A store wrapper, composed once (``App.store_wrappers``)."""
+    """A store wrapper, composed once (``App.records_wrappers``)."""
     def wrapped():
         return inner()
     return wrapped

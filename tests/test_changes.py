@@ -38,7 +38,7 @@ def test_the_feed_in_json_is_each_user_once_and_tombstones(changed):
         b'[{"seq":3,"id":1,"user":{"id":1,"name":"Ada King","email":"ada@example.org"}},'
         b'{"seq":4,"id":2,"deleted":true},'
         b'{"seq":5,"id":3,"user":{"id":3,"name":"Cy","email":"cy@example.org"}}]')
-    h = changed.app.stores[0].history       # the last entry named, in this history
+    h = changed.app.records[0].history       # the last entry named, in this history
     assert response.headers["Link"] == f'<http://localhost/users/changes?after=5.3.1.{h}&limit=100>; rel="next"'
     assert response.headers["Cache-Control"] == "no-store"
 
@@ -59,7 +59,7 @@ def test_next_is_always_there_and_a_client_just_follows_it(changed):
         seen.append([entry["seq"] for entry in response.json])
         url = link_to(response.headers).removeprefix("http://localhost")
     assert seen == [[3, 4], [5], []]
-    h = changed.app.stores[0].history
+    h = changed.app.records[0].history
     assert url == f"/users/changes?after=5.3.1.{h}&limit=2"     # nothing new: the same place
     changed.patch("/users/3", body=b'{"name": "Cyril"}', content_type="application/merge-patch+json")
     assert [e["user"]["name"] for e in changed.get(url).json] == ["Cyril"]
@@ -67,7 +67,7 @@ def test_next_is_always_there_and_a_client_just_follows_it(changed):
 
 def test_every_page_of_users_links_to_the_feed_at_the_position_before_it(changed):
     response = changed.get("/users?limit=1")
-    h = changed.app.stores[0].history       # the position, in this history (no entry named)
+    h = changed.app.records[0].history       # the position, in this history (no entry named)
     assert link_to(response.headers) == "http://localhost/users?after=1&limit=1"
     assert link_to(response.headers, FEED_RELATION) == f"http://localhost/users/changes?after=5.{h}"
     assert link_to(changed.get("/users?sort=name&q=cy").headers, FEED_RELATION).endswith(

@@ -25,7 +25,7 @@ DEADLINE = 10       # seconds a writer may take: a hang, not a time
 
 def history(app) -> str:
     """The history token of ``app``'s users' feed (``usersvc.places``)."""
-    return app.stores[0].history
+    return app.records[0].history
 
 
 def entries(client) -> list[dict]:
@@ -357,7 +357,7 @@ class FailingChanges:
         self.fails, self.calls = fails, 0
 
     def plug(self, app, storage, plugged):
-        app.store_wrappers.append(lambda plural, records: _Failing(records, self))
+        app.records_wrappers.append(lambda plural, records: _Failing(records, self))
         return self
 
 

@@ -11,7 +11,7 @@ nothing of the code.
 
 **Where a feature plugs in** (as Falcon's middleware does): ``starters``
 see each request as it comes, ``checks`` may answer or refuse it after
-routing, ``finishers`` see each answer; ``store_wrappers``, ``write_hook``,
+routing, ``finishers`` see each answer; ``records_wrappers``, ``write_hook``,
 ``offers`` and ``feed_hooks`` are used as collections are added;
 ``stoppers`` when the server stops (``stop_waiting``).
 ``usersvc.hooks`` lists every hook, what it receives and returns, and what
@@ -71,7 +71,7 @@ class App:
         self.starters: list[Callable[[Request], None]] = []
         self.checks: list[Callable[[Request, Any], Response | None]] = [self._from_another_site]
         self.finishers: list[Callable[[Request, Response], None]] = []
-        self.store_wrappers: list[Callable[[str, Any], Any]] = []
+        self.records_wrappers: list[Callable[[str, Any], Any]] = []
         #: Told of each collection's change feed (``changes.Changes``) as it is added.
         self.feed_hooks: list[Callable[[Changes], None]] = []
         #: Told when the server stops (``stop_waiting``): what holds a
@@ -87,7 +87,7 @@ class App:
         self.plugged: dict[str, Any] = {}
         self.router = Router()
         self.schemas: list[Schema] = []
-        self.stores: list[Any] = []
+        self.records: list[Any] = []
         self.feeds: list[str] = []          # the collections with a change feed
         self._closers: list[Callable[[], None]] = []
         #: Paths open without a token (the health check, the pages' files).
@@ -95,24 +95,25 @@ class App:
         #: Origins whose pages may write here (``"*"``: any), as CORS adds them.
         self.allowed_origins: set[str] = set()
 
-    def add_collection(self, schema: Schema, store: Any) -> None:
+    def add_collection(self, schema: Schema, records: Any) -> None:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from
-        ``store``, and ``/<schema.plural>/changes`` if it keeps a feed."""
+        the collection's ``records``, and ``/<schema.plural>/changes`` if
+        they keep a feed."""
         check_collection(schema)
         if self.router.match(f"/{schema.plural}") is not None:
             raise ValueError(f"/{schema.plural} is served already")
         self.schemas.append(schema)
-        self.stores.append(store)           # as it is: /healthz's reads are not counted
-        for wrap in self.store_wrappers:
-            store = wrap(schema.plural, store)
+        self.records.append(records)        # as they are: /healthz's reads are not counted
+        for wrap in self.records_wrappers:
+            records = wrap(schema.plural, records)
         representations = Representations(schema)
-        hook = None if self.write_hook is None else self.write_hook(store)
+        hook = None if self.write_hook is None else self.write_hook(records)
         for template, resource in ((f"/{schema.plural}", Collection),
                                    (f"/{schema.plural}/{{id:int}}", Item)):
-            self.router.add(template, resource(schema, store, representations, hook, self.offers))
-        if isinstance(store, ChangeFeed):
+            self.router.add(template, resource(schema, records, representations, hook, self.offers))
+        if isinstance(records, ChangeFeed):
             self.feeds.append(schema.plural)
-            changes = Changes(schema, store, representations)
+            changes = Changes(schema, records, representations)
             for hook in self.feed_hooks:
                 hook(changes)
             self.router.add(f"/{schema.plural}/changes", changes)

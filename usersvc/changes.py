@@ -62,8 +62,8 @@ class Changes:
     waiting feature's stream). ``parameters``: the query parameters it
     takes (a feature's added to them)."""
 
-    def __init__(self, schema: Schema, store: Any, representations: Representations) -> None:
-        self.schema, self.store, self.representations = schema, store, representations
+    def __init__(self, schema: Schema, records: Any, representations: Representations) -> None:
+        self.schema, self.records, self.representations = schema, records, representations
         self.parameters = ["after", "limit", "fields"]
         #: What ``Accept`` may ask for, and how each format picked is answered.
         self.offers = DEFAULT
@@ -90,11 +90,11 @@ class Changes:
         read again if it says so."""
         place = self.place(one)
         after = self._found(req, place, limit)
-        found = self.store.changes(after=after, limit=limit)
+        found = self.records.changes(after=after, limit=limit)
         if not found and wait is not None and wait(after):
-            found = self.store.changes(after=after, limit=limit)
+            found = self.records.changes(after=after, limit=limit)
         body = fmt.join_changes([self.entry(fmt, change, names) for change in found])
-        last = places.named(found[-1], self.store.history) if found else str(place)
+        last = places.named(found[-1], self.records.history) if found else str(place)
         return Response(200, body, [
             ("Content-Type", fmt.media_type),
             ("Link", f'<{feed_url(req, self.schema, last, limit)}>; rel="next"'),
@@ -116,9 +116,9 @@ class Changes:
         the client goes once it has dropped every record it holds."""
         if place.history is None:
             return place.seq
-        seq = places.found(place, self.store)
+        seq = places.found(place, self.records)
         if seq is None:
-            start = feed_url(req, self.schema, places.at(0, self.store.history), limit)
+            start = feed_url(req, self.schema, places.at(0, self.records.history), limit)
             raise Problem(410, "This place in the feed was given by another history of the "
                                "store (restarted, or put back from an older copy): drop every "
                                "record you hold and read the feed again from the start, "

@@ -4,8 +4,8 @@ The core (``App``, the resources, the stores) serves the contract alone;
 every feature (the pages, OpenAPI, ``/healthz``, CORS, tokens, idempotency
 keys, batches, waiting for changes, metrics, or one of yours) plugs in
 through the hooks below, and nothing else. What a feature may read of the
-app besides: ``app.settings``; ``app.schemas``, ``app.stores`` and
-``app.feeds`` (the collections, their records, those with a feed: filled
+app besides: ``app.settings``; ``app.schemas``, ``app.records`` and
+``app.feeds`` (the collections, each one's records, those with a feed: filled
 as each collection is added, after every ``plug``, so read them when a
 request is answered, not when plugging in); ``app.router.match(path)``;
 ``app.problem_response(req, problem)``. A ``Request`` has ``__slots__``:
@@ -88,7 +88,7 @@ into ``Tokens`` so: the core's settings never import a feature.
 
 And as each collection is added (``App.add_collection``):
 
-``app.store_wrappers``: ``wrap(plural, records) -> records``: a
+``app.records_wrappers``: ``wrap(plural, records) -> records``: a
     collection's records wrapped, in order, the last outermost (metrics
     time each operation). ``/healthz`` sees them unwrapped.
 ``app.write_hook``: ``write_hook(records) -> hook``: one, or ``None``: the
@@ -186,7 +186,7 @@ class Hooks(Protocol):
     offers: Any
     problem_offers: Any
     finishers: list[Callable[..., None]]
-    store_wrappers: list[Callable[[str, Any], Any]]
+    records_wrappers: list[Callable[[str, Any], Any]]
     feed_hooks: list[Callable[[Any], None]]
     stoppers: list[Callable[[], None]]
     write_hook: Callable[[Any], Any] | None

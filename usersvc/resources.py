@@ -1,21 +1,21 @@
-"""Resources: HTTP in terms of a schema and a store, for any collection.
+"""Resources: HTTP in terms of a schema and a collection's records, for any collection.
 
 ``Collection`` answers ``/<plural>`` (GET a page, POST a new record) and
-``Item`` ``/<plural>/{id}`` (GET, PUT, PATCH, DELETE): requests into store
-calls, store results into responses, knowing neither sockets nor SQL nor
+``Item`` ``/<plural>/{id}`` (GET, PUT, PATCH, DELETE): requests into calls
+of its records, their results into responses, knowing neither sockets nor SQL nor
 users in particular (the schema says what a record is). Every responder
 takes ``(req, fmt, **path_parameters)``: the request, its body bounded by
 the app, and the negotiated ``Format``, which makes the answer around the
 bytes (a page for a person, in HTML: ``pages``).
 
 **A write hook.** A POST or a PATCH with the header a feature's hook asks
-for (``hook.header``, as the environ names it: ``Idempotency-Key``'s) is
+for (``hook.header``: ``Idempotency-Key``) is
 answered by the hook, ``hook(req, fmt, make, respond)``: ``make(req)``
 reads and checks the body (400, 415, 422) and gives the write,
 ``write(records)``, which the hook makes on the collection's records as
 it has them (in an atomic step of its own: the idempotency feature keeps
 the answer there); ``respond(record)`` is its answer. Other requests
-never ask the hook, and their write is made on the resource's store.
+never ask the hook, and their write is made on the resource's records.
 """
 from __future__ import annotations
 
@@ -65,14 +65,14 @@ def _none_match(req: Request, tag: str) -> bool:
 
 
 class Resource:
-    """What a collection's resources share: its schema, its store, its kept
+    """What a collection's resources share: its schema, its records, its kept
     encodings, its write hook (``None``: none) and what it answers in."""
 
-    def __init__(self, schema: Schema, store: Any, representations: Representations,
+    def __init__(self, schema: Schema, records: Any, representations: Representations,
                  write_hook: WriteHook | None = None, offers: Offers = DEFAULT) -> None:
-        self.schema, self.store, self.representations = schema, store, representations
+        self.schema, self.records, self.representations = schema, records, representations
         self.write_hook, self.offers = write_hook, offers
-        self.feed = isinstance(store, ChangeFeed)   # the store keeps a change feed
+        self.feed = isinstance(records, ChangeFeed)     # they keep a change feed
 
 
 class Collection(Resource):
@@ -84,26 +84,26 @@ class Collection(Resource):
         # are all the page may have missed (docs/api.md, "Changes").
         feed = None
         if self.feed:
-            feed, records = self.store.position_and_list(**listing.store_arguments())
+            feed, page = self.records.position_and_list(**listing.store_arguments())
         else:
-            records = self.store.list(**listing.store_arguments())
+            page = self.records.list(**listing.store_arguments())
         url = None
-        if len(records) == listing.limit:   # a full page: there may be more (RFC 8288)
+        if len(page) == listing.limit:   # a full page: there may be more (RFC 8288)
             url = (f"{req.base_url}/{self.schema.plural}?"
-                   f"{listing.next_query(records[-1])}")
+                   f"{listing.next_query(page[-1])}")
         if listing.fields is not None:      # fields=: some of each record's (``sparse``)
             fmt = _sparse().view(fmt, listing.fields)
-        response, tag = fmt.answer_list(req, self.representations, records, url, listing.q)
+        response, tag = fmt.answer_list(req, self.representations, page, url, listing.q)
         links = [] if url is None else [f'<{url}>; rel="next"']
         if feed is not None:
-            place = places.at(feed, self.store.history)     # (its history: no read)
+            place = places.at(feed, self.records.history)     # (its history: no read)
             links.append(f'<{feed_url(req, self.schema, place)}>; rel="{FEED_RELATION}"')
         if links:       # one field, the links comma-separated (RFC 8288 §3)
             response.headers.append(("Link", ", ".join(links)))
         # RFC 7240: a count only when asked for, and said when given.
         metadata = []
         if req.prefers("count") == "exact":
-            total = self.store.count(**listing.count_arguments())
+            total = self.records.count(**listing.count_arguments())
             metadata = [("Preference-Applied", "count=exact"), ("X-Total-Count", str(total))]
         response = revalidated(req, response, tag, *metadata)
         response.vary = "Accept, Prefer"
@@ -113,13 +113,13 @@ class Collection(Resource):
         if req.query_string:        # (a write takes none: one is not passed over)
             parameters(req.parameters(), [], f"POST /{self.schema.plural}")
         hook = self.write_hook
-        if hook is not None and hook.header in req.environ:
+        if hook is not None and req.header(hook.header) is not None:
             return hook(req, fmt, self._create, lambda record: self._created(req, fmt, record))
-        return self._created(req, fmt, self._create(req)(self.store))
+        return self._created(req, fmt, self._create(req)(self.records))
 
     def _create(self, req: Request) -> Callable[[Any], Any]:
         """The body, read and checked; then ``write(records)`` creates the
-        record in ``records`` (the store, or a write hook's step's)."""
+        record in ``records`` (the resource's, or a write hook's step's)."""
         fields = self.schema.for_create(read_document(req, self.schema))
         return lambda records: records.create(**fields)
 
@@ -133,7 +133,7 @@ class Item(Resource):
 
     def on_get(self, req: Request, fmt: Format, id: int) -> Response:
         fields = _record_query(req, self.schema) if req.query_string else None
-        record = self.store.get(id)
+        record = self.records.get(id)
         if fields is not None:      # fields=: some of its fields (``sparse``)
             fmt = _sparse().view(fmt, fields)
         tag = etag(record, fmt)
@@ -149,7 +149,7 @@ class Item(Resource):
         if req.query_string:        # (a write takes none: one is not passed over)
             _record_query(req, self.schema)
         fields = self.schema.for_replace(read_document(req, self.schema), id)
-        return answer(req, 200, self, self.store.update(
+        return answer(req, 200, self, self.records.update(
             id, precondition=_precondition(req, id, self.offers), **fields), fmt)
 
     def on_patch(self, req: Request, fmt: Format, id: int) -> Response:
@@ -161,14 +161,14 @@ class Item(Resource):
             precondition = _precondition(req, id, self.offers)
             return lambda records: records.update(id, precondition=precondition, **fields)
         hook = self.write_hook
-        if hook is not None and hook.header in req.environ:
+        if hook is not None and req.header(hook.header) is not None:
             return hook(req, fmt, patch, lambda record: answer(req, 200, self, record, fmt))
-        return answer(req, 200, self, patch(req)(self.store), fmt)
+        return answer(req, 200, self, patch(req)(self.records), fmt)
 
     def on_delete(self, req: Request, fmt: Format, id: int) -> Response:
         if req.query_string:        # (a write takes none: one is not passed over)
             _record_query(req, self.schema)
-        self.store.delete(id, precondition=_precondition(req, id, self.offers))
+        self.records.delete(id, precondition=_precondition(req, id, self.offers))
         return Response(204)
 
 

@@ -183,11 +183,11 @@ class Batch:
         resource = views.get(id(route.resource))
         if resource is None:
             plural = route.resource.schema.plural
-            store = unit[plural]
-            for wrap in self.app.store_wrappers:    # as the app's own (metrics)
-                store = wrap(plural, store)
+            records = unit[plural]
+            for wrap in self.app.records_wrappers:    # as the app's own (metrics)
+                records = wrap(plural, records)
             resource = views[id(route.resource)] = copy.copy(route.resource)
-            resource.store, resource.write_hook = store, None
+            resource.records, resource.write_hook = records, None
         responder: Callable[..., Response] = getattr(resource, "on_" + part.method.lower())
         return responder(_request(req, part), fmt, **params)
 

@@ -34,18 +34,18 @@ class HealthCheck:
     the disk full until one that works). Open without a token, for load
     balancers and monitors; never cached."""
 
-    def __init__(self, stores: list[Any]) -> None:
-        self.stores = stores
+    def __init__(self, collections: list[Any]) -> None:
+        self.collections = collections      # each collection's records (``app.records``)
 
     def on_get(self, req: Request, fmt: Format) -> Response:
-        for store in self.stores:
+        for records in self.collections:
             try:
-                store.list(limit=1)
+                records.list(limit=1)
             except Exception as e:    # whatever the store's failure, it is not answering
                 log.warning("health check: the store does not answer: %s", type(e).__name__)
                 raise Problem(503, "The store does not answer.",
                               headers=[("Retry-After", "1"), _NO_STORE]) from None
-            failing = store.writes_failing if isinstance(store, ReportsWriteHealth) else None
+            failing = records.writes_failing if isinstance(records, ReportsWriteHealth) else None
             if failing is not None:
                 raise Problem(503, f"The store's writes are failing: {failing}. Reads work.",
                               headers=[("Retry-After", "10"), _NO_STORE])
@@ -60,7 +60,7 @@ class HealthFeature:
     name = "health"
 
     def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> HealthCheck:
-        check = HealthCheck(app.stores)
+        check = HealthCheck(app.records)
         app.router.add(HEALTH_PATH, check)
         app.open_paths.add(HEALTH_PATH)
         return check

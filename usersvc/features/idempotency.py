@@ -71,7 +71,7 @@ class Idempotency:
     store (``storage``; ``None``: a collection's records served alone,
     which keep none) and how it keeps them (``kept``: ``keeping``), and
     what wraps a collection's records as the app serves them (``wrappers``:
-    ``app.store_wrappers``, read as each write is made)."""
+    ``app.records_wrappers``, read as each write is made)."""
 
     def __init__(self, ttl: float, owner: Callable[[Request], str] | None,
                  problem: Callable[[Request, StoreError], Response], storage: Any = None,
@@ -85,12 +85,12 @@ class Idempotency:
         self.wrappers = [] if wrappers is None else wrappers
 
     def plug(self, app: Any) -> None:
-        """Give each collection's POST and PATCH the write hook of its store."""
+        """Give each collection's POST and PATCH its write hook."""
         app.write_hook = self.hook
 
-    def hook(self, store: Any) -> KeyedWrite:
-        """The write hook (``resources``) for a collection kept in ``store``."""
-        return KeyedWrite(self, store.schema.plural, store)
+    def hook(self, records: Any) -> KeyedWrite:
+        """The write hook (``resources``) for a collection's ``records``."""
+        return KeyedWrite(self, records.schema.plural, records)
 
     def once(self, key: Key, plurals: tuple[str, ...], run: Run,
              nothing_to_undo: bool = False) -> Answer:
@@ -104,7 +104,7 @@ class Idempotency:
 
     def served(self, plural: str, records: Any) -> Any:
         """A collection's records (a step's), as the app serves them: wrapped
-        by ``app.store_wrappers`` (metrics time their calls)."""
+        by ``app.records_wrappers`` (metrics time their calls)."""
         for wrap in self.wrappers:
             records = wrap(plural, records)
         return records
@@ -134,12 +134,12 @@ class KeyedWrite:
     (``make(req)``: the write), the write is made in a step of its own on
     the step's records of the collection (``plural``), its answer kept in
     that step (``Idempotency.once``); or the answer kept before is sent.
-    ``store``: the collection's records as the app serves them."""
+    ``records``: the collection's records as the app serves them."""
 
-    header = ENVIRON
+    header = "Idempotency-Key"
 
-    def __init__(self, keys: Idempotency, plural: str, store: Any) -> None:
-        self.keys, self.plural, self.store = keys, plural, store
+    def __init__(self, keys: Idempotency, plural: str, records: Any) -> None:
+        self.keys, self.plural, self.records = keys, plural, records
         self.own = (plural,)        # what the step writes (it holds what their checks read)
         self.kept, self.storage = keys.kept, keys.storage
         self.alone = isinstance(keys.kept, MemoryKeys)     # a write is its own step
@@ -156,7 +156,7 @@ class KeyedWrite:
             # collection's lock; a ``Checked``'s own step where it reads
             # others), so it is made on the records as served, under the
             # keys' lock, no step made: 4,500 instructions (2%) of a keyed POST.
-            return replayed(kept.kept(key, partial(write, self.store)))
+            return replayed(kept.kept(key, partial(write, self.records)))
         # One write, which fails whole (``Checked``'s too: it reads, then writes).
         keys, plural = self.keys, self.plural
         if keys.wrappers:
@@ -216,7 +216,7 @@ class IdempotencyFeature:
         owner = None if tokens is None else tokens.owner
         keys = Idempotency(app.settings.idempotency_ttl, owner,
                            lambda req, error: app.problem_response(req, Problem.from_error(error)),
-                           storage, app.store_wrappers)
+                           storage, app.records_wrappers)
         keys.plug(app)
         return keys
 

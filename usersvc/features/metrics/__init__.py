@@ -36,8 +36,8 @@ class MetricsFeature:
                               f"({e})", name="prometheus_client") from None
         waiting = NoWaiting() if app.waiting is None else app.waiting
         if settings.metrics_dir is None:
-            return Metrics(VERSION, app.stores, waiting).plug(app)
-        return SharedMetrics(VERSION, app.stores, waiting, settings.metrics_dir).plug(app)
+            return Metrics(VERSION, app.records, waiting).plug(app)
+        return SharedMetrics(VERSION, app.records, waiting, settings.metrics_dir).plug(app)
 
 
 class NoWaiting:

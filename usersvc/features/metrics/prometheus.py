@@ -42,17 +42,17 @@ OPERATIONS = {"get": "get", "list": "list", "position_and_list": "list", "count"
 
 class Metrics:
     """One app's metrics: ``registry`` for a scraper, ``begin`` and
-    ``end`` for each request, ``measured`` for its stores (see the
+    ``end`` for each request, ``measured`` for its collections (see the
     module's text)."""
 
-    def __init__(self, version: str, stores: list[Any], waiting: Any) -> None:
+    def __init__(self, version: str, collections: list[Any], waiting: Any) -> None:
         self._parts = PerThread(_Thread, _Thread.fold)
         self._threads = self._parts.local               # .mine: this thread's _Thread
         #: Each SQLite commit (its seconds, its writes) of the stores that
         #: tell them (``observe_commits``); ``None`` until one does.
         self._commits: tuple[Tally, Tally] | None = None
         self._observed: list[Any] = []
-        self._stores, self._waiting = stores, waiting   # the app's, as it adds collections
+        self._collections, self._waiting = collections, waiting   # app.records, filled as it adds them
         self.registry = CollectorRegistry()
         self.registry.register(Collector(self, version))
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
@@ -60,11 +60,11 @@ class Metrics:
 
     def plug(self, app: Any) -> Metrics:
         """Count each of ``app``'s requests (the last to see its answer) and
-        its stores' operations; handed out as what the feature plugged in
+        its collections' operations; handed out as what the feature plugged in
         (``app.plugged["metrics"]``)."""
         app.starters.append(self.begin)
         app.finishers.append(self.end)
-        app.store_wrappers.append(self.measured)
+        app.records_wrappers.append(self.measured)
         return self
 
     def serve(self, host: str, port: int) -> Any:
@@ -124,7 +124,7 @@ class Metrics:
 
     def pools(self) -> dict[str, int]:
         """``POOL_GAUGES``, over the PostgreSQL stores' pools (none: none)."""
-        storages = {id(s): s for s in (getattr(r, "storage", None) for r in self._stores)
+        storages = {id(s): s for s in (getattr(r, "storage", None) for r in self._collections)
                     if s is not None}.values()
         pools = [s.pool_use() for s in storages if hasattr(s, "pool_use")]
         return {name: sum(getattr(p, field) for p in pools)

@@ -59,7 +59,7 @@ class SharedMetrics:
     process's that counts there: ``registry`` (all of them, added up), and
     ``begin``, ``end`` and ``measured`` as ``prometheus.Metrics`` has them."""
 
-    def __init__(self, version: str, stores: list[Any], waiting: Any, directory: str) -> None:
+    def __init__(self, version: str, collections: list[Any], waiting: Any, directory: str) -> None:
         self.directory = directory
         self.counts = Counts(directory)
         self.registry = CollectorRegistry()

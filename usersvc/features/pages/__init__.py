@@ -267,12 +267,12 @@ FEATURE = PagesFeature()
 def _offered(app: Any, plural: str) -> list[tuple[int, str]]:
     """The first records of ``plural`` (by id), for a reference's input:
     each id, and its first field's text (``inputs.OFFERED`` at most)."""
-    for schema, store in zip(app.schemas, app.stores):
+    for schema, records in zip(app.schemas, app.records):
         if schema.plural == plural:
             first = next(iter(schema.fields), None)
             return [(r.id, "" if first is None or getattr(r, first) is None
                      else schema.text_of(first, getattr(r, first)))
-                    for r in store.list(limit=OFFERED)]
+                    for r in records.list(limit=OFFERED)]
     return []
 
 

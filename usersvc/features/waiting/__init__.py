@@ -63,9 +63,9 @@ class Waits:
 
     def __init__(self, changes: Changes, waiting: Waiting, watches: Watches,
                  stream_seconds: float) -> None:
-        self.changes, self.store = changes, changes.store
+        self.changes, self.records = changes, changes.records
         self.waiting, self.stream_seconds = waiting, stream_seconds
-        self.watches, self.watch = watches, watches.add(changes.schema.plural, changes.store)
+        self.watches, self.watch = watches, watches.add(changes.schema.plural, changes.records)
         changes.parameters.insert(2, "wait")       # (after, limit, wait, fields: as named)
         for fmt in changes.offers.formats:
             changes.answers[fmt] = self.page
@@ -99,10 +99,10 @@ class Waits:
         are checked, and a stream needs neither: it reads as it goes, and
         waits for its life (``stream_seconds``)."""
         whole_number(one, "wait", 0, 0, MAX_WAIT)
-        changes, store = self.changes, self.store
+        changes, records = self.changes, self.records
         after = changes.place(one) if "after" in one else None
-        start = events.start(req, after, store)
-        history = store.history
+        start = events.start(req, after, records)
+        history = records.history
         headers = [("Content-Type", events.EVENT_STREAM), ("Cache-Control", "no-store"),
                    ("X-Accel-Buffering", "no")]     # (nginx: send each event as it comes)
         threads = req.environ.get("wsgi.multithread", True)
@@ -111,7 +111,7 @@ class Waits:
             return Streamed(req, events.busy(self.waiting), headers)
         release = None if nudge is None else lambda: self.waiting.give_back(nudge, stream=True)
         return Streamed(req, events.Events(
-            store, lambda change: events.event(change, changes.entry(JSON, change, names), history),
+            records, lambda change: events.event(change, changes.entry(JSON, change, names), history),
             start, seconds=self.stream_seconds, stopped=lambda: self.waiting.stopped,
             wait=self.wait, release=release, nudge=nudge), headers)
 
