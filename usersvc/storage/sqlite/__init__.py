@@ -1,5 +1,6 @@
 """The SQLite store (``sqlite:///file.db``): the store (``store``), its
-connections and its one writer (``connections``), what its errors mean
+connections and its write transaction (``connections``; the fast build's
+writer thread is ``usersvc.fast.sqlite``), what its errors mean
 (``errors``), and each release's layout as history (``migrations``). Its
 collections are the SQL stores' (``storage.sql``)."""
 from .store import SQLiteStorage
