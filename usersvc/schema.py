@@ -109,8 +109,8 @@ class Schema:
 
     def as_dict(self, record: Any) -> dict[str, Any]:
         """The record's representation, field by field; an absent optional
-        field is left out."""
-        pairs = zip(self.field_names, record)
+        field is left out. (The version, last, is no member: the ETag says it.)"""
+        pairs = zip(self.field_names, record[:-1], strict=True)
         if not self.optional:
             return dict(pairs)
         return {name: value for name, value in pairs if value is not None}
@@ -118,7 +118,8 @@ class Schema:
     def some_of(self, record: Any, names: tuple[str, ...]) -> dict[str, Any]:
         """``as_dict``, ``id`` and ``names`` only (``fields=``: ``sparse``)."""
         kept = {"id", *names}
-        return {f: v for f, v in zip(self.field_names, record) if f in kept and v is not None}
+        return {f: v for f, v in zip(self.field_names, record[:-1], strict=True)
+                if f in kept and v is not None}
 
     def values(self, fields: dict[str, Any], old: Any = None) -> list[Any]:
         """A write's values, in the fields' order: each one given (``None``:
@@ -129,7 +130,7 @@ class Schema:
         if old is None:
             values = [fields.get(f) for f in self.fields]
         else:
-            values = [fields[f] if f in fields else value for f, value in zip(self.fields, old[1:])]
+            values = [fields[f] if f in fields else value for f, value in zip(self.fields, old[1:-1], strict=True)]
         if len(values) > len(fields):
             self.check_complete(values)
         return values

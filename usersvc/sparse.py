@@ -33,10 +33,8 @@ class Fields:
 
     def __init__(self, fmt: Any, names: tuple[str, ...]) -> None:
         self.fmt, self.names = fmt, names
+        self.name, self.media_type = fmt.name, fmt.media_type
         self.tag_suffix = f'{fmt.tag_suffix}.{".".join(names)}'   # "7-3-xml.name"
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.fmt, name)
 
     def answer(self, req: Any, status: int, kept: Any, record: Any, tag: str) -> Response:
         return Response(status, render(self.fmt, kept.schema, record, self.names),
