@@ -302,9 +302,12 @@ def test_one_look_per_store_wakes_every_waiter_when_another_process_commits(shar
     second's commit wakes all of them, by the first store's one look for
     other processes' commits (SQLite: one polling thread; PostgreSQL: one
     listening connection), started by its first listener, stopped by its close."""
+    before = set(threading.enumerate())     # (another test's may still be ending)
     waiting, writing = open_store(shared), open_store(shared)
     looking = lambda: [t for t in threading.enumerate()  # noqa: E731
-                       if t.name in ("usersvc-poll", "usersvc-listen") and t.is_alive()]
+                       if t.name in ("usersvc-poll", "usersvc-listen") and t.is_alive()
+                       and t not in before]
+    started: list[threading.Thread] = []
     try:
         assert looking() == []                      # nobody listens yet
         watches = Watches(waiting)
@@ -317,7 +320,8 @@ def test_one_look_per_store_wakes_every_waiter_when_another_process_commits(shar
         for waiter in waiters:
             waiter.start()
         watches.listen()
-        assert len(looking()) == 1
+        started = looking()
+        assert len(started) == 1
         writing["users"].create(name="Ada", email="ada@example.org")
         deadline = time.monotonic() + 10    # bounded, not timed: a missed wake-up runs 60 s
         for waiter in waiters:
@@ -326,7 +330,9 @@ def test_one_look_per_store_wakes_every_waiter_when_another_process_commits(shar
     finally:
         waiting.close()
         writing.close()
-    assert looking() == []
+    for thread in started:          # stopped by the close (a deadline: a hang, not a time)
+        thread.join(10)
+    assert [t for t in started if t.is_alive()] == []
 
 
 def test_a_forked_process_looks_for_other_processes_commits_on_its_own(shared):
