@@ -51,6 +51,15 @@ def call(address, method, path, body=None, headers=None):
 DEADLINE = 60.0
 
 
+def writes_on(connections):
+    """The connection a SQLite store's writes are made on: the fast
+    build's writer's own (opened by its first write, made here), or the
+    plain build's ``Connections.writes``."""
+    connections.commit(lambda db: None)
+    writer = getattr(connections, "writer", None)
+    return connections.writes() if writer is None else writer.db
+
+
 def race(n, action, deadline=DEADLINE):
     """``action(i)`` for i in range(n), on n threads released together (a
     barrier widens the race; never a sleep); the results in order, with an

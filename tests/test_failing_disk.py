@@ -27,7 +27,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from conftest import Client, problem
-from helpers import Served, call, race
+from helpers import Served, call, race, writes_on
 
 from usersvc import make_app
 from usersvc.storage import open_store
@@ -79,7 +79,7 @@ def sqlite(tmp_path):
 def test_a_full_sqlite_file_is_a_503_said_once_and_writes_come_back(sqlite, caplog):
     store, client = sqlite
     caplog.set_level(logging.INFO, logger=FAILING_LOG)
-    store.connections.writes().execute("PRAGMA max_page_count = 16")       # the file may not grow past it
+    writes_on(store.connections).execute("PRAGMA max_page_count = 16")       # the file may not grow past it
     created = fill(client)
     assert created > 0
     for i in range(20):                                         # ... and again, and again
@@ -91,7 +91,7 @@ def test_a_full_sqlite_file_is_a_503_said_once_and_writes_come_back(sqlite, capl
     health = client.get("/healthz")
     assert "writes are failing: the disk is full" in problem(health, 503)["detail"]
 
-    store.connections.writes().execute("PRAGMA max_page_count = 1000000")  # space is freed
+    writes_on(store.connections).execute("PRAGMA max_page_count = 1000000")  # space is freed
     assert post(client, 20_000).status_int == 201
     assert client.get("/healthz").status_int == 200
     assert failing_lines(caplog)[1:] == [f"writes work again: {store.path}"]
@@ -102,9 +102,9 @@ def test_a_full_file_fails_every_write_of_the_group_it_strikes(sqlite):
     """Eight writers at once, near the limit: each write answered 201 is
     there, each answered 503 is not, whatever group it was in."""
     store, client = sqlite
-    store.connections.writes().execute("PRAGMA max_page_count = 16")
+    writes_on(store.connections).execute("PRAGMA max_page_count = 16")
     before = fill(client)
-    store.connections.writes().execute("PRAGMA max_page_count = 17")       # room for a few more
+    writes_on(store.connections).execute("PRAGMA max_page_count = 17")       # room for a few more
     answers = [*race(8, lambda i: post(client, 30_000 + i)),
                *race(8, lambda i: post(client, 40_000 + i))]
     statuses = [a.status_int for a in answers]
@@ -178,7 +178,7 @@ def test_a_write_that_sqlite_refuses_as_read_only_changes_nothing(sqlite):
     """SQLITE_READONLY on the writer's connection (``query_only``): a 503,
     nothing kept; the writer then opens a new connection, which writes."""
     store, client = sqlite
-    store.connections.writes().execute("PRAGMA query_only = ON")
+    writes_on(store.connections).execute("PRAGMA query_only = ON")
     refused(post(client, 1), "the database is read-only")
     assert count(client) == 0
     assert post(client, 2).status_int == 201

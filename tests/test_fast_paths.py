@@ -151,6 +151,17 @@ def test_status_line_is_the_plain_ones(status):
     _same(*_pair("usersvc.request:status_line"), status)
 
 
+@given(st.text(alphabet=st.sampled_from("aZé-_9 "), max_size=16),
+       st.dictionaries(st.sampled_from(["HTTP_A", "HTTP_A_Z", "HTTP_IDEMPOTENCY_KEY", "HTTP_9"]),
+                       st.text(max_size=3)))
+def test_a_header_is_read_as_the_plain_one_reads_it(name, headers):
+    from usersvc.request import Request
+    fast_one, plain_one = _pair("usersvc.request:Request.header")
+    request = Request(headers)
+    for asked in (name, "Idempotency-Key", "a-z", "A"):
+        _same(fast_one, plain_one, request, asked)
+
+
 @given(st.sampled_from(["http", "https"]),
        st.none() | st.sampled_from(["h", "h:80", "h:443", "h:8080", "[::1]:80"]),
        st.sampled_from(["localhost", "srv"]), st.none() | st.sampled_from(["80", "443", "81"]),
@@ -514,6 +525,7 @@ HELD = {
     "usersvc.representation:best_offer": test_best_offer_is_the_plain_reading_of_accept,
     "usersvc.representation:body_format": test_body_format_reads_content_type_alike,
     "usersvc.request:status_line": test_status_line_is_the_plain_ones,
+    "usersvc.request:Request.header": test_a_header_is_read_as_the_plain_one_reads_it,
     "usersvc.request:base_url_of": test_base_url_of_is_the_plain_ones,
     "usersvc.app:good_host": test_good_host_is_the_plain_ones,
     "usersvc.request:Request.parameters": test_parameters_are_the_plain_ones,

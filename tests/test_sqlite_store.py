@@ -13,7 +13,7 @@ from contextlib import closing
 import pytest
 from conftest import Client, problem
 from helpers import (RELEASE_0_1_0, RELEASE_1_USERS, check_positions_after_migration, check_release_0_1_0,
-                     check_sorted_and_searched_after_migration, page_shapes, race)
+                     check_sorted_and_searched_after_migration, page_shapes, race, writes_on)
 
 from usersvc import USER, asking, fast, make_app
 from usersvc.storage import (
@@ -417,7 +417,7 @@ def test_writes_waiting_together_commit_together_and_fail_alone(store):
     one transaction; the one that fails (a taken e-mail) changes nothing,
     and the others are committed."""
     store.create(name="Ada", email="ada@example.org")
-    written = store.storage.connections.writes()        # (the writer's)
+    written = writes_on(store.storage.connections)      # (the writer's)
     commits = []
     written.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     results = {}
@@ -467,7 +467,7 @@ def test_updates_and_deletes_that_fail_in_a_group_change_nothing_and_the_others_
         except StoreError as e:
             results[name] = e
 
-    written = store.storage.connections.writes()        # (the writer's)
+    written = writes_on(store.storage.connections)      # (the writer's)
     commits = []
     written.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     threads = [threading.Thread(target=write, args=(name,)) for name in writes]
@@ -502,13 +502,17 @@ def test_a_write_that_fails_after_changing_something_fails_its_whole_group(store
 
 @FAST
 def test_every_write_is_made_by_the_one_writer_thread(store):
+    """On the writer's connection of its own (opened by its first write)."""
     seen = []
-    store.storage.connections.writes().set_trace_callback(lambda sql: seen.append(threading.current_thread().name))
+    store.create(name="Grace", email="grace@example.org")
+    db = store.storage.connections.writer.db
+    db.set_trace_callback(lambda sql: seen.append((threading.current_thread().name, sql.split()[0])))
     user = store.create(name="Ada", email="ada@example.org")
     store.update(user.id, name="Ada King")
     store.delete(user.id)
-    store.storage.connections.writes().set_trace_callback(None)
-    assert seen and set(seen) == {"usersvc-sqlite-writer"}
+    db.set_trace_callback(None)
+    assert {name for name, _ in seen} == {"usersvc-sqlite-writer"}
+    assert {"INSERT", "UPDATE", "DELETE", "COMMIT"} <= {statement for _, statement in seen}
 
 
 def test_a_closed_store_refuses_writes(path):

@@ -64,6 +64,8 @@ SPEEDUPS = (
             "usersvc.fast.headers:body_format", "Content-Type read once for each text"),
     Speedup("usersvc.request:status_line", "usersvc.fast.headers:status_line",
             "the status line made once for each status"),
+    Speedup("usersvc.request:Request.header", "usersvc.fast.headers:header",
+            "a header's environ key made once for each name (a write hook's, on every POST)"),
     Speedup("usersvc.request:base_url_of", "usersvc.fast.headers:base_url_of",
             "the base URL made once for the few hosts a server is sent"),
     Speedup("usersvc.app:good_host", "usersvc.fast.headers:good_host",

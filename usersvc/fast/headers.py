@@ -8,6 +8,7 @@ never seen before costs what the plain reading costs.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from . import plain
 
@@ -22,3 +23,19 @@ status_line = lru_cache(maxsize=64)(plain("usersvc.request:status_line"))
 base_url_of = lru_cache(maxsize=64)(plain("usersvc.request:base_url_of"))
 #: ``Host``, checked once for each.
 good_host = lru_cache(maxsize=256)(plain("usersvc.app:good_host"))
+
+#: Each header name's key in the environ (``HTTP_IDEMPOTENCY_KEY``): the
+#: few names the code asks for.
+_KEYS: dict[str, str] = {}
+
+
+def header(self: Any, name: str) -> str | None:
+    """``Request.header``: the environ's key for ``name`` made once for
+    each name (a write hook's, on every POST: 700 instructions a request,
+    bench/instructions.py)."""
+    key = _KEYS.get(name)
+    if key is None:
+        if len(_KEYS) >= 64:
+            _KEYS.clear()
+        key = _KEYS[name] = "HTTP_" + name.upper().replace("-", "_")
+    return self.environ.get(key)

@@ -16,8 +16,9 @@ _STRING = json.encoder.encode_basestring     # a JSON string (the C one), as jso
 def row(self: Any, values: Sequence[Any]) -> list[Any]:
     """``Table.row``: the columns from the values' places, found once for
     the table, without the dicts ``row_of`` makes (a third of its work)."""
-    places = self.__dict__.get("places")
-    if places is None:
+    try:
+        places = self.places
+    except AttributeError:      # (its first row; not ``__dict__``: ``usersvc.fast.sqlite``)
         s, fields = self.schema, list(self.schema.fields)
         places = self.places = (
             [(fields.index(f), s.fields[f].collate) for f in self.collated],
@@ -49,10 +50,15 @@ def bound(self: Any, db: Any) -> Any:
     """``SQLRecords.bound``: a step on the connection of the last one (the
     SQLite writer's, always) given the same records (1,500 instructions a
     step), and a new one made as ``copy.copy`` makes it, in a third of its time."""
-    last = self.__dict__.get("last_bound")
+    try:
+        last = self.last_bound
+    except AttributeError:      # (its first step; not ``__dict__``: ``usersvc.fast.sqlite``)
+        last = None
     if last is not None and last.db is db:
         return last
     records = object.__new__(type(self))
-    records.__dict__.update(self.__dict__, db=db, last_bound=None)
+    for name, value in self.__dict__.items():   # (set one by one: kept in its slots)
+        setattr(records, name, value)
+    records.db, records.last_bound = db, None
     self.last_bound = records
     return records

@@ -11,6 +11,15 @@ they replace, which are the reference (``tests/test_fast_paths.py``):
   undo made once for the writer's connection.
 - ``page``, for ``SQLBulk._page`` on SQLite: a page built from records
   kept by version.
+
+What these keep on an object (a connection's answers, the writer, the
+last step, a collection's records) is read as an attribute, and one not
+yet set is an ``AttributeError``, never ``obj.__dict__.get(...)``: asking
+for an object's ``__dict__`` makes CPython (3.11) move its attributes out
+of their inline slots into a dict of their own, for good, and every
+attribute read on it after, the plain code's too, takes the slower
+lookup: 3,300 instructions a SQLite write, on the writer thread alone
+(``bench/instructions.py``; issue 59).
 """
 from __future__ import annotations
 
@@ -28,7 +37,7 @@ from typing import Any, TypeVar
 from ..storage.errors import StoreUnavailable
 from ..storage.served import Step
 from ..storage.sqlite.connections import Connection, Connections, roll_back
-from ..storage.sqlite.errors import is_lasting
+from ..storage.sqlite.errors import is_lasting, needs_reopening, unavailable
 from . import plain
 
 T = TypeVar("T")
@@ -67,7 +76,10 @@ def _answers(db: Any) -> dict[Any, Any]:
     data_version`` is unchanged, until another connection, in any process,
     commits (every write is made on another: ``Connections.writes``)."""
     version = db.execute("PRAGMA data_version").fetchone()[0]
-    kept = db.__dict__.get("kept")
+    try:
+        kept = db.kept
+    except AttributeError:      # (its first read: not yet an attribute, as the docstring says)
+        kept = None
     if kept is None or kept[0] != version:
         kept = db.kept = (version, {})
     return kept[1]
@@ -79,26 +91,29 @@ def commit(self: Connections, op: Callable[[sqlite3.Connection], T]) -> T:
     """``Connections.commit``: ``op(db)`` made by the file's writer thread,
     with the writes waiting beside it, in one transaction (a private
     in-memory database has no writer: the plain commit)."""
-    writer = self.__dict__.get("writer")
-    if writer is None:
-        if self.one is not None:
-            with self.transaction() as db:
-                return op(db)
+    try:
+        writer = self.writer
+    except AttributeError:      # (its first write: not yet an attribute, as the docstring says)
         writer = _writer(self)
+    if writer is None:
+        with self.transaction() as db:
+            return op(db)
     return writer.commit(op)
 
 
-def _writer(connections: Connections) -> Writer:
+def _writer(connections: Connections) -> Writer | None:
     """The writer of ``connections``, made at its first write (in this
-    process: a forked one starts its own), stopped when they close."""
-    writer = connections.__dict__.get("writer")
-    if writer is None:
-        with connections.writing:       # (two first writes at once make one)
-            writer = connections.__dict__.get("writer")
-            if writer is None:
-                # A write waits for the lock (busy_timeout), then its group's sync.
-                writer = connections.writer = Writer(connections, connections.busy_timeout + 5)
-                connections.closing.append(writer.stop)
+    process: a forked one starts its own), stopped when they close; a
+    private in-memory database has none (``None``)."""
+    with connections.writing:       # (two first writes at once make one)
+        if connections.closed:
+            raise StoreUnavailable("The store is closed.")
+        writer = getattr(connections, "writer", None)
+        if writer is None and connections.one is None:
+            # A write waits for the lock (busy_timeout), then its group's sync.
+            writer = Writer(connections, connections.busy_timeout + 5)
+            connections.closing.append(writer.stop)
+        connections.writer = writer
     return writer
 
 
@@ -110,7 +125,11 @@ class Writer:
     the next group queues up: the busier, the more writes share a sync. A
     write that fails in a group changed nothing (SQLite undoes a failed
     statement; a step undoes its savepoint and hands its error back:
-    ``atomically``); ``_commit`` checks the rest."""
+    ``atomically``); ``_commit`` checks the rest. It writes on a connection
+    of its own, not the plain ``Connections.writes`` under their lock
+    (3,000 instructions a write: bench/instructions.py): a plain
+    ``transaction`` (a ``restore``) waits for SQLite's write lock, as
+    another process does."""
 
     def __init__(self, connections: Connections, timeout: float) -> None:
         self.connections = connections
@@ -123,6 +142,8 @@ class Writer:
         """A queue and the thread, in this process (a forked one, a worker
         after ``--preload``, starts its own at its first write)."""
         self._pid = os.getpid()
+        self.db: Connection | None = None   # opened by the first group (again after
+                                            # one found the file read-only)
         self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
         self._thread.start()
@@ -158,6 +179,9 @@ class Writer:
                 return
             self._queue.put(None)
         self._thread.join()
+        if self.db is not None:
+            with self.db.in_use:
+                self.db.close()
         if self.commits:
             log.info("SQLite writer for %s: %s", self.connections.path, self.summary())
 
@@ -189,36 +213,38 @@ class Writer:
         try:
             # ``Connections.transaction``, made here without its context
             # manager: 20,000 instructions a write (bench/instructions.py).
-            connections.writes()        # (in a forked process: its own lock, first)
-            with connections.writing:
-                if connections.closed:
-                    raise StoreUnavailable("The store is closed.")
-                db = connections.writes()
-                with db.in_use:
-                    if db.in_transaction:   # a ROLLBACK that failed last time (an I/O error)
-                        db.execute("ROLLBACK")
-                    db.execute("BEGIN IMMEDIATE")
-                    try:
-                        for op, future in group:
-                            changes = db.total_changes
-                            try:
-                                outcomes.append((future, op(db), None))
-                            except Exception as e:      # this write's own failure
-                                if is_lasting(e) or not db.in_transaction:
-                                    # (a full disk may strike after a trigger's change)
-                                    raise   # SQLite may have undone the group: none of it kept
-                                if db.total_changes != changes:
-                                    raise RuntimeError("a write failed after changing "
-                                                       "the database") from e
-                                outcomes.append((future, None, e))
-                        db.execute("COMMIT")
-                    except BaseException:
-                        roll_back(db)
-                        raise
+            db = self.db
+            if db is None:
+                db = self.db = connections.connect()
+            with db.in_use:
+                if db.in_transaction:   # a ROLLBACK that failed last time (an I/O error)
+                    db.execute("ROLLBACK")
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    for op, future in group:
+                        changes = db.total_changes
+                        try:
+                            outcomes.append((future, op(db), None))
+                        except Exception as e:      # this write's own failure
+                            if is_lasting(e) or not db.in_transaction:
+                                # (a full disk may strike after a trigger's change)
+                                raise   # SQLite may have undone the group: none of it kept
+                            if db.total_changes != changes:
+                                raise RuntimeError("a write failed after changing "
+                                                   "the database") from e
+                            outcomes.append((future, None, e))
+                    db.execute("COMMIT")
+                except BaseException:
+                    roll_back(db)
+                    raise
         except Exception as e:      # nothing of the group was written
             error: BaseException = e
-            if isinstance(e, sqlite3.OperationalError):
-                error = connections.failed(e) or e
+            if isinstance(e, sqlite3.OperationalError):     # as ``Connections.failed``
+                error = unavailable(e, connections.health) or e
+                if needs_reopening(e) and self.db is not None:
+                    with self.db.in_use:
+                        self.db.close()
+                    self.db = None
             for _, future in group:
                 future.set_exception(error)
             return
@@ -253,7 +279,10 @@ def atomically(self: Any, plurals: Any, run: Callable[[Step], T], *,
 def _step_on(storage: Any, db: Connection) -> Step:
     """A step with nothing to undo on ``db``: the same for every step on
     one connection (the writer's)."""
-    last = storage.__dict__.get("last_step")
+    try:
+        last = storage.last_step
+    except AttributeError:      # (its first step: not yet an attribute, as the docstring says)
+        last = None
     if last is None or last.db is not db:
         last = storage.last_step = Step(storage, db, (), True)
     return last
@@ -273,8 +302,9 @@ def page(self: Any, db: Any, arguments: dict[str, Any]) -> list[Any]:
     reading and building all). PostgreSQL's pages are the plain ones."""
     if self.table.dialect.name != "sqlite":
         return _page(self, db, arguments)
-    kept = self.__dict__.get("kept")
-    if kept is None:
+    try:
+        kept = self.kept
+    except AttributeError:      # (its first page: not yet an attribute, as the docstring says)
         kept = self.kept = {}       # (records built for pages, by id: at most KEPT)
     keys = self._rows(db, arguments, ("u.id", "u.version"))
     found = {record_id: record for record_id, version in keys
