@@ -18,7 +18,7 @@ from .schema import Invalid
 # Each status's reason phrase, from http.HTTPStatus once (asking the enum
 # for one costs a request 15,000 instructions); RFC 9110 renamed two,
 # which HTTPStatus still calls by their old names.
-_TITLES = {**{status.value: status.phrase for status in HTTPStatus},
+TITLES = {**{status.value: status.phrase for status in HTTPStatus},
            413: "Content Too Large", 422: "Unprocessable Content"}
 
 #: Domain error -> HTTP status and the headers that go with it: the one
@@ -36,10 +36,6 @@ STATUS: dict[type[Exception], tuple[int, tuple[tuple[str, str], ...]]] = {
 DOMAIN_ERRORS = tuple(STATUS)
 
 
-def title(status: int) -> str:
-    return _TITLES[status]
-
-
 class Problem(Exception):
     """An error response: status, a sentence for people (``detail``), the
     field problems of a 422 (``errors``), extra headers (``Allow``...) and
@@ -51,7 +47,7 @@ class Problem(Exception):
                  **extensions: Any) -> None:
         super().__init__(detail)
         self.status = status
-        self.title = title(status)
+        self.title = TITLES[status]
         self.detail = detail
         self.errors = list(errors)
         self.headers = list(headers)

@@ -17,7 +17,7 @@ from urllib.parse import quote, unquote_plus
 
 from webob.etag import ETagMatcher
 
-from .problems import Problem, title
+from .problems import TITLES, Problem
 
 #: What a path may hold unescaped in a URL the service writes (as WebOb).
 PATH_SAFE = "/~!$&'()*+,;=:@"
@@ -30,7 +30,7 @@ log = logging.getLogger("usersvc")
 
 def status_line(status: int) -> str:
     """``"201 Created"``: the reason phrase is the problem title (RFC 9110's names)."""
-    return f"{status} {title(status)}"
+    return f"{status} {TITLES[status]}"
 
 
 def base_url_of(scheme: str, host: str | None, server: str, port: str | None,

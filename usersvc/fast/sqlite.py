@@ -251,7 +251,8 @@ class Writer:
         elapsed = time.perf_counter() - started
         for observe in connections.observers:
             observe(elapsed, len(group))
-        connections.health.worked()
+        if connections.health.failing is not None:
+            connections.health.worked()
         self.commits, self.writes = self.commits + 1, self.writes + len(group)
         self.seconds += elapsed
         for future, result, failure in outcomes:
@@ -272,7 +273,8 @@ def atomically(self: Any, plurals: Any, run: Callable[[Step], T], *,
         return _atomically(self, plurals, run)
     result = self.connections.commit(lambda db: run(_step_on(self, db)))
     for plural in plurals:
-        self.commits.announce(plural)
+        if self.commits.listeners:
+            self.commits.announce(plural)
     return result
 
 

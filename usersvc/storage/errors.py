@@ -5,7 +5,7 @@ to its status), whichever store it is; what each method of a store
 raises is said in ``protocol``.
 
     StoreError
-     +-- NotFound          no record with that id        (HTTP 404; ``checked_id``)
+     +-- NotFound          no record with that id        (HTTP 404; also one out of range)
      +-- Conflict          a unique field is taken       (HTTP 409)
           +-- Referred     a record that refs name, deleted (``served.Checked``)
      +-- StaleVersion      a ``Precondition`` does not hold  (HTTP 412)
@@ -49,14 +49,6 @@ class NotFound(StoreError):
     def __init__(self, schema: Schema, record_id: int):
         super().__init__(f"There is no {schema.name} with id {record_id}.")
         self.record_id = record_id
-
-
-def checked_id(schema: Schema, record_id: int) -> int:
-    """``record_id`` if a store can hold it (1 to ``MAX_ID``), else ``NotFound``:
-    every store asks first, so no id is out of range for one and absent from another."""
-    if not 0 < record_id <= MAX_ID:
-        raise NotFound(schema, record_id)
-    return record_id
 
 
 class Conflict(StoreError):
@@ -160,12 +152,12 @@ class WriteHealth:
         return WritesFailing(reason)
 
     def worked(self) -> None:
-        """A write was committed."""
-        if self.failing is not None:        # one attribute read a write while all is well
-            with self._lock:
-                if self.failing is not None:
-                    _log.warning("writes work again: %s", self.name)
-                    self.failing = None
+        """A write was committed after writes failed (a store asks
+        ``failing`` first: one attribute read a write while all is well)."""
+        with self._lock:
+            if self.failing is not None:
+                _log.warning("writes work again: %s", self.name)
+                self.failing = None
 
 
 @dataclass(frozen=True, slots=True)

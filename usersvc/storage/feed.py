@@ -55,9 +55,8 @@ class Listeners:
     """The listeners of a store's commits (``protocol.CommitsAnnounced``):
     ``add`` one, ``announce`` a collection's commit to every one, ``close``.
     ``listeners`` is a tuple, replaced whole when one is added or removed,
-    so that a write reads it without a lock: with none (the plain core),
-    announcing costs a write a call that finds no one to tell (less than
-    waking waiters cost every write before: bench/instructions.py)."""
+    so that a write reads it without a lock, and announces only when it
+    holds one (``if commits.listeners``): in the plain core none listens."""
 
     def __init__(self) -> None:
         self.listeners: tuple[Callable[[str | None], None], ...] = ()

@@ -166,7 +166,8 @@ class MemoryBulk(Restores):
             if changes:
                 self._seq = self._last = max(self._seq, *(c.seq for c in changes))
             self._last_id = max(self._last_id, last_id, *ids)
-        self.commits.announce(self.schema.plural)
+        if self.commits.listeners:
+            self.commits.announce(self.schema.plural)
 
     @contextmanager
     def undoing(self) -> Iterator[None]:
@@ -189,7 +190,8 @@ class MemoryBulk(Restores):
             if outer is not None:       # as each was before the outer one began
                 for record_id, was in undo.was.items():
                     outer.was.setdefault(record_id, was)
-        self.commits.announce(self.schema.plural)
+        if self.commits.listeners:
+            self.commits.announce(self.schema.plural)
 
     def _put_back(self, undo: Undo) -> None:
         """Each record a batch changed as it was, at its position: all of

@@ -174,7 +174,7 @@ class PostgresStorage(Collections):
             raise self.health.failed(reason, " ".join(str(e).split())) from e
         except (psycopg.OperationalError, PoolTimeout) as e:
             raise StoreUnavailable("The database is unavailable; try again.") from e
-        if writing:
+        if writing and self.health.failing is not None:
             self.health.worked()
 
     def read(self, cache_as: Any, read: Callable[[psycopg.Connection[Any]], T]) -> T:
@@ -206,8 +206,9 @@ class PostgresStorage(Collections):
                 db.execute("SELECT pg_advisory_xact_lock(%s::regclass::oid::bigint)",
                            (self.collections[plural].table.changes_table,))
             result = run(Step(self, db))     # (its attempts: always a savepoint)
-        for plural in plurals:
-            self.commits.announce(plural)
+        if self.commits.listeners:
+            for plural in plurals:
+                self.commits.announce(plural)
         return result
 
     @staticmethod

@@ -112,7 +112,8 @@ class SQLBulk(Restores):
             top = max([last_id, *(r.id for r in records), *(c.id for c in changes)])
             if top > 0:
                 _raise_last_id(table, db, top)
-        self.commits.announce(self.schema.plural)
+        if self.commits.listeners:
+            self.commits.announce(self.schema.plural)
 
 
 def _raise_position(table: Any, db: Any, seq: int) -> None:

@@ -24,12 +24,21 @@ from typing import Any, TypeVar
 
 from ...fields import Field, search_terms
 from ...schema import Schema
-from ..errors import Conflict, NotFound, Precondition, StaleVersion, checked_id
+from ..errors import MAX_ID, Conflict, NotFound, Precondition, StaleVersion
 from .bulk import SQLBulk
 from .queries import PageQueries
 from .dialects import Dialect
 
 T = TypeVar("T")
+
+
+def checked_id(schema: Schema, record_id: int) -> int:
+    """``record_id`` if a column can hold it (1 to ``MAX_ID``), else
+    ``NotFound``, as for an id no record has (a larger one is an error to
+    the database)."""
+    if not 0 < record_id <= MAX_ID:
+        raise NotFound(schema, record_id)
+    return record_id
 
 
 class Table(PageQueries):
@@ -232,7 +241,8 @@ class SQLRecords(SQLBulk):
         if self.db is not None:         # in an atomic step: its transaction
             return op(self.db)
         done = self.connections.commit(op)
-        self.commits.announce(self.schema.plural)
+        if self.commits.listeners:
+            self.commits.announce(self.schema.plural)
         return done
 
     def _unique(self, db: Any, query: str, params: Sequence[Any], fields: dict[str, Any]) -> Any:

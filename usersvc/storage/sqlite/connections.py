@@ -178,7 +178,8 @@ class Connections:
             raise error from e
         finally:
             writing.release()
-        self.health.worked()
+        if self.health.failing is not None:     # (told only when writes were failing)
+            self.health.worked()
 
     def failed(self, error: sqlite3.OperationalError) -> StoreUnavailable | None:
         """What a write's error means to a client (``errors.unavailable``:

@@ -113,8 +113,9 @@ class SQLiteStorage(Collections):
         result, error = self.connections.commit(step)
         if error is not None:
             raise error
-        for plural in plurals:
-            self.commits.announce(plural)
+        if self.commits.listeners:
+            for plural in plurals:
+                self.commits.announce(plural)
         return result
 
     def attempt(self, step: Step, part: Callable[..., T], args: tuple[Any, ...]) -> T:
