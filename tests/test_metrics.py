@@ -488,9 +488,9 @@ def _pool_metrics_text() -> str:
     class Records:
         storage = Storage()
 
-    from usersvc.features.waiting import Waiting
+    from usersvc.features.waiting import Slots
     from usersvc.features.metrics.prometheus import Metrics
-    metrics = Metrics(usersvc.__version__, [Records()], Waiting(2))
+    metrics = Metrics(usersvc.__version__, [Records()], Slots(2))
     return generate_latest(metrics.registry).decode()
 
 

@@ -5,7 +5,7 @@ It adds to each feed, as the app adds it (``App.feed_hooks``): ``wait``
 (0 to ``MAX_WAIT`` seconds), with which an empty page is held until a
 change is committed or the seconds pass (a long-poll); and the feed
 pushed as Server-Sent Events (``Accept: text/event-stream``, ``events``).
-Both hold one of the app's waiting places (``slots.Waiting``, ``App.waiting``:
+Both hold one of the app's waiting places (``slots.Slots``, ``App.waiting``:
 ``max_waiting`` of them; past them, a 503, or a stream told to come
 back), and wait on the feed's ``watch.Watch``, which the store's
 announcement of a commit of this process or another wakes (``watch``:
@@ -28,7 +28,7 @@ from ...listing import whole_number
 from ...representation import JSON, Format
 from ...request import Request, Response
 from . import events
-from .slots import Waiting
+from .slots import Slots
 from .streamed import Streamed
 from .watch import Nudge, Watches
 
@@ -41,9 +41,9 @@ class WaitingFeature:
 
     name = "waiting"
 
-    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Waiting:
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Slots:
         settings = app.settings
-        waiting = app.waiting = Waiting(settings.max_waiting)
+        waiting = app.waiting = Slots(settings.max_waiting)
         watches = Watches(storage)
         app.feed_hooks.append(lambda changes: Waits(changes, waiting, watches,
                                                     settings.stream_seconds))
@@ -61,7 +61,7 @@ class Waits:
     """What waiting adds to one feed (``changes.Changes``): its pages take
     ``wait``, and it is offered as a stream."""
 
-    def __init__(self, changes: Changes, waiting: Waiting, watches: Watches,
+    def __init__(self, changes: Changes, waiting: Slots, watches: Watches,
                  stream_seconds: float) -> None:
         self.changes, self.records = changes, changes.records
         self.waiting, self.stream_seconds = waiting, stream_seconds
@@ -118,4 +118,4 @@ class Waits:
 
 FEATURE = WaitingFeature()
 
-__all__ = ["FEATURE", "MAX_WAIT", "Nudge", "Waiting", "WaitingFeature", "Waits", "Watches"]
+__all__ = ["FEATURE", "MAX_WAIT", "Nudge", "Slots", "WaitingFeature", "Waits", "Watches"]

@@ -16,7 +16,7 @@ gave starts from 0, after ``event: reset`` (``start``). Between changes a commen
 event, missing nothing.
 
 A stream waits as a long-poll does, on its feed's ``watch.Watch``, and holds one
-of the same slots (``slots.Waiting``) for its life: past them, the answer is a
+of the same slots (``slots.Slots``) for its life: past them, the answer is a
 200 with a ``retry:`` and an event ``busy`` (``busy``; a 503 would make
 ``EventSource`` give up for good). A server without threads holds no stream: the changes so far, then
 the end. When the server stops (``App.stop_waiting``) every stream ends.
@@ -150,7 +150,7 @@ class Events:
 
 def busy(waiting: Any) -> list[bytes]:
     """A stream turned away, every one of the ``waiting`` places taken
-    (``slots.Waiting``; or none at all): when to come back (``retry:``)
+    (``slots.Slots``; or none at all): when to come back (``retry:``)
     and an event ``busy`` that says so, with how many places there are
     (with no ``id:``: a client's last event id stays where it was), then
     the end. A page shows it ("not live") until a stream gets a place; an

@@ -10,7 +10,7 @@ from ...problems import Problem
 from .watch import Nudge
 
 
-class Waiting:
+class Slots:
     """At most ``most`` requests waiting for changes at once: long-polls and
     streams (``events``) alike; ``stopped`` once the server is stopping.
 

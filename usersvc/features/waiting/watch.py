@@ -11,7 +11,7 @@ one listener per app, however many wait. They listen from the first
 request that waits, so an app whose requests never wait starts no look
 for other processes' commits (SQLite's polling thread, PostgreSQL's
 listening connection). A ``Nudge`` ends one wait early (a stream asked to
-write at once, ``slots.Waiting``).
+write at once, ``slots.Slots``).
 
 A store that announces nothing (an embedder's own, without the
 capability) is still waited on: its waiting requests read the position
@@ -87,7 +87,7 @@ class Watch:
 
 class Nudge:
     """Ends one ``Watch.wait`` early once ``set``, until ``clear``: a stream
-    asked to write at once (``slots.Waiting``)."""
+    asked to write at once (``slots.Slots``)."""
 
     is_set = False
     watch: Watch | None = None          # the one it waits on, once it waits
