@@ -517,6 +517,56 @@ def test_sqlite_writes_from_threads_are_each_made_once_on_either_build(tmp_path,
         fast.install(True)
 
 
+# -- the idempotency feature's keyed write (usersvc.fast.idempotency): the
+# same answers and records on either build, on memory (no step made) and
+# SQLite, with and without records wrappers (metrics)
+
+KEYED = st.lists(st.tuples(
+    st.sampled_from(["POST", "PATCH"]), st.sampled_from(["k1", "k2", "k3"]),
+    st.sampled_from(NAMES), st.sampled_from(EMAILS), st.sampled_from([None, "1", "2"])),
+    min_size=1, max_size=8)
+
+
+def _keyed(url: str, speedups: bool, features: tuple[str, ...], requests) -> list:
+    """Each keyed request's status, headers and body, then the users, on a
+    new app of the build asked for."""
+    from webob import Request as Blank
+    app = make_app(url, speedups=speedups, features=features)
+    seen = []
+    try:
+        for method, key, name, email, version in requests:
+            path = "/users" if method == "POST" else "/users/1"
+            headers = {"Idempotency-Key": key, "Content-Type": "application/json"}
+            if version is not None:
+                headers["If-Match"] = f'"{version}"'
+            res = Blank.blank(path, method=method, headers=headers,
+                              body=json.dumps({"name": name, "email": email}).encode()
+                              ).get_response(app)
+            seen.append((res.status, sorted(res.headerlist), res.body))
+        seen.append(Blank.blank("/users").get_response(app).body)
+    finally:
+        app.close()
+    return seen
+
+
+@pytest.mark.parametrize("features", [("idempotency",), ("idempotency", "metrics")],
+                         ids=["alone", "wrapped"])
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+@settings(max_examples=15, deadline=None)
+@given(requests=KEYED)
+def test_a_keyed_write_answers_as_the_plain_one(store, features, requests):
+    try:
+        with tempfile.TemporaryDirectory() as where:
+            url = "memory://" if store == "memory" else f"sqlite:///{where}/"
+            fast_one = _keyed(url + ("" if store == "memory" else "f.db"), True, features,
+                              requests)
+            plain_one = _keyed(url + ("" if store == "memory" else "p.db"), False, features,
+                               requests)
+        assert fast_one == plain_one
+    finally:
+        fast.install(True)
+
+
 HELD = {
     "usersvc.representation.json_format:JSONFormat.decode": test_decode_is_the_json_decoders,
     "usersvc.representation.json_format:JSONFormat.render": test_render_is_the_encoders,
@@ -558,6 +608,7 @@ HELD = {
     "usersvc.fields:words": test_words_are_the_plain_ones,
     "usersvc.kinds.dates:_offset": test_an_offset_is_the_plain_reading,
     "usersvc.kinds.dates:now": test_now_is_the_plain_stamp_of_the_same_instant,
+    "usersvc.features.idempotency:KeyedWrite.__call__": test_a_keyed_write_answers_as_the_plain_one,
 }
 
 

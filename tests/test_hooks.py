@@ -149,17 +149,28 @@ def test_a_feature_joins_the_server_s_stop_through_app_stoppers(storage):
     plain.stop_waiting()
 
 
+#: A feature's fast path imports the feature it is swapped into; ``install``
+#: loads it only once an app has plugged that feature in (test_fast_paths).
+FEATURES_FAST_PATHS = {"usersvc.fast.idempotency": ["usersvc.features.idempotency"]}
+
+
 def test_no_module_outside_the_features_imports_one():
     """Not even for a deprecated alias (``usersvc.events`` and
     ``usersvc.changes``' ``Waiting`` were such, and made a circle): the
-    package finds a feature only by the name ``hooks.KNOWN`` gives it."""
+    package finds a feature only by the name ``hooks.KNOWN`` gives it. (A
+    feature's fast path imports its feature, and nothing imports it.)"""
     package = ROOT / "usersvc"
     outside = [".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
                for path in package.rglob("*.py") if "features" not in path.parts]
-    assert {module: sorted(name for name in _imported_by(module)
-                           if name.startswith("usersvc.features"))
-            for module in outside if any(name.startswith("usersvc.features")
-                                         for name in _imported_by(module))} == {}
+    importing = {module: sorted({name for name in _imported_by(module)
+                                 if name.startswith("usersvc.features")})
+                 for module in outside if any(name.startswith("usersvc.features")
+                                              for name in _imported_by(module))}
+    assert sorted(importing) == sorted(FEATURES_FAST_PATHS)
+    for module, names in importing.items():
+        assert all(name.startswith(tuple(FEATURES_FAST_PATHS[module])) for name in names), module
+    assert not [module for module in outside if any(
+        name in FEATURES_FAST_PATHS for name in _imported_by(module))]
 
 
 def test_a_feature_of_your_own_plugs_in_beside_the_defaults(storage, timing):

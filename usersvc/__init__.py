@@ -117,6 +117,7 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     storage = settings.storage
     if collections is None:
         collections = settings.collections
+    fast = None
     if settings.speedups or "usersvc.fast" in sys.modules:     # (else plain, as imported)
         from . import fast
         fast.install(settings.speedups)
@@ -129,6 +130,8 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
         plugged = app.plugged
         for feature in resolved(settings.features):
             plugged[name_of(feature)] = feature.plug(app, served, plugged)
+        if fast is not None:
+            fast.install(settings.speedups)     # (the features' own, their modules loaded now)
     except BaseException:
         app.close()
         raise

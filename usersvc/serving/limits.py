@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Any
 
 from waitress.channel import HTTPChannel
@@ -62,7 +61,6 @@ def _longest_value(kind: Any) -> int:
     return 6 + (EMAIL_MAX_LENGTH * 3 if isinstance(kind, Email) else longest * _ENCODED)
 
 
-@lru_cache(maxsize=None)
 def longest_query(schema: Schema) -> int:
     """The longest query string a page of ``schema`` takes within the
     documented limits: every parameter at once, each value its longest,

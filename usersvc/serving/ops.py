@@ -48,8 +48,8 @@ class RequestIds:
 
     def _start(self) -> None:
         self._pid = os.getpid()
-        # PERF: a C iterator of formatted ids, 0.2 µs each (an f-string: 0.6).
-        self._new = map((uuid.uuid4().hex[:16] + "%016x").__mod__, itertools.count(1)).__next__
+        self._prefix = uuid.uuid4().hex[:16]
+        self._count = itertools.count(1)        # (one ``next`` at a time: no lock)
 
     def __call__(self, req: Request) -> str:
         """The client's ``X-Request-ID`` if it is sane, else a new one."""
@@ -58,7 +58,7 @@ class RequestIds:
             return given
         if self._pid != os.getpid():    # forked (uWSGI forks without Python's fork hooks)
             self._start()
-        return self._new()
+        return f"{self._prefix}{next(self._count):016x}"
 
 
 def loggable_target(req: Request) -> str:

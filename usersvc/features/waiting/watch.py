@@ -46,9 +46,8 @@ class Watch:
         self._closed = False
 
     def notify(self) -> None:
-        """A change was committed (here, or announced): wake the waiters.
-        (PERF: a plain lock, taken as itself rather than through the
-        condition's Python methods, and no wake-up when no one waits.)"""
+        """A change was committed (here, or announced): wake the waiters,
+        if any wait (the condition's lock, taken as itself)."""
         with self._lock:
             self._notified += 1
             if self._waiting:
