@@ -18,7 +18,7 @@ import pytest
 from helpers import call, link_to, serve, stop
 
 from usersvc import make_app
-from usersvc.changes import FEED_RELATION
+from usersvc.listing import FEED_RELATION
 
 chromium.require()
 

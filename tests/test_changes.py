@@ -11,7 +11,7 @@ from helpers import link_to
 from webob import Request
 
 from usersvc import make_app
-from usersvc.changes import FEED_RELATION
+from usersvc.listing import FEED_RELATION
 from usersvc import USER
 from usersvc.storage import CommitsAnnounced
 from usersvc.storage.protocol import ChangeFeed

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from helpers import Served, call, link_to, shared_url
 
-from usersvc.changes import FEED_RELATION
+from usersvc.listing import FEED_RELATION
 
 
 storage = pytest.fixture(params=["sqlite", "postgres"], name="storage")(shared_url)

@@ -349,7 +349,7 @@ def test_a_route_matches_as_the_plain_one_on_the_paths_the_router_hands_it(templ
 
 
 def test_the_kept_sparse_module_is_the_imported_one():
-    fast_one, plain_one = _pair("usersvc.resources:_sparse")
+    fast_one, plain_one = _pair("usersvc.listing:_sparse")
     assert fast_one() is plain_one() is importlib.import_module("usersvc.sparse")
 @pytest.mark.parametrize("schema", [USER, THINGS], ids=["users", "things"])
 def test_known_parameters_are_the_plain_ones(schema):
@@ -599,7 +599,7 @@ HELD = {
         test_a_terms_value_is_json_dumps_of_the_search_terms,
     "usersvc.storage.sql.collection:SQLRecords.bound":
         test_sqlite_s_writer_answers_the_plain_commit_s_answers,
-    "usersvc.resources:_sparse": test_the_kept_sparse_module_is_the_imported_one,
+    "usersvc.listing:_sparse": test_the_kept_sparse_module_is_the_imported_one,
     "usersvc.routing:Route.match": test_a_route_matches_as_the_plain_one_on_the_paths_the_router_hands_it,
     "usersvc.listing:known_parameters": test_known_parameters_are_the_plain_ones,
     "usersvc.listing:_asking": test_asking_found_at_once_is_the_module_imported,

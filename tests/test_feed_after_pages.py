@@ -38,7 +38,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from usersvc import USER, make_app
-from usersvc.changes import FEED_RELATION
+from usersvc.listing import FEED_RELATION
 from usersvc.storage import open_store
 
 #: Every store whose statements a write can come between.

@@ -7,7 +7,7 @@ first, each once, in its latest state or as a tombstone, and a
 ``rel="next"`` link to follow. The next link names the last entry and the
 store's history; a place given by another history of the store is a 410
 (``_found``). Every page of the collection links here too
-(``FEED_RELATION``), at the position read before the page, so a client
+(``listing.FEED_RELATION``), at the position read before the page, so a client
 misses no change.
 
 The plain core answers at once. Waiting for changes (``wait=``, a
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import places
-from .listing import fields_named, parameters, whole_number
+from .listing import feed_url, fields_named, parameters, whole_number
 from .places import Place
 from .problems import Problem
 from .representation import DEFAULT, Format, Representations
@@ -33,19 +33,9 @@ from .schema import Schema
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 
-#: The relation type of a page's link to the feed: an extension relation
-#: type (RFC 8288 §2.1.2), a URI that names it and nothing else. A tag URI
-#: (RFC 4151) needs no registry and is never fetched.
-FEED_RELATION = "tag:usersvc.example,2026:changes"
 #: The problem type (RFC 9457 §3.1.1: a tag URI, never fetched) of a place
 #: in the feed another history of the store gave: drop what you hold.
 ANOTHER_HISTORY = "tag:usersvc.example,2026:another-history"
-
-
-def feed_url(req: Request, schema: Schema, after: str, limit: int | None = None) -> str:
-    """The feed's URL from the place ``after`` (``places``)."""
-    url = f"{req.base_url}/{schema.plural}/changes?after={after}"
-    return url if limit is None else f"{url}&limit={limit}"
 
 
 #: How ``Changes`` answers in a representation: ``answer(req, fmt, one,

@@ -1,9 +1,11 @@
 """What a collection's declaration may say, part by part: each function
 checks one part of a ``Schema`` being made and gives back what the schema
-keeps (``named``: what it indexes; ``declared_fields``, ``filtered_sorts_of``,
+keeps (``declared_fields``, ``indexed``, ``filtered_sorts_of``,
 ``migrations``), raising ``ValueError`` naming what cannot be declared;
-then what one stored version of a record is in Python (``record_type``),
-and how one is spoken of (``with_article``)."""
+then what the stores derive from it (``searched``, ``collated``), what one
+stored version of a record is in Python (``record_type``), and how one is
+spoken of (``with_article``). What each part means: docs/api.md,
+"Collections declared once"."""
 from __future__ import annotations
 
 import re
@@ -26,21 +28,26 @@ def is_name(name: Any) -> bool:
     return isinstance(name, str) and _NAME.fullmatch(name) is not None
 
 
-def record_type(name: str, names: tuple[str, ...], optional: Iterable[str]) -> type:
-    """A named tuple of ``names`` made by name only (``User(id=1, name=...,
+def record_type(schema: Any) -> type:
+    """One stored version of a record of ``schema``: a named tuple of ``id``,
+    the fields and ``version``, made by name only (``User(id=1, name=...,
     email=..., version=1)``; an optional field left out is ``None``), so that
     a field added to a schema never shifts another's value. The stores make
     theirs from rows in this order with ``_make``."""
-    base = namedtuple(name, names)      # type: ignore[misc]
-    absent = dict.fromkeys(optional)
+    name = schema.name.title().replace("_", "")
+    base = namedtuple(name, ("id", *schema.fields, "version"))      # type: ignore[misc]
+    absent = dict.fromkeys(schema.optional)
 
     def __new__(cls: type, **values: Any) -> Any:
         return base.__new__(cls, **{**absent, **values})
     return type(name, (base,), {"__slots__": (), "__new__": __new__})
 
 
-def declared_fields(name: str, plural: str, fields: Mapping[str, Field]) -> dict[str, Field]:
-    """A schema's names and its fields, checked."""
+def declared_fields(name: str, plural: str, fields: Mapping[str, Field], timestamps: bool
+                    ) -> tuple[dict[str, Field], frozenset[str]]:
+    """A schema's names and its fields, checked; with ``timestamps``, the
+    read-only ``created`` and ``updated`` after them, set by the store
+    (their kind is ``usersvc.kinds``': loaded for a schema that has them)."""
     for what, value in (("name", name), ("plural", plural)):
         if not is_name(value):
             raise ValueError(f"a schema's {what} must be lower case letters, digits "
@@ -55,7 +62,13 @@ def declared_fields(name: str, plural: str, fields: Mapping[str, Field]) -> dict
         if not isinstance(kind, Field):
             raise ValueError(f"{plural}.{field}: not a field kind (text(n), email, "
                              f"integer(minimum, maximum)... a Field): {kind!r}")
-    return dict(fields)
+    read_only = frozenset(("created", "updated") if timestamps else ())
+    if read_only & fields.keys():
+        raise ValueError(f"{plural}: timestamps are the fields created and updated")
+    if not timestamps:
+        return dict(fields), read_only
+    from .kinds.dates import stamp
+    return {**fields, **dict.fromkeys(sorted(read_only), stamp)}, read_only
 
 
 def named(schema: Any, what: str, given: Iterable[str], text_only: bool = False) -> tuple[str, ...]:
@@ -71,6 +84,42 @@ def named(schema: Any, what: str, given: Iterable[str], text_only: bool = False)
         if text_only and kind.type != "text" or what == "filters" and not kind.filterable:
             raise ValueError(f"{schema.plural}.{field}: {what} cannot be {kind!r}")
     return found
+
+
+def indexed(schema: Any, optional: Iterable[str], unique: Iterable[str],
+            filters: Iterable[str], sorts: Iterable[str], words: Iterable[str],
+            prefixes: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    """What ``schema`` indexes, each part checked (``named``), as it keeps
+    them: ``optional``, ``unique``, ``filters`` (every ref too: what a
+    delete looks up), ``sorts`` (``id`` first, the timestamps too),
+    ``words`` and ``prefixes``."""
+    optional, unique = named(schema, "optional", optional), named(schema, "unique", unique)
+    declared = named(schema, "filters", filters)
+    filters = declared + tuple(f for f, kind in schema.fields.items()
+                               if kind.refers_to and f not in declared)
+    sorts = ("id", *dict.fromkeys((*named(schema, "sorts", sorts), *sorted(schema.read_only))))
+    return (optional, unique, filters, sorts, named(schema, "words", words, text_only=True),
+            named(schema, "prefixes", prefixes, text_only=True))
+
+
+def searched(schema: Any) -> tuple[tuple[str, ...], dict[str, tuple[bool, bool]], bool]:
+    """What ``q`` searches: the prefix fields it finds in their collated
+    index (their kind's collated value is folded: an e-mail address), and
+    each other field with terms of its own, ``(by its words, by its whole
+    value)``; and whether it searches any (``searchable``)."""
+    by_key = tuple(f for f in schema.prefixes if schema.fields[f].collated_is_folded)
+    by_terms = {f: (f in schema.words, f in schema.prefixes) for f in dict.fromkeys(
+        (*schema.words, *schema.prefixes)) if f not in by_key}
+    return by_key, by_terms, bool(schema.words or schema.prefixes)
+
+
+def collated(schema: Any) -> tuple[str, ...]:
+    """The fields whose collated value the SQL stores keep too (not the
+    value, or a value kept as another: ``to_stored``): compared, ordered or
+    searched whole."""
+    kept = {*schema.unique, *schema.filters, *schema.sorts, *schema.prefixes}
+    return tuple(f for f, kind in schema.fields.items() if f in kept and (
+        type(kind).collate is not Field.collate or type(kind).to_stored is not Field.to_stored))
 
 
 def filtered_sorts_of(schema: Any, given: Mapping[str, Iterable[str] | str]

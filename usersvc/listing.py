@@ -1,4 +1,4 @@
-"""Listing: what a request for a page of a collection asks, and the way on.
+"""Listing: what a request for a page of a collection asks, its answer, and the way on.
 
 ``Listing.read(schema, query)`` turns ``GET /<plural>?...`` into the store's
 ``list`` arguments, or a 400 naming the parameter; what may be asked comes
@@ -10,6 +10,7 @@ in others the sort field's collated value and id, carried by an opaque ``cursor`
 filters (no secret), so an altered or replayed cursor is a 400.
 A filter's value and a condition (``field[op]=value``) are ``asking``'s,
 as is what no value in a query may hold (``q``'s too: ``asking.not_plain``).
+A record's query is read here too (``record_query``): ``fields=`` or nothing.
 """
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus
 
+from . import places
 from .problems import Problem
-from .request import Request
+from .request import Request, Response
 from .storage import MAX_ID, Position, position
 from .schema import Schema
 
@@ -39,6 +41,13 @@ _CHECK = 12                 # bytes of SHA-256 in a cursor
 MAX_CURSOR = 1200          # characters: a 200-character name, encoded, and more
 _BASE64URL = re.compile("[A-Za-z0-9_-]+")
 _DIGITS = re.compile("[0-9]+")
+#: The relation type of a page's link to the feed: an extension relation
+#: type (RFC 8288 §2.1.2), a URI that names it and nothing else. A tag URI
+#: (RFC 4151) needs no registry and is never fetched.
+FEED_RELATION = "tag:usersvc.example,2026:changes"
+# Cached answers must be revalidated (with the ETag) before each reuse,
+# so no client is ever shown a record that has since changed.
+REVALIDATE = ("Cache-Control", "no-cache")
 
 
 @dataclass
@@ -133,6 +142,62 @@ class Listing:
             at = "cursor=" + _write_cursor(position(self.schema, last, self.sort), self.context)
         return f"{kept}&{at}&limit={self.limit}" if kept else f"{at}&limit={self.limit}"
 
+    def answer(self, req: Request, fmt: Any, resource: Any) -> Response:
+        """The page asked of a ``Collection`` (``resource``), in ``fmt``, with
+        its links: the next page's when it is full, and the feed's."""
+        records, schema = resource.records, resource.schema
+        # The feed's position before the page is read: the changes after it
+        # are all the page may have missed (docs/api.md, "Changes").
+        feed = None
+        if resource.feed:
+            feed, page = records.position_and_list(**self.store_arguments())
+        else:
+            page = records.list(**self.store_arguments())
+        url = None
+        if len(page) == self.limit:   # a full page: there may be more (RFC 8288)
+            url = f"{req.base_url}/{schema.plural}?{self.next_query(page[-1])}"
+        if self.fields is not None:      # fields=: some of each record's (``sparse``)
+            fmt = _sparse().view(fmt, self.fields)
+        response, tag = fmt.answer_list(req, resource.representations, page, url, self.q)
+        links = [] if url is None else [f'<{url}>; rel="next"']
+        if feed is not None:
+            place = places.at(feed, records.history)     # (its history: no read)
+            links.append(f'<{feed_url(req, schema, place)}>; rel="{FEED_RELATION}"')
+        if links:       # one field, the links comma-separated (RFC 8288 §3)
+            response.headers.append(("Link", ", ".join(links)))
+        # RFC 7240: a count only when asked for, and said when given.
+        metadata = []
+        if req.prefers("count") == "exact":
+            total = records.count(**self.count_arguments())
+            metadata = [("Preference-Applied", "count=exact"), ("X-Total-Count", str(total))]
+        response = revalidated(req, response, tag, *metadata)
+        response.vary = "Accept, Prefer"
+        return response
+
+
+def revalidated(req: Request, response: Response, tag: str | None = None,
+                *metadata: tuple[str, str]) -> Response:
+    """A GET answer with no version of its own (a page, the service root)
+    gets a strong ETag made from its bytes (or the one given), and
+    ``Cache-Control: no-cache``; an ``If-None-Match`` naming that tag gets a
+    304 (RFC 9110 §13.1.2), which carries the ``metadata`` headers too, so
+    that a cache updates them (RFC 9111 §4.3.4)."""
+    if tag is None:
+        # SHA-256 (hardware-accelerated on most CPUs: the fastest of
+        # hashlib's here), cut to 96 bits.
+        tag = '"' + hashlib.sha256(response.body).hexdigest()[:24] + '"'
+    matcher = req.if_none_match()       # (weak comparison)
+    if matcher is not None and tag[1:-1] in matcher:
+        return Response(304, headers=[("ETag", tag), REVALIDATE, *metadata])
+    response.headers += [("ETag", tag), REVALIDATE, *metadata]
+    return response
+
+
+def feed_url(req: Request, schema: Schema, after: str, limit: int | None = None) -> str:
+    """The change feed's URL from the place ``after`` (``places``)."""
+    url = f"{req.base_url}/{schema.plural}/changes?after={after}"
+    return url if limit is None else f"{url}&limit={limit}"
+
 
 def quoted(text: str) -> str:
     """A name or value of a query, as ``urlencode`` writes it."""
@@ -185,6 +250,18 @@ def fields_named(schema: Schema, one: dict[str, str]) -> tuple[str, ...] | None:
     return tuple(f for f in schema.field_names if f in names)
 
 
+def record_query(req: Request, schema: Schema, fmt: Any = None) -> Any:
+    """What a record's request asks in its query (for a request with one:
+    without, nothing was asked): on a read, ``fields=``: ``fmt``'s view of
+    some fields (``sparse``), else ``fmt``; a write takes no parameter. Any
+    other is a 400 naming it, as on a page (a misspelt ``fields`` must not
+    answer with the whole record, nor a write's be passed over)."""
+    known = ["fields"] if req.method in ("GET", "HEAD") else []
+    one = parameters(req.parameters(), known, f"{req.method} /{schema.plural}/{{id}}")
+    names = fields_named(schema, one)
+    return fmt if names is None else _sparse().view(fmt, names)
+
+
 def whole_number(one: dict[str, str], name: str, default: int, low: int, high: int) -> int:
     if name not in one:
         return default
@@ -207,6 +284,13 @@ def _asking() -> Any:
     ``q``: pages asked by ``limit`` and ``after`` alone never load it."""
     from . import asking
     return asking
+
+
+def _sparse() -> Any:
+    """``sparse``, imported when a request first asks for ``fields=``: a
+    server whose clients never do never loads it."""
+    from . import sparse
+    return sparse
 
 
 def _sort(schema: Schema, value: str) -> tuple[str, bool]:

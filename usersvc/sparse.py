@@ -9,9 +9,9 @@ version 3, so ``If-Match`` with it on a write means what the whole
 record's tag means. A format may have none (``Format.sparse``: the pages'
 HTML shows whole records).
 
-The parameter is read with the others (``listing.fields_named``); the
-resources import this module when a request first asks for ``fields=``
-(``resources._sparse``): a server whose clients never do never loads it.
+The parameter is read with the others (``listing.fields_named``), and
+this module imported when a request first asks for ``fields=``
+(``listing._sparse``): a server whose clients never do never loads it.
 """
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ SPEEDUPS = (
     Speedup("usersvc.routing:Route.match", "usersvc.fast.routes:match",
             "/users/7's id read, the first two segments not compared again: 1,240 "
             "instructions of a GET of one user (3%)"),
-    Speedup("usersvc.resources:_sparse", "usersvc.fast.imports:sparse",
+    Speedup("usersvc.listing:_sparse", "usersvc.fast.imports:sparse",
             "sparse, imported by the first request with fields=, found at once after: "
             "an import statement in the function cost such a request 3,000 to 6,000 "
             "instructions each time"),

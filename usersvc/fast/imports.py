@@ -11,5 +11,5 @@ from functools import lru_cache
 
 from . import plain
 
-#: ``resources._sparse``: the ``sparse`` module.
-sparse = lru_cache(maxsize=None)(plain("usersvc.resources:_sparse"))
+#: ``listing._sparse``: the ``sparse`` module.
+sparse = lru_cache(maxsize=None)(plain("usersvc.listing:_sparse"))

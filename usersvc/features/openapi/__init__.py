@@ -16,9 +16,9 @@ import json
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
+from ...listing import revalidated
 from ...representation import Format, JSON, JSON_TYPE, Offers, XML
 from ...request import Request, Response
-from ...resources import revalidated
 from .document import OPENAPI_PATH, openapi
 
 __all__ = ["OPENAPI_PATH", "OpenAPIDocument", "ServiceRoot", "openapi"]

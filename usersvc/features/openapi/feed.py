@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...changes import DEFAULT_LIMIT, FEED_RELATION, MAX_LIMIT
+from ...changes import DEFAULT_LIMIT, MAX_LIMIT
+from ...listing import FEED_RELATION
 from ...storage import MAX_ID
 from ...schema import Schema
 from .asked import fields_parameter

@@ -23,11 +23,10 @@ from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...listing import MAX_Q
+from ...listing import MAX_Q, revalidated
 from ...problems import Problem
 from ...representation import Format, JSON, XML
 from ...request import Request, Response
-from ...resources import revalidated
 from ...schema import Schema
 from .finding import find_section
 from .inputs import OFFERED, Html, Offered, fill, inputs
