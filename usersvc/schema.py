@@ -65,7 +65,7 @@ class Schema:
         if self.read_only & self.fields.keys():
             raise ValueError(f"{plural}: timestamps are the fields created and updated")
         if timestamps:      # (their kind: usersvc.kinds, loaded for a schema that has them)
-            from .kinds.dates import stamp
+            from .kinds.stamp import stamp
             self.fields.update(dict.fromkeys(sorted(self.read_only), stamp))
         self.field_names = ("id", *self.fields)
         # What is indexed, each part checked (``declaration.named``): every ref
