@@ -150,16 +150,12 @@ class Text(Folded):
         return text_schema(self.max_length, in_xml)
 
 
-#: A kind with parameters, by the name a declaration uses: ``text(200)``.
-text = Text
-
 # The "valid e-mail address" of the WHATWG HTML standard, §4.10.5.1.5
 # (<input type=email>): deliberately simpler than RFC 5322, and ASCII only.
 _EMAIL = re.compile(
     r"[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+"
     r"@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
-    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
-)
+    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*")
 EMAIL_MAX_LENGTH = 254
 
 
@@ -186,8 +182,9 @@ class Email(Folded):
         return email_schema(_EMAIL.pattern, EMAIL_MAX_LENGTH, in_xml)
 
 
-#: An e-mail address (a kind with no parameters: ``{"email": email}``).
-email = Email()
+#: The names a declaration uses: ``text(200)``, a kind with parameters; and
+#: ``email``, one with none (``{"email": email}``).
+text, email = Text, Email()
 
 # -- search: how ``q`` reads text, through Unicode's decompositions
 # (``usersvc.fast.search`` reads ASCII text, most names, by a table) ----------
