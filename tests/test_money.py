@@ -18,7 +18,7 @@ from webob import Request
 
 from usersvc import Schema, make_app, text
 from usersvc.fields import Field, FieldError
-from usersvc.kinds import kind_of
+from usersvc.storage.stored import kind_of
 
 sys.path.insert(0, str(ROOT / "examples"))
 from money import PRODUCTS, Money  # noqa: E402

@@ -67,7 +67,7 @@ def declared_fields(name: str, plural: str, fields: Mapping[str, Field], timesta
         raise ValueError(f"{plural}: timestamps are the fields created and updated")
     if not timestamps:
         return dict(fields), read_only
-    from .kinds.dates import stamp
+    from .kinds.stamp import stamp
     return {**fields, **dict.fromkeys(sorted(read_only), stamp)}, read_only
 
 

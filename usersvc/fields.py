@@ -1,10 +1,8 @@
 """What a kind of field is (``Field``), and the kinds users have: ``text(n)``
-and ``email`` (every other is a class in ``usersvc.kinds``, an embedder's
-a subclass too). Each rule tests the value most requests send first: a
-valid value costs one test; only a failing one is looked at again. Then
-how ``q`` reads a text field: folded (``fold``), by its words (``words``),
-the terms a store indexes (``search_terms``).
-"""
+and ``email`` (every other is a class in ``usersvc.kinds``). Each rule tests
+the value most requests send first: a valid value costs one test; only a
+failing one is looked at again. Then how ``q`` reads a text field: folded
+(``fold``), by its words (``words``), the terms a store indexes (``search_terms``)."""
 from __future__ import annotations
 
 import re
@@ -13,9 +11,6 @@ from typing import Any
 
 #: The largest integer any store keeps: SQLite's (and PostgreSQL's bigint).
 MAX_INTEGER = 2**63 - 1
-#: A whole number as XML writes one (longer is none, and costly to convert):
-#: an ``integer``'s, and a record's id in an XML document.
-XML_INTEGER = re.compile(r"-?[0-9]{1,20}")
 
 
 class FieldError(ValueError):
@@ -35,19 +30,21 @@ def as_text(value: Any) -> str:
     return value.strip()
 
 
-COLUMN_TYPES = {"text": {"sqlite": "TEXT", "postgres": "text"},       # per SQL dialect
-                "integer": {"sqlite": "INTEGER", "postgres": "bigint"}}
+#: The SQL column that keeps each ``Field.type``, per dialect (any other: text's).
+COLUMN_TYPES = {"text": {"sqlite": "TEXT", "postgres": "text"},
+                "integer": {"sqlite": "INTEGER", "postgres": "bigint"},
+                "ref": {"sqlite": "INTEGER", "postgres": "bigint"},
+                "number": {"sqlite": "REAL", "postgres": "double precision"},
+                "boolean": {"sqlite": "INTEGER", "postgres": "boolean"}}
 
 
 class Field:
-    """A kind of field: how a value is checked (``__call__``), read and
-    written as text (XML, queries, pages), kept in a SQL column and read
-    back, compared and ordered by the stores, described in OpenAPI and
-    asked for in a page: each method and attribute below. Every subclass
-    joins ``kinds``, by its name as ``repr`` writes it."""
+    """A kind of field: each method and attribute below says one thing a
+    store, a format, a page or the OpenAPI document asks of its values
+    (docs/architecture.md, "Where to add things", says them all)."""
 
-    #: Every kind, by name ("text", "boolean", an embedder's "money"):
-    #: a subclass joins when it is defined (``kinds.kind_of`` reads it).
+    #: Every kind, by name ("text", "boolean", an embedder's "money"): a
+    #: subclass joins when it is defined (``storage.stored.kind_of`` reads it).
     kinds: dict[str, type[Field]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -65,17 +62,16 @@ class Field:
     collated_is_folded = False      # its collated value is its search term (``fold``)
     options: tuple[str, ...] = ()
     refers_to: str | None = None    # a ``ref``'s collection (``storage.references``)
+    arguments: tuple[Any, ...] = ()     # what a declaration writes in its (): ``text(200)``
+    schema: dict[str, Any]          # the JSON Schema ``describe`` gives, where it is one
 
-    def __call__(self, value: Any) -> Any:
-        """A value as sent (JSON's, or ``from_xml``'s), cleaned; else ``FieldError``."""
+    def __call__(self, value: Any) -> Any:      # a value as sent, clean; else FieldError
         raise NotImplementedError
 
-    def from_xml(self, text: str) -> Any:
-        """The value an XML element's text stands for, for ``__call__``: trimmed."""
+    def from_xml(self, text: str) -> Any:       # an XML element's, for __call__: trimmed
         return text.strip()
 
-    def from_query(self, text: str) -> Any:
-        """A filter's value in a query string (as XML writes it), checked."""
+    def from_query(self, text: str) -> Any:     # a filter's, written as XML writes it
         return self(self.from_xml(text))
 
     def to_text(self, value: Any) -> str:       # as XML and the pages write it
@@ -84,39 +80,31 @@ class Field:
     def input_value(self, value: Any) -> str:   # as a page's input holds it
         return self.to_text(value)
 
-    def to_stored(self, value: Any) -> Any:
-        """A clean value (``__call__``'s), as a SQL column keeps it; called
-        once for each value a SQL store writes (never ``None``)."""
+    def to_stored(self, value: Any) -> Any:     # a clean value (never None) as SQL keeps it
         return value
 
-    def from_stored(self, value: Any) -> Any:
-        """A SQL column's value (``to_stored``'s, or an earlier release's),
-        as the clean value it keeps; called once for each value read."""
+    def from_stored(self, value: Any) -> Any:   # a SQL column's (an earlier release's too)
         return value
 
-    def collate(self, value: Any) -> Any:
-        """How the stores compare and order a value (unique, filters, sorts)."""
+    def collate(self, value: Any) -> Any:       # as the stores compare and order it
         return value
 
-    def is_collated(self, value: Any) -> bool:
-        """Whether ``value`` (a cursor's, which a client could have written) is
-        one ``collate`` could give."""
+    def is_collated(self, value: Any) -> bool:  # a cursor's value (a client's): collate's?
         return type(value) is str and not UNENCODABLE.search(value) and "\x00" not in value
 
-    def column_type(self, dialect: str) -> str:
-        """The column that keeps it in a SQL ``dialect`` (``sqlite``, ``postgres``)."""
-        return COLUMN_TYPES.get(self.type, COLUMN_TYPES["text"])[dialect]   # text: any other
+    def column_type(self, dialect: str) -> str:     # in "sqlite" or "postgres"
+        return COLUMN_TYPES.get(self.type, COLUMN_TYPES["text"])[dialect]
 
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        """The JSON Schema of a value a request may send."""
-        raise NotImplementedError
+    def describe(self, in_xml: bool = False) -> dict[str, Any]:     # a request's JSON Schema
+        return dict(self.schema)
 
-    def describe_stored(self) -> dict[str, Any]:
-        """The JSON Schema of a value the service sends."""
+    def describe_stored(self) -> dict[str, Any]:    # the JSON Schema of what it sends
         return self.describe()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__.lower()}"
+        """As a declaration names it (``text(200)``, ``boolean``): ``kinds``' key."""
+        name = type(self).__name__.lower()
+        return f"{name}({', '.join(map(repr, self.arguments))})" if self.arguments else name
 
 
 class Folded(Field):
@@ -143,7 +131,7 @@ class Text(Folded):
     def __init__(self, max_length: int) -> None:
         if not 1 <= max_length:
             raise ValueError("text(n) needs n of at least 1")
-        self.max_length = max_length
+        self.max_length, self.arguments = max_length, (max_length,)
 
     def __call__(self, value: Any) -> str:
         trimmed = as_text(value)
@@ -161,23 +149,13 @@ class Text(Folded):
         from .patterns import text_schema       # the OpenAPI document's, loaded when it is made
         return text_schema(self.max_length, in_xml)
 
-    def __repr__(self) -> str:
-        return f"text({self.max_length})"
-
-
-#: A kind with parameters, by the name a declaration uses: ``text(200)``.
-text = Text
-
-
-# -- the e-mail address ------------------------------------------------------
 
 # The "valid e-mail address" of the WHATWG HTML standard, §4.10.5.1.5
 # (<input type=email>): deliberately simpler than RFC 5322, and ASCII only.
 _EMAIL = re.compile(
     r"[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+"
     r"@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
-    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
-)
+    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*")
 EMAIL_MAX_LENGTH = 254
 
 
@@ -204,15 +182,12 @@ class Email(Folded):
         return email_schema(_EMAIL.pattern, EMAIL_MAX_LENGTH, in_xml)
 
 
-#: An e-mail address (a kind with no parameters: ``{"email": email}``).
-email = Email()
+#: The names a declaration uses: ``text(200)``, a kind with parameters; and
+#: ``email``, one with none (``{"email": email}``).
+text, email = Text, Email()
 
-
-# -- search ----------------------------------------------------------------
-# How ``q`` reads text: folded, split into words, and the terms a store
-# indexes for one field's value, each matched as a prefix. These read every
-# text through Unicode's decompositions; ``usersvc.fast.search`` reads ASCII
-# text (most names) by a table.
+# -- search: how ``q`` reads text, through Unicode's decompositions
+# (``usersvc.fast.search`` reads ASCII text, most names, by a table) ----------
 
 #: The folding's version: a SQL store whose search terms were folded with
 #: another indexes them again, once, at open (``evolution``).
@@ -225,10 +200,9 @@ _WHOLE = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "æ": "ae", "œ": "oe",
 
 def fold(text: str) -> str:
     """``text`` as ``q`` compares it: case-folded, its marks removed after
-    NFKD (``é`` is ``e``, ``ß`` ``ss``, ``ﬁ`` ``fi``), and the letters NFKD
-    leaves whole mapped (``ø`` ``o``, ``ł`` ``l``, ``đ`` ``d``, ``æ``
-    ``ae``, ``œ`` ``oe``; ``ð þ ħ ı ŧ ŋ ĸ`` too). NFKD again after
-    case-folding: folding can make a letter that decomposes."""
+    NFKD (``é`` is ``e``, ``ß`` ``ss``, ``ﬁ`` ``fi``), the letters NFKD
+    leaves whole mapped (``ø`` ``o``). NFKD again after case-folding:
+    folding can make a letter that decomposes."""
     decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
     return "".join(c for c in decomposed if unicodedata.category(c) != "Mn").translate(_WHOLE)
 
@@ -245,14 +219,12 @@ def _separator(m: re.Match[str]) -> str:
 
 def words(value: str) -> list[str]:
     """The folded words of ``value``: split at anything that is not a
-    letter, a digit or a mark (``"Ada Lovelace-Byron"`` is ``ada``,
-    ``lovelace``, ``byron``; ``"Émile Zoła"`` ``emile``, ``zola``)."""
+    letter, a digit or a mark (``"Émile Zoła-Byron"``: ``emile``, ``zola``, ``byron``)."""
     return _NOT_WORD.sub(_separator, fold(value)).split()
 
 
 def search_terms(value: str, by_words: bool, whole: bool) -> list[str]:
-    """What ``q`` is matched against in one field's value, each as a
-    prefix: its words (a ``words`` field) and the whole of it (a
-    ``prefixes`` field), folded."""
+    """What ``q`` is matched against in one field's value, each as a prefix,
+    folded: its words (a ``words`` field) and the whole of it (``prefixes``)."""
     found = words(value) if by_words else []
     return [*found, fold(value)] if whole else found

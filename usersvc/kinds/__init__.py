@@ -2,9 +2,7 @@
 and how to write one, is ``fields.Field``. Here, one class each, the small
 ones: ``integer`` and ``number``; ``choice`` and ``boolean``, a value out
 of a few; ``url`` and ``ref``, what names something elsewhere. The dates,
-``date`` and ``datetime`` (and the timestamps' ``stamp``), are ``dates``'.
-Every kind, an embedder's too, is in ``Field.kinds`` once its class is
-defined, where ``kind_of`` finds the kind a stored declaration names.
+``date`` and ``datetime``, are ``dates``'; the timestamps' ``stamp``, ``stamp``'s.
 
 The core imports this package only for a collection that declares one of
 its kinds (``usersvc.integer`` and the others are imported when first
@@ -13,13 +11,12 @@ serving users alone never loads it.
 """
 from __future__ import annotations
 
-import ast
 import math
 import re
 from typing import Any
 
 from ..declaration import is_name
-from ..fields import _NOT_PLAIN, MAX_INTEGER, XML_INTEGER, Field, FieldError
+from ..fields import _NOT_PLAIN, MAX_INTEGER, Field, FieldError
 from .dates import date, datetime
 
 # -- integer(minimum, maximum): a whole number within bounds -----------------
@@ -39,8 +36,8 @@ class Integer(Field):
         if not -MAX_INTEGER <= minimum <= maximum <= MAX_INTEGER:
             raise ValueError(f"integer(minimum, maximum) needs -2**63 < minimum <= "
                              f"maximum < 2**63, not {minimum}, {maximum}")
-        self.minimum = minimum
-        self.maximum = maximum
+        self.minimum, self.maximum = self.arguments = minimum, maximum
+        self.schema = {"type": "integer", "minimum": minimum, "maximum": maximum}
         self.input_attributes = f' min="{minimum}" max="{maximum}"'   # the browser checks them too
 
     def __call__(self, value: Any) -> int:
@@ -51,29 +48,16 @@ class Integer(Field):
         raise FieldError(f"must be from {self.minimum} to {self.maximum}")
 
     def from_xml(self, text: str) -> Any:
-        stripped = text.strip()     # its trimmed decimal text (20 digits at most: no longer int)
-        if XML_INTEGER.fullmatch(stripped):
-            return int(stripped)
-        if _DIGITS.fullmatch(stripped):     # longer: a whole number all the same
-            negative, digits = stripped.startswith("-"), stripped.lstrip("-").lstrip("0")
-            if len(digits) <= 20:           # (zeros before it)
-                return -int(digits or "0") if negative else int(digits or "0")
-            # Past every bound (never made an int: costly): out of range, as __call__ says.
+        stripped = text.strip()     # its trimmed decimal text, zeros before it left out
+        if not _DIGITS.fullmatch(stripped):
+            return text
+        digits, negative = stripped.lstrip("-").lstrip("0") or "0", stripped[0] == "-"
+        if len(digits) > 20:    # past every bound (never made an int: costly): out of range
             return self.minimum - 1 if negative else self.maximum + 1
-        return text
-
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return {"type": "integer", "minimum": self.minimum, "maximum": self.maximum}
-
-    def __repr__(self) -> str:
-        return f"integer({self.minimum}, {self.maximum})"
+        return -int(digits) if negative else int(digits)
 
     def is_collated(self, value: Any) -> bool:
         return type(value) is int and -MAX_INTEGER <= value <= MAX_INTEGER
-
-
-#: The name a declaration uses: ``integer(0, 9999)``.
-integer = Integer
 
 
 # -- number(minimum, maximum): a finite number within bounds -----------------
@@ -96,7 +80,6 @@ class Number(Field):
     type = "number"
     ordered = True
     input_type = "number"
-    input_attributes = ' step="any"'
     filterable = False
 
     def __init__(self, minimum: float, maximum: float) -> None:
@@ -104,6 +87,8 @@ class Number(Field):
             raise ValueError(f"number(minimum, maximum) needs finite bounds, minimum <= "
                              f"maximum, not {minimum}, {maximum}")
         self.minimum, self.maximum = shortest(float(minimum)), shortest(float(maximum))
+        self.arguments = (self.minimum, self.maximum)
+        self.schema = {"type": "number", "minimum": self.minimum, "maximum": self.maximum}
         self.input_attributes = f' step="any" min="{self.minimum!r}" max="{self.maximum!r}"'
 
     def __call__(self, value: Any) -> int | float:
@@ -114,8 +99,8 @@ class Number(Field):
         raise FieldError(f"must be a number from {self.minimum!r} to {self.maximum!r}")
 
     def from_xml(self, text: str) -> Any:
-        stripped = text.strip()
-        return float(stripped) if len(stripped) <= 100 and _JSON_NUMBER.fullmatch(stripped) else text
+        number = text.strip()
+        return float(number) if len(number) <= 100 and _JSON_NUMBER.fullmatch(number) else text
 
     def from_stored(self, value: Any) -> int | float:
         return shortest(float(value))
@@ -126,30 +111,12 @@ class Number(Field):
     def is_collated(self, value: Any) -> bool:
         return type(value) in (int, float) and self.minimum <= value <= self.maximum
 
-    def column_type(self, dialect: str) -> str:
-        return "double precision" if dialect == "postgres" else "REAL"
 
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return {"type": "number", "minimum": self.minimum, "maximum": self.maximum}
-
-    def __repr__(self) -> str:
-        return f"number({self.minimum!r}, {self.maximum!r})"
-
-
-#: The name a declaration uses: ``number(0, 1000)``.
-number = Number
-
-
-# -- a value out of a few: choice(a, b, ...), one of the strings listed;
-#    boolean, true or false ----------------------------------------------------
-
-_TRUTH = {"true": True, "false": False, "1": True, "0": False}
-
+# -- a value out of a few: choice(a, b, ...), one of the strings listed; boolean --
 
 class Choice(Field):
-    """One of the strings listed, exactly (in XML, the element's text
-    trimmed); ordered as listed, not alphabetically. A page asks with a
-    ``<select>``."""
+    """One of the strings listed, exactly (in XML, the element's text trimmed);
+    ordered as listed, not alphabetically. A page asks with a ``<select>``."""
 
     type = "choice"
     collated_type = "integer"        # its place in the list
@@ -161,7 +128,8 @@ class Choice(Field):
                 for o in options):
             raise ValueError(f"choice(...) needs one or more distinct, non-empty strings "
                              f"without surrounding spaces or control characters: {options!r}")
-        self.options = options
+        self.options = self.arguments = options
+        self.schema = {"type": "string", "enum": list(options)}
         self._places = {option: place for place, option in enumerate(options)}
 
     def __call__(self, value: Any) -> str:
@@ -175,16 +143,6 @@ class Choice(Field):
     def is_collated(self, value: Any) -> bool:
         return type(value) is int and 0 <= value < len(self.options)
 
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return {"type": "string", "enum": list(self.options)}
-
-    def __repr__(self) -> str:
-        return f"choice({', '.join(map(repr, self.options))})"
-
-
-#: The name a declaration uses: ``choice("low", "normal", "high")``.
-choice = Choice
-
 
 class Boolean(Field):
     """True or false: in JSON ``true`` or ``false`` only; in XML and a query
@@ -193,6 +151,7 @@ class Boolean(Field):
 
     type = "boolean"
     input_type = "checkbox"
+    schema = {"type": "boolean"}
 
     def __call__(self, value: Any) -> bool:
         if type(value) is bool:
@@ -200,7 +159,7 @@ class Boolean(Field):
         raise FieldError("must be true or false")
 
     def from_xml(self, text: str) -> Any:
-        return _TRUTH.get(text.strip(), text)
+        return {"true": True, "false": False, "1": True, "0": False}.get(text.strip(), text)
 
     def to_text(self, value: Any) -> str:
         return "true" if value else "false"
@@ -211,19 +170,8 @@ class Boolean(Field):
     def is_collated(self, value: Any) -> bool:
         return type(value) is bool
 
-    def column_type(self, dialect: str) -> str:
-        return "boolean" if dialect == "postgres" else "INTEGER"
 
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return {"type": "boolean"}
-
-
-#: True or false (a kind with no parameters: ``{"done": boolean}``).
-boolean = Boolean()
-
-
-# -- what names something elsewhere: url, an absolute http or https URL;
-#    ref("plural"), the id of a record of another collection of the store ------
+# -- what names something elsewhere: url; ref("plural"), a record of another collection's id
 
 MAX_URL = 2048
 # A scheme, an authority (user, host, port) and the rest: nothing blank, no
@@ -232,6 +180,7 @@ _NOT = "\x00-\x20\x7f-\x9f\ud800-\udfff\ufffe\uffff"
 _URL = re.compile(f"[Hh][Tt][Tt][Pp][Ss]?://(?:[^{_NOT}/?#@]*@)?"
                   f"(?:\\[[0-9A-Fa-f:.]+\\]|[^{_NOT}/?#@:\\[\\]]+)(?::[0-9]*)?"
                   f"(?:[/?#][^{_NOT}]*)?")
+_ID = re.compile(r"[0-9]{1,19}")      # a ref's (longer is no id: checked before int())
 
 
 class Url(Field):
@@ -242,6 +191,8 @@ class Url(Field):
     type = "url"
     input_type = "url"
     noun = "URL"
+    schema = {"type": "string", "format": "uri", "maxLength": MAX_URL,
+              "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+\\S*$"}
 
     def __call__(self, value: Any) -> str:
         if type(value) is str and len(value) <= MAX_URL and _URL.fullmatch(value):
@@ -249,17 +200,6 @@ class Url(Field):
         if type(value) is str and len(value) > MAX_URL:
             raise FieldError(f"must be at most {MAX_URL} characters long")
         raise FieldError("must be an absolute http or https URL")
-
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return {"type": "string", "format": "uri", "maxLength": MAX_URL,
-                "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+\\S*$"}
-
-
-#: An absolute http or https URL (a kind with no parameters: ``{"link": url}``).
-url = Url()
-
-
-_ID = re.compile(r"[0-9]{1,19}")      # (longer is no id: checked before int())
 
 
 class Ref(Field):
@@ -274,7 +214,9 @@ class Ref(Field):
     def __init__(self, plural: str) -> None:
         if not is_name(plural):
             raise ValueError(f"ref(plural) names a collection: {plural!r}")
-        self.refers_to = plural
+        self.refers_to, self.arguments = plural, (plural,)
+        self.schema = {"type": "integer", "minimum": 1, "maximum": MAX_INTEGER,
+                       "description": f"The id of one of the {plural}."}
 
     def __call__(self, value: Any) -> int:
         if type(value) is int and 0 < value <= MAX_INTEGER:
@@ -288,40 +230,11 @@ class Ref(Field):
     def is_collated(self, value: Any) -> bool:
         return type(value) is int and 0 < value <= MAX_INTEGER
 
-    def column_type(self, dialect: str) -> str:
-        return "bigint" if dialect == "postgres" else "INTEGER"
 
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return {"type": "integer", "minimum": 1, "maximum": MAX_INTEGER,
-                "description": f"The id of one of the {self.refers_to}."}
-
-    def __repr__(self) -> str:
-        return f"ref({self.refers_to!r})"
-
-
-#: The name a declaration uses: ``ref("users")``.
-ref = Ref
-
-
-# -- the kind a stored declaration names -------------------------------------
-
-def kind_of(rule: str) -> Any:
-    """The kind a stored declaration's rule (a kind's ``repr``) names:
-    ``text(200)``, ``boolean``, ``choice('low', 'high')``, an embedder's
-    ``money`` (``Field.kinds``: its module imported); ``ValueError`` for
-    another."""
-    name, _, arguments = rule.partition("(")
-    made = Field.kinds.get(name)
-    try:
-        if made is not None:
-            kind = made(*ast.literal_eval(f"({arguments[:-1]},)")) if arguments else made()
-            if repr(kind) == rule:
-                return kind
-    except (SyntaxError, ValueError, TypeError):
-        pass
-    raise ValueError(f"a stored field's kind that usersvc does not know: {rule} (a kind of "
-                     "your own: import the module that defines it first, as usersvc copy --kinds "
-                     "MODULE does)")
-
+#: The names a declaration uses: ``integer(0, 9999)``, ``number(0, 1000)``,
+#: ``choice("low", "normal", "high")``, ``ref("users")``; and the kinds with
+#: no parameters, one value each: ``{"done": boolean, "link": url}``.
+integer, number, choice, ref = Integer, Number, Choice, Ref
+boolean, url = Boolean(), Url()
 
 __all__ = ["boolean", "choice", "date", "datetime", "integer", "number", "ref", "url"]

@@ -1,4 +1,6 @@
-"""``date`` and ``datetime``: a calendar date, and an instant (RFC 3339)."""
+"""``date`` and ``datetime``: a calendar date, and an instant (RFC 3339);
+and ``now``, this instant as the store writes a timestamp (``created``,
+``updated``: their kind is ``kinds.stamp``'s)."""
 from __future__ import annotations
 
 import re
@@ -8,17 +10,13 @@ from typing import Any
 
 from ..fields import Field, FieldError
 
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")    # RFC 3339's full-date
 # RFC 3339 §5.6's date-time, with at most 6 fraction digits (a microsecond).
 _DATETIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}"
                        r"(?:\.([0-9]+))?(?:[Zz]|([+-][0-9]{2}:[0-9]{2}))")
-# A stamp as the store writes it: UTC, milliseconds.
-_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
-# What a date-time must be, and an example; a query's has its + written
-# %2B, as a URL must carry it (a bare + in a query is a space).
-_SHAPE = "must be a date and time with an offset (RFC 3339): 2026-11-25T20:57:01Z or "
-_SAID, _SAID_IN_URL = _SHAPE + "2026-11-25T21:57:01+01:00", _SHAPE + "2026-11-25T21:57:01%2B01:00"
-_EPOCH = Instant(1970, 1, 1, tzinfo=timezone.utc)
+_SAID = ("must be a date and time with an offset (RFC 3339): 2026-11-25T20:57:01Z or "
+         "2026-11-25T21:57:01+01:00")
+_EPOCH = Instant(1970, 1, 1, tzinfo=timezone.utc)   # a datetime's collated value counts from it
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -29,6 +27,7 @@ class Date(Field):
     type = "date"
     ordered = True
     input_type = "date"
+    schema = {"type": "string", "format": "date"}
 
     def __call__(self, value: Any) -> str:
         if type(value) is str and _DATE.fullmatch(value):
@@ -41,9 +40,6 @@ class Date(Field):
 
     def is_collated(self, value: Any) -> bool:
         return type(value) is str and _DATE.fullmatch(value) is not None
-
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return {"type": "string", "format": "date"}
 
 
 class DateTime(Field):
@@ -59,35 +55,31 @@ class DateTime(Field):
     input_hint = "in UTC"
     filterable = False
     collated_type = "integer"            # microseconds since 1970 (before it: below zero)
+    schema = {"type": "string", "format": "date-time"}
 
     def __call__(self, value: Any) -> str:
         m = _DATETIME.fullmatch(value) if type(value) is str else None
         if m is None:
             raise FieldError(_SAID)
-        fraction, offset = m[1], m[2]
-        if fraction is not None:
-            if len(fraction) > 6:
-                raise FieldError("must have at most 6 digits after the seconds")
-            fraction = fraction.rstrip("0")
+        if m[1] is not None and len(m[1]) > 6:
+            raise FieldError("must have at most 6 digits after the seconds")
         try:    # the regex checked its shape; fromisoformat, that the time exists
             at = Instant.fromisoformat(value[:19])
-            if offset is not None:      # naive arithmetic: the time as written, less its offset
-                at -= _offset(offset)
+            if m[2] is not None:    # naive arithmetic: the time as written, less its offset
+                at -= _offset(m[2])
         except (ValueError, OverflowError):
             raise FieldError("must be a date and time that exists, in UTC from year 1 "
                              "to 9999") from None
-        written = at.isoformat()        # (whole seconds: the fraction is the text's)
-        return f"{written}.{fraction}Z" if fraction else f"{written}Z"
+        fraction = (m[1] or "").rstrip("0")     # (whole seconds from isoformat: the text's)
+        return f"{at.isoformat()}.{fraction}Z" if fraction else f"{at.isoformat()}Z"
 
     def from_query(self, text: str) -> Any:
         """As ``Field.from_query``, but a refusal's example is written as a
-        URL carries it (``%2B01:00``), to work pasted into one."""
+        URL carries it (``%2B01:00``: a bare + in a query is a space)."""
         try:
             return super().from_query(text)
         except FieldError as e:
-            if str(e) == _SAID:
-                raise FieldError(_SAID_IN_URL) from None
-            raise
+            raise FieldError(str(e).replace("+", "%2B")) from None
 
     def input_value(self, value: Any) -> str:
         return value[:-1]       # datetime-local has no offset: the page shows UTC
@@ -97,9 +89,6 @@ class DateTime(Field):
 
     def is_collated(self, value: Any) -> bool:
         return type(value) is int and -2**62 < value < 2**62
-
-    def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        return {"type": "string", "format": "date-time"}
 
 
 #: A calendar date, and an instant (kinds with no parameters: ``{"due": date}``).
@@ -114,36 +103,8 @@ def _offset(offset: str) -> timedelta:
     return timedelta(hours=hours, minutes=minutes) * (1 if offset[0] == "+" else -1)
 
 
-class Stamp(DateTime):
-    """When the store wrote a record (``created``, ``updated``): in UTC with
-    three fraction digits (``2026-11-25T20:57:01.120Z``), ordered as
-    written (every instant's text is as long: it orders as the instant)."""
-
-    collate = Field.collate         # type: ignore[assignment]
-    collated_type = "text"
-
-    def is_collated(self, value: Any) -> bool:
-        return type(value) is str and _STAMP.fullmatch(value) is not None
-
-    def __call__(self, value: Any) -> str:
-        """A value a client sent back: the same instant, written as a stamp
-        (an instant with more precision than a millisecond is none)."""
-        instant = super().__call__(value)
-        seconds, _, fraction = instant[:-1].partition(".")
-        if len(fraction) > 3:
-            raise FieldError("must be a time the service wrote (milliseconds)")
-        return f"{seconds}.{fraction:0<3}Z"
-
-    def __repr__(self) -> str:
-        return "stamp"
-
-
 def now() -> str:
     """This instant, as a stamp: UTC, to the millisecond."""
     ns = time.time_ns()
     second = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 1_000_000_000))
     return f"{second}.{ns // 1_000_000 % 1000:03d}Z"
-
-
-#: ``created`` and ``updated`` (``Schema(..., timestamps=True)``).
-stamp = Stamp()

@@ -1,17 +1,18 @@
 """What a store keeps of a schema and checks when it opens, shared by the
 stores (below ``open_store``, which names them): a schema as a store records
-it (``declaration``, ``schema_from``), a layout brought up to date
-(``upgrade``, each migration's steps run by ``apply``) or refused
-(``SchemaTooNew``, ``SchemaMismatch``), a store's
+it (``declaration``, ``schema_from``, a field's kind by its rule: ``kind_of``),
+a layout brought up to date (``upgrade``, each migration's steps run by
+``apply``) or refused (``SchemaTooNew``, ``SchemaMismatch``), a store's
 ``Restores``, the ids a ``restore`` may take (``check_fresh_ids``), and a
 storage URL as logs may show it (``redact``).
 """
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Sequence
 from typing import Any, Union
 
-from ..fields import FOLDING, MAX_INTEGER, text
+from ..fields import FOLDING, MAX_INTEGER, Field, text
 from ..schema import Schema
 from .errors import Conflict
 
@@ -93,12 +94,12 @@ def declaration(schema: Schema) -> dict[str, Any]:
 
 def schema_from(declaration: dict[str, Any]) -> Schema:
     """The schema a stored declaration records: its fields, each of the
-    kind its rule names (``kinds.kind_of``: ``text(200)``,
+    kind its rule names (``kind_of``: ``text(200)``,
     ``choice('low', 'high')``), its indexes and names (for ``usersvc
     copy``, which opens a store as it recorded itself, and makes the copy
     record the same). A field recorded before rules were is of its type,
     without bounds."""
-    from ..kinds import integer, kind_of, number   # (the kinds it may name: loaded when one is read)
+    from ..kinds import integer, number     # (the kinds it may name: loaded when one is read)
     loose = {"text": text(2**31), "integer": integer(-MAX_INTEGER, MAX_INTEGER),
              "number": number(-MAX_DOUBLE, MAX_DOUBLE)}
     order = declaration.get("order") or list(declaration["fields"])
@@ -111,6 +112,26 @@ def schema_from(declaration: dict[str, Any]) -> Schema:
                   filtered_sorts=declaration.get("filtered_sorts"),
                   **{what: declaration[what] for what in ("unique", "filters", "sorts", "words",
                                                           "prefixes")})
+
+
+def kind_of(rule: str) -> Field:
+    """The kind a stored declaration's rule (a kind's ``repr``) names:
+    ``text(200)``, ``boolean``, ``choice('low', 'high')``, an embedder's
+    ``money`` (``Field.kinds``: its module imported); ``ValueError`` for
+    another."""
+    from ..kinds import stamp   # noqa: F401  (every kind of usersvc's: in Field.kinds once loaded)
+    name, _, arguments = rule.partition("(")
+    made = Field.kinds.get(name)
+    try:
+        if made is not None:
+            kind = made(*ast.literal_eval(f"({arguments[:-1]},)")) if arguments else made()
+            if repr(kind) == rule:
+                return kind
+    except (SyntaxError, ValueError, TypeError):
+        pass
+    raise ValueError(f"a stored field's kind that usersvc does not know: {rule} (a kind of "
+                     "your own: import the module that defines it first, as usersvc copy --kinds "
+                     "MODULE does)")
 
 
 def check_fresh_ids(records: Sequence[Any], handed_out: int) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 from ... import asking
 from ...fields import Field, Folded
 from ...kinds import Boolean, Choice, Integer, Number, Ref, Url
-from ...kinds.dates import Date, DateTime, Stamp
+from ...kinds.dates import Date, DateTime
+from ...kinds.stamp import Stamp
 from ...storage import MAX_ID
 from ...schema import Schema
 

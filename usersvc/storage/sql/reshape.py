@@ -17,9 +17,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ...fields import FieldError, Folded
-from ...kinds import kind_of
 from ...schema import Schema
-from ..stored import SchemaMismatch
+from ..stored import SchemaMismatch, kind_of
 from .collection import Table
 from .dialects import POSTGRES, SQLITE
 
