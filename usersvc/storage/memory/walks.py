@@ -1,10 +1,10 @@
 """The memory store's ``Indexes`` as its schema lays them out, and what
 each write walks in them (``laid_out``, ``write_plan``, made once); and
-how its pages walk them: an order from a
-position, within the bounds a range on the order's field sets (``walk``,
-``bounds``), or a filter's values' indexes in that order (``chosen``);
-the records filters and ``q`` match (``matches``), and those of them
-past a position, sorted (``ranked``, ``past``). An index is a ``Sorted``;
+how its pages walk them: an order from a position, within the bounds a
+range on the order's field sets (``walk``, ``bounds``), or a filter's
+values' indexes in that order (``chosen``); the records filters and
+``q`` match (``matches``), and those of them past a position, sorted
+(``ranked``, ``past``). An index is a ``Sorted``;
 in an optional sort's, a record without a value is ``(ABSENT, id)``:
 after every value, so walked last going up, and after the values going
 down."""
