@@ -199,16 +199,16 @@ def test_quoted_is_urlencodes_quoting(text):
     (THINGS, _things(60)),
     (USER, [USER.record._make((i, f"Ada {i % 3} Lovelace", f"ADA{i}@example.org", 1))
             for i in range(1, 40)])])
-def test_indexes_add_is_move_from_nothing(schema, records):
-    fast_add, plain_add = _pair("usersvc.storage.memory.collection:Indexes.add")
+def test_a_new_records_entries_are_move_from_nothing(schema, records):
+    fast_move, plain_move = _pair("usersvc.storage.memory.collection:Indexes.move")
     fast, plain = Indexes(schema), Indexes(schema)
     for record in records:
-        fast_add(fast, record)
-        plain_add(plain, record)
+        fast_move(fast, None, record)
+        plain_move(plain, None, record)
     assert _state(fast) == _state(plain)
-    for record in records[::3]:         # and what add made, move takes away
-        fast.move(record, None)
-        plain.move(record, None)
+    for record in records[::3]:         # and what it made, a later move takes away
+        fast_move(fast, record, None)
+        plain_move(plain, record, None)
     assert _state(fast) == _state(plain)
 
 
@@ -580,7 +580,8 @@ HELD = {
     "usersvc.app:good_host": test_good_host_is_the_plain_ones,
     "usersvc.request:Request.parameters": test_parameters_are_the_plain_ones,
     "usersvc.listing:quoted": test_quoted_is_urlencodes_quoting,
-    "usersvc.storage.memory.collection:Indexes.add": test_indexes_add_is_move_from_nothing,
+    "usersvc.storage.memory.collection:Indexes.move":
+        test_a_new_records_entries_are_move_from_nothing,
     "usersvc.storage.memory.walks:Sorted.DEFAULT_LOAD_FACTOR":
         test_sorted_in_smaller_parts_holds_what_sortedlist_holds,
     "usersvc.storage.memory.walks:Sorted.add": test_sorted_adds_as_sortedlist_adds,

@@ -83,7 +83,8 @@ SPEEDUPS = (
             "instructions each time"),
     Speedup("usersvc.listing:quoted", "usersvc.fast.queries:quoted",
             "a text with nothing to escape written as it is, the others kept"),
-    Speedup("usersvc.storage.memory.collection:Indexes.add", "usersvc.fast.memory:indexes_add",
+    Speedup("usersvc.storage.memory.collection:Indexes.move",
+            "usersvc.fast.memory:indexes_move",
             "5.3% of a user's POST: a new record's entries without move's comparisons "
             "with a record that is not there"),
     Speedup("usersvc.storage.memory.walks:Sorted.DEFAULT_LOAD_FACTOR",

@@ -17,6 +17,7 @@ from ..storage.served import Step
 from . import plain
 
 _list = plain("usersvc.storage.memory.bulk:MemoryBulk.list")
+_move = plain("usersvc.storage.memory.collection:Indexes.move")
 _atomically = plain("usersvc.storage.memory.store:MemoryStorage.atomically")
 
 #: ``Sorted``'s parts of 250 to 1,000 entries (``SortedList``'s: 500 to
@@ -52,9 +53,13 @@ def sorted_add(self: Sorted, value: Any) -> None:
         self._expand(pos)
 
 
-def indexes_add(self: Any, record: Any) -> None:
-    """``Indexes.add``, ``move(None, record)``, without its comparisons
-    with a record that is not there: 5.3% of a user's POST."""
+def indexes_move(self: Any, old: Any, new: Any) -> None:
+    """``Indexes.move``: a new record's entries (``old`` ``None``: every
+    create) made without comparing them with a record that is not there:
+    5.3% of a user's POST; any other move as the plain one makes it."""
+    if old is not None:
+        return _move(self, old, new)
+    record = new
     record_id = record[0]
     self.ids.add(record_id)
     for at, unique, filtered, order, collate in self._indexed:

@@ -1,7 +1,8 @@
 """What the memory store does with many records at once: pages, counts,
 searches and the change feed (its ``Indexes`` walked: ``walks``),
 restoring a copy (``restore``), each under the collection's lock, and a
-batch's writes, undone together if one fails (``undoing``).
+batch's writes, undone together if one fails (``undoing``); and what a
+forked process is told at its first write (``forked``).
 
 ``touched`` counts the records each call has looked at, so tests can show
 what a page costs without timing it.
@@ -11,7 +12,9 @@ from __future__ import annotations
 import builtins
 import functools
 import itertools
+import logging
 import operator
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -23,6 +26,7 @@ from ..stored import Restores, check_fresh_ids
 from .walks import NONE, bounded, bounds, chosen, matches, past, ranked, walk
 
 Where = Sequence[Any]                   # a page's conditions (``asking.Condition``)
+_log = logging.getLogger("usersvc.storage")
 
 
 class MemoryBulk(Restores):
@@ -112,10 +116,9 @@ class MemoryBulk(Restores):
 
     def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
         with self._lock:
-            seqs = itertools.islice(self._seqs.irange(minimum=after, inclusive=(False, True)),
-                                    limit)
+            entries = itertools.islice(self._seqs.irange(minimum=(after + 1,)), limit)
             found = [Change(seq, record_id, self._records.get(record_id))
-                     for seq in seqs for record_id in (self._id_at[seq],)]
+                     for seq, record_id in entries]
             self.touched += len(found)
             return found
 
@@ -157,11 +160,9 @@ class MemoryBulk(Restores):
             for record in sorted(records, key=lambda r: r.id):
                 self._put(None, self._make(record))
             for record in records if changes else ():     # the positions _put gave, forgotten
-                del self._id_at[self._seq_of[record.id]]
-                self._seqs.remove(self._seq_of.pop(record.id))
+                self._seqs.remove((self._seq_of.pop(record.id), record.id))
             for change in changes:      # and each record or tombstone at the position given
-                self._seqs.add(change.seq)
-                self._id_at[change.seq] = change.id
+                self._seqs.add((change.seq, change.id))
                 self._seq_of[change.id] = change.seq
             if changes:
                 self._seq = self._last = max(self._seq, *(c.seq for c in changes))
@@ -201,15 +202,14 @@ class MemoryBulk(Restores):
             current = self._records.pop(record_id, None)
             if current is not None:
                 self._indexes.move(current, None)
-            self._seqs.remove(seq := self._seq_of.pop(record_id))
-            del self._id_at[seq]
+            self._seqs.remove((self._seq_of.pop(record_id), record_id))
         for record_id, (old, seq) in undo.was.items():
             if old is not None:
                 self._records[record_id] = old
                 self._indexes.move(None, old)
             if seq is not None:
-                self._seqs.add(seq)
-                self._id_at[seq], self._seq_of[record_id] = record_id, seq
+                self._seqs.add((seq, record_id))
+                self._seq_of[record_id] = seq
 
     # -- the records and their positions ---------------------------------
 
@@ -239,3 +239,14 @@ def claim_all(indexes: Any, records: Sequence[Any]) -> None:
                 raise Conflict(f"The store already holds {indexes.schema.a_name} with "
                                f"this {field}: {getattr(record, field)}.", field)
             held.add(collated)
+
+
+def forked(plural: str) -> int:
+    """This process's id, said once a process, at a collection's first
+    write in a process forked from the one that made the store (workers
+    after ``--preload``): it writes to its own copy from here on."""
+    pid = os.getpid()
+    _log.warning("memory:// is one process's: process %d writes to its own copy of %s, "
+                 "which no other process sees (use SQLite or PostgreSQL with several "
+                 "workers)", pid, plural)
+    return pid

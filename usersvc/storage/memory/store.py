@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from typing import Any, TypeVar
+from typing import Any
 
 from ...schema import Schema
 from ..served import Collections, Step
 from ..feed import Listeners
 from .collection import MemoryRecords
-
-T = TypeVar("T")
 
 
 class MemoryStorage(Collections):
@@ -22,32 +20,25 @@ class MemoryStorage(Collections):
     def __init__(self, schemas: Iterable[Schema] | None) -> None:
         if schemas is None:
             raise ValueError("memory:// holds nothing yet: name its collections")
-        self.schemas = tuple(schemas)
-        self.commits = Listeners()          # told of every collection's writes
+        self.schemas, self.commits = tuple(schemas), Listeners()   # (told of every write)
         self.collections = {s.plural: MemoryRecords(s, self.commits) for s in self.schemas}
         self.serve()
 
-    def atomically(self, plurals: Iterable[str], run: Callable[[Step], T], *,
+    def atomically(self, plurals: Iterable[str], run: Callable[[Step], Any], *,
                    nothing_to_undo: bool = False) -> Any:
-        """``Storage.atomically``: the collections' locks (``Collections.locked``),
-        held while ``run`` writes; every change undone if it raises
-        (``MemoryBulk.undoing``). With ``nothing_to_undo``, the locks alone:
-        its one write fails whole, so there is nothing to keep."""
-        locked = self.locked(plurals)
-        with ExitStack() as held:
-            for plural in locked:
-                records = self.collections[plural]
-                held.enter_context(records._lock if nothing_to_undo else records.undoing())
-            return run(Step(self, None, locked, nothing_to_undo))
+        """``Storage.atomically``: ``run`` in a step over the collections it
+        writes and reads (``Collections.locked``), all of it one ``attempt``."""
+        step = Step(self, None, self.locked(plurals), nothing_to_undo)
+        return self.attempt(step, run, (step,))
 
-    def attempt(self, step: Step, part: Callable[..., T], args: tuple[Any, ...]) -> T:
-        """``Step.attempt``: ``part(*args)``, what it changed in the step's
-        collections put back if it raises (``MemoryBulk.undoing``, inside
-        the step's own). (In a step with nothing to undo, ``Step`` runs it
-        as it is: a write that is refused has changed nothing.)"""
+    def attempt(self, step: Step, part: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """``Step.attempt``, and a whole step: ``part(*args)``, the step's
+        collections' locks held, each change undone if it raises (``MemoryBulk.undoing``;
+        a part's inside the step's own). With ``nothing_to_undo`` (a whole
+        step), the locks alone: its one write fails whole, nothing to keep."""
         with ExitStack() as held:
-            for plural in step.locked:
-                held.enter_context(self.collections[plural].undoing())
+            for records in map(self.collections.__getitem__, step.locked):
+                held.enter_context(records._lock if step.nothing_to_undo else records.undoing())
             return part(*args)
 
     def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:

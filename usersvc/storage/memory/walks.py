@@ -1,8 +1,10 @@
-"""How the memory store's pages walk its ``Indexes``: an order from a
-position, within the bounds a range on the order's field sets (``walk``,
-``bounds``), or a filter's values' indexes in that order (``chosen``);
-the records filters and ``q`` match (``matches``), and those of them
-past a position, sorted (``ranked``, ``past``). An index is a ``Sorted``;
+"""The memory store's ``Indexes`` as its schema lays them out, and what
+each write walks in them (``laid_out``, ``write_plan``, made once); and
+how its pages walk them: an order from a position, within the bounds a
+range on the order's field sets (``walk``, ``bounds``), or a filter's
+values' indexes in that order (``chosen``); the records filters and
+``q`` match (``matches``), and those of them past a position, sorted
+(``ranked``, ``past``). An index is a ``Sorted``;
 in an optional sort's, a record without a value is ``(ABSENT, id)``:
 after every value, so walked last going up, and after the values going
 down."""
@@ -60,6 +62,47 @@ ABSENT = _Absent()
 _VALUES_ONLY: Bound = ((ABSENT,), False)        # below every record without a value
 
 
+def or_absent(collate: Any) -> Any:
+    """``collate``, and ``ABSENT`` for no value (an optional sort's index entry)."""
+    return lambda value: ABSENT if value is None else collate(value)
+
+
+def laid_out(schema: Schema) -> tuple[dict[str, Any], ...]:
+    """A collection's ``Indexes``, empty, as its schema declares them:
+    per unique field (collated -> id), per other filter (collated -> ids,
+    a ``Sorted``), per sort and prefix field searched by it (a ``Sorted``
+    of ``(collated, id)``), per filtered sort (collated -> the same)."""
+    unique = {f: {} for f in schema.unique}
+    filtered = {f: {} for f in schema.filters if f not in schema.unique}
+    orders = {f: Sorted() for f in dict.fromkeys((*schema.sorts[1:], *schema.prefixes_by_key))}
+    within = {(f, sort): {} for f, sorts in schema.filtered_sorts.items() for sort in sorts}
+    return unique, filtered, orders, within
+
+
+def write_plan(indexes: Any) -> tuple[tuple[Any, ...], ...]:
+    """What each write of a collection walks (``Indexes.claim`` and
+    ``move``), made once from its schema: each field's place in a record
+    and collation, with its index of each kind (or ``None``): the unique
+    ones to claim; every field's indexes; each filtered sort's pair of
+    fields (an optional sort's value ``ABSENT`` when it has none); the
+    optional sorts, whose records without a value are ``(ABSENT, id)``;
+    the searched fields (how each is searched)."""
+    schema = indexes.schema
+    place = {f: i for i, f in enumerate(schema.record._fields)}
+    collate = {f: kind.collate for f, kind in schema.fields.items()}
+    claims = tuple((f, place[f], ids, collate[f]) for f, ids in indexes.unique.items())
+    indexed = tuple((place[f], indexes.unique.get(f), indexes.filtered.get(f),
+                     indexes.orders.get(f), collate[f])
+                    for f in dict.fromkeys((*indexes.unique, *indexes.filtered, *indexes.orders)))
+    pairs = tuple((place[f], collate[f], place[sort], or_absent(collate[sort]) if
+                   sort in schema.optional else collate[sort], by_value)
+                  for (f, sort), by_value in indexes.within.items())
+    absent = tuple((place[f], indexes.orders[f]) for f in schema.sorts[1:]
+                   if f in schema.optional)
+    searched = tuple((place[f], *how) for f, how in schema.searched.items())
+    return claims, indexed, pairs, absent, searched
+
+
 def walk(sort: str, reverse: bool, after: Position | None,
          within: tuple[Bound | None, Bound | None], walked: Sequence[Any],
          optional: bool = False) -> Iterator[int]:
@@ -75,11 +118,6 @@ def walk(sort: str, reverse: bool, after: Position | None,
         found = heapq.merge(*(_from(index, reverse, after, within, optional) for index in walked),
                             key=_values_first if optional and reverse else None, reverse=reverse)
     return found if sort == "id" else map(_SECOND, found)
-
-
-def or_absent(collate: Any) -> Any:
-    """``collate``, and ``ABSENT`` for no value (an optional sort's index entry)."""
-    return lambda value: ABSENT if value is None else collate(value)
 
 
 def _values_first(entry: tuple[Any, int]) -> tuple[bool, tuple[Any, int]]:
