@@ -391,8 +391,8 @@ CORE_STORES = {
         "usersvc.storage.sql", "usersvc.storage.sql.bulk", "usersvc.storage.sql.collection",
         "usersvc.storage.sql.ddl", "usersvc.storage.sql.dialects", "usersvc.storage.sql.layout",
         "usersvc.storage.sql.queries", "usersvc.storage.sqlite",
-        "usersvc.storage.sqlite.connections",
-        "usersvc.storage.sqlite.errors", "usersvc.storage.sqlite.store"),
+        "usersvc.storage.sqlite.connections", "usersvc.storage.sqlite.errors",
+        "usersvc.storage.sqlite.opening", "usersvc.storage.sqlite.store"),
 }
 
 #: The most modules of the package the plain core may load on each store.

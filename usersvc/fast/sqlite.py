@@ -36,8 +36,9 @@ from typing import Any, TypeVar
 
 from ..storage.errors import StoreUnavailable
 from ..storage.served import Step
-from ..storage.sqlite.connections import Connection, Connections, roll_back
+from ..storage.sqlite.connections import Connections, roll_back
 from ..storage.sqlite.errors import is_lasting, needs_reopening, unavailable
+from ..storage.sqlite.opening import Connection
 from . import plain
 
 T = TypeVar("T")
@@ -215,7 +216,7 @@ class Writer:
             # manager: 20,000 instructions a write (bench/instructions.py).
             db = self.db
             if db is None:
-                db = self.db = connections.connect()
+                db = self.db = connections.opened.connect()
             with db.in_use:
                 if db.in_transaction:   # a ROLLBACK that failed last time (an I/O error)
                     db.execute("ROLLBACK")
@@ -239,7 +240,7 @@ class Writer:
                     raise
         except Exception as e:      # nothing of the group was written
             error: BaseException = e
-            if isinstance(e, sqlite3.OperationalError):     # as ``Connections.failed``
+            if isinstance(e, sqlite3.OperationalError):     # as ``Connections.transaction``
                 error = unavailable(e, connections.health) or e
                 if needs_reopening(e) and self.db is not None:
                     with self.db.in_use:

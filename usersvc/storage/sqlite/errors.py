@@ -10,8 +10,11 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..errors import StoreUnavailable, WriteHealth
+
+T = TypeVar("T")
 
 
 #: SQLite's primary result codes for a cause outside the store that lasts
@@ -72,15 +75,15 @@ def unavailable(error: sqlite3.Error, health: WriteHealth | None) -> StoreUnavai
     return None
 
 
-def retrying(open_: Callable[[], None], busy_timeout: float) -> None:
-    """Run ``open_`` until it does not find the file busy, or the busy
-    timeout passes. Processes opening a new file together can find it
+def retrying(open_: Callable[..., T], busy_timeout: float, *args: Any) -> T:
+    """``open_(*args)``, run again until it does not find the file busy, or
+    the busy timeout passes. Processes opening a new file together can find it
     locked without SQLite calling the busy handler (``StoreUnavailable``)."""
     deadline = time.monotonic() + busy_timeout
     pause = 0.001
     while True:
         try:
-            return open_()
+            return open_(*args)
         except StoreUnavailable as e:
             # Only a busy file is worth waiting for: one that cannot be
             # opened at all (a folder it may not write, /proc) is said at once.

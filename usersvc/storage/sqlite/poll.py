@@ -8,21 +8,52 @@ have changed; they read what did). One look per store however many
 listen: a waiting request or an idle stream costs nothing between commits.
 (This process's own writes are announced at once, by the thread that made
 them; PostgreSQL's processes tell each other, ``postgres.notify``.) The
-store makes it for its first listener: a store nobody listens to has none.
+store makes it for its first listener (``look``): a store nobody listens
+to has none.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sqlite3
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .store import SQLiteStorage
 
 log = logging.getLogger("usersvc.storage")
 
 #: Seconds between two looks: how late another process's commit may be
 #: announced (and a waiting request woken), at most.
 INTERVAL = 0.2
+
+
+def look(store: SQLiteStorage) -> None:
+    """Other processes' commits to ``store``'s file looked for, from its
+    first listener on (``SQLiteStorage.announce_commits``), by one
+    ``Poller``, made then (none once the store is closing: ``poller`` is
+    ``False``), and started again in a forked process at its first use
+    (``Connections.forked``: the parent's thread is not there)."""
+    if not store.commits.listeners:
+        return
+    with store.polling:
+        if store.poller is None:
+            store.poller = Poller(store.path, store.connections.busy_timeout,
+                                  functools.partial(_changed, store))
+            store.connections.forked.append(functools.partial(look, store))
+        poller = store.poller
+    if poller:
+        poller.start()          # (a poller stopped stays stopped)
+
+
+def _changed(store: SQLiteStorage) -> None:
+    """Another process committed (``PRAGMA data_version`` cannot tell what):
+    every collection of ``store`` told."""
+    for plural in store.collections:
+        store.commits.announce(plural)
 
 
 class Poller:

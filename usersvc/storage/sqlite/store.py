@@ -6,12 +6,8 @@ transaction on the connection for writes, one at a time, so a precondition
 and its write are one atomic step across processes (the fast build makes
 them in groups sharing one sync to disk: ``usersvc.fast.sqlite``). WAL
 (readers never wait), a busy timeout (writers queue), ``synchronous=FULL``
-(a 201 survives a power cut), ``AUTOINCREMENT`` (never an id again).
-Opening makes a new file's layout and collections (``layout``), or brings
-an older layout (``migrations``) and each collection recorded otherwise
-(``evolution``) up to date, under one write lock. A lock held past the busy
-timeout is ``StoreUnavailable``; a full disk, an I/O error or a read-only
-file, ``WritesFailing`` (``errors``, ``WriteHealth``).
+(a 201 survives a power cut), ``AUTOINCREMENT`` (never an id again). The
+file readied at open: ``opening``; what an error means: ``errors``.
 """
 from __future__ import annotations
 
@@ -21,15 +17,14 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ...schema import Schema
-from ..served import Collections, Step, references_of
+from ..served import Collections, Step
 from ..errors import WriteHealth
 from ..feed import Listeners
-from ..sql.collection import SQLRecords, Table
+from ..sql.collection import SQLRecords
 from ..sql.dialects import SQLITE
-from ..sql.layout import LAYOUT, declared, layout, opened, read_history
-from ..stored import apply
 from .connections import Connection, Connections
 from .errors import is_lasting, retrying, undo_savepoint
+from .opening import prepare
 
 T = TypeVar("T")
 
@@ -42,64 +37,31 @@ class SQLiteStorage(Collections):
                  busy_timeout: float = 10.0, synchronous: str = "full") -> None:
         """``schemas``: the collections to serve (``None``: those the file
         holds); ``synchronous``: ``full`` or ``normal`` (``open_store``)."""
-        self.path = path
-        self.health = WriteHealth(path)
+        self.path, self.health = path, WriteHealth(path)
         self.connections = Connections(path, busy_timeout, self.health, synchronous)
-        tables: list[Table] = []
-        try:
-            retrying(lambda: self._open(schemas, tables), busy_timeout)
+        try:    # (the file made or brought up to date, then each collection)
+            self.history, tables = retrying(prepare, busy_timeout, self.connections, schemas)
         except BaseException:
             self.connections.close()
             raise
         self.schemas = tuple(t.schema for t in tables)
         self.commits = Listeners()          # told of every commit (``announce_commits``)
         self.collections = {t.name: SQLRecords(self, t, self.connections) for t in tables}
-        # Other processes' commits to a file are looked for by one thread,
-        # made for the first listener (``announce_commits``; a private
-        # database has no other process): a store nobody listens to has
-        # none. A forked process looks again on its own, from its first use.
-        self._busy_timeout = busy_timeout
-        self._poller: Any = None
-        self._polling = threading.Lock()
-        self._closing = False               # (no poller made once closing)
-        self.connections.forked.append(self._look)
+        self.poller: Any = None             # other processes' commits looked for (``poll``)
+        self.polling = threading.Lock()
         self.serve()
 
-    def _open(self, schemas: Iterable[Schema] | None, tables: list[Table]) -> None:
-        """WAL mode (for a file), the layout, and every collection."""
-        if self.connections.one is None:
-            with self.connections.session() as db:
-                db.execute("PRAGMA journal_mode = WAL")
-        with self.transaction() as db:
-            found = db.execute("PRAGMA user_version").fetchone()[0]
-            if found == 0:              # a new file: today's layout
-                apply(db, layout(SQLITE))
-                db.execute(f"PRAGMA user_version = {LAYOUT}")
-            elif found != LAYOUT:       # an older release's (a newer one's is refused there)
-                from .migrations import migrate     # (the history: loaded for such a file only)
-                migrate(db)
-            self.history = read_history(db)
-            tables[:] = [Table(s, SQLITE) for s in (declared(db, SQLITE) if schemas is None else schemas)]
-            references_of([t.schema for t in tables])  # each ref's collection here, or none made
-            for table in tables if schemas is not None else ():    # as recorded: as it is
-                recorded = opened(db, table)        # made if new; as declared, left so
-                if recorded is not None:        # else compared (``evolution``: loaded then)
-                    from ..sql.evolution import evolve
-                    evolve(db, table, recorded)
-
     def transaction(self) -> Any:
-        """A write transaction: ``BEGIN IMMEDIATE ... COMMIT``, or ``ROLLBACK``
-        (``Connections.transaction``)."""
+        """A write transaction (``Connections.transaction``)."""
         return self.connections.transaction()
 
     def atomically(self, plurals: Iterable[str], run: Callable[[Step], T], *,
                    nothing_to_undo: bool = False) -> Any:
         """``Storage.atomically``: one write transaction, in which ``run``
         makes its writes inside a savepoint, undone if it raises: the
-        transaction then commits nothing of ``run`` but the ids it took,
-        which stay taken (``errors.undo_savepoint``), and its error is
-        raised once committed. ``nothing_to_undo`` needs no savepoint (its
-        one statement, refused, undoes itself)."""
+        transaction then commits nothing of ``run`` but the ids it took
+        (``errors.undo_savepoint``), and its error is raised once committed.
+        ``nothing_to_undo``: no savepoint (one statement refused undoes itself)."""
         def step(db: Connection) -> tuple[Any, Exception | None]:
             made = Step(self, db, (), nothing_to_undo)
             if nothing_to_undo:
@@ -133,44 +95,25 @@ class SQLiteStorage(Collections):
         return result
 
     def observe_commits(self, observer: Callable[[float, int], None]) -> bool:
-        """Tell ``observer`` of each commit (seconds from BEGIN to the end of
-        COMMIT, writes); whether it will (a private database tells none):
-        ``protocol.CommitsObservable``, which any feature may use."""
+        """``protocol.CommitsObservable``: ``observer`` told of each commit
+        (its seconds, its writes); whether it will (a private database: no)."""
         if self.connections.one is None:
             self.connections.observers.append(observer)
         return self.connections.one is None
 
     def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
-        """``protocol.CommitsAnnounced``: this process's commits told by the
-        thread that made each write, once committed; other processes', by
-        the thread that looks at the file (``poll``), started now."""
+        """``protocol.CommitsAnnounced``: other processes' commits looked for
+        from the first listener on (``poll.look``)."""
         stop = self.commits.add(listener)
-        self._look()
+        if self.connections.one is None:    # (a private database has no other process)
+            from .poll import look
+            look(self)
         return stop
 
-    def _look(self) -> None:
-        """Other processes' commits looked for (``poll``) from the first
-        listener on, in this process (a forked one's connections call it at
-        their first use: the parent's thread is not here), until ``close``."""
-        if self.connections.one is not None or not self.commits.listeners:
-            return
-        with self._polling:
-            if self._poller is None and not self._closing:
-                from .poll import Poller
-                self._poller = Poller(self.path, self._busy_timeout, self._changed)
-            poller = self._poller
-        if poller is not None:
-            poller.start()          # (a poller stopped stays stopped)
-
-    def _changed(self) -> None:
-        """Another process committed (``poll`` cannot tell what): every collection told."""
-        for plural in self.collections:
-            self.commits.announce(plural)
-
     def close(self) -> None:
-        with self._polling:
-            self._closing, poller = True, self._poller
-        if poller is not None:
+        with self.polling:
+            self.poller, poller = False, self.poller    # (False: none made once closing)
+        if poller:
             poller.stop()           # (first: no listener is told anything after ``None``)
         self.commits.close()
         self.connections.close()     # (the fast build's writer first: the writes handed to it)
