@@ -11,7 +11,8 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from ..errors import StoreUnavailable, WriteHealth
+from ..errors import StoreUnavailable
+from ..health import WriteHealth
 
 
 #: SQLite's primary result codes for a cause outside the store that lasts

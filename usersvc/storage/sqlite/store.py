@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ...schema import Schema
-from ..served import Collections, Step, references_of
-from ..errors import WriteHealth
+from ..served import Collections, Step
+from ..health import WriteHealth
 from ..feed import Listeners
 from ..sql.collection import SQLRecords, Table
 from ..sql.dialects import SQLITE
 from ..sql.layout import LAYOUT, declared, layout, opened, read_history
-from ..stored import apply
+from ..stored import apply, references_of
 from .connections import Connection, Connections
 from .errors import is_lasting, retrying, undo_savepoint
 
