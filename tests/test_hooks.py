@@ -390,7 +390,7 @@ CORE_STORES = {
     "sqlite:///users.db": (
         "usersvc.storage.sql", "usersvc.storage.sql.bulk", "usersvc.storage.sql.collection",
         "usersvc.storage.sql.ddl", "usersvc.storage.sql.dialects", "usersvc.storage.sql.layout",
-        "usersvc.storage.sql.queries", "usersvc.storage.sqlite",
+        "usersvc.storage.sql.queries", "usersvc.storage.health", "usersvc.storage.sqlite",
         "usersvc.storage.sqlite.connections", "usersvc.storage.sqlite.errors",
         "usersvc.storage.sqlite.opening", "usersvc.storage.sqlite.store"),
 }

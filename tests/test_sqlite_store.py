@@ -587,7 +587,8 @@ def test_a_write_waits_for_its_commit_at_most_the_writers_timeout(tmp_path):
     """A writer held up (here by a write that blocks): the write queued
     behind it is a 503 after the timeout and is then never made; the one
     under way is a 503 that says it may yet be committed."""
-    from usersvc.storage import StoreUnavailable, WriteHealth
+    from usersvc.storage import StoreUnavailable
+    from usersvc.storage.health import WriteHealth
     from usersvc.storage.sqlite.store import Connections
     from usersvc.fast.sqlite import Writer
     connections = Connections(str(tmp_path / "w.db"), 1.0, WriteHealth("w.db"))

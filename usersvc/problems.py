@@ -15,9 +15,8 @@ from .storage import (Conflict, Contradiction, NotFound, StaleVersion, StoreUnav
                       WritesFailing)
 from .schema import Invalid
 
-# Each status's reason phrase, from http.HTTPStatus once (asking the enum
-# for one costs a request 15,000 instructions); RFC 9110 renamed two,
-# which HTTPStatus still calls by their old names.
+# Each status's reason phrase, from http.HTTPStatus once (asking the enum for one costs
+# a request 15,000 instructions); RFC 9110 renamed two HTTPStatus calls by their old names.
 TITLES = {**{status.value: status.phrase for status in HTTPStatus},
            413: "Content Too Large", 422: "Unprocessable Content"}
 
@@ -41,17 +40,11 @@ class Problem(Exception):
     field problems of a 422 (``errors``), extra headers (``Allow``...) and
     any extension members (RFC 9457 §3.2)."""
 
-    def __init__(self, status: int, detail: str, *,
-                 errors: Iterable[tuple[str, str]] = (),
-                 headers: Iterable[tuple[str, str]] = (),
-                 **extensions: Any) -> None:
+    def __init__(self, status: int, detail: str, *, errors: Iterable[tuple[str, str]] = (),
+                 headers: Iterable[tuple[str, str]] = (), **extensions: Any) -> None:
         super().__init__(detail)
-        self.status = status
-        self.title = TITLES[status]
-        self.detail = detail
-        self.errors = list(errors)
-        self.headers = list(headers)
-        self.extensions = extensions
+        self.status, self.title, self.detail = status, TITLES[status], detail
+        self.errors, self.headers, self.extensions = list(errors), list(headers), extensions
 
     def to_dict(self) -> dict[str, Any]:
         """The problem's members, ready for any format."""

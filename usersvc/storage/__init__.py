@@ -13,16 +13,15 @@ from collections.abc import Iterable
 
 from ..schema import USER, Schema
 from .errors import (MAX_ID, Conflict, Contradiction, NotFound, Precondition, StaleVersion,
-                     StoreError, StoreUnavailable, WriteHealth, WritesFailing)
+                     StoreError, StoreUnavailable, WritesFailing)
 from .feed import Listeners
 from .protocol import CommitsAnnounced, Position, RecordStore, Storage, position
 from .stored import SchemaMismatch, SchemaTooNew, check_fresh_ids, redact
 
 __all__ = ["MAX_ID", "CommitsAnnounced", "Conflict", "Contradiction", "Listeners", "NotFound",
            "Position", "Precondition", "RecordStore", "SchemaMismatch", "SchemaTooNew",
-           "StaleVersion", "Storage", "StoreError", "StoreUnavailable", "WriteHealth",
-           "WritesFailing", "check_collection", "check_fresh_ids", "open_store",
-           "position", "redact"]
+           "StaleVersion", "Storage", "StoreError", "StoreUnavailable", "WritesFailing",
+           "check_collection", "check_fresh_ids", "open_store", "position", "redact"]
 
 
 def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,

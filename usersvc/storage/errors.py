@@ -15,20 +15,17 @@ raises is said in ``protocol``.
           +-- Dangling     a ref that names no record (``served.Checked``)
      +-- StoreUnavailable  busy or down; try again later (HTTP 503)
           +-- WritesFailing  a full disk, an I/O error, a read-only database
-                             (HTTP 503; ``WriteHealth`` says when it starts and ends)
+                             (HTTP 503; ``health.WriteHealth`` says when it starts and ends)
     SchemaMismatch         a stored collection the schema cannot open as it is (``stored``)
 """
 from __future__ import annotations
 
-import logging
-import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..fields import MAX_INTEGER
 from ..schema import Schema, pointer
-
-_log = logging.getLogger("usersvc.storage")
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
 MAX_ID = MAX_INTEGER
@@ -38,9 +35,7 @@ class StoreError(Exception):
     """Base of the errors a store raises; ``str()`` is a sentence for people,
     ``errors`` the fields at fault, as ``(JSON Pointer, detail)`` pairs."""
 
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return []
+    errors: Sequence[tuple[str, str]] = ()
 
 
 class NotFound(StoreError):
@@ -58,15 +53,12 @@ class Conflict(StoreError):
     def __init__(self, detail: str, field: str = ""):
         super().__init__(detail)
         self.field = field
+        self.errors = [(pointer(field), "is already taken")] if field else []
 
     @classmethod
     def taken(cls, schema: Schema, field: str, value: Any) -> Conflict:
         noun = schema.fields[field].noun or field
         return cls(f"The {noun} {value} belongs to another {schema.name}.", field)
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return [(pointer(self.field), "is already taken")] if self.field else []
 
 
 class Referred(Conflict):
@@ -81,9 +73,8 @@ class StaleVersion(StoreError):
     """The record exists, but its version does not satisfy the precondition."""
 
     def __init__(self, record_id: int):
-        super().__init__(
-            f"The precondition failed: record {record_id} has changed or does not match."
-        )
+        super().__init__(f"The precondition failed: record {record_id} has changed or does "
+                         "not match.")
         self.record_id = record_id
 
 
@@ -98,12 +89,8 @@ class NotCurrent(Contradiction):
     def __init__(self, field: str) -> None:
         super().__init__(f"The {field} time is set by the service: send its current value, "
                          "or leave it out.")
-        self._errors = [(pointer(field), "is set by the service: send its current value "
-                                         "or leave it out")]
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return self._errors
+        self.errors = [(pointer(field), "is set by the service: send its current value "
+                                        "or leave it out")]
 
 
 class Dangling(Contradiction):
@@ -111,11 +98,7 @@ class Dangling(Contradiction):
 
     def __init__(self, target: Schema, field: str, record_id: int) -> None:
         super().__init__(f"There is no {target.name} {record_id}.")
-        self._errors = [(pointer(field), f"there is no {target.name} {record_id}")]
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return self._errors
+        self.errors = [(pointer(field), f"there is no {target.name} {record_id}")]
 
 
 class StoreUnavailable(StoreError):
@@ -132,32 +115,6 @@ class WritesFailing(StoreUnavailable):
         super().__init__(f"The store cannot write now: {reason}. Nothing was changed; "
                          "try again later.")
         self.reason = reason
-
-
-class WriteHealth:
-    """Whether a store's writes are failing (``WritesFailing``), for
-    ``/healthz``; logged once when it starts (ERROR, the cause) and ends."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name                    # the file or database, for the log
-        self.failing: str | None = None     # the reason, while it lasts
-        self._lock = threading.Lock()
-
-    def failed(self, reason: str, cause: str) -> WritesFailing:
-        """The error to raise for a write that failed for ``cause``."""
-        with self._lock:
-            if self.failing is None:
-                _log.error("writes are failing: %s: %s", cause, self.name)
-            self.failing = reason
-        return WritesFailing(reason)
-
-    def worked(self) -> None:
-        """A write was committed after writes failed (a store asks
-        ``failing`` first: one attribute read a write while all is well)."""
-        with self._lock:
-            if self.failing is not None:
-                _log.warning("writes work again: %s", self.name)
-                self.failing = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,18 +2,19 @@
 
 A write that gives a ``ref`` field a value checks that the record it names
 exists (else ``errors.Dangling``), and a delete of a record that a ``ref``
-may name checks that none does (restrict: else ``errors.Referred``): each in one atomic step of the store
-(``Storage.atomically``) holding the collections involved, so that no
-write between the check and the change can make it wrong. On PostgreSQL
-that step takes each collection's lock (its feed's), which every write of
-the collection takes too; a delete deletes first and then looks, so a
-reference made meanwhile is seen. Inside a batch's step, the batch's own
-earlier writes count, and the step is the batch's.
+may name checks that none does (restrict: else ``errors.Referred``): each
+in one atomic step of the store (``Storage.atomically``) holding the
+collections involved, so that no write between the check and the change
+can make it wrong. On PostgreSQL that step takes each collection's lock
+(its feed's), which every write of the collection takes too; a delete
+deletes first and then looks, so a reference made meanwhile is seen.
+Inside a batch's step, the batch's own earlier writes count, and the step
+is the batch's.
 
 A store wraps each collection that refers or is referred to in a
-``served.Checked`` (``served.Collections.serve``); the others are served as they
-are, at no cost, and a store whose schemas have no ``ref`` never imports
-this module (``served.references_of``).
+``served.Checked`` (``served.Collections.serve``); the others are served
+as they are, at no cost, and a store whose schemas have no ``ref`` never
+imports this module (``stored.references_of``).
 """
 from __future__ import annotations
 

@@ -2,22 +2,10 @@
 (``Collections``): ``storage[plural]``, each collection's records as they
 are, or behind a ``Checked`` where its schema declares references or
 timestamps; ``step[plural]``, the same inside one of the store's atomic
-steps (``Step``); and the one order in which a step holds the
-collections it involves (``Collections.locked``).
-
-What a ``Checked`` checks and sets around a collection's writes, in the
-open, on every store: references (a ``ref`` names a record that exists;
-a record named is not deleted: ``references``) and timestamps
-(``created`` and ``updated``, from one clock read, ``updated`` never
-going back). A write that must look at other records (a reference's, or
-the one it changes) is made in one atomic step (``Storage.atomically``,
-run with a ``Step``) that holds the collections it involves in the one
-order, so nothing can change between the look and the write. Inside a
-batch, the step is the batch's and its earlier writes count.
-
-``references`` and the stamps' kind (``kinds.dates``) are imported for a
-store whose schemas need them (``references_of``, ``Checked``): one that
-serves users alone never loads them.
+steps (``Step``), which holds the collections it involves in the one order
+(``Collections.locked``). ``references`` and the stamps' kind
+(``kinds.dates``) are imported for a store whose schemas need them: one
+that serves users alone never loads them.
 """
 from __future__ import annotations
 
@@ -25,9 +13,9 @@ import builtins
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..schema import Schema
 from .errors import Dangling, NotCurrent, NotFound, Precondition, Referred, StaleVersion
 from .feed import Change
+from .stored import references_of
 
 if TYPE_CHECKING:
     from .references import References
@@ -50,25 +38,19 @@ class Collections:
 
     def serve(self) -> None:
         """Once ``collections`` are made: a ``Checked`` before each whose
-        schema declares references or timestamps (the records of a store
-        that has none are served as they are)."""
+        schema declares references or timestamps (the others served as they are)."""
         self.references = references_of([r.schema for r in self.collections.values()])
-        checked = [plural for plural, records in self.collections.items()
-                   if plural in self.references or records.schema.read_only]
-        self.checked = {}
-        if checked:
-            self.checked = {plural: Checked(self.collections[plural],
-                                            self.references.get(plural), self)
-                            for plural in checked}
+        self.checked = {plural: Checked(records, self.references.get(plural), self)
+                        for plural, records in self.collections.items()
+                        if plural in self.references or records.schema.read_only}
         self.served = {**self.collections, **self.checked}
         self._locked: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def locked(self, plurals: Iterable[str]) -> tuple[str, ...]:
         """The collections a step that writes to ``plurals`` holds, by plural,
-        on every store: those it writes
-        and those their references make it read (named, or naming them). A
-        step reads no other: no two steps ever wait for each other
-        (docs/architecture.md, "One lock order")."""
+        on every store: those it writes and those their references make it
+        read (named, or naming them). A step reads no other: no two steps
+        ever wait for each other (docs/architecture.md, "One lock order")."""
         plurals = tuple(plurals)
         found = self._locked.get(plurals)
         if found is None:
@@ -82,16 +64,13 @@ class Collections:
         return found
 
 
-
 class Step:
-    """A store inside one of its atomic steps, as ``run`` sees it:
-    ``step[plural]``, a collection as served, checked in this step;
-    ``step.raw(plural)``, as it is: on memory (no ``db``) the store's own
-    records, whose locks the step holds (``locked``: the collections'); on
-    SQL, bound to the step's transaction (``db``), which the store commits,
-    or undoes if ``run`` raises. What wraps a step reads ``db`` and runs
-    its part in ``attempt`` (as a feature that keeps a write's answer in
-    its step does: ``protocol.Atomic``)."""
+    """A store inside one of its atomic steps, as ``run`` sees it
+    (``protocol.Atomic``): ``step[plural]``, a collection as served, checked
+    in this step; ``step.raw(plural)``, as it is: on memory (no ``db``) the
+    store's own records, whose locks the step holds (``locked``); on SQL,
+    bound to the step's transaction (``db``), which the store commits, or
+    undoes if ``run`` raises."""
 
     __slots__ = ("storage", "db", "locked", "nothing_to_undo")
 
@@ -100,13 +79,14 @@ class Step:
         self.storage, self.db, self.locked = storage, db, locked
         #: Whether a part of it (``attempt``) has nothing to undo of its own:
         #: in a step told so (``Storage.atomically``), where a refused write
-        #: leaves the step as it was (SQLite, memory; never on PostgreSQL).
+        #: leaves the step as it was (SQLite, memory; never on PostgreSQL,
+        #: where a refused statement ends the transaction).
         self.nothing_to_undo = nothing_to_undo
 
     def __getitem__(self, plural: str) -> Any:
-        checked = self.storage.checked.get(plural)
+        checked = self.storage.checked.get(plural)      # (its writes' checks made in this step)
         if checked is not None:
-            return checked.in_step(self)
+            return Checked(self.raw(plural), checked.refs, self.storage, self)
         return self.raw(plural)
 
     def raw(self, plural: str) -> Any:
@@ -116,38 +96,34 @@ class Step:
     def attempt(self, part: Callable[..., T], *args: Any) -> T:
         """``part(*args)``, whose writes in this step are undone if it
         raises (the error goes on), the rest of the step going on: a
-        savepoint on SQL; on memory, what it changed put back. In a step
-        with ``nothing_to_undo`` (its one write is ``part``'s, which fails
-        whole), none where a refused write leaves the step as it was
-        (SQLite, memory); PostgreSQL makes one anyway, as a refused
-        statement ends its transaction."""
+        savepoint on SQL; on memory, what it changed put back."""
         if self.nothing_to_undo:    # (its one write fails whole)
             return part(*args)
         return self.storage.attempt(self, part, args)
 
 
 class Checked:
-    """One collection's ``records``, each write checked and stamped, in an
-    atomic step of ``storage`` where it must look at other records (or in
-    the ``step`` already running); reads go straight to ``records``, each
-    named (what ``RecordStore`` and ``protocol.ChangeFeed`` name, and what the
-    app asks of a store besides), so a reader sees all a ``Checked`` is."""
+    """One collection's ``records``, each write checked and stamped in the
+    open, on every store: a ``ref`` names a record that exists, a record
+    named is not deleted (``references``); ``created`` and ``updated`` come
+    from one clock read, ``updated`` never going back. A write that must
+    look at other records (a reference's, or the one it changes) is made in
+    one atomic step of ``storage`` (or in the ``step`` running: a batch's,
+    whose earlier writes count), so nothing can change between the look and
+    the write. Reads go straight to ``records``, each named (``RecordStore``,
+    ``protocol.ChangeFeed``, and what the app asks of a store besides), so
+    a reader sees all a ``Checked`` is."""
 
     def __init__(self, records: Any, refs: References | None, storage: Any,
                  step: Step | None = None) -> None:
         self.records, self.refs, self.storage, self.step = records, refs, storage, step
-        self.schema = schema = records.schema
-        self.targets = () if refs is None else refs.targets
-        self.referrers = () if refs is None else refs.referrers
-        self.stamps = schema.read_only
-        self.own = (schema.plural,)     # the step holds what it checks too (``Collections.locked``)
-
-    def in_step(self, step: Step) -> Checked:
-        """This collection inside ``step`` (``step[plural]``): its records as
-        the step has them, each write's checks made in the step."""
-        return Checked(step.raw(self.schema.plural), self.refs, self.storage, step)
+        self.schema = records.schema
+        self.targets, self.referrers = (refs.targets, refs.referrers) if refs else ((), ())
+        self.stamps = self.schema.read_only
 
     def create(self, **fields: Any) -> Any:
+        """Stamped; made in a step where it names a record, looked for
+        first (``Dangling`` if there is none)."""
         if self.stamps:
             if not self.stamps.isdisjoint(fields):
                 raise TypeError(f"created and updated are set by the store ({self.schema.plural})")
@@ -163,6 +139,8 @@ class Checked:
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
                **fields: Any) -> Any:
+        """Made in a step where it is stamped or names a record: the record
+        read, its version and the timestamps sent compared, then written."""
         sent = {f: fields.pop(f) for f in self.stamps if f in fields}
         if not self.stamps and not self._names_a_record(fields):
             return self.records.update(record_id, precondition=precondition, **fields)
@@ -185,6 +163,8 @@ class Checked:
         return self._step(run, nothing_to_undo=True)
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
+        """Made in a step where others may name the record (``Referred`` if
+        one does)."""
         if not self.referrers:
             return self.records.delete(record_id, precondition=precondition)
 
@@ -197,8 +177,7 @@ class Checked:
                     raise Referred(self.schema, record_id, referrer, field)
         return self._step(run)
 
-    # -- reads, the feed, and what the app asks: the records' own, each
-    # named (``RecordStore``, ``protocol.ChangeFeed``), as they are -----------
+    # -- reads, the feed, and what the app asks: the records' own -------------
 
     def get(self, record_id: int) -> Any:
         return self.records.get(record_id)
@@ -244,12 +223,12 @@ class Checked:
 
     def _names_a_record(self, fields: dict[str, Any]) -> bool:
         """Whether a write gives a reference a value (a record to look for)."""
-        return bool(self.targets) and any(fields.get(f) is not None for f, _ in self.targets)
+        return any(fields.get(f) is not None for f, _ in self.targets)
 
     def _step(self, run: Any, nothing_to_undo: bool = False) -> Any:
         if self.step is not None:       # the step running (a batch's, or one a feature wraps)
             return run(self.step)
-        return self.storage.atomically(self.own, run, nothing_to_undo=nothing_to_undo)
+        return self.storage.atomically((self.schema.plural,), run, nothing_to_undo=nothing_to_undo)
 
     def _check_targets(self, step: Step, fields: dict[str, Any]) -> None:
         for field, target in self.targets:
@@ -261,14 +240,4 @@ class Checked:
                     raise Dangling(target, field, record_id) from None
 
 
-def references_of(schemas: Sequence[Schema]) -> dict[str, Any]:
-    """Each collection's references, by plural (``references.references``,
-    imported where a schema has a ``ref``: none has, none is); ``ValueError``
-    for a ``ref`` to a collection the store does not hold."""
-    if not any(kind.refers_to for schema in schemas for kind in schema.fields.values()):
-        return {}
-    from .references import references
-    return references(schemas)
-
-
-__all__ = ["Checked", "Collections", "Step", "references_of"]
+__all__ = ["Checked", "Collections", "Step"]

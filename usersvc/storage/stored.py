@@ -2,9 +2,10 @@
 stores (below ``open_store``, which names them): a schema as a store records
 it (``declaration``, ``schema_from``, a field's kind by its rule: ``kind_of``),
 a layout brought up to date (``upgrade``, each migration's steps run by
-``apply``) or refused (``SchemaTooNew``, ``SchemaMismatch``), a store's
-``Restores``, the ids a ``restore`` may take (``check_fresh_ids``), and a
-storage URL as logs may show it (``redact``).
+``apply``) or refused (``SchemaTooNew``, ``SchemaMismatch``), its
+collections' references (``references_of``), a store's ``Restores``, the
+ids a ``restore`` may take (``check_fresh_ids``), and a storage URL as logs
+may show it (``redact``).
 """
 from __future__ import annotations
 
@@ -132,6 +133,16 @@ def kind_of(rule: str) -> Field:
     raise ValueError(f"a stored field's kind that usersvc does not know: {rule} (a kind of "
                      "your own: import the module that defines it first, as usersvc copy --kinds "
                      "MODULE does)")
+
+
+def references_of(schemas: Sequence[Schema]) -> dict[str, Any]:
+    """Each collection's references, by plural (``references.references``,
+    imported where a schema has a ``ref``: none has, none is); ``ValueError``
+    for a ``ref`` to a collection the store does not hold."""
+    if not any(kind.refers_to for schema in schemas for kind in schema.fields.values()):
+        return {}
+    from .references import references
+    return references(schemas)
 
 
 def check_fresh_ids(records: Sequence[Any], handed_out: int) -> None:

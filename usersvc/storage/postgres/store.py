@@ -31,15 +31,16 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...schema import Schema
-from ..errors import StoreUnavailable, WriteHealth
-from ..served import Collections, Step, references_of
+from ..errors import StoreUnavailable
+from ..health import WriteHealth
+from ..served import Collections, Step
 from ..feed import Listeners
 from ..sql.bulk import LIST_DEFAULTS
 from ..sql.collection import SQLRecords, Table
 from ..sql.dialects import POSTGRES
 from ..sql.evolution import evolve
 from ..sql.layout import declared, opened, read_history
-from ..stored import redact
+from ..stored import redact, references_of
 from .migrations import migrate
 from .notify import Listener
 

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
-from ..errors import StoreUnavailable, WriteHealth
+from ..errors import StoreUnavailable
+from ..health import WriteHealth
 from .errors import needs_reopening, unavailable
 from .opening import Connection, ProcessConnections, ThreadConnection
 

@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..errors import StoreUnavailable, WriteHealth
+from ..errors import StoreUnavailable
+from ..health import WriteHealth
 
 T = TypeVar("T")
 

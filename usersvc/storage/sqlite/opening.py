@@ -15,11 +15,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ...schema import Schema
-from ..served import references_of
 from ..sql.collection import Table
 from ..sql.dialects import SQLITE
 from ..sql.layout import LAYOUT, declared, layout, opened, read_history
-from ..stored import apply
+from ..stored import apply, references_of
 
 if TYPE_CHECKING:
     from .connections import Connections
