@@ -168,6 +168,19 @@ def parameters(query: dict[str, list[str]], known: list[str], where: str,
     return {name: values[0] for name, values in query.items()}
 
 
+def prefers(req: Request, name: str) -> str | None:
+    """The value of the preference ``name`` in the request's ``Prefer``
+    (RFC 7240 §2: ``Prefer: count=exact, return=minimal``; a page's count is
+    asked for so); ``""`` for one given without a value, ``None`` for one
+    not given."""
+    header = req.header("Prefer")
+    for preference in header.split(",") if header else ():
+        token, _, value = preference.split(";", 1)[0].partition("=")
+        if token.strip().lower() == name:
+            return value.strip().strip('"')
+    return None
+
+
 def fields_named(schema: Schema, one: dict[str, str]) -> tuple[str, ...] | None:
     """The fields ``fields=`` names (``sparse``), in the record's order, or
     ``None`` (not given); 400 for an empty list or a name that is not a

@@ -25,7 +25,7 @@ from typing import Any
 
 from .changes import FEED_RELATION, feed_url
 from . import places
-from .listing import Listing, fields_named, parameters
+from .listing import Listing, fields_named, parameters, prefers
 from .representation import (DEFAULT, Format, Offers, Representations, etag, read_document,
                              version_in)
 from .request import Request, Response
@@ -102,7 +102,7 @@ class Collection(Resource):
             response.headers.append(("Link", ", ".join(links)))
         # RFC 7240: a count only when asked for, and said when given.
         metadata = []
-        if req.prefers("count") == "exact":
+        if prefers(req, "count") == "exact":
             total = self.records.count(**listing.count_arguments())
             metadata = [("Preference-Applied", "count=exact"), ("X-Total-Count", str(total))]
         response = revalidated(req, response, tag, *metadata)
