@@ -60,7 +60,8 @@ import usersvc.app  # noqa: E402
 from usersvc.app import _NEGOTIATED  # noqa: E402
 from usersvc.problems import DOMAIN_ERRORS, Problem  # noqa: E402
 from usersvc.representation import negotiate  # noqa: E402
-from usersvc.request import Request, Response, log_failure  # noqa: E402
+from usersvc.failures import log_failure  # noqa: E402
+from usersvc.request import Request, Response  # noqa: E402
 
 HELPERS: dict[str, Any] = {}
 exec(CHILD_HELPERS, HELPERS)        # environ(), timed(), users_store(), user()
@@ -176,7 +177,7 @@ class PluggyApp(App):
         answer = self.hook.check_request(req=req, found=found)
         if answer is not None:
             return answer
-        self._bound_body(req)
+        req.read_body(self.max_body_size)
         if found is None:
             raise Problem(404, "There is nothing at this path.")
         route, params = found

@@ -1,6 +1,7 @@
 """usersvc/request.py: what the app reads from the WSGI environ, and how."""
 from __future__ import annotations
 
+import io
 from urllib.parse import parse_qsl
 
 import pytest
@@ -55,11 +56,20 @@ def test_base_url_is_scheme_host_and_mount_point(environ, expected):
     assert Request(environ).base_url == expected
 
 
-@pytest.mark.parametrize("declared, expected", [(None, None), ("", None), ("0", 0),
-                                                ("12", 12), ("-1", -1), ("1e3", -1), (" 5", -1)])
-def test_content_length_is_a_number_none_or_minus_one(declared, expected):
-    environ = {} if declared is None else {"CONTENT_LENGTH": declared}
-    assert Request(environ).content_length == expected
+@pytest.mark.parametrize("declared, expected", [(None, b""), ("", b""), ("0", b""), ("2", b"ab"),
+                                                ("-1", 400), ("1e3", 400), (" 5", 400)])
+def test_a_declared_length_is_read_or_a_400_when_not_a_number(declared, expected):
+    environ = {"REQUEST_METHOD": "POST", "wsgi.input": io.BytesIO(b"abc")}
+    if declared is not None:
+        environ["CONTENT_LENGTH"] = declared
+    req = Request(environ)
+    if expected == 400:
+        with pytest.raises(Problem) as refused:
+            req.read_body(10)
+        assert refused.value.status == 400
+    else:
+        req.read_body(10)
+        assert req.body == expected
 
 
 def test_an_empty_path_is_the_root():

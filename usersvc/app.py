@@ -7,15 +7,9 @@ body bounded (413); 404, 405 with ``Allow``, OPTIONS from the route's
 method map; ``negotiate`` picks the format (or 406) before anything changes,
 and the responder does the rest. A ``Problem`` or a domain error becomes a
 problem document; anything else is a bug, logged, and a 500 that says
-nothing of the code.
-
-**Where a feature plugs in** (as Falcon's middleware does): ``starters``
-see each request as it comes, ``checks`` may answer or refuse it after
-routing, ``finishers`` see each answer; ``records_wrappers``, ``write_hook``,
-``offers`` and ``feed_hooks`` are used as collections are added;
-``stoppers`` when the server stops (``stop_waiting``).
-``usersvc.hooks`` lists every hook, what it receives and returns, and what
-a feature is.
+nothing of the code. Features plug in through ``App``'s hooks, plain
+attributes, as Falcon's middleware does: ``usersvc.hooks`` lists each, what
+it receives and returns, and what a feature is.
 """
 from __future__ import annotations
 
@@ -26,17 +20,9 @@ from typing import Any
 
 from .changes import Changes
 from .problems import DOMAIN_ERRORS, Problem
-from .representation import (
-    BODY_TYPES,
-    DEFAULT,
-    PATCH_TYPES,
-    PROBLEMS,
-    Offers,
-    Representations,
-    negotiate,
-    problem_format,
-)
-from .request import Request, Response, log_failure
+from .representation import (BODY_TYPES, DEFAULT, PATCH_TYPES, PROBLEMS, Offers,
+                             Representations, negotiate, problem_format)
+from .request import Request, Response
 from .resources import Collection, Item
 from .routing import Router
 from .settings import Settings
@@ -46,17 +32,16 @@ from .schema import Schema
 
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.
 _HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+# An origin's default port, which a Host header may leave out.
+_DEFAULT_PORT = re.compile(r":(?:80|443)\Z")
+_SAFE = frozenset({"GET", "HEAD", "OPTIONS"})     # never refused as another site's
+# Methods whose response carries a representation, so Accept matters.
+_NEGOTIATED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH"})
 
 
 def good_host(host: str) -> bool:
     """Whether ``host`` is a host name or address, with an optional port."""
     return _HOST.fullmatch(host) is not None
-
-
-_SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
-# Methods whose response carries a representation, so Accept matters.
-_NEGOTIATED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH"})
-_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})        # whose body the service reads
 
 
 class App:
@@ -65,35 +50,30 @@ class App:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings = Settings() if settings is None else settings
         self.max_body_size = settings.max_body_size
-        #: The waiting places (``features.waiting``: ``Waiting``), once plugged in.
-        self.waiting: Any = None
-        #: Where features plug in (see the module's text).
+        # The hooks: plain attributes a feature's ``plug`` fills (usersvc.hooks
+        # says what each receives and returns). Met by each request, in order:
         self.starters: list[Callable[[Request], None]] = []
         self.checks: list[Callable[[Request, Any], Response | None]] = [self._from_another_site]
         self.finishers: list[Callable[[Request, Response], None]] = []
+        self.open_paths: set[str] = set()           # read by a check asking for a token
+        self.allowed_origins: set[str] = set()      # read by the cross-origin protection
+        # Used as each collection is added (so set before):
         self.records_wrappers: list[Callable[[str, Any], Any]] = []
-        #: Told of each collection's change feed (``changes.Changes``) as it is added.
-        self.feed_hooks: list[Callable[[Changes], None]] = []
-        #: Told when the server stops (``stop_waiting``): what holds a
-        #: request open ends it (the waiting feature's long-polls, streams).
-        self.stoppers: list[Callable[[], None]] = []
-        #: A collection's write hook from its store (``resources``; idempotency keys).
         self.write_hook: Callable[[Any], Any] | None = None
-        #: What records and problems are answered in (the pages add HTML).
+        self.feed_hooks: list[Callable[[Changes], None]] = []
         self.offers: Offers = DEFAULT
         self.problem_offers: Offers = PROBLEMS
-        #: What each feature's ``plug`` returned, by name (``build_app``
-        #: fills it): the metrics feature's ``registry`` for a scraper.
+        # Around the app's life: what each feature plugged in, the waiting
+        # places, and what ends the requests held open when the server stops.
         self.plugged: dict[str, Any] = {}
+        self.waiting: Any = None
+        self.stoppers: list[Callable[[], None]] = []
+        # The collections served, as added: what a feature may read too.
         self.router = Router()
         self.schemas: list[Schema] = []
         self.records: list[Any] = []
         self.feeds: list[str] = []          # the collections with a change feed
         self._closers: list[Callable[[], None]] = []
-        #: Paths open without a token (the health check, the pages' files).
-        self.open_paths: set[str] = set()
-        #: Origins whose pages may write here (``"*"``: any), as CORS adds them.
-        self.allowed_origins: set[str] = set()
 
     def add_collection(self, schema: Schema, records: Any) -> None:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from
@@ -121,25 +101,23 @@ class App:
     def on_close(self, closer: Callable[[], None]) -> None:
         self._closers.append(closer)
 
-    @property
-    def metrics(self) -> Any:
-        """Deprecated (issue 58): ``app.plugged.get("metrics")``, the
-        metrics feature's counts, ``None`` when off; goes in the next release."""
-        warnings.warn('app.metrics is deprecated: use app.plugged.get("metrics")',
-                      DeprecationWarning, stacklevel=2)
-        return self.plugged.get("metrics")
-
-    def stop_waiting(self) -> None:
-        """For a server that is stopping: every request held open (waiting
-        for changes, a stream) answered now, and every later one at once,
-        by the ``stoppers`` features put in (the plain core holds none)."""
-        for stop in self.stoppers:
-            stop()
-
     def close(self) -> None:
         """Close the stores this app opened."""
         for closer in self._closers:
             closer()
+
+    def stop_waiting(self) -> None:
+        """For a server that is stopping: the ``stoppers`` run (what holds a
+        request open answers it now; the plain core holds none)."""
+        for stop in self.stoppers:
+            stop()
+
+    @property
+    def metrics(self) -> Any:
+        """Deprecated (issue 58), goes in the next release: ``app.plugged.get("metrics")``."""
+        warnings.warn('app.metrics is deprecated: use app.plugged.get("metrics")',
+                      DeprecationWarning, stacklevel=2)
+        return self.plugged.get("metrics")
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         req = Request(environ)
@@ -152,6 +130,7 @@ class App:
         except DOMAIN_ERRORS as error:
             response = self.problem_response(req, Problem.from_error(error))
         except Exception:
+            from .failures import log_failure       # (a bug's: the plain core serves without)
             log_failure(req)
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
@@ -160,20 +139,19 @@ class App:
         return response(environ, start_response)
 
     def handle(self, req: Request) -> Response:
-        path = req.path
         host = req.host
         if host is not None and not good_host(host):
             # URLs in Location and Link are built from it: no paths, markup or
             # spaces get in there (and it is not echoed here either).
             raise Problem(400, "The Host header is not a host name or address with an optional port.")
-        found = self.router.match(path)
+        found = self.router.match(req.path)
         if found is not None:
             req.route = found[0].label          # the core's (usersvc.hooks): a 401, 403 too
         for check in self.checks:               # before a byte of the body is read
             answer = check(req, found)
             if answer is not None:
                 return answer
-        self._bound_body(req)
+        req.read_body(self.max_body_size)      # (413: a body over the limit)
         if found is None:
             raise Problem(404, "There is nothing at this path.")
         route, params = found
@@ -208,30 +186,6 @@ class App:
         raise Problem(403, "A page of another site cannot make changes here "
                            "(cross-origin request refused).")
 
-    def _bound_body(self, req: Request) -> None:
-        """413 for a body over the limit, by Content-Length before reading, or
-        (chunked) by reading one byte more at most; read here, once."""
-        limit = self.max_body_size
-        length = req.content_length
-        if length is not None:
-            if length < 0:
-                raise Problem(400, "The Content-Length is not a whole number.")
-            if length > limit:
-                raise self._too_large()
-        if req.method not in _WITH_BODY:
-            return
-        if length is None and not req.body_follows:
-            return          # no length, not chunked: no body (RFC 9112 §6.3)
-        body = req.read(limit + 1 if length is None else length)
-        if len(body) > limit:
-            raise self._too_large()
-        req.body = body
-
-    def _too_large(self) -> Problem:
-        return Problem(413, f"The request body is over the limit of "
-                            f"{self.max_body_size} bytes.",
-                       max_body_size=self.max_body_size)
-
     def _options(self, route: Any) -> Response:
         headers = [("Allow", route.allow)]
         if "POST" in route.responders:
@@ -253,8 +207,4 @@ class App:
 def _host(origin: str) -> str:
     """``host[:port]`` of an origin, lower case, without a default port
     (``:80``, ``:443``), as a ``Host`` header may name it either way."""
-    host = origin.partition("://")[2].lower()
-    for default in (":80", ":443"):
-        if host.endswith(default):
-            return host[: -len(default)]
-    return host
+    return _DEFAULT_PORT.sub("", origin.partition("://")[2].lower(), count=1)

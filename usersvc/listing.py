@@ -167,7 +167,7 @@ class Listing:
             response.headers.append(("Link", ", ".join(links)))
         # RFC 7240: a count only when asked for, and said when given.
         metadata = []
-        if req.prefers("count") == "exact":
+        if prefers(req, "count") == "exact":
             total = records.count(**self.count_arguments())
             metadata = [("Preference-Applied", "count=exact"), ("X-Total-Count", str(total))]
         response = revalidated(req, response, tag, *metadata)
@@ -231,6 +231,19 @@ def parameters(query: dict[str, list[str]], known: list[str], where: str,
         if len(values) > 1:
             raise Problem(400, f"The query parameter {name} is given more than once.")
     return {name: values[0] for name, values in query.items()}
+
+
+def prefers(req: Request, name: str) -> str | None:
+    """The value of the preference ``name`` in the request's ``Prefer``
+    (RFC 7240 §2: ``Prefer: count=exact, return=minimal``; a page's count is
+    asked for so); ``""`` for one given without a value, ``None`` for one
+    not given."""
+    header = req.header("Prefer")
+    for preference in header.split(",") if header else ():
+        token, _, value = preference.split(";", 1)[0].partition("=")
+        if token.strip().lower() == name:
+            return value.strip().strip('"')
+    return None
 
 
 def fields_named(schema: Schema, one: dict[str, str]) -> tuple[str, ...] | None:

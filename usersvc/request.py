@@ -3,14 +3,12 @@
 ``Request`` names what the app needs from the environ (PEP 3333), parsing
 a header only when asked; ``Response`` is a status, headers and the body
 bytes, handed to the WSGI server (a body made as it is sent, a stream of
-events, is the waiting feature's ``Streamed``); ``log_failure`` logs a
-bug met while answering. WebOb's classes do much more, at
-microseconds a request: usersvc uses WebOb to parse ``Accept`` and entity
-tags, and its tests build requests with ``webob.Request.blank``.
+events, is the waiting feature's ``Streamed``). WebOb's classes do much
+more, at microseconds a request: usersvc uses WebOb to parse ``Accept``
+and entity tags, and its tests build requests with ``webob.Request.blank``.
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import quote, unquote_plus
@@ -21,11 +19,11 @@ from .problems import TITLES, Problem
 
 #: What a path may hold unescaped in a URL the service writes (as WebOb).
 PATH_SAFE = "/~!$&'()*+,;=:@"
-
-#: Where ``ops.AccessLog`` keeps a request's id in the environ (for the error log).
+#: Where ``serving.ops.AccessLog`` puts a request's id in the environ.
 REQUEST_ID_KEY = "usersvc.request_id"
-
-log = logging.getLogger("usersvc")
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})        # whose body the service reads
+#: Every answer is what it says it is (no browser guesses another type).
+NOSNIFF = ("X-Content-Type-Options", "nosniff")
 
 
 def status_line(status: int) -> str:
@@ -49,9 +47,14 @@ def base_url_of(scheme: str, host: str | None, server: str, port: str | None,
     return f"{scheme}://{host}{script}"
 
 
+def _too_large(limit: int) -> Problem:
+    return Problem(413, f"The request body is over the limit of {limit} bytes.",
+                   max_body_size=limit)
+
+
 class Request:
     """One request: its method, its path, the headers the app reads, and
-    its body once the app has read it (``App`` bounds and reads it before
+    its body once read (``read_body``: ``App`` asks, with its limit, before
     any resource runs)."""
 
     __slots__ = ("environ", "method", "path", "host", "accept", "body", "route")
@@ -65,15 +68,26 @@ class Request:
         self.host: str | None = environ.get("HTTP_HOST")     # every request's: read once
         self.accept: str = environ.get("HTTP_ACCEPT", "")
         self.body = b""
-        #: The template of the route that took the request, for metrics
-        #: (``/users/{id}``); empty while none has (and for a 404).
+        #: The route's template, for metrics (``/users/{id}``; ``""``: none).
         self.route = ""
 
-    # -- headers --------------------------------------------------------
+    def header(self, name: str) -> str | None:
+        """Any request header by its name (``X-Request-ID``), or ``None``;
+        those below, read on most requests, are looked up directly."""
+        return self.environ.get("HTTP_" + name.upper().replace("-", "_"))
 
     @property
     def content_type(self) -> str | None:
         return self.environ.get("CONTENT_TYPE") or None
+
+    @property
+    def origin(self) -> str | None:
+        return self.environ.get("HTTP_ORIGIN")
+
+    @property
+    def fetch_site(self) -> str | None:
+        """``Sec-Fetch-Site``: where the browser says the request comes from."""
+        return self.environ.get("HTTP_SEC_FETCH_SITE")
 
     @property
     def query_string(self) -> str:
@@ -87,57 +101,13 @@ class Request:
         percent-escapes that are not UTF-8."""
         query: dict[str, list[str]] = {}
         try:
-            # WSGI hands over the raw bytes as a latin-1 str.
-            text = self.query_string.encode("latin-1").decode("utf-8")
-            for pair in text.split("&"):
-                if pair:
-                    name, _, value = pair.partition("=")
-                    query.setdefault(unquote_plus(name, errors="strict"), []).append(
-                        unquote_plus(value, errors="strict"))
+            text = self.query_string.encode("latin-1").decode("utf-8")     # WSGI's latin-1 str
+            for name, _, value in (pair.partition("=") for pair in text.split("&") if pair):
+                query.setdefault(unquote_plus(name, errors="strict"), []).append(
+                    unquote_plus(value, errors="strict"))
         except UnicodeError:
             raise Problem(400, "The query string is not valid UTF-8.") from None
         return query
-
-    def prefers(self, name: str) -> str | None:
-        """The value of the preference ``name`` in ``Prefer`` (RFC 7240 §2:
-        ``Prefer: count=exact, return=minimal``); ``""`` for one given
-        without a value, ``None`` for one not given."""
-        header = self.environ.get("HTTP_PREFER")
-        if not header:
-            return None
-        for preference in header.split(","):
-            token, _, value = preference.split(";", 1)[0].partition("=")
-            if token.strip().lower() == name:
-                return value.strip().strip('"')
-        return None
-
-    @property
-    def target(self) -> str:
-        """The path and query as received, for a log line: never fails."""
-        query = self.query_string
-        return self.path + ("?" + query if query else "")
-
-    @property
-    def request_id(self) -> str:
-        return self.environ.get(REQUEST_ID_KEY, "-")
-
-    @request_id.setter
-    def request_id(self, value: str) -> None:
-        self.environ[REQUEST_ID_KEY] = value
-
-    def header(self, name: str) -> str | None:
-        """Any request header by its name (``X-Request-ID``), or ``None``."""
-        return self.environ.get("HTTP_" + name.upper().replace("-", "_"))
-
-    # Read on every write, by the cross-origin check: looked up directly.
-    @property
-    def origin(self) -> str | None:
-        return self.environ.get("HTTP_ORIGIN")
-
-    @property
-    def fetch_site(self) -> str | None:
-        """``Sec-Fetch-Site``: where the browser says the request comes from."""
-        return self.environ.get("HTTP_SEC_FETCH_SITE")
 
     @property
     def has_preconditions(self) -> bool:
@@ -154,8 +124,6 @@ class Request:
         value = self.environ.get("HTTP_IF_NONE_MATCH")
         return ETagMatcher.parse(value, strong=False) if value else None
 
-    # -- where it was sent ----------------------------------------------
-
     @property
     def script_name(self) -> str:
         """Where the app is mounted (``""``: at the root)."""
@@ -170,31 +138,33 @@ class Request:
                            e.get("SERVER_NAME", "localhost"), e.get("SERVER_PORT"),
                            e.get("SCRIPT_NAME", ""))
 
-    # -- the body ---------------------------------------------------------
-
-    @property
-    def content_length(self) -> int | None:
-        """``Content-Length``: a number, ``None`` (not sent) or ``-1`` (not a number)."""
-        declared = self.environ.get("CONTENT_LENGTH")
-        if not declared:
-            return None
-        return int(declared) if declared.isdigit() else -1
-
-    @property
-    def body_follows(self) -> bool:
-        """Whether a body of unknown length follows (chunked, or input the
-        server marks terminated); else, without a length, none (RFC 9112 §6.3)."""
+    def read_body(self, limit: int) -> None:
+        """The body read into ``body``, once, never past ``limit`` bytes (``App``
+        asks before any resource runs, as Werkzeug's request bounds itself):
+        413 by ``Content-Length`` before reading, or, for a body of unknown
+        length, by reading one byte more at most. Only a POST's, PUT's or
+        PATCH's body is read."""
         e = self.environ
-        return (e.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
-                or bool(e.get("wsgi.input_terminated")))
+        declared = e.get("CONTENT_LENGTH")
+        if declared and not declared.isdigit():
+            raise Problem(400, "The Content-Length is not a whole number.")
+        length = int(declared) if declared else None
+        if length is not None and length > limit:
+            raise _too_large(limit)
+        if self.method not in _WITH_BODY:
+            return
+        if length is None and not (e.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
+                                   or e.get("wsgi.input_terminated")):
+            return          # no length, not chunked (nor marked terminated): none (RFC 9112 §6.3)
+        body = e["wsgi.input"].read(limit + 1 if length is None else length)
+        if len(body) > limit:
+            raise _too_large(limit)
+        self.body = body
 
-    def read(self, size: int) -> bytes:
-        """At most ``size`` bytes of the body, from the server's stream."""
-        return self.environ["wsgi.input"].read(size)
-
-
-#: Every answer is what it says it is (no browser guesses another type).
-NOSNIFF = ("X-Content-Type-Options", "nosniff")
+    @property
+    def request_id(self) -> str:
+        """The id ``serving.ops.AccessLog`` gave it (``"-"``: none), for the error log."""
+        return self.environ.get(REQUEST_ID_KEY, "-")
 
 
 class Response:
@@ -219,10 +189,3 @@ class Response:
         start_response(status_line(self.status), headers)
         return [body] if body and environ.get("REQUEST_METHOD") != "HEAD" else []
 
-
-def log_failure(req: Request, when: str = "") -> None:
-    """A bug met while answering ``req`` (called in an ``except``), logged
-    with its traceback: the method, the target as received and the
-    request's id (the access log's line has it too: ``REQUEST_ID_KEY``)."""
-    log.exception("%s %r failed%s (request %s)", req.method, req.target, when,
-                  req.request_id)

@@ -2,9 +2,8 @@
 
 A template is a path with ``{name:int}`` segments: ``/users/{id:int}``
 (``canonical_int``). A resource implements ``on_get``, ``on_post``... for
-the methods it has; the method map is built once, from the fixed list
-``METHODS`` (never from the client's method name). HEAD is GET's
-responder; the map makes ``Allow``.
+the methods it has; the method map is built once, from the fixed table
+``RESPONDERS`` (never from the client's method name), and makes ``Allow``.
 """
 from __future__ import annotations
 
@@ -15,8 +14,10 @@ from typing import Any
 from .representation import DEFAULT, Offers
 from .storage import MAX_ID
 
-#: The methods a resource may implement, in the order ``Allow`` lists them.
-METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+#: The methods a resource may answer, in the order ``Allow`` lists them,
+#: each by its responder: HEAD is GET's (RFC 9110 §9.3.2).
+RESPONDERS = {"GET": "on_get", "HEAD": "on_get", "POST": "on_post", "PUT": "on_put",
+              "PATCH": "on_patch", "DELETE": "on_delete"}
 
 _PARAMETER = re.compile(r"\{(\w+):int\}")
 
@@ -25,15 +26,16 @@ def canonical_int(segment: str) -> int | None:
     """The id a path segment names, or ``None`` (a 404): ASCII digits, no
     leading zero, at most ``MAX_ID`` (19 digits at most, checked before
     ``int()``): ``/users/01``, ``/users/+1`` and a 30-digit id name nothing."""
-    if (segment.isascii() and segment.isdigit() and segment[0] != "0"
-            and len(segment) <= 19):
+    if segment.isascii() and segment.isdigit() and segment[0] != "0" and len(segment) <= 19:
         value = int(segment)
-        if value <= MAX_ID:
-            return value
+        return value if value <= MAX_ID else None
     return None
 
 
 class Route:
+    """A template, its resource, and the resource's method map: made once,
+    as the route is added."""
+
     def __init__(self, template: str, resource: Any) -> None:
         self.template = template
         #: The template as OpenTelemetry's ``http.route`` spells it: ``/users/{id}``.
@@ -44,15 +46,9 @@ class Route:
             (m.group(1), True) if (m := _PARAMETER.fullmatch(part)) else (part, False)
             for part in template.split("/")]
         self.responders: dict[str, Callable[..., Any]] = {
-            m: getattr(resource, "on_" + m.lower())
-            for m in METHODS if hasattr(resource, "on_" + m.lower())
-        }
-        if "GET" in self.responders:
-            self.responders["HEAD"] = self.responders["GET"]  # RFC 9110 §9.3.2
-        allowed = [m for m in METHODS if m in self.responders]
-        if "GET" in allowed:
-            allowed.insert(1, "HEAD")
-        self.allow = ", ".join(allowed + ["OPTIONS"])
+            method: getattr(resource, name) for method, name in RESPONDERS.items()
+            if hasattr(resource, name)}
+        self.allow = ", ".join([*self.responders, "OPTIONS"])
         #: The media types the resource answers in (by default JSON and
         #: XML); ``None``: one representation, whatever ``Accept`` says.
         self.offers: Offers | None = getattr(resource, "offers", DEFAULT)
@@ -61,8 +57,7 @@ class Route:
         """The parameters of a path (split at ``/``, as long as the template)
         if it is this route's, else ``None``."""
         params = {}
-        for at, (segment, is_parameter) in enumerate(self.segments):
-            part = parts[at]
+        for part, (segment, is_parameter) in zip(parts, self.segments, strict=True):
             if not is_parameter:
                 if part != segment:
                     return None
@@ -81,7 +76,6 @@ class Router:
     def __init__(self) -> None:
         self.routes: list[Route] = []
         self._static: dict[str, Route] = {}
-        # Templated routes by (number of segments, first segment).
         self._templated: dict[tuple[int, str], list[Route]] = {}
 
     def add(self, template: str, resource: Any) -> Route:

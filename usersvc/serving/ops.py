@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from ..request import Request
+from ..request import REQUEST_ID_KEY, Request
 
 access_log = logging.getLogger("usersvc.access")
 
@@ -95,7 +95,7 @@ class AccessLog:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         started = time.perf_counter()
         req = Request(environ)
-        rid = req.request_id = self._new_id(req)
+        rid = environ[REQUEST_ID_KEY] = self._new_id(req)
         target = loggable_target(req)     # now: a mount below moves the path into SCRIPT_NAME
         status = "-"
 

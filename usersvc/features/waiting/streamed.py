@@ -1,6 +1,6 @@
 """``Streamed``: an answer whose body is made as the server sends it (the
 waiting feature's Server-Sent Events, ``events.Events``), its failures
-logged as every other answer's (``request.log_failure``).
+logged as every other answer's (``failures.log_failure``).
 """
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ...request import NOSNIFF, Request, Response, log_failure, status_line
+from ...failures import log_failure
+from ...request import NOSNIFF, Request, Response, status_line
 
 
 class Streamed(Response):
