@@ -120,8 +120,8 @@ class Table:
         """A conditional DELETE; no row deleted when the record is gone or the
         precondition fails."""
         where, params = self._condition(precondition)
-        return f"DELETE FROM {self.name} WHERE id = {self.dialect.mark}{where}", [
-            record_id, *params]
+        query = f"DELETE FROM {self.name} WHERE id = {self.dialect.mark}{where}"
+        return query, [record_id, *params]
 
     def _condition(self, precondition: Any) -> tuple[str, list[Any]]:
         """The WHERE clause that ``Precondition.allows`` is, over ``version``."""
@@ -170,6 +170,7 @@ class SQLRecords(Restores):
         self.connections = connections      # ``read`` and ``commit``
         self._make = record_maker(self.schema)      # a row to a record
         self.bulk = self.bulk_type(storage, table, self._make)
+        self.history = str(storage.history)     # the feed's (read as the store opened)
         #: Told of this process's commits (the store's ``Listeners``; other
         #: processes' the store finds itself: ``CommitsAnnounced``).
         self.commits = storage.commits
@@ -250,10 +251,6 @@ class SQLRecords(Restores):
     def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
         """``Restores``'s: the ``bulk``'s, in a transaction of its own, never a step's."""
         self.bulk.restore(records, changes, last_id)
-
-    @property
-    def history(self) -> str:
-        return str(self.storage.history)
 
     def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
         """``protocol.CommitsAnnounced``, for these records served alone:
