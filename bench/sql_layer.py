@@ -68,7 +68,7 @@ class Strings:
         return self.make(row)
 
     def page(self, i: int) -> list:
-        return list(map(self.make, self.db.execute(*self.table.page(limit=100, after=i % 900))))
+        return list(map(self.make, self.db.execute(*self.table.pages.page(limit=100, after=i % 900))))
 
 
 class Core:

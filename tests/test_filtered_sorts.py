@@ -154,7 +154,7 @@ def _index_of(arguments) -> str:
 @pytest.mark.parametrize("arguments", SQL_PAGES, ids=repr)
 def test_an_indexed_page_is_a_search_of_the_filters_index_on_sqlite(tmp_path_factory, arguments):
     path = _sqlite_things(tmp_path_factory)
-    query, params = Table(THINGS, SQLITE).page(limit=10, **arguments)
+    query, params = Table(THINGS, SQLITE).pages.page(limit=10, **arguments)
     with closing(sqlite3.connect(path)) as db:
         db.execute("ANALYZE")
         found = " / ".join(row[-1] for row in db.execute("EXPLAIN QUERY PLAN " + query, params))
@@ -188,7 +188,7 @@ def _optional_indexes(arguments) -> tuple[str, str]:
 @pytest.mark.parametrize("arguments", SQL_OPTIONAL, ids=repr)
 def test_an_optional_sorts_page_is_a_search_of_its_index_on_sqlite(tmp_path_factory, arguments):
     path = _sqlite_things(tmp_path_factory)
-    walks = _walks(Table(THINGS, SQLITE), arguments)
+    walks = _walks(Table(THINGS, SQLITE).pages, arguments)
     assert len(walks) == 1 + (None not in arguments.get("after", ()))
     values = _optional_indexes(arguments)[0]
     with closing(sqlite3.connect(path)) as db:
@@ -231,7 +231,7 @@ def test_an_indexed_page_is_a_search_of_an_index_in_its_order_on_postgres(analyz
     """PostgreSQL's planner chooses by cost: where the filter keeps one
     record in two it may walk the order's own index and skip the others
     (two read a record returned); where it keeps few, the filter's."""
-    query, params = Table(THINGS, POSTGRES).page(limit=10, **arguments)
+    query, params = Table(THINGS, POSTGRES).pages.page(limit=10, **arguments)
     plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + query, *params))
     assert "Seq Scan" not in plan and "Sort" not in plan, plan
     assert "Index Scan" in plan or "Index Only Scan" in plan, plan
@@ -256,7 +256,7 @@ def test_an_optional_sorts_page_is_a_search_of_an_index_on_postgres(analyzed, ar
     values, without = _optional_indexes(arguments)
     if arguments.get("done") is not True:
         values, without = "things_weight_order", "things_weight_absent"
-    walks = _walks(Table(THINGS, POSTGRES), arguments)
+    walks = _walks(Table(THINGS, POSTGRES).pages, arguments)
     for (query, params), index in zip(walks, (values, without)[len(walks) == 1:]):
         plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + query, *params))
         assert "Seq Scan" not in plan and "Sort" not in plan, plan

@@ -230,7 +230,7 @@ def analyzed():
 
 @pytest.mark.parametrize("arguments", PAGES, ids=repr)
 def test_every_page_reads_an_index_and_never_scans_the_users(analyzed, arguments):
-    query, params = USERS.page(limit=10, **arguments)
+    query, params = USERS.pages.page(limit=10, **arguments)
     plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + query, *params))
     assert "Seq Scan" not in plan, plan
     if "q" in arguments:        # the matching words, then only their users, sorted
@@ -249,7 +249,7 @@ def test_a_range_on_the_pages_own_order_is_a_search_of_its_index(analyzed, sort,
     """The cost rule (docs/api.md, "Asking"): the page starts at the
     range's edge in the order's index (an Index Cond), and walks it."""
     where = tuple(asking.read(USER, *pair.split("=")) for pair in asked.split("&"))
-    query, params = USERS.page(limit=10, sort=sort, reverse=reverse, where=where)
+    query, params = USERS.pages.page(limit=10, sort=sort, reverse=reverse, where=where)
     plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + query, *params))
     assert "Seq Scan" not in plan and "Sort" not in plan, plan
     assert "Index Cond" in plan and ("name__key >" if sort == "name" else "id >") in plan, plan
@@ -257,12 +257,12 @@ def test_a_range_on_the_pages_own_order_is_a_search_of_its_index(analyzed, sort,
 
 @pytest.mark.parametrize("after", [0, 10_000, 19_990])
 def test_a_page_of_the_feed_is_one_walk_of_the_positions(analyzed, after):
-    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + USERS.changes, after, 100))
+    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + USERS.pages.changes, after, 100))
     assert "Seq Scan" not in plan and "Sort" not in plan, plan
     assert "Index Scan using user_changes_seq_key on user_changes" in plan, plan
     assert " users" not in plan.replace("user_changes", ""), plan     # no other table
     # The position a page links to: the largest, from the end of the same index.
-    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + USERS.position))
+    plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + USERS.pages.position))
     assert "Index Only Scan Backward using user_changes_seq_key" in plan, plan
 
 

@@ -211,7 +211,7 @@ def fifty(store, path):
 def test_a_page_of_the_feed_is_one_walk_of_the_positions(fifty, store):
     for i in range(0, 50, 3):
         store.update(i + 1, name="V")     # positions out of id order
-    found = plan(fifty, USERS.changes, (10, 20))
+    found = plan(fifty, USERS.pages.changes, (10, 20))
     assert found == "SEARCH user_changes USING INTEGER PRIMARY KEY (rowid>?)", found
 
 
@@ -221,7 +221,7 @@ def test_reading_one_user_searches_the_primary_key(fifty):
 
 @pytest.mark.parametrize("arguments", PAGES, ids=repr)
 def test_every_page_walks_an_index_and_never_scans(fifty, arguments):
-    found = plan(fifty, *USERS.page(limit=10, **arguments))
+    found = plan(fifty, *USERS.pages.page(limit=10, **arguments))
     if "q" in arguments:
         # The matching words are one range of user_words' key; only their
         # users are read (by id) and sorted.
@@ -246,7 +246,7 @@ def test_a_range_on_the_pages_own_order_is_a_search_of_its_index(fifty, sort, as
     """The cost rule (docs/api.md, "Asking"): the page starts at the
     range's edge in the order's index, and walks it: no sort, no scan."""
     where = tuple(asking.read(USER, *pair.split("=")) for pair in asked.split("&"))
-    found = plan(fifty, *USERS.page(limit=10, sort=sort, reverse=reverse, where=where))
+    found = plan(fifty, *USERS.pages.page(limit=10, sort=sort, reverse=reverse, where=where))
     if sort == "email":         # ne is no range: the index walked from its start
         assert found.startswith("SCAN u USING INDEX users_email_unique"), found
     else:
@@ -257,13 +257,13 @@ def test_a_range_on_the_pages_own_order_is_a_search_of_its_index(fifty, sort, as
 @pytest.mark.parametrize("sort", ["name"])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_a_pages_ids_and_versions_come_from_its_orders_index_alone(fifty, sort, reverse):
-    found = plan(fifty, *USERS.page(limit=10, columns=("u.id", "u.version"), sort=sort,
+    found = plan(fifty, *USERS.pages.page(limit=10, columns=("u.id", "u.version"), sort=sort,
                                reverse=reverse, after=("u", 5)))
     assert found.startswith(f"SEARCH u USING COVERING INDEX users_{sort}_order "), found
 
 
 def test_counting_a_search_reads_only_the_matching_words(fifty):
-    found = plan(fifty, *USERS.count(q="u1"))
+    found = plan(fifty, *USERS.pages.count(q="u1"))
     assert "SEARCH user_words USING PRIMARY KEY (word>? AND word<?)" in found, found
     assert "SCAN u" not in found, found
 
@@ -547,7 +547,7 @@ def test_a_page_reuses_built_users_only_at_the_version_the_file_has(path):
                     b.update(users[2].id, name="Raced too")
                 return super().get(key, default)
 
-        a.kept = WriteInBetween()           # nothing kept: every user is read again
+        a.bulk.kept = WriteInBetween()      # nothing kept: every user is read again
         with a.storage.connections.session() as db:
             db.kept[1].clear()              # and the last answer forgotten
         page = a.list()

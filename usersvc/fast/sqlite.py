@@ -315,7 +315,7 @@ def page(self: Any, db: Any, arguments: dict[str, Any]) -> list[Any]:
     wanted = [record_id for record_id, _ in keys if record_id not in found]
     if wanted:
         found.update((row[0], self._make(row)) for row in db.execute(
-            f"{self.table.select_some}({', '.join('?' * len(wanted))})", wanted))
+            f"{self.pages.select_some}({', '.join('?' * len(wanted))})", wanted))
         if any(record_id not in found or found[record_id].version != version
                for record_id, version in keys):
             # Written between the two reads: read the page whole.

@@ -35,7 +35,7 @@ from ..errors import StoreUnavailable
 from ..health import WriteHealth
 from ..served import Collections, Step
 from ..feed import Listeners
-from ..sql.bulk import LIST_DEFAULTS
+from ..sql.bulk import LIST_DEFAULTS, Read, SQLBulk
 from ..sql.collection import SQLRecords, Table
 from ..sql.dialects import POSTGRES
 from ..sql.evolution import evolve
@@ -250,10 +250,11 @@ class PostgresStorage(Collections):
         self._pool.close()
 
 
-class PostgresRecords(SQLRecords):
-    """One collection of a ``PostgresStorage``."""
+class PostgresBulk(SQLBulk):
+    """Many records of a ``PostgresStorage``'s collection at once: a page
+    carries the feed's position it was read at."""
 
-    def position_and_list(self, **arguments: Any) -> tuple[int, list[Any]]:
+    def position_and_list(self, read: Read, **arguments: Any) -> tuple[int, list[Any]]:
         # The position is read before any row the page takes: each row of the
         # page's first statement carries it, read once (an InitPlan) in that
         # statement's snapshot, and an optional sort's second statement (its
@@ -263,14 +264,19 @@ class PostgresRecords(SQLRecords):
         # then the position first, on its own, and the page again. (Taking
         # it from the second statement's rows lost a record given a value
         # between the two: on no page, and its change before the position.)
-        full = {**LIST_DEFAULTS, **arguments}
-        columns = (*(f"u.{c}" for c in self.table.columns.split(", ")),
-                   f"({self.table.position})")
+        full, pages = {**LIST_DEFAULTS, **arguments}, self.pages
+        columns = (*(f"u.{c}" for c in self.table.columns.split(", ")), f"({pages.position})")
 
-        def read(db: psycopg.Connection[Any]) -> tuple[int, list[Any]]:
-            first = db.execute(*self.table.page(**full, columns=columns)).fetchall()
+        def position_and_page(db: psycopg.Connection[Any]) -> tuple[int, list[Any]]:
+            first = db.execute(*pages.page(**full, columns=columns)).fetchall()
             if not first:
-                return int(db.execute(self.table.position).fetchone()[0]), self._page(db, full)
+                return int(db.execute(pages.position).fetchone()[0]), self._page(db, full)
             rows = self._rows(db, full, columns, first)
             return int(first[0][-1]), [self._make(row[:-1]) for row in rows]
-        return self._read(None, read)
+        return read(None, position_and_page)
+
+
+class PostgresRecords(SQLRecords):
+    """One collection of a ``PostgresStorage`` (many records at once: ``PostgresBulk``)."""
+
+    bulk_type = PostgresBulk

@@ -17,6 +17,7 @@ from "changed" (412). A unique index's error names the field (409).
 """
 from __future__ import annotations
 
+import builtins
 import copy
 import json
 from collections.abc import Callable, Sequence
@@ -25,6 +26,8 @@ from typing import Any, TypeVar
 from ...fields import Field, search_terms
 from ...schema import Schema
 from ..errors import MAX_ID, Conflict, NotFound, Precondition, StaleVersion
+from ..feed import Change
+from ..stored import Restores
 from .bulk import SQLBulk
 from .queries import PageQueries
 from .dialects import Dialect
@@ -41,31 +44,30 @@ def checked_id(schema: Schema, record_id: int) -> int:
     return record_id
 
 
-class Table(PageQueries):
-    """Everything SQL about one collection, for one dialect, made once
-    (what reads or writes many records: ``PageQueries``)."""
+class Table:
+    """Everything SQL about one collection, for one dialect, made once;
+    the statements of many records at once are its ``pages``'s
+    (``PageQueries``)."""
 
     def __init__(self, schema: Schema, dialect: Dialect) -> None:
-        self.schema, self.dialect = schema, dialect
-        s, m = schema, dialect.mark
-        self.name = t = s.plural
-        self.words_table = f"{s.name}_words"
-        self.owner = f"{s.name}_id"                 # the words table's record id
+        s, m, t = schema, dialect.mark, schema.plural
+        self.schema, self.dialect, self.name = schema, dialect, t
+        self.words_table, self.owner = f"{s.name}_words", f"{s.name}_id"     # (its record id)
         self.changes_table = f"{s.name}_changes"
         self.collated = s.collated                  # fields with a __key column
         self.stored_as = tuple(f for f, kind in s.fields.items()    # kept as another value
                                if type(kind).to_stored is not Field.to_stored)
-        self.derived = ([f"{f}__key" for f in self.collated] + [f"{f}__words" for f in s.searched])
         fields = list(s.fields)
         self.columns = ", ".join(["id", *fields, "version"])      # schema.record's order
-        written = [*fields, *self.derived]
+        #: The columns a write sets: the fields, their collated values and words.
+        self.written = [*fields, *(f"{f}__key" for f in self.collated),
+                        *(f"{f}__words" for f in s.searched)]
         self.select_one = f"SELECT {self.columns} FROM {t} WHERE id = {m}"
-        self.select_some = f"SELECT {self.columns} FROM {t} WHERE id IN "
-        self.insert = (f"INSERT INTO {t} ({', '.join(written)}, version) "
-                       f"VALUES ({', '.join(m for _ in written)}, 1) RETURNING id")
+        self.insert = (f"INSERT INTO {t} ({', '.join(self.written)}, version) "
+                       f"VALUES ({', '.join(m for _ in self.written)}, 1) RETURNING id")
         self.exists = f"SELECT 1 FROM {t} WHERE id = {m}"
         self._writes: dict[tuple[Any, ...], str] = {}
-        self.make_bulk_statements(written)
+        self.pages = PageQueries(self)
 
     # -- values -----------------------------------------------------------
 
@@ -80,7 +82,8 @@ class Table(PageQueries):
         row, kinds = dict(fields), self.schema.fields
         for field in self.collated:
             if field in fields:
-                row[f"{field}__key"] = None if fields[field] is None else kinds[field].collate(fields[field])
+                value = fields[field]
+                row[f"{field}__key"] = None if value is None else kinds[field].collate(value)
         for field, (by_words, whole) in self.schema.searched.items():
             if field in fields:
                 row[f"{field}__words"] = self.terms_value(fields[field], by_words, whole)
@@ -96,10 +99,6 @@ class Table(PageQueries):
             return None
         found = sorted(set(search_terms(value, by_words, whole)))
         return found if self.dialect.arrays else json.dumps(found, ensure_ascii=False)
-
-    def stored(self, values: Sequence[Any]) -> list[Any]:
-        """The fields' values (in the schema's order) as their columns keep them."""
-        return self.row(values)[:len(values)] if self.stored_as else list(values)
 
     def update(self, fields: dict[str, Any], record_id: int,
                precondition: Any) -> tuple[str, list[Any]]:
@@ -121,23 +120,21 @@ class Table(PageQueries):
         """A conditional DELETE; no row deleted when the record is gone or the
         precondition fails."""
         where, params = self._condition(precondition)
-        return f"DELETE FROM {self.name} WHERE id = {self.dialect.mark}{where}", [record_id, *params]
+        query = f"DELETE FROM {self.name} WHERE id = {self.dialect.mark}{where}"
+        return query, [record_id, *params]
 
     def _condition(self, precondition: Any) -> tuple[str, list[Any]]:
         """The WHERE clause that ``Precondition.allows`` is, over ``version``."""
         if precondition is None:
             return "", []
+        match, none_match = precondition.match, precondition.none_match
+        if none_match is None or match is not None and not match:
+            return " AND false", []         # (``*`` refuses every version; no version matches)
         where, params = "", []
-        if precondition.match is not None:
-            if not precondition.match:
-                return " AND false", []
-            clause, params = self.dialect.any_of("version", precondition.match)
-            where = f" AND {clause}"
-        if precondition.none_match is None:
-            return " AND false", []
-        if precondition.none_match:
-            clause, more = self.dialect.any_of("version", precondition.none_match)
-            where, params = f"{where} AND NOT {clause}", params + more
+        for versions, negated in ((match, ""), (none_match, "NOT ")):
+            if versions:
+                clause, more = self.dialect.any_of("version", versions)
+                where, params = f"{where} AND {negated}{clause}", params + more
         return where, params
 
 
@@ -160,16 +157,20 @@ def record_maker(schema: Schema) -> Callable[[Sequence[Any]], Any]:
     return made
 
 
-class SQLRecords(SQLBulk):
-    """One collection of a SQL store (what it does with many records at
-    once: ``SQLBulk``)."""
+class SQLRecords(Restores):
+    """One collection of a SQL store: one record's reads and writes are
+    here; what it does with many at once (pages, counts, the feed, a
+    restore) is its ``bulk``'s (``SQLBulk``)."""
 
     db: Any = None          # in an atomic step: its transaction's connection (``bound``)
+    bulk_type = SQLBulk     # (``PostgresRecords``: its own)
 
     def __init__(self, storage: Any, table: Table, connections: Any) -> None:
         self.storage, self.table, self.schema = storage, table, table.schema
         self.connections = connections      # ``read`` and ``commit``
         self._make = record_maker(self.schema)      # a row to a record
+        self.bulk = self.bulk_type(storage, table, self._make)
+        self.history = str(storage.history)     # the feed's (read as the store opened)
         #: Told of this process's commits (the store's ``Listeners``; other
         #: processes' the store finds itself: ``CommitsAnnounced``).
         self.commits = storage.commits
@@ -222,6 +223,39 @@ class SQLRecords(SQLBulk):
             if db.execute(query, params).rowcount == 0:
                 raise self._why_not(db, record_id)
         self._write(remove)
+
+    # -- many records at once: the ``bulk``'s, given how these records read
+    # (``_read``: bound to a step, in the step's transaction) ---------------
+
+    def list(self, **arguments: Any) -> builtins.list[Any]:
+        return self.bulk.list(self._read, **arguments)
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
+        return self.bulk.position_and_list(self._read, **arguments)
+
+    def count(self, **filters: Any) -> int:
+        return self.bulk.count(self._read, **filters)
+
+    def last_id(self) -> int:
+        return self.bulk.last_id(self._read)
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
+        return self.bulk.changes(self._read, after, limit)
+
+    def entry(self, record_id: int) -> Change | None:
+        return self.bulk.entry(self._read, record_id)
+
+    def position(self) -> int:
+        return self.bulk.position(self._read)
+
+    def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
+        """``Restores``'s: the ``bulk``'s, in a transaction of its own, never a step's."""
+        self.bulk.restore(records, changes, last_id)
+
+    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """``protocol.CommitsAnnounced``, for these records served alone:
+        their store's announcements (of every collection it holds)."""
+        return self.storage.announce_commits(listener)
 
     # -- helpers --------------------------------------------------------
 

@@ -71,21 +71,22 @@ def objects(table: Table) -> dict[str, Object]:
     s, t = table.schema, table.name
     found: dict[str, Object] = {}
     for field in s.unique:
-        indexed = table.compared(field)
+        indexed = table.pages.compared(field)
         found[f"{t}_{field}_unique"] = Object(
             "index", t, f"CREATE UNIQUE INDEX {t}_{field}_unique ON {t} ({indexed})")
     for field in dict.fromkeys((*s.sorts[1:], *s.filters)):
         if field not in s.unique:
-            indexed = table.compared(field)
+            indexed = table.pages.compared(field)
             found[f"{t}_{field}_order"] = Object(
                 "index", t, f"CREATE INDEX {t}_{field}_order ON {t} ({indexed}, id, version)")
     for field, sorts in s.filtered_sorts.items():     # a filtered page in another order
         for sort in sorts:
-            indexed = f"{table.compared(field)}, {table.compared(sort)}"
+            indexed = f"{table.pages.compared(field)}, {table.pages.compared(sort)}"
             found[f"{t}_{field}_by_{sort}"] = Object(
                 "index", t, f"CREATE INDEX {t}_{field}_by_{sort} ON {t} ({indexed}, id, version)")
             if sort in s.optional and table.dialect is not SQLITE:
-                found.update(_absent(table, f"{t}_{field}_by_{sort}", sort, table.compared(field)))
+                found.update(_absent(table, f"{t}_{field}_by_{sort}", sort,
+                                     table.pages.compared(field)))
     for sort in s.sorts[1:]:
         if sort in s.optional and table.dialect is not SQLITE:
             found.update(_absent(table, f"{t}_{sort}", sort))
@@ -109,7 +110,7 @@ def _absent(table: Table, name: str, sort: str, *by: str) -> dict[str, Object]:
     t = table.name
     return {f"{name}_absent": Object("index", t, f"CREATE INDEX {name}_absent ON {t} "
                                      f"({', '.join((*by, 'id', 'version'))}) "
-                                     f"WHERE {table.compared(sort)} IS NULL")}
+                                     f"WHERE {table.pages.compared(sort)} IS NULL")}
 
 
 def fill_words(table: Table) -> str:

@@ -1,5 +1,5 @@
-"""The queries of a SQL store's pages and counts (``PageQueries``, part
-of ``sql.Table``), and of the feed and a restore, made once per shape.
+"""The queries of a SQL store's pages and counts, and of the feed and a
+restore (``PageQueries``, a ``Table``'s ``pages``), made once per shape.
 
 A page in any order is a walk of one index (``ddl``: one on ``(<field>__key,
 id, version)`` for each sort and filter) from the last page's position
@@ -41,13 +41,15 @@ def _sendable(param: Any) -> Any:
 
 
 class PageQueries:
-    """The queries of ``RecordStore.list`` and ``count``, the feed's and a
-    restore's (a ``Table``'s)."""
+    """The statements of many records at once, made once for one ``Table``
+    (its ``pages``): ``RecordStore.list``'s and ``count``'s, made once per
+    shape, the feed's and a restore's."""
 
-    def make_bulk_statements(self: Any, written: list[str]) -> None:
-        """The statements of the feed and of a restore (``written``: the
-        columns a write sets), made once with the ``Table``."""
-        t, c, m, fields = self.name, self.changes_table, self.dialect.mark, list(self.schema.fields)
+    def __init__(self, table: Any) -> None:
+        s, m, t, c = table.schema, table.dialect.mark, table.name, table.changes_table
+        self.schema, self.dialect, self.name, self.columns = s, table.dialect, t, table.columns
+        self.collated, self.words_table, self.owner = table.collated, table.words_table, table.owner
+        written, fields = table.written, list(s.fields)
         self.restore = (f"INSERT INTO {t} (id, {', '.join(written)}, version)"
                         f"{' OVERRIDING SYSTEM VALUE' if self.dialect.name == 'postgres' else ''} "
                         f"VALUES ({', '.join(m for _ in range(len(written) + 2))})")
@@ -63,6 +65,7 @@ class PageQueries:
         else:                       # the identity column's sequence
             self.last_id = ("SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence("
                             f"'{t}', 'id')::regclass), 0)")
+        self.select_some = f"SELECT {self.columns} FROM {t} WHERE id IN "
         self._pages: dict[tuple[Any, ...], str] = {}
 
     def page(self, *, limit: int, sort: str = "id", reverse: bool = False,
