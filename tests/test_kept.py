@@ -1,5 +1,6 @@
-"""usersvc/representation (Representations): kept encodings are reused only for an
-equal record, pages only for equal records, and ETags name versions."""
+"""usersvc/representation (Representations, lists.KeptPages): kept encodings
+are reused only for an equal record, pages only for equal records, and ETags
+name versions."""
 from __future__ import annotations
 
 import pytest
@@ -35,14 +36,14 @@ def test_a_record_that_differs_in_anything_is_encoded_again(fmt, other):
 def test_a_page_is_the_join_of_its_records_and_its_etag_follows_its_bytes():
     kept = Representations(USER)
     page = [ADA, User(id=2, name="Bea", email="bea@example.org", version=1)]
-    body, tag = kept.many(page, JSON)
+    body, tag = kept.pages.of(page, JSON)
     assert body == b"[" + b",".join(JSON.render(USER, USER.as_dict(u)) for u in page) + b"]"
-    assert kept.many(list(page), JSON) == (body, tag)                  # equal records: kept
+    assert kept.pages.of(list(page), JSON) == (body, tag)                  # equal records: kept
     changed = [ADA, User(id=2, name="Bea", email="bea@example.org", version=1)._replace(name="Bee")]
-    other_body, other_tag = kept.many(changed, JSON)
+    other_body, other_tag = kept.pages.of(changed, JSON)
     assert b"Bee" in other_body and other_tag != tag
-    assert Representations(USER).many(changed, JSON) == (other_body, other_tag)   # bytes decide
-    assert kept.many([], XML)[0] == b"<users></users>"
+    assert Representations(USER).pages.of(changed, JSON) == (other_body, other_tag)   # bytes decide
+    assert kept.pages.of([], XML)[0] == b"<users></users>"
 
 
 def test_the_kept_encodings_are_let_go_when_full():

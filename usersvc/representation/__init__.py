@@ -5,15 +5,15 @@
   or 406; a tie goes to the offer listed first, so JSON wins); the format
   that reads a request body, from ``Content-Type`` (or 415 naming what is
   read); each record's encodings kept while it is unchanged, and the
-  ETags that name them (``Representations``);
+  ETags that name them (``Representations``; its pages: ``lists``);
 - ``json_format``: what a wire format is (``Format``: its bytes, and the
   answers that carry them), and JSON; ``xml_format``: XML (a feature may
   offer more: the HTML pages add themselves, ``usersvc.features.pages``).
 """
 from __future__ import annotations
 
-import hashlib
 import re
+from collections import defaultdict
 from typing import Any
 
 from webob.acceptparse import Accept
@@ -22,17 +22,15 @@ from ..problems import Problem
 from ..request import Request
 from ..schema import Schema
 from .json_format import JSON, JSON_TYPE, XML_TYPE, Format
+from .lists import KeptPages
 from .xml_format import XML
 
-__all__ = ["BODY_TYPES", "DEFAULT", "JSON", "JSON_TYPE", "PATCH_TYPES", "PROBLEMS", "XML",
-           "XML_TYPE", "Format", "Offers", "Representations", "best_offer", "body_format",
-           "etag", "negotiate", "problem_format", "read_document", "version_in"]
-
-
-# -- negotiation ---------------------------------------------------------------
 
 class Offers:
-    """The media types a route answers in, with their formats, the first preferred."""
+    """The media types a route answers in, with their formats, the first
+    preferred; ``available``: what a 406 lists, the types without their
+    parameters; ``tag_suffixes``: what a record's ETag may have after its
+    version in one of these formats (``Format.tag_suffix``, for ``version_in``)."""
 
     def __init__(self, offers: dict[str, Format]) -> None:
         self.types = tuple(offers)
@@ -41,10 +39,7 @@ class Offers:
         #: ``type/*``, and its parameters as sent in a range.
         self.ranges = tuple((media_type, media_type.partition("/")[0] + "/*", parameters)
                             for media_type, _, parameters in (t.partition(";") for t in self.types))
-        #: What a 406 lists: the types, without their parameters.
         self.available = [t for t in self.types if ";" not in t]
-        #: What a record's ETag may have after its version in one of these
-        #: formats (``Format.tag_suffix``), for ``version_in`` to read.
         self.tag_suffixes = frozenset(fmt.tag_suffix for fmt in self.formats)
 
     def plus(self, offers: dict[str, Format]) -> Offers:
@@ -52,9 +47,8 @@ class Offers:
         return Offers({**dict(zip(self.types, self.formats)), **offers})
 
 
-# Each type is also offered with charset=utf-8, so that a client asking for
-# exactly that (as our own XML Content-Type says) is not refused: WebOb
-# matches parameters.
+# Each type is also offered with charset=utf-8: a client asking for exactly
+# that (as our own XML Content-Type says) is not refused (parameters match).
 DEFAULT = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON,
                   XML_TYPE: XML, f"{XML_TYPE};charset=utf-8": XML,
                   "text/xml": XML, "text/xml;charset=utf-8": XML})
@@ -140,8 +134,6 @@ def problem_format(req: Request, offers: Offers = PROBLEMS) -> Format:
     return JSON if best is None else offers.formats[best]
 
 
-# -- request bodies ------------------------------------------------------------
-
 #: The types named in Accept-Post and Accept-Patch. POST and PUT also read
 #: any ``application/...+json`` or ``application/...+xml`` type.
 BODY_TYPES = [JSON_TYPE, XML_TYPE, "text/xml"]
@@ -171,9 +163,7 @@ def body_format(content_type: str | None, *, patch: bool = False) -> Format | No
         return JSON if media_type in ("application/merge-patch+json", JSON_TYPE) else None
     if media_type == JSON_TYPE or _JSON_SUFFIX.fullmatch(media_type):
         return JSON
-    if _XML_SUFFIX.fullmatch(media_type):
-        return XML
-    return None
+    return XML if _XML_SUFFIX.fullmatch(media_type) else None
 
 
 def read_document(req: Request, schema: Schema) -> Any:
@@ -197,53 +187,25 @@ def read_document(req: Request, schema: Schema) -> Any:
     return fmt.parse(text, schema)
 
 
-# -- kept encodings and ETags ------------------------------------------------
-
-Encoding = list     # [record, its encoding, its digest (made when first on a page)]
-
-
 class Representations:
     """The kept encodings of one collection's records, each used again only
     for an equal record (same id, fields and version): at most ``size`` per
-    format (when full, all let go and kept again as asked for); and the
-    last ``pages`` pages, with their records, their ETag a hash of the
-    records' digests."""
+    format (when full, all let go and kept again as asked for); and its last
+    ``pages`` pages (``lists.KeptPages``)."""
 
     def __init__(self, schema: Schema, size: int = 100_000, pages: int = 64) -> None:
-        self.schema, self.size, self.pages = schema, size, pages
-        self._kept: dict[str, dict[int, Encoding]] = {}
-        # (format, first id, count) -> (records, body, tag)
-        self._pages: dict[tuple[str, int, int], tuple[list[Any], bytes, str]] = {}
+        self.schema, self.size = schema, size
+        # format -> id -> [record, its encoding, its digest (made when first on a page)]
+        self._kept: defaultdict[str, dict[int, list[Any]]] = defaultdict(dict)
+        self.pages = KeptPages(self, pages)
 
     def one(self, record: Any, fmt: Format) -> bytes:
         """A record's representation."""
-        return self._encoding(record, fmt)[1]
+        return self.encoding(record, fmt)[1]
 
-    def many(self, records: list[Any], fmt: Format) -> tuple[bytes, str]:
-        """A page: its bytes, and a strong ETag for them."""
-        key = (fmt.name, records[0].id if records else 0, len(records))
-        page = self._pages.get(key)
-        # (The memory store hands back the very records: identity checks.)
-        if page is not None and page[0] == records:
-            return page[1], page[2]
-        parts, digests = [], [fmt.name.encode()]
-        for record in records:
-            encoding = self._encoding(record, fmt)
-            if encoding[2] is None:     # digested when first on a page, not on every write
-                encoding[2] = hashlib.sha256(encoding[1]).digest()[:16]
-            parts.append(encoding[1])
-            digests.append(encoding[2])
-        body = fmt.join(self.schema, parts)
-        tag = '"' + hashlib.sha256(b"".join(digests)).hexdigest()[:24] + '"'
-        if len(self._pages) >= self.pages:
-            self._pages.clear()
-        self._pages[key] = (records, body, tag)
-        return body, tag
-
-    def _encoding(self, record: Any, fmt: Format) -> Encoding:
-        kept = self._kept.get(fmt.name)
-        if kept is None:
-            kept = self._kept[fmt.name] = {}
+    def encoding(self, record: Any, fmt: Format) -> list[Any]:
+        """A record's kept encoding, made now if none is kept for it."""
+        kept = self._kept[fmt.name]
         found = kept.get(record.id)
         if found is not None and found[0] == record:
             return found

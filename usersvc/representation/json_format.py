@@ -24,7 +24,14 @@ XML_TYPE = "application/xml"
 
 class Format(Protocol):
     """One wire format: its media types, its bytes both ways, and the
-    answers that carry them (the plain ones here: the bytes as they are)."""
+    answers that carry them (the plain ones here: the bytes as they are).
+    Each format makes its bytes: ``render(schema, record)``, a record given
+    as its fields by name, in order; ``join(schema, rendered)``, a list of
+    records so rendered; ``render_problem(problem)``, an RFC 9457 problem's
+    members; ``render_change(schema, seq, id, rendered)``, a feed entry
+    (``rendered``: the record's, ``None``: deleted), and ``join_changes``;
+    ``parse(text, schema)``, a body (decoded from UTF-8) as a document for
+    ``schema`` to check (400 for bad syntax, 422, ``Invalid``, for the wrong shape)."""
 
     name: str
     media_type: str        # Content-Type of a record or a list
@@ -40,29 +47,9 @@ class Format(Protocol):
         (no dot: a sparse view's names follow it, ``"7-3-xml.name"``)."""
         return "-" + self.name
 
-    def render(self, schema: Schema, record: Mapping[str, Any]) -> bytes:
-        """A record given as its fields, by name, in order."""
-
     def render_record(self, schema: Schema, record: Any) -> bytes:
         """A stored record (``User``): ``render`` of its fields."""
         return self.render(schema, schema.as_dict(record))
-
-    def join(self, schema: Schema, rendered: list[bytes]) -> bytes:
-        """A list of records, each already rendered by ``render``."""
-
-    def render_problem(self, problem: Mapping[str, Any]) -> bytes:
-        """An RFC 9457 problem document's members."""
-
-    def render_change(self, schema: Schema, seq: int, record_id: int,
-                      rendered: bytes | None) -> bytes:
-        """A feed entry: position, id, record as ``render`` made it (``None``: deleted)."""
-
-    def join_changes(self, rendered: list[bytes]) -> bytes:
-        """The feed's entries, each made by ``render_change``."""
-
-    def parse(self, text: str, schema: Schema) -> Any:
-        """A request body (decoded from UTF-8) as a document for ``schema`` to
-        check: 400 for bad syntax, 422 (``Invalid``) for the wrong shape."""
 
     def answer(self, req: Request, status: int, representations: Representations,
                record: Any, tag: str) -> Response:
@@ -75,7 +62,7 @@ class Format(Protocol):
                     next_url: str | None, q: str | None) -> tuple[Response, str | None]:
         """A page's answer and its ETag (``None``: made from its bytes);
         ``next_url``: the next page's, ``q``: the search."""
-        body, tag = representations.many(records, self)
+        body, tag = representations.pages.of(records, self)
         return Response(200, body, [("Content-Type", self.media_type)]), tag
 
     def answer_problem(self, req: Request, problem: Mapping[str, Any],
@@ -85,19 +72,16 @@ class Format(Protocol):
                         [("Content-Type", self.problem_type)])
 
 
-class _DuplicateKey(Exception):
-    pass
-
-
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object, refusing a name given twice (RFC 8259 §4: names
-    "SHOULD be unique")."""
+    "SHOULD be unique"): a 422 (``Invalid``)."""
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _DuplicateKey(key)
+                raise Invalid("The body names a member more than once.",
+                              [(pointer(key), "appears more than once")])
             seen.add(key)
     return obj
 
@@ -149,9 +133,6 @@ class JSONFormat(Format):
     def parse(self, text, schema):
         try:
             return self.decode(text)
-        except _DuplicateKey as e:
-            raise Invalid("The body names a member more than once.",
-                          [(pointer(e.args[0]), "appears more than once")]) from None
         except RecursionError:
             raise Problem(400, "The JSON body is nested too deeply.") from None
         except ValueError as e:

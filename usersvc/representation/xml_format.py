@@ -1,14 +1,11 @@
-"""XML, both ways: ``application/xml``, ``text/xml`` and any ``+xml`` type.
-
-A record is ``<user><id>1</id><name>…</name>…</user>``, a list wraps them in
+"""XML, both ways (``application/xml``, ``text/xml``, any ``+xml`` type): a
+record is ``<user><id>1</id><name>…</name>…</user>``, a list wraps them in
 ``<users>``, a problem is ``<problem xmlns="urn:ietf:rfc:7807">`` (RFC 9457
-Appendix B). A request body is one ``<user>`` element, read by
-``xml_reading`` (with expat, refusing any DOCTYPE).
+Appendix B); a body, one ``<user>``, is read by ``xml_reading`` (expat, no DOCTYPE).
 """
 from __future__ import annotations
 
 import re
-from typing import Any
 from xml.sax.saxutils import escape
 
 from .json_format import Format
@@ -17,7 +14,8 @@ from .json_format import Format
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
+    """A value as character data: escaped, what XML cannot carry as U+FFFD."""
     return escape(_NOT_XML.sub("\ufffd", str(value)))
 
 
@@ -31,23 +29,21 @@ class XMLFormat(Format):
         return f"<{schema.name}>{inner}</{schema.name}>".encode()
 
     def join(self, schema, rendered):
-        plural = schema.plural.encode()
-        return b"".join([b"<%s>" % plural, *rendered, b"</%s>" % plural])
+        return b"<%s>%s</%s>" % (schema.plural.encode(), b"".join(rendered), schema.plural.encode())
 
     def render_change(self, schema, seq, record_id, rendered):
         return b"<change><seq>%d</seq><id>%d</id>%s</change>" % (
             seq, record_id, b"<deleted>true</deleted>" if rendered is None else rendered)
 
     def join_changes(self, rendered):
-        return b"".join([b"<changes>", *rendered, b"</changes>"])
+        return b"<changes>%s</changes>" % b"".join(rendered)
 
     def render_problem(self, problem):
         parts = []
         for key, value in problem.items():
-            if key == "errors":
-                value = "".join(
-                    f"<error><pointer>{_text(e['pointer'])}</pointer>"
-                    f"<detail>{_text(e['detail'])}</detail></error>" for e in value)
+            if key == "errors":     # each a field's: its pointer, its detail
+                value = "".join(f"<error><pointer>{_text(e['pointer'])}</pointer>"
+                                f"<detail>{_text(e['detail'])}</detail></error>" for e in value)
             elif isinstance(value, (list, tuple)):
                 value = "".join(f"<i>{_text(v)}</i>" for v in value)  # RFC 9457 App. B
             else:

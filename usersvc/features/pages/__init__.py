@@ -222,7 +222,7 @@ class HTMLFormat(Format):
         return response
 
     def answer_list(self, req, kept, records, next_url, q):
-        rows, _ = kept.many(records, self)
+        rows, _ = kept.pages.of(records, self)
         # The page around the rows: its own tag, from its bytes.
         return (collection_page(req, kept.schema, rows, len(records), next_url, q,
                                 self.collections, self.offered), None)
