@@ -275,12 +275,12 @@ def test_a_page_across_the_values_takes_a_record_once_on_every_store(store_url):
         table = None if store_url == "sqlite://" else getattr(
             storage.collections["things"], "table", None)
         if table is not None:
-            walk_on = table.rest
+            walk_on = table.pages.rest
 
             def rest(arguments, found):
                 things.update(last.id, weight=None)         # (between the two statements)
                 return walk_on(arguments, found)
-            table.rest = rest
+            table.pages.rest = rest
         valued = [r for r in made if r.weight is not None]
         last = max(valued, key=lambda r: (r.weight, r.id))
         if table is None:

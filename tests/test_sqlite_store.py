@@ -588,7 +588,7 @@ def test_a_write_waits_for_its_commit_at_most_the_writers_timeout(tmp_path):
     behind it is a 503 after the timeout and is then never made; the one
     under way is a 503 that says it may yet be committed."""
     from usersvc.storage import StoreUnavailable
-    from usersvc.storage.health import WriteHealth
+    from usersvc.storage import WriteHealth
     from usersvc.storage.sqlite.store import Connections
     from usersvc.fast.sqlite import Writer
     connections = Connections(str(tmp_path / "w.db"), 1.0, WriteHealth("w.db"))

@@ -13,14 +13,15 @@ from collections.abc import Iterable
 
 from ..schema import USER, Schema
 from .errors import (MAX_ID, Conflict, Contradiction, NotFound, Precondition, StaleVersion,
-                     StoreError, StoreUnavailable, WritesFailing)
+                     StoreError, StoreUnavailable, WriteHealth, WritesFailing)
 from .feed import Listeners
 from .protocol import CommitsAnnounced, Position, RecordStore, Storage, position
 from .stored import SchemaMismatch, SchemaTooNew, check_fresh_ids, redact
 
 __all__ = ["MAX_ID", "CommitsAnnounced", "Conflict", "Contradiction", "Listeners", "NotFound",
            "Position", "Precondition", "RecordStore", "SchemaMismatch", "SchemaTooNew",
-           "StaleVersion", "Storage", "StoreError", "StoreUnavailable", "WritesFailing",
+           "StaleVersion", "Storage", "StoreError", "StoreUnavailable", "WriteHealth",
+           "WritesFailing",
            "check_collection", "check_fresh_ids", "open_store", "position", "redact"]
 
 

@@ -15,17 +15,21 @@ raises is said in ``protocol``.
           +-- Dangling     a ref that names no record (``served.Checked``)
      +-- StoreUnavailable  busy or down; try again later (HTTP 503)
           +-- WritesFailing  a full disk, an I/O error, a read-only database
-                             (HTTP 503; ``health.WriteHealth`` says when it starts and ends)
+                             (HTTP 503; ``WriteHealth`` says when it starts and ends)
     SchemaMismatch         a stored collection the schema cannot open as it is (``stored``)
 """
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..fields import MAX_INTEGER
 from ..schema import Schema, pointer
+
+_log = logging.getLogger("usersvc.storage")
 
 #: The largest id any store can hold: SQLite's (and PostgreSQL's) 64-bit integer.
 MAX_ID = MAX_INTEGER
@@ -115,6 +119,32 @@ class WritesFailing(StoreUnavailable):
         super().__init__(f"The store cannot write now: {reason}. Nothing was changed; "
                          "try again later.")
         self.reason = reason
+
+
+class WriteHealth:
+    """Whether a store's writes are failing (``WritesFailing``), for
+    ``/healthz``; logged once when it starts (ERROR, the cause) and ends."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name                    # the file or database, for the log
+        self.failing: str | None = None     # the reason, while it lasts
+        self._lock = threading.Lock()
+
+    def failed(self, reason: str, cause: str) -> WritesFailing:
+        """The error to raise for a write that failed for ``cause``."""
+        with self._lock:
+            if self.failing is None:
+                _log.error("writes are failing: %s: %s", cause, self.name)
+            self.failing = reason
+        return WritesFailing(reason)
+
+    def worked(self) -> None:
+        """A write was committed after writes failed (a store asks
+        ``failing`` first: one attribute read a write while all is well)."""
+        with self._lock:
+            if self.failing is not None:
+                _log.warning("writes work again: %s", self.name)
+                self.failing = None
 
 
 @dataclass(frozen=True, slots=True)

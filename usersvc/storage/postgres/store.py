@@ -32,7 +32,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...schema import Schema
 from ..errors import StoreUnavailable
-from ..health import WriteHealth
+from ..errors import WriteHealth
 from ..served import Collections, Step
 from ..feed import Listeners
 from ..sql.bulk import LIST_DEFAULTS, Read, SQLBulk

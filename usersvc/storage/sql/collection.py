@@ -28,8 +28,7 @@ from ...schema import Schema
 from ..errors import MAX_ID, Conflict, NotFound, Precondition, StaleVersion
 from ..feed import Change
 from ..stored import Restores
-from .bulk import SQLBulk
-from .queries import PageQueries
+from .bulk import PageQueries, SQLBulk
 from .dialects import Dialect
 
 T = TypeVar("T")

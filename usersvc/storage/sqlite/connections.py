@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 from ..errors import StoreUnavailable
-from ..health import WriteHealth
+from ..errors import WriteHealth
 from .errors import needs_reopening, unavailable
 from .opening import Connection, ProcessConnections, ThreadConnection
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..errors import StoreUnavailable
-from ..health import WriteHealth
+from ..errors import WriteHealth
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from ...schema import Schema
 from ..served import Collections, Step
-from ..health import WriteHealth
+from ..errors import WriteHealth
 from ..feed import Listeners
 from ..sql.collection import SQLRecords
 from ..sql.dialects import SQLITE
