@@ -1,22 +1,17 @@
 """Resources: HTTP in terms of a schema and a collection's records, for any collection.
 
 ``Collection`` answers ``/<plural>`` (GET a page, POST a new record) and
-``Item`` ``/<plural>/{id}`` (GET, PUT, PATCH, DELETE): requests into calls
-of its records, their results into responses, knowing neither sockets nor SQL nor
-users in particular (the schema says what a record is). Every responder
-takes ``(req, fmt, **path_parameters)``: the request, its body bounded by
-the app, and the negotiated ``Format``, which makes the answer around the
-bytes (a page for a person, in HTML: ``pages``).
+``Item`` ``/<plural>/{id}`` (GET, PUT, PATCH, DELETE), knowing neither
+sockets nor SQL nor users in particular (the schema says what a record is).
+Every responder takes ``(req, fmt, **path_parameters)``: the request, its
+body bounded by the app, and the negotiated ``Format``, which makes the
+answer around the bytes (a page for a person, in HTML: ``pages``).
 
 **A write hook.** A POST or a PATCH with the header a feature's hook asks
-for (``hook.header``: ``Idempotency-Key``) is
-answered by the hook, ``hook(req, fmt, make, respond)``: ``make(req)``
-reads and checks the body (400, 415, 422) and gives the write,
-``write(records)``, which the hook makes on the collection's records as
-it has them (in an atomic step of its own: the idempotency feature keeps
-the answer there); ``respond(record)`` is its answer. Other requests
-never ask the hook, and their write is made on the resource's records.
-"""
+for (``hook.header``: ``Idempotency-Key``) is answered by the hook,
+``hook(req, fmt, make, respond)``: ``make(req)`` reads and checks the body
+(400, 415, 422) and gives ``write(records)``, which the hook makes on the
+records of a step of its own; ``respond(record)`` is its answer."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -32,12 +27,6 @@ from .schema import Schema
 
 #: ``hook(req, fmt, make, respond)``, and its ``header``: "A write hook" above.
 WriteHook = Any
-
-
-def _none_match(req: Request, tag: str) -> bool:
-    """Whether If-None-Match names this ETag (weak comparison)."""
-    matcher = req.if_none_match()
-    return matcher is not None and tag[1:-1] in matcher
 
 
 class Resource:
@@ -84,14 +73,12 @@ class Item(Resource):
         if req.query_string:        # fields=: some of its fields (``sparse``); else a 400
             fmt = record_query(req, self.schema, fmt)
         record = self.records.get(id)
-        tag = etag(record, fmt)
+        tag, matcher = etag(record, fmt), req.if_none_match()
         # RFC 9110 §13.1.2: If-None-Match compares weakly; a match is a 304
         # with the headers the 200 would have had (§15.4.5).
-        if _none_match(req, tag):
+        if matcher is not None and tag[1:-1] in matcher:
             return Response(304, headers=[("ETag", tag), REVALIDATE])
-        response = fmt.answer(req, 200, self.representations, record, tag)
-        response.headers += [("ETag", tag), REVALIDATE]
-        return response
+        return answer(req, 200, self, record, fmt, REVALIDATE)
 
     def on_put(self, req: Request, fmt: Format, id: int) -> Response:
         if req.query_string:        # (a write takes none: one is not passed over)
@@ -136,13 +123,9 @@ def _precondition(req: Request, record_id: int, offers: Offers) -> Precondition 
     If-Match compares strongly: WebOb drops weak tags from it."""
     if not req.has_preconditions:
         return None
-    if_match, if_none_match = req.if_match(), req.if_none_match()
-    if if_match is None and if_none_match is None:
-        return None
-    return Precondition(
-        match=_versions(if_match, record_id, offers) if if_match is not None else None,
-        none_match=(_versions(if_none_match, record_id, offers) if if_none_match is not None
-                    else frozenset()))
+    sent = {part: _versions(matcher, record_id, offers) for part, matcher in (
+        ("match", req.if_match()), ("none_match", req.if_none_match())) if matcher is not None}
+    return Precondition(**sent) if sent else None       # (a header not sent: no condition)
 
 
 def _versions(matcher: Any, record_id: int, offers: Offers) -> frozenset[int] | None:

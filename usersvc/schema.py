@@ -33,15 +33,12 @@ class Schema:
 
     ``id`` is every record's first field, assigned by the store; ``fields``
     maps each other one, in representation order, to its kind. ``optional``
-    fields may be absent; ``unique`` ones belong to one record at most; a
-    page is filtered by ``filters`` (equal values), ordered by ``sorts``
-    (then by id) as the kinds collate them, and read from an index of its
-    own where a filter names the sort (``filtered_sorts``); ``q`` matches
-    the start of any word of a ``words`` text field and of a whole
-    ``prefixes`` one, folded. ``timestamps``: read-only ``created`` and
+    fields may be absent, ``unique`` ones belong to one record at most; a
+    page is filtered by ``filters``, ordered by ``sorts`` (then by id), read
+    from an index of its own by ``filtered_sorts``, searched by ``q`` in
+    ``words`` and ``prefixes``. ``timestamps``: read-only ``created`` and
     ``updated``, set by the store. At a SQL store's open: fields ``renamed``,
-    ``dropped``, ``converted``, and ``defaults`` for the ones made required.
-    """
+    ``dropped``, ``converted``, and ``defaults`` for the ones made required."""
 
     def __init__(self, name: str, plural: str, fields: Mapping[str, Field], *,
                  optional: Iterable[str] = (), unique: Iterable[str] = (),
@@ -80,8 +77,7 @@ class Schema:
 
     def some_of(self, record: Any, names: tuple[str, ...]) -> dict[str, Any]:
         """``as_dict``, ``id`` and ``names`` only (``fields=``: ``sparse``)."""
-        return {f: v for f, v in zip(self.field_names, record[:-1], strict=True)
-                if v is not None and (f == "id" or f in names)}
+        return {f: v for f, v in self.as_dict(record).items() if f == "id" or f in names}
 
     def values(self, fields: dict[str, Any], old: Any = None) -> list[Any]:
         """A write's values, in the fields' order: each one given (``None``:
@@ -90,16 +86,9 @@ class Schema:
         self.check_names(fields)
         kept = (None,) * len(self.fields) if old is None else old[1:-1]     # (no id, version)
         values = [fields.get(f, value) for f, value in zip(self.fields, kept, strict=True)]
-        if len(values) > len(fields):
-            self.check_complete(values)
+        if len(values) > len(fields) and None in values:     # (one left out: a required one?)
+            self.check_names({f: v for f, v in zip(self.fields, values) if f in self._required})
         return values
-
-    def check_complete(self, values: list[Any]) -> None:
-        """``TypeError`` for a required field without a value (``values``: the fields')."""
-        if None in values:
-            for field, value in zip(self.fields, values):
-                if value is None and field in self._required:
-                    raise TypeError(f"{self.a_name} needs a value for {field}")
 
     def check_names(self, fields: dict[str, Any]) -> None:
         """``TypeError`` for a name that is no field, or ``None`` (absent) for a required one."""
@@ -142,12 +131,11 @@ class Schema:
                     problem = "is assigned by the service and cannot be sent"
                 elif type(value) is not int or value != record_id:
                     problem = f"must be {record_id}, the id in the path, if it is sent"
-            elif rule is None:
-                problem = f"is not a field of {self.a_name}"
             elif name in self.optional:
                 cleaned[name] = None             # null: no value (left out, or removed)
             else:
-                problem = f"is required and cannot be {'removed' if partial else 'null'}"
+                problem = (f"is not a field of {self.a_name}" if rule is None else
+                           f"is required and cannot be {'removed' if partial else 'null'}")
             if problem is not None:
                 errors.append((pointer(name), problem))
         if not partial and not self._required <= document.keys():
