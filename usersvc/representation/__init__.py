@@ -1,14 +1,8 @@
-"""Bytes on the wire: the only layer that knows them.
-
-- here: negotiation, the media types a route offers (``Offers``) and the
-  format to answer in, from ``Accept`` by its q-values (RFC 9110 §12.5.1,
-  or 406; a tie goes to the offer listed first, so JSON wins); the format
-  that reads a request body, from ``Content-Type`` (or 415 naming what is
-  read); each record's encodings kept while it is unchanged, and the
-  ETags that name them (``Representations``; its pages: ``lists``);
-- ``json_format``: what a wire format is (``Format``: its bytes, and the
-  answers that carry them), and JSON; ``xml_format``: XML (a feature may
-  offer more: the HTML pages add themselves, ``usersvc.features.pages``).
+"""Bytes on the wire: the only layer that knows them. Here: the media types
+a route offers (``Offers``) and the format ``Accept`` picks from them (RFC
+9110 §12.5.1, or 406; a tie goes to the offer listed first, so JSON wins);
+the format ``Content-Type`` names to read a body (or 415); each record's
+encodings, kept while it is unchanged, and the ETags that name them.
 """
 from __future__ import annotations
 
@@ -36,9 +30,9 @@ class Offers:
         self.types = tuple(offers)
         self.formats = tuple(offers.values())
         #: Each type as ``best_offer`` compares it: its type/subtype, its
-        #: ``type/*``, and its parameters as sent in a range.
-        self.ranges = tuple((media_type, media_type.partition("/")[0] + "/*", parameters)
-                            for media_type, _, parameters in (t.partition(";") for t in self.types))
+        #: ``type/*``, and its parameters as read in a range.
+        self.ranges = tuple((t.partition(";")[0], t.partition("/")[0] + "/*", _parameters(t))
+                            for t in self.types)
         self.available = [t for t in self.types if ";" not in t]
         self.tag_suffixes = frozenset(fmt.tag_suffix for fmt in self.formats)
 
@@ -46,14 +40,6 @@ class Offers:
         """These offers, and then more (a tie goes to the first listed)."""
         return Offers({**dict(zip(self.types, self.formats)), **offers})
 
-
-# Each type is also offered with charset=utf-8: a client asking for exactly
-# that (as our own XML Content-Type says) is not refused (parameters match).
-DEFAULT = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON,
-                  XML_TYPE: XML, f"{XML_TYPE};charset=utf-8": XML,
-                  "text/xml": XML, "text/xml;charset=utf-8": XML})
-#: What a problem document may be answered in (an app's may offer more).
-PROBLEMS = DEFAULT.plus({"application/problem+json": JSON, "application/problem+xml": XML})
 
 # Charset names are case-insensitive (RFC 9110 §8.3.2); parameter values
 # are compared exactly, so spell UTF-8 one way before they are.
@@ -73,49 +59,38 @@ def best_offer(header: str, offers: Offers) -> int | None:
     its parameters, the type, ``type/*``, ``*/*``), and the heaviest above
     0 wins, a tie going to the first listed. No ``Accept``, an empty one,
     or one that breaks the grammar accepts anything: the first type."""
-    header = header.strip()
-    if ";" in header:
-        header = _UTF8_PARAMETER.sub("charset=utf-8", header)
+    header = _UTF8_PARAMETER.sub("charset=utf-8", header.strip())
     if not header or _ACCEPT.match(header) is None:
         return 0
-    ranges: dict[str, list[tuple[str, float]]] = {}     # type/subtype: (parameters, weight)
-    if ";" not in header:       # types alone, each of weight 1
-        for media_range in header.split(","):
-            ranges.setdefault(media_range.strip().lower(), [("", 1.0)])
-    else:
-        for found in _RANGE.finditer(header):
-            ranges.setdefault(found.group(1).lower(), []).append(
-                (found.group(2), float(found.group(3) or 1)))
+    # The first weight each range is given with its parameters, and (None) with any (type/*).
+    weights: dict[tuple[str, Any], float] = {}
+    for found in _RANGE.finditer(header):
+        media_range, weight = found.group(1).lower(), float(found.group(3) or 1)
+        weights.setdefault((media_range, _parameters(found.group(2))), weight)
+        weights.setdefault((media_range, None), weight)
     best, heaviest = None, 0.0
     for index, (media_type, star, parameters) in enumerate(offers.ranges):
-        named = ranges.get(media_type)
-        weight = None if named is None else _named(named, parameters)
+        weight = weights.get((media_type, parameters), weights.get((media_type, ())))
         if weight is None:
-            wildcard = ranges.get(star) or ranges.get("*/*")
-            weight = wildcard[0][1] if wildcard else 0.0
+            weight = weights.get((star, None), weights.get(("*/*", None), 0.0))
         if weight > heaviest:
             best, heaviest = index, weight
-            if weight == 1.0:       # (none weighs more: the first to weigh 1 wins)
-                break
     return best
 
 
-def _named(ranges: list[tuple[str, float]], parameters: str) -> float | None:
-    """The weight of the first range naming a type with these parameters,
-    else of the first naming it with none; ``None``: no range names it so."""
-    bare = None
-    for named, weight in ranges:
-        if not named:
-            bare = weight if bare is None else bare
-        elif _parameters(named) == _parameters(";" + parameters):
-            return weight
-    return bare
-
-
-def _parameters(segment: str) -> tuple[tuple[str, str], ...]:
+def _parameters(text: str) -> tuple[tuple[str, str], ...]:
     """``;charset=utf-8``'s parameters: names lowercased, values unquoted."""
     return tuple((name.lower(), _ESCAPED.sub(r"\1", value[1:-1]) if value[:1] == '"' else value)
-                 for name, value in _PARAMETER.findall(segment))
+                 for name, value in _PARAMETER.findall(text))
+
+
+# Each type is also offered with charset=utf-8: a client asking for exactly
+# that (as our own XML Content-Type says) is not refused (parameters match).
+DEFAULT = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON,
+                  XML_TYPE: XML, f"{XML_TYPE};charset=utf-8": XML,
+                  "text/xml": XML, "text/xml;charset=utf-8": XML})
+#: What a problem document may be answered in (an app's may offer more).
+PROBLEMS = DEFAULT.plus({"application/problem+json": JSON, "application/problem+xml": XML})
 
 
 def negotiate(req: Request, offers: Offers = DEFAULT) -> Format:
@@ -139,8 +114,8 @@ def problem_format(req: Request, offers: Offers = PROBLEMS) -> Format:
 BODY_TYPES = [JSON_TYPE, XML_TYPE, "text/xml"]
 PATCH_TYPES = ["application/merge-patch+json", JSON_TYPE, XML_TYPE, "text/xml"]
 
-_JSON_SUFFIX = re.compile(r"application/[!#$&^_.+\w-]+\+json")
-_XML_SUFFIX = re.compile(r"application/[!#$&^_.+\w-]+\+xml")
+_READS = {JSON_TYPE: JSON, XML_TYPE: XML, "text/xml": XML}
+_SUFFIXED = re.compile(r"application/[!#$&^_.+\w-]+\+(json|xml)")
 _CHARSET = re.compile(r"charset\s*=\s*\"?([^\s;\"]+)", re.IGNORECASE)
 
 
@@ -157,13 +132,10 @@ def body_format(content_type: str | None, *, patch: bool = False) -> Format | No
     charset = _CHARSET.search(params)
     if charset and charset.group(1).lower() not in ("utf-8", "utf8"):
         return None
-    if media_type in (XML_TYPE, "text/xml"):
-        return XML
-    if patch:
-        return JSON if media_type in ("application/merge-patch+json", JSON_TYPE) else None
-    if media_type == JSON_TYPE or _JSON_SUFFIX.fullmatch(media_type):
+    if patch and media_type == "application/merge-patch+json":
         return JSON
-    return XML if _XML_SUFFIX.fullmatch(media_type) else None
+    suffixed = None if patch else _SUFFIXED.fullmatch(media_type)     # (+json, +xml)
+    return _READS.get(media_type if suffixed is None else "application/" + suffixed[1])
 
 
 def read_document(req: Request, schema: Schema) -> Any:

@@ -1,8 +1,6 @@
 """What every wire format is (``Format``), and JSON (RFC 8259), both ways:
-a record is an object of its fields, a list an array of records, a problem
-``application/problem+json``. Bodies are read strictly: a member named
-twice is a 422 (which would the client mean?); ``NaN``, ``Infinity`` and
-numbers too long to convert, a 400.
+a record is an object of its fields, a list an array of records; a body is
+read strictly (``_object``, ``no_constant``; numbers too long, a 400).
 """
 from __future__ import annotations
 
@@ -17,26 +15,22 @@ from ..schema import Invalid, Schema, pointer
 if TYPE_CHECKING:       # (only named: the package imports this module)
     from . import Representations
 
-
 JSON_TYPE = "application/json"
 XML_TYPE = "application/xml"
 
 
 class Format(Protocol):
     """One wire format: its media types, its bytes both ways, and the
-    answers that carry them (the plain ones here: the bytes as they are).
-    Each format makes its bytes: ``render(schema, record)``, a record given
-    as its fields by name, in order; ``join(schema, rendered)``, a list of
-    records so rendered; ``render_problem(problem)``, an RFC 9457 problem's
-    members; ``render_change(schema, seq, id, rendered)``, a feed entry
-    (``rendered``: the record's, ``None``: deleted), and ``join_changes``;
-    ``parse(text, schema)``, a body (decoded from UTF-8) as a document for
-    ``schema`` to check (400 for bad syntax, 422, ``Invalid``, for the wrong shape)."""
+    answers that carry them (here: the bytes as they are). Its bytes:
+    ``render(schema, record)``, a record's fields by name, in order; ``join(schema,
+    rendered)``, a list of them; ``render_problem(problem)``, an RFC 9457 problem;
+    ``render_change(schema, seq, id, rendered)``, a feed entry (``rendered``
+    ``None``: deleted), and ``join_changes``; ``parse(text, schema)``, a body
+    as a document for ``schema`` (400 for bad syntax, 422 for the wrong shape)."""
 
     name: str
     media_type: str        # Content-Type of a record or a list
     problem_type: str      # Content-Type of a problem document
-
     #: Whether ``fields=`` answers some of each record's fields in it
     #: (``sparse.view``): a page for a person (HTML) shows whole records.
     sparse = True
@@ -53,15 +47,13 @@ class Format(Protocol):
 
     def answer(self, req: Request, status: int, representations: Representations,
                record: Any, tag: str) -> Response:
-        """A record's answer (``representations``: its collection's kept
-        encodings; ``tag``: its ETag)."""
+        """A record's answer (``representations``: its kept encodings; ``tag``: its ETag)."""
         return Response(status, representations.one(record, self),
                         [("Content-Type", self.media_type)])
 
     def answer_list(self, req: Request, representations: Representations, records: list[Any],
                     next_url: str | None, q: str | None) -> tuple[Response, str | None]:
-        """A page's answer and its ETag (``None``: made from its bytes);
-        ``next_url``: the next page's, ``q``: the search."""
+        """A page's answer and its ETag (``None``: made from its bytes; ``q``: the search)."""
         body, tag = representations.pages.of(records, self)
         return Response(200, body, [("Content-Type", self.media_type)]), tag
 
@@ -76,13 +68,11 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object, refusing a name given twice (RFC 8259 §4: names
     "SHOULD be unique"): a 422 (``Invalid``)."""
     obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise Invalid("The body names a member more than once.",
-                              [(pointer(key), "appears more than once")])
-            seen.add(key)
+    if len(obj) != len(pairs):      # the first name given again (each name's first place)
+        first = {key: i for i, (key, _) in reversed(list(enumerate(pairs)))}
+        twice = next(key for i, (key, _) in enumerate(pairs) if first[key] != i)
+        raise Invalid("The body names a member more than once.",
+                      [(pointer(twice), "appears more than once")])
     return obj
 
 
@@ -92,8 +82,7 @@ def no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-# Made once: json.dumps and json.loads with options make a new encoder or
-# decoder on every call. Both are immutable once made.
+# Made once (json.dumps and json.loads with options make one on every call).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=no_constant)
 
@@ -114,9 +103,8 @@ class JSONFormat(Format):
         return b"[" + b",".join(rendered) + b"]"
 
     def render_change(self, schema, seq, record_id, rendered):
-        if rendered is None:
-            return b'{"seq":%d,"id":%d,"deleted":true}' % (seq, record_id)
-        return b'{"seq":%d,"id":%d,"%s":%s}' % (seq, record_id, schema.name.encode(), rendered)
+        key, value = (b"deleted", b"true") if rendered is None else (schema.name.encode(), rendered)
+        return b'{"seq":%d,"id":%d,"%s":%s}' % (seq, record_id, key, value)
 
     def join_changes(self, rendered):
         return b"[" + b",".join(rendered) + b"]"
