@@ -2,18 +2,10 @@
 its statements (``Table``, made once per dialect) and its records
 (``SQLRecords``); many records at once are ``bulk``'s, its tables ``ddl``'s.
 
-The store gives what reads and writes (``connections``: SQLite's
-``Connections``, or the PostgreSQL store itself): ``read(cache_as, read)``
-runs ``read(db)`` (``cache_as`` names the read: the fast build's SQLite
-answers it again while nothing is committed); ``commit(op)`` runs
-``op(db)`` in a write transaction, committed before it returns. In an
-atomic step, the records are bound to the step's transaction (``bound``).
-
 Every write is one statement whose text depends only on its shape, every
-value a bound parameter: an ``INSERT ... RETURNING id``, or an ``UPDATE``
-or ``DELETE`` whose ``WHERE`` holds the precondition (check and write in
-one step). Only when no row matched does a second read tell "gone" (404)
-from "changed" (412). A unique index's error names the field (409).
+value a bound parameter. An ``UPDATE`` or ``DELETE`` holds the
+precondition in its ``WHERE`` (check and write in one step): only when no
+row matched does a second read tell "gone" (404) from "changed" (412).
 """
 from __future__ import annotations
 
@@ -21,54 +13,37 @@ import builtins
 import copy
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from ...fields import Field, search_terms
 from ...schema import Schema
 from ..errors import MAX_ID, Conflict, NotFound, Precondition, StaleVersion
 from ..feed import Change
 from ..stored import Restores
+from . import ddl
 from .bulk import PageQueries, SQLBulk
 from .dialects import Dialect
 
-T = TypeVar("T")
 
-
-def checked_id(schema: Schema, record_id: int) -> int:
-    """``record_id`` if a column can hold it (1 to ``MAX_ID``), else
-    ``NotFound``, as for an id no record has (a larger one is an error to
-    the database)."""
+def checked_id(schema: Schema, record_id: int) -> None:
+    """``NotFound`` for an id no column can hold (1 to ``MAX_ID``), as for
+    an id no record has (a larger one is an error to the database)."""
     if not 0 < record_id <= MAX_ID:
         raise NotFound(schema, record_id)
-    return record_id
 
 
 class Table:
-    """Everything SQL about one collection, for one dialect, made once;
-    the statements of many records at once are its ``pages``'s
-    (``PageQueries``)."""
+    """Everything SQL about one collection, for one dialect, made once (its
+    names, columns and one record's statements: ``ddl.statements``); the
+    statements of many records at once are its ``pages``'s (``PageQueries``)."""
 
     def __init__(self, schema: Schema, dialect: Dialect) -> None:
-        s, m, t = schema, dialect.mark, schema.plural
-        self.schema, self.dialect, self.name = schema, dialect, t
-        self.words_table, self.owner = f"{s.name}_words", f"{s.name}_id"     # (its record id)
-        self.changes_table = f"{s.name}_changes"
-        self.collated = s.collated                  # fields with a __key column
-        self.stored_as = tuple(f for f, kind in s.fields.items()    # kept as another value
-                               if type(kind).to_stored is not Field.to_stored)
-        fields = list(s.fields)
-        self.columns = ", ".join(["id", *fields, "version"])      # schema.record's order
-        #: The columns a write sets: the fields, their collated values and words.
-        self.written = [*fields, *(f"{f}__key" for f in self.collated),
-                        *(f"{f}__words" for f in s.searched)]
-        self.select_one = f"SELECT {self.columns} FROM {t} WHERE id = {m}"
-        self.insert = (f"INSERT INTO {t} ({', '.join(self.written)}, version) "
-                       f"VALUES ({', '.join(m for _ in self.written)}, 1) RETURNING id")
-        self.exists = f"SELECT 1 FROM {t} WHERE id = {m}"
+        self.schema, self.dialect, self.name = schema, dialect, schema.plural
+        self.collated = schema.collated             # fields with a __key column
+        (self.words_table, self.owner, self.changes_table, self.stored_as, self.columns,
+         self.written, self.select_one, self.insert, self.delete) = ddl.statements(schema, dialect)
         self._writes: dict[tuple[Any, ...], str] = {}
         self.pages = PageQueries(self)
-
-    # -- values -----------------------------------------------------------
 
     def row(self, values: Sequence[Any]) -> list[Any]:
         """The columns a write sets, from the fields' values in the
@@ -79,13 +54,10 @@ class Table:
         """The columns that these fields' values set, by name: the values,
         then the collated values and words of those that have them."""
         row, kinds = dict(fields), self.schema.fields
-        for field in self.collated:
-            if field in fields:
-                value = fields[field]
-                row[f"{field}__key"] = None if value is None else kinds[field].collate(value)
-        for field, (by_words, whole) in self.schema.searched.items():
-            if field in fields:
-                row[f"{field}__words"] = self.terms_value(fields[field], by_words, whole)
+        row.update({f"{f}__key": None if fields[f] is None else kinds[f].collate(fields[f])
+                    for f in self.collated if f in fields})
+        row.update({f"{f}__words": self.terms_value(fields[f], *how)
+                    for f, how in self.schema.searched.items() if f in fields})
         for field in self.stored_as:
             if row.get(field) is not None:
                 row[field] = kinds[field].to_stored(row[field])
@@ -105,8 +77,8 @@ class Table:
         words columns) and the next version, and returns the record; no row
         when the record is gone or the precondition fails."""
         derived = self.row_of(fields)
-        where, params = self._condition(precondition)
-        shape = ("update", tuple(derived), where)
+        where, params = self.condition(precondition)
+        shape = (tuple(derived), where)
         query = self._writes.get(shape)
         if query is None:
             sets = "".join(f"{column} = {self.dialect.mark}, " for column in derived)
@@ -115,22 +87,14 @@ class Table:
                 f"{self.dialect.mark}{where} RETURNING {self.columns}")
         return query, [*derived.values(), record_id, *params]
 
-    def delete(self, record_id: int, precondition: Any) -> tuple[str, list[Any]]:
-        """A conditional DELETE; no row deleted when the record is gone or the
-        precondition fails."""
-        where, params = self._condition(precondition)
-        query = f"DELETE FROM {self.name} WHERE id = {self.dialect.mark}{where}"
-        return query, [record_id, *params]
-
-    def _condition(self, precondition: Any) -> tuple[str, list[Any]]:
+    def condition(self, precondition: Any) -> tuple[str, list[Any]]:
         """The WHERE clause that ``Precondition.allows`` is, over ``version``."""
         if precondition is None:
             return "", []
-        match, none_match = precondition.match, precondition.none_match
-        if none_match is None or match is not None and not match:
+        if precondition.none_match is None or precondition.match == frozenset():
             return " AND false", []         # (``*`` refuses every version; no version matches)
         where, params = "", []
-        for versions, negated in ((match, ""), (none_match, "NOT ")):
+        for versions, negated in ((precondition.match, ""), (precondition.none_match, "NOT ")):
             if versions:
                 clause, more = self.dialect.any_of("version", versions)
                 where, params = f"{where} AND {negated}{clause}", params + more
@@ -166,20 +130,16 @@ class SQLRecords(Restores):
 
     def __init__(self, storage: Any, table: Table, connections: Any) -> None:
         self.storage, self.table, self.schema = storage, table, table.schema
-        self.connections = connections      # ``read`` and ``commit``
+        self.connections = connections      # SQLite's ``Connections``, or the PostgreSQL store
         self._make = record_maker(self.schema)      # a row to a record
         self.bulk = self.bulk_type(storage, table, self._make)
         self.history = str(storage.history)     # the feed's (read as the store opened)
-        #: Told of this process's commits (the store's ``Listeners``; other
-        #: processes' the store finds itself: ``CommitsAnnounced``).
-        self.commits = storage.commits
+        self.commits = storage.commits      # told of this process's commits (``Listeners``)
 
     @property
     def writes_failing(self) -> str | None:
         """Why the store's writes are failing now (a full disk...), or ``None``."""
         return self.storage.health.failing
-
-    # -- reads ------------------------------------------------------------
 
     def get(self, record_id: int) -> Any:
         checked_id(self.schema, record_id)
@@ -188,8 +148,6 @@ class SQLRecords(Restores):
         if record is None:
             raise NotFound(self.schema, record_id)
         return record
-
-    # -- writes -----------------------------------------------------------
 
     def create(self, **fields: Any) -> Any:
         values = self.schema.values(fields)
@@ -216,15 +174,14 @@ class SQLRecords(Restores):
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
         checked_id(self.schema, record_id)
-        query, params = self.table.delete(record_id, precondition)
+        where, params = self.table.condition(precondition)
 
         def remove(db: Any) -> None:
-            if db.execute(query, params).rowcount == 0:
+            if db.execute(self.table.delete + where, [record_id, *params]).rowcount == 0:
                 raise self._why_not(db, record_id)
         self._write(remove)
 
-    # -- many records at once: the ``bulk``'s, given how these records read
-    # (``_read``: bound to a step, in the step's transaction) ---------------
+    # -- many records at once: the ``bulk``'s, read as these records read (``_read``)
 
     def list(self, **arguments: Any) -> builtins.list[Any]:
         return self.bulk.list(self._read, **arguments)
@@ -248,15 +205,12 @@ class SQLRecords(Restores):
         return self.bulk.position(self._read)
 
     def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
-        """``Restores``'s: the ``bulk``'s, in a transaction of its own, never a step's."""
-        self.bulk.restore(records, changes, last_id)
+        self.bulk.restore(records, changes, last_id)   # (its own transaction, never a step's)
 
     def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
         """``protocol.CommitsAnnounced``, for these records served alone:
         their store's announcements (of every collection it holds)."""
         return self.storage.announce_commits(listener)
-
-    # -- helpers --------------------------------------------------------
 
     def bound(self, db: Any) -> Any:
         """These records, reading and writing in ``db``'s transaction (an
@@ -265,12 +219,12 @@ class SQLRecords(Restores):
         records.db = db
         return records
 
-    def _read(self, cache_as: Any, read: Callable[[Any], T]) -> T:
+    def _read(self, cache_as: Any, read: Callable[[Any], Any]) -> Any:
         if self.db is not None:         # in an atomic step: its transaction
             return read(self.db)
         return self.connections.read(cache_as, read)
 
-    def _write(self, op: Callable[[Any], T]) -> T:
+    def _write(self, op: Callable[[Any], Any]) -> Any:
         if self.db is not None:         # in an atomic step: its transaction
             return op(self.db)
         done = self.connections.commit(op)
@@ -286,16 +240,15 @@ class SQLRecords(Restores):
         except self.storage.unique_violation as e:
             # SQLite names the column ("UNIQUE constraint failed:
             # users.email__key"), PostgreSQL the index (users_email_unique).
-            named = (str(e).rpartition(" ")[2] if self.table.dialect.name == "sqlite"
-                     else e.diag.constraint_name)
+            named = e.diag.constraint_name if hasattr(e, "diag") else str(e).rpartition(" ")[2]
+            t = self.table.name
             for field in self.schema.unique:
-                column = f"{field}__key" if field in self.table.collated else field
-                if named in (f"{self.table.name}.{column}", f"{self.table.name}_{field}_unique"):
+                if named in (f"{t}.{field}", f"{t}.{field}__key", f"{t}_{field}_unique"):
                     raise Conflict.taken(self.schema, field, fields.get(field)) from None
             raise
 
     def _why_not(self, db: Any, record_id: int) -> Exception:
         """No row matched a conditional write: gone, or changed?"""
-        if db.execute(self.table.exists, (record_id,)).fetchone() is None:
+        if db.execute(self.table.select_one, (record_id,)).fetchone() is None:
             return NotFound(self.schema, record_id)
         return StaleVersion(record_id)

@@ -1,5 +1,6 @@
 """What a SQL store makes of a declaration when it opens, per dialect: the
-tables (``create_tables``), a field's columns (``column``, ``collated_column``,
+names, columns and one record's statements a ``Table`` keeps (``statements``),
+the tables (``create_tables``), a field's columns (``column``, ``collated_column``,
 ``words_column``), and the indexes, triggers and functions (``objects``),
 each a name and its statement, which ``layout`` records and ``evolution``
 compares.
@@ -17,11 +18,45 @@ commit, so positions follow commit order, and announces the change (``CHANNEL``)
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from ...fields import COLUMN_TYPES
-from .collection import Table
-from .dialects import SQLITE
+from ...fields import COLUMN_TYPES, Field
+from ...schema import Schema
+from .dialects import SQLITE, Dialect
+
+if TYPE_CHECKING:       # (for annotations only: ``collection`` imports this module)
+    from .collection import Table
+
+
+class Statements(NamedTuple):
+    """What a collection's ``Table`` keeps, made once as its store opens
+    (``statements``): its tables' names, its columns, one record's statements."""
+
+    words_table: str            # ``<name>_words``: each search term and its record
+    owner: str                  # ... whose id is in the column ``<name>_id``
+    changes_table: str          # ``<name>_changes``: the feed
+    stored_as: tuple[str, ...]  # the fields kept as another value (``Field.to_stored``)
+    columns: str                # a record's, in ``schema.record``'s order
+    written: list[str]          # the columns a write sets: fields, collated values, words
+    select_one: str
+    insert: str
+    delete: str                 # (its ``WHERE`` completed by ``Table.condition``)
+
+
+def statements(schema: Schema, dialect: Dialect) -> Statements:
+    """A collection's ``Statements``, for ``dialect``."""
+    s, m, t = schema, dialect.mark, schema.plural
+    columns = ", ".join(["id", *s.fields, "version"])
+    written = [*s.fields, *(f"{f}__key" for f in s.collated),
+               *(f"{f}__words" for f in s.searched)]
+    return Statements(
+        words_table=f"{s.name}_words", owner=f"{s.name}_id", changes_table=f"{s.name}_changes",
+        stored_as=tuple(f for f, kind in s.fields.items()
+                        if type(kind).to_stored is not Field.to_stored),
+        columns=columns, written=written, select_one=f"SELECT {columns} FROM {t} WHERE id = {m}",
+        insert=(f"INSERT INTO {t} ({', '.join(written)}, version) "
+                f"VALUES ({', '.join(m for _ in written)}, 1) RETURNING id"),
+        delete=f"DELETE FROM {t} WHERE id = {m}")
 
 
 class Object(NamedTuple):
