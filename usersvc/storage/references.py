@@ -34,6 +34,13 @@ class References:
     targets: tuple[tuple[str, Schema], ...]
     referrers: tuple[tuple[Schema, str], ...]
 
+    @property
+    def involved(self) -> set[str]:
+        """The collections a step that writes this one holds (``Collections.locked``):
+        it, those it names and those naming it, by plural."""
+        return {self.schema.plural, *(target.plural for _, target in self.targets),
+                *(referrer.plural for referrer, _ in self.referrers)}
+
 
 def references(schemas: Sequence[Schema]) -> dict[str, References]:
     """Each collection's references, by plural (only those with any);

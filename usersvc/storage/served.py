@@ -1,17 +1,10 @@
-"""How a store serves its collections, the base of every store here
-(``Collections``): ``storage[plural]``, each collection's records as they
-are, or behind a ``Checked`` where its schema declares references or
-timestamps; ``step[plural]``, the same inside one of the store's atomic
-steps (``Step``), which holds the collections it involves in the one order
-(``Collections.locked``). ``references`` and the stamps' kind
-(``kinds.dates``) are imported for a store whose schemas need them: one
-that serves users alone never loads them.
-"""
+"""How a store serves its collections (``Collections``), as they are or behind a
+``Checked``, and inside one of its atomic steps (``Step``): docs/architecture.md, "Words"."""
 from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .errors import Dangling, NotCurrent, NotFound, Precondition, Referred, StaleVersion
 from .feed import Change
@@ -20,13 +13,10 @@ from .stored import references_of
 if TYPE_CHECKING:
     from .references import References
 
-T = TypeVar("T")
-
 
 class Collections:
-    """A store's collections by plural, as it serves them (``storage[plural]``):
-    records, or records behind a ``Checked`` where the schema asks
-    (``serve``). Every store here is one."""
+    """A store's collections by plural, as it serves them (``storage[plural]``,
+    made by ``serve``): every store here is one."""
 
     collections: dict[str, Any]
     references: dict[str, Any] = {}     # (``references.References``, by plural)
@@ -43,8 +33,7 @@ class Collections:
         self.checked = {plural: Checked(records, self.references.get(plural), self)
                         for plural, records in self.collections.items()
                         if plural in self.references or records.schema.read_only}
-        self.served = {**self.collections, **self.checked}
-        self._locked: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.served, self._locked = {**self.collections, **self.checked}, {}    # (``locked``'s)
 
     def locked(self, plurals: Iterable[str]) -> tuple[str, ...]:
         """The collections a step that writes to ``plurals`` holds, by plural,
@@ -52,16 +41,10 @@ class Collections:
         read (named, or naming them). A step reads no other: no two steps
         ever wait for each other (docs/architecture.md, "One lock order")."""
         plurals = tuple(plurals)
-        found = self._locked.get(plurals)
-        if found is None:
-            involved = set(plurals)
-            for plural in plurals:
-                refs = self.references.get(plural)
-                if refs is not None:
-                    involved.update(target.plural for _, target in refs.targets)
-                    involved.update(referrer.plural for referrer, _ in refs.referrers)
-            found = self._locked[plurals] = tuple(sorted(involved))
-        return found
+        if plurals not in self._locked:
+            self._locked[plurals] = tuple(sorted(set().union(*(
+                self.references[p].involved if p in self.references else {p} for p in plurals))))
+        return self._locked[plurals]
 
 
 class Step:
@@ -69,31 +52,27 @@ class Step:
     (``protocol.Atomic``): ``step[plural]``, a collection as served, checked
     in this step; ``step.raw(plural)``, as it is: on memory (no ``db``) the
     store's own records, whose locks the step holds (``locked``); on SQL,
-    bound to the step's transaction (``db``), which the store commits, or
-    undoes if ``run`` raises."""
+    bound to the step's transaction (``db``)."""
 
     __slots__ = ("storage", "db", "locked", "nothing_to_undo")
 
     def __init__(self, storage: Any, db: Any = None, locked: tuple[str, ...] = (),
                  nothing_to_undo: bool = False) -> None:
         self.storage, self.db, self.locked = storage, db, locked
-        #: Whether a part of it (``attempt``) has nothing to undo of its own:
-        #: in a step told so (``Storage.atomically``), where a refused write
-        #: leaves the step as it was (SQLite, memory; never on PostgreSQL,
-        #: where a refused statement ends the transaction).
+        #: Whether a part of it (``attempt``) has nothing to undo of its own: a
+        #: refused write leaves the step as it was (SQLite, memory; never PostgreSQL).
         self.nothing_to_undo = nothing_to_undo
 
     def __getitem__(self, plural: str) -> Any:
-        checked = self.storage.checked.get(plural)      # (its writes' checks made in this step)
-        if checked is not None:
-            return Checked(self.raw(plural), checked.refs, self.storage, self)
+        if plural in self.storage.checked:      # (its writes' checks made in this step)
+            return Checked(self.raw(plural), self.storage.checked[plural].refs, self.storage, self)
         return self.raw(plural)
 
     def raw(self, plural: str) -> Any:
         records = self.storage.collections[plural]
         return records if self.db is None else records.bound(self.db)
 
-    def attempt(self, part: Callable[..., T], *args: Any) -> T:
+    def attempt(self, part: Callable[..., Any], *args: Any) -> Any:
         """``part(*args)``, whose writes in this step are undone if it
         raises (the error goes on), the rest of the step going on: a
         savepoint on SQL; on memory, what it changed put back."""
@@ -105,21 +84,17 @@ class Step:
 class Checked:
     """One collection's ``records``, each write checked and stamped in the
     open, on every store: a ``ref`` names a record that exists, a record
-    named is not deleted (``references``); ``created`` and ``updated`` come
-    from one clock read, ``updated`` never going back. A write that must
-    look at other records (a reference's, or the one it changes) is made in
-    one atomic step of ``storage`` (or in the ``step`` running: a batch's,
-    whose earlier writes count), so nothing can change between the look and
-    the write. Reads go straight to ``records``, each named (``RecordStore``,
-    ``protocol.ChangeFeed``, and what the app asks of a store besides), so
-    a reader sees all a ``Checked`` is."""
+    named is not deleted; ``created`` and ``updated`` come from one clock
+    read, ``updated`` never going back. A write that must look at other
+    records is made in one atomic step of ``storage`` (or the ``step``
+    running: a batch's, whose earlier writes count), so nothing can change
+    between the look and the write. Reads go straight to ``records``, each by name."""
 
     def __init__(self, records: Any, refs: References | None, storage: Any,
                  step: Step | None = None) -> None:
         self.records, self.refs, self.storage, self.step = records, refs, storage, step
-        self.schema = records.schema
+        self.schema, self.stamps = records.schema, records.schema.read_only
         self.targets, self.referrers = (refs.targets, refs.referrers) if refs else ((), ())
-        self.stamps = self.schema.read_only
 
     def create(self, **fields: Any) -> Any:
         """Stamped; made in a step where it names a record, looked for
@@ -163,8 +138,7 @@ class Checked:
         return self._step(run, nothing_to_undo=True)
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
-        """Made in a step where others may name the record (``Referred`` if
-        one does)."""
+        """Made in a step where others may name the record (``Referred`` if one does)."""
         if not self.referrers:
             return self.records.delete(record_id, precondition=precondition)
 
@@ -176,8 +150,6 @@ class Checked:
                 if step.raw(referrer.plural).count(**{field: record_id}):
                     raise Referred(self.schema, record_id, referrer, field)
         return self._step(run)
-
-    # -- reads, the feed, and what the app asks: the records' own -------------
 
     def get(self, record_id: int) -> Any:
         return self.records.get(record_id)
@@ -217,8 +189,7 @@ class Checked:
         return self.records.announce_commits(listener)
 
     @property
-    def writes_failing(self) -> str | None:
-        """The records' (``None`` where they keep no such word: memory)."""
+    def writes_failing(self) -> str | None:     # (``None`` on memory: none kept)
         return getattr(self.records, "writes_failing", None)
 
     def _names_a_record(self, fields: dict[str, Any]) -> bool:
@@ -232,12 +203,8 @@ class Checked:
 
     def _check_targets(self, step: Step, fields: dict[str, Any]) -> None:
         for field, target in self.targets:
-            record_id = fields.get(field)
-            if record_id is not None:
+            if fields.get(field) is not None:
                 try:
-                    step.raw(target.plural).get(record_id)
+                    step.raw(target.plural).get(fields[field])
                 except NotFound:
-                    raise Dangling(target, field, record_id) from None
-
-
-__all__ = ["Checked", "Collections", "Step"]
+                    raise Dangling(target, field, fields[field]) from None

@@ -13,9 +13,7 @@ from .collection import MemoryRecords
 
 
 class MemoryStorage(Collections):
-    #: A step has no ``db``: its collections are these, in this process
-    #: (``protocol.Transactional``).
-    dialect = None
+    dialect = None      # (``protocol.Transactional``: a step has no ``db``, only these records)
 
     def __init__(self, schemas: Iterable[Schema] | None) -> None:
         if schemas is None:
@@ -32,18 +30,16 @@ class MemoryStorage(Collections):
         return self.attempt(step, run, (step,))
 
     def attempt(self, step: Step, part: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        """``Step.attempt``, and a whole step: ``part(*args)``, the step's
-        collections' locks held, each change undone if it raises (``MemoryBulk.undoing``;
-        a part's inside the step's own). With ``nothing_to_undo`` (a whole
-        step), the locks alone: its one write fails whole, nothing to keep."""
+        """``Step.attempt``, and a whole step: ``part(*args)``, the step's collections'
+        locks held, each change undone if it raises (``MemoryBulk.undoing``; a part's inside
+        the step's own); with ``nothing_to_undo``, the locks alone (its one write fails whole)."""
         with ExitStack() as held:
-            for records in map(self.collections.__getitem__, step.locked):
+            for records in map(self.collections.__getitem__, step.locked):  # (in the one order)
                 held.enter_context(records._lock if step.nothing_to_undo else records.undoing())
             return part(*args)
 
     def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
-        """``protocol.CommitsAnnounced``: each write told as it is made (no
-        other process shares a memory store)."""
+        """``protocol.CommitsAnnounced``: each write told as it is made (in one process)."""
         return self.commits.add(listener)
 
     def close(self) -> None:

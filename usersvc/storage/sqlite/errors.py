@@ -3,13 +3,14 @@ busy (another writer held the lock past the busy timeout: try again), a
 lasting cause outside the store (a full disk, an I/O error, a read-only or
 unopenable file: ``WritesFailing``, said once to the store's
 ``WriteHealth``), or a fault of usersvc's own (``None``: a 500); and
-how a failed savepoint is undone (``undo_savepoint``; a transaction's
-ROLLBACK is ``connections.roll_back``)."""
+a savepoint, and how a failed one is undone (``savepoint``,
+``undo_savepoint``; a transaction's ROLLBACK is ``connections.roll_back``)."""
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..errors import StoreUnavailable
@@ -92,6 +93,19 @@ def retrying(open_: Callable[..., T], busy_timeout: float, *args: Any) -> T:
                 raise
             time.sleep(pause)
             pause = min(pause * 2, 0.1)
+
+
+@contextmanager
+def savepoint(db: sqlite3.Connection, name: str) -> Iterator[None]:
+    """What the block does, in ``SAVEPOINT name``: released, or undone if it
+    raises (``undo_savepoint``; the error goes on)."""
+    db.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        undo_savepoint(db, name)
+        raise
+    db.execute(f"RELEASE {name}")
 
 
 def undo_savepoint(db: sqlite3.Connection, name: str) -> None:

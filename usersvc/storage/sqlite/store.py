@@ -1,14 +1,10 @@
 """SQLiteStorage: every collection in one SQLite file, shared by threads and
-processes (docs/decisions.md, "Storage"). Reads: each thread's own
-connection (``connections``); a private in-memory database (``sqlite://``)
-has one. Writes: one statement each (``sql``), in a ``BEGIN IMMEDIATE``
-transaction on the connection for writes, one at a time, so a precondition
-and its write are one atomic step across processes (the fast build makes
-them in groups sharing one sync to disk: ``usersvc.fast.sqlite``). WAL
-(readers never wait), a busy timeout (writers queue), ``synchronous=FULL``
-(a 201 survives a power cut), ``AUTOINCREMENT`` (never an id again). The
-file readied at open: ``opening``; what an error means: ``errors``.
-"""
+processes (docs/decisions.md, "Storage"): each write one statement (``sql``)
+in a ``BEGIN IMMEDIATE`` transaction, so a precondition and its write are
+one atomic step across processes (``connections``; the fast build groups
+them, one sync to disk a group: ``usersvc.fast.sqlite``). WAL (readers never
+wait), a busy timeout (writers queue), ``synchronous=FULL`` (a 201 survives
+a power cut), ``AUTOINCREMENT`` (never an id again). Opening: ``opening``."""
 from __future__ import annotations
 
 import sqlite3
@@ -23,7 +19,7 @@ from ..feed import Listeners
 from ..sql.collection import SQLRecords
 from ..sql.dialects import SQLITE
 from .connections import Connection, Connections
-from .errors import is_lasting, retrying, undo_savepoint
+from .errors import is_lasting, retrying, savepoint
 from .opening import prepare
 
 T = TypeVar("T")
@@ -47,8 +43,7 @@ class SQLiteStorage(Collections):
         self.schemas = tuple(t.schema for t in tables)
         self.commits = Listeners()          # told of every commit (``announce_commits``)
         self.collections = {t.name: SQLRecords(self, t, self.connections) for t in tables}
-        self.poller: Any = None             # other processes' commits looked for (``poll``)
-        self.polling = threading.Lock()
+        self.poller, self.polling = None, threading.Lock()  # (``poll.look``'s)
         self.serve()
 
     def transaction(self) -> Any:
@@ -60,17 +55,15 @@ class SQLiteStorage(Collections):
         """``Storage.atomically``: one write transaction, in which ``run``
         makes its writes inside a savepoint, undone if it raises: the
         transaction then commits nothing of ``run`` but the ids it took
-        (``errors.undo_savepoint``), and its error is raised once committed.
+        (``errors.savepoint``), and its error is raised once committed.
         ``nothing_to_undo``: no savepoint (one statement refused undoes itself)."""
         def step(db: Connection) -> tuple[Any, Exception | None]:
             made = Step(self, db, (), nothing_to_undo)
-            if nothing_to_undo:
-                return run(made), None
             try:
-                return self.attempt(made, run, (made,)), None
+                return made.attempt(run, made), None
             except Exception as e:      # undone to the savepoint: raised once committed
-                if is_lasting(e) or not db.in_transaction:
-                    raise               # (SQLite may have undone the transaction)
+                if nothing_to_undo or is_lasting(e) or not db.in_transaction:
+                    raise               # (no savepoint; SQLite may have undone the transaction)
                 return None, e
         result, error = self.connections.commit(step)
         if error is not None:
@@ -84,15 +77,8 @@ class SQLiteStorage(Collections):
         """``Step.attempt``: ``part(*args)`` in a savepoint, undone if it
         raises. (In a step with nothing to undo, ``Step`` runs it without:
         a statement SQLite refuses undoes itself, the transaction going on.)"""
-        db = step.db
-        db.execute("SAVEPOINT attempt")
-        try:
-            result = part(*args)
-        except BaseException:
-            undo_savepoint(db, "attempt")
-            raise
-        db.execute("RELEASE attempt")
-        return result
+        with savepoint(step.db, "attempt"):
+            return part(*args)
 
     def observe_commits(self, observer: Callable[[float, int], None]) -> bool:
         """``protocol.CommitsObservable``: ``observer`` told of each commit
