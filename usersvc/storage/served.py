@@ -22,6 +22,7 @@ class Collections:
     references: dict[str, Any] = {}     # (``references.References``, by plural)
     checked: dict[str, Checked] = {}    # by plural
     served: dict[str, Any] = {}
+    involved: dict[str, set[str]] = {}  # what a step writing one holds, by plural (``locked``)
 
     def __getitem__(self, plural: str) -> Any:
         return self.served[plural]
@@ -33,18 +34,15 @@ class Collections:
         self.checked = {plural: Checked(records, self.references.get(plural), self)
                         for plural, records in self.collections.items()
                         if plural in self.references or records.schema.read_only}
-        self.served, self._locked = {**self.collections, **self.checked}, {}    # (``locked``'s)
+        self.served = {**self.collections, **self.checked}
+        self.involved = {plural: refs.involved for plural, refs in self.references.items()}
 
     def locked(self, plurals: Iterable[str]) -> tuple[str, ...]:
         """The collections a step that writes to ``plurals`` holds, by plural,
         on every store: those it writes and those their references make it
         read (named, or naming them). A step reads no other: no two steps
         ever wait for each other (docs/architecture.md, "One lock order")."""
-        plurals = tuple(plurals)
-        if plurals not in self._locked:
-            self._locked[plurals] = tuple(sorted(set().union(*(
-                self.references[p].involved if p in self.references else {p} for p in plurals))))
-        return self._locked[plurals]
+        return tuple(sorted(set().union(*(self.involved.get(p, {p}) for p in plurals))))
 
 
 class Step:
