@@ -1,15 +1,10 @@
 """The WSGI application: one ``Request`` in, one ``Response`` out.
 
-``App.__call__`` is the whole life of a request: the Host header checked
-(400), the path routed, the checks run before a byte of the body is read
-(cross-origin protection, always on, then what features plugged in), the
-body bounded (413); 404, 405 with ``Allow``, OPTIONS from the route's
-method map; ``negotiate`` picks the format (or 406) before anything changes,
-and the responder does the rest. A ``Problem`` or a domain error becomes a
+``App.__call__`` is the whole life of a request, in the order
+docs/architecture.md walks it. A ``Problem`` or a domain error becomes a
 problem document; anything else is a bug, logged, and a 500 that says
 nothing of the code. Features plug in through ``App``'s hooks, plain
-attributes, as Falcon's middleware does: ``usersvc.hooks`` lists each, what
-it receives and returns, and what a feature is.
+attributes, as Falcon's middleware does (``usersvc.hooks`` lists them).
 """
 from __future__ import annotations
 
@@ -32,11 +27,9 @@ from .schema import Schema
 
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.
 _HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
-# An origin's default port, which a Host header may leave out.
-_DEFAULT_PORT = re.compile(r":(?:80|443)\Z")
+_DEFAULT_PORT = re.compile(r":(?:80|443)\Z")     # which a Host header may leave out
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})     # never refused as another site's
-# Methods whose response carries a representation, so Accept matters.
-_NEGOTIATED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH"})
+_NEGOTIATED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH"})  # answered in a representation
 
 
 def good_host(host: str) -> bool:
@@ -48,10 +41,8 @@ class App:
     """A WSGI application serving the collections added to it."""
 
     def __init__(self, settings: Settings | None = None) -> None:
-        self.settings = settings = Settings() if settings is None else settings
-        self.max_body_size = settings.max_body_size
-        # The hooks: plain attributes a feature's ``plug`` fills (usersvc.hooks
-        # says what each receives and returns). Met by each request, in order:
+        self.settings = Settings() if settings is None else settings
+        # The hooks a feature's ``plug`` fills (usersvc.hooks). Met by each request, in order:
         self.starters: list[Callable[[Request], None]] = []
         self.checks: list[Callable[[Request, Any], Response | None]] = [self._from_another_site]
         self.finishers: list[Callable[[Request, Response], None]] = []
@@ -63,8 +54,7 @@ class App:
         self.feed_hooks: list[Callable[[Changes], None]] = []
         self.offers: Offers = DEFAULT
         self.problem_offers: Offers = PROBLEMS
-        # Around the app's life: what each feature plugged in, the waiting
-        # places, and what ends the requests held open when the server stops.
+        # Around the app's life: what features plugged in, waiting places, what stops them.
         self.plugged: dict[str, Any] = {}
         self.waiting: Any = None
         self.stoppers: list[Callable[[], None]] = []
@@ -77,8 +67,7 @@ class App:
 
     def add_collection(self, schema: Schema, records: Any) -> None:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from
-        the collection's ``records``, and ``/<schema.plural>/changes`` if
-        they keep a feed."""
+        ``records``, and ``/<schema.plural>/changes`` if they keep a feed."""
         check_collection(schema)
         if self.router.match(f"/{schema.plural}") is not None:
             raise ValueError(f"/{schema.plural} is served already")
@@ -139,8 +128,7 @@ class App:
         return response(environ, start_response)
 
     def handle(self, req: Request) -> Response:
-        host = req.host
-        if host is not None and not good_host(host):
+        if req.host is not None and not good_host(req.host):
             # URLs in Location and Link are built from it: no paths, markup or
             # spaces get in there (and it is not echoed here either).
             raise Problem(400, "The Host header is not a host name or address with an optional port.")
@@ -151,12 +139,16 @@ class App:
             answer = check(req, found)
             if answer is not None:
                 return answer
-        req.read_body(self.max_body_size)      # (413: a body over the limit)
+        req.read_body(self.settings.max_body_size)     # (413: a body over the limit)
         if found is None:
             raise Problem(404, "There is nothing at this path.")
         route, params = found
-        if req.method == "OPTIONS":
-            return self._options(route)
+        if req.method == "OPTIONS":             # the methods, and the bodies they read
+            bodies = {"POST": ("Accept-Post", getattr(route.resource, "accepts", BODY_TYPES)),
+                      "PATCH": ("Accept-Patch", PATCH_TYPES)}
+            return Response(204, headers=[("Allow", route.allow)] + [
+                (name, ", ".join(types)) for method, (name, types) in bodies.items()
+                if method in route.responders])
         responder = route.responders.get(req.method)
         if responder is None:
             raise Problem(405, f"The method {req.method} is not allowed here.",
@@ -172,35 +164,22 @@ class App:
         navigation), or, without it, ``Origin`` is another host than ``Host``;
         unless the origin is allowed (``allowed_origins``: CORS adds them), or
         neither is sent (curl)."""
-        if req.method in _SAFE:
+        if req.method in _SAFE or req.fetch_site in ("same-origin", "none"):
             return None
-        site = req.fetch_site
-        if site == "same-origin" or site == "none":
-            return None
-        origin = req.origin
-        allowed = self.allowed_origins
+        origin, allowed = req.origin, self.allowed_origins
         if origin is not None and ("*" in allowed or origin in allowed):
             return None
-        if site is None and (origin is None or _host(origin) == _host("http://" + (req.host or ""))):
-            return None
-        raise Problem(403, "A page of another site cannot make changes here "
-                           "(cross-origin request refused).")
-
-    def _options(self, route: Any) -> Response:
-        headers = [("Allow", route.allow)]
-        if "POST" in route.responders:
-            headers.append(("Accept-Post", ", ".join(getattr(route.resource, "accepts", BODY_TYPES))))
-        if "PATCH" in route.responders:
-            headers.append(("Accept-Patch", ", ".join(PATCH_TYPES)))
-        return Response(204, headers=headers)
+        if req.fetch_site is not None or (
+                origin is not None and _host(origin) != _host("http://" + (req.host or ""))):
+            raise Problem(403, "A page of another site cannot make changes here "
+                               "(cross-origin request refused).")
 
     def problem_response(self, req: Request, problem: Problem) -> Response:
         fmt = problem_format(req, self.problem_offers)
         response = fmt.answer_problem(req, problem.to_dict(), self.schemas)
-        headers = response.headers
-        headers += problem.headers
-        if req.method in ("GET", "HEAD") and not any(k == "Cache-Control" for k, _ in headers):
-            headers.append(("Cache-Control", "no-cache"))
+        response.headers += problem.headers
+        if req.method in ("GET", "HEAD") and "Cache-Control" not in dict(response.headers):
+            response.headers.append(("Cache-Control", "no-cache"))
         return response
 
 

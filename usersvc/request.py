@@ -1,11 +1,8 @@
-"""Request and Response: the only code that reads the WSGI environ.
+"""Request and Response: the only code that reads the WSGI environ (PEP 3333).
 
-``Request`` names what the app needs from the environ (PEP 3333), parsing
-a header only when asked; ``Response`` is a status, headers and the body
-bytes, handed to the WSGI server (a body made as it is sent, a stream of
-events, is the waiting feature's ``Streamed``). WebOb's classes do much
-more, at microseconds a request: usersvc uses WebOb to parse ``Accept``
-and entity tags, and its tests build requests with ``webob.Request.blank``.
+A header is parsed only when asked. WebOb's classes do much more, at
+microseconds a request: usersvc uses WebOb to parse ``Accept`` and entity
+tags, and its tests build requests with ``webob.Request.blank``.
 """
 from __future__ import annotations
 
@@ -22,6 +19,7 @@ PATH_SAFE = "/~!$&'()*+,;=:@"
 #: Where ``serving.ops.AccessLog`` puts a request's id in the environ.
 REQUEST_ID_KEY = "usersvc.request_id"
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})        # whose body the service reads
+_DEFAULT_PORTS = {"http": ":80", "https": ":443"}      # which a URL leaves out
 #: Every answer is what it says it is (no browser guesses another type).
 NOSNIFF = ("X-Content-Type-Options", "nosniff")
 
@@ -36,26 +34,17 @@ def base_url_of(scheme: str, host: str | None, server: str, port: str | None,
     """What every URL the app writes starts with, from the request's
     scheme, ``Host`` (``None``: not sent), server name and port, and
     ``SCRIPT_NAME``."""
+    default = _DEFAULT_PORTS.get(scheme)
     if host is None:
-        host = server
-        if port and (scheme, port) not in (("http", "80"), ("https", "443")):
-            host = f"{host}:{port}"
-    elif (scheme == "http" and host.endswith(":80")) or (scheme == "https" and host.endswith(":443")):
-        host = host.rsplit(":", 1)[0]
-    if script:
-        script = quote(script.encode("latin-1"), safe=PATH_SAFE)
-    return f"{scheme}://{host}{script}"
-
-
-def _too_large(limit: int) -> Problem:
-    return Problem(413, f"The request body is over the limit of {limit} bytes.",
-                   max_body_size=limit)
+        host = f"{server}:{port}" if port and f":{port}" != default else server
+    elif default:
+        host = host.removesuffix(default)
+    return f"{scheme}://{host}" + quote(script.encode("latin-1"), safe=PATH_SAFE)
 
 
 class Request:
     """One request: its method, its path, the headers the app reads, and
-    its body once read (``read_body``: ``App`` asks, with its limit, before
-    any resource runs)."""
+    its body once read (``read_body``, which ``App`` asks before any resource runs)."""
 
     __slots__ = ("environ", "method", "path", "host", "accept", "body", "route")
 
@@ -68,8 +57,7 @@ class Request:
         self.host: str | None = environ.get("HTTP_HOST")     # every request's: read once
         self.accept: str = environ.get("HTTP_ACCEPT", "")
         self.body = b""
-        #: The route's template, for metrics (``/users/{id}``; ``""``: none).
-        self.route = ""
+        self.route = ""         # the route's template, for metrics (``/users/{id}``; ``""``: none)
 
     def header(self, name: str) -> str | None:
         """Any request header by its name (``X-Request-ID``), or ``None``;
@@ -96,9 +84,8 @@ class Request:
 
     def parameters(self) -> dict[str, list[str]]:
         """The query's parameters, each name with its values in order, as
-        ``urllib.parse.parse_qsl(..., keep_blank_values=True)`` gives them
-        (``test_request`` checks they agree), but 400 for bytes or
-        percent-escapes that are not UTF-8."""
+        ``urllib.parse.parse_qsl(..., keep_blank_values=True)`` gives them (``test_request``
+        checks they agree), but 400 for bytes or percent-escapes that are not UTF-8."""
         query: dict[str, list[str]] = {}
         try:
             text = self.query_string.encode("latin-1").decode("utf-8")     # WSGI's latin-1 str
@@ -131,34 +118,31 @@ class Request:
 
     @property
     def base_url(self) -> str:
-        """Scheme, host and ``SCRIPT_NAME``: what every URL the app writes
-        starts with (the same as WebOb's ``application_url``)."""
+        """``base_url_of`` this request: WebOb's ``application_url``."""
         e = self.environ
         return base_url_of(e.get("wsgi.url_scheme", "http"), self.host,
                            e.get("SERVER_NAME", "localhost"), e.get("SERVER_PORT"),
                            e.get("SCRIPT_NAME", ""))
 
     def read_body(self, limit: int) -> None:
-        """The body read into ``body``, once, never past ``limit`` bytes (``App``
-        asks before any resource runs, as Werkzeug's request bounds itself):
-        413 by ``Content-Length`` before reading, or, for a body of unknown
-        length, by reading one byte more at most. Only a POST's, PUT's or
-        PATCH's body is read."""
+        """The body read into ``body``, once, never past ``limit`` bytes (as
+        Werkzeug's request bounds itself): 413 by ``Content-Length`` before
+        reading, or, for a body of unknown length, by reading one byte more at
+        most. Only a POST's, PUT's or PATCH's body is read, and only one with a
+        length, chunked or marked terminated (RFC 9112 §6.3)."""
         e = self.environ
         declared = e.get("CONTENT_LENGTH")
         if declared and not declared.isdigit():
             raise Problem(400, "The Content-Length is not a whole number.")
         length = int(declared) if declared else None
-        if length is not None and length > limit:
-            raise _too_large(limit)
-        if self.method not in _WITH_BODY:
-            return
-        if length is None and not (e.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
-                                   or e.get("wsgi.input_terminated")):
-            return          # no length, not chunked (nor marked terminated): none (RFC 9112 §6.3)
-        body = e["wsgi.input"].read(limit + 1 if length is None else length)
-        if len(body) > limit:
-            raise _too_large(limit)
+        body = b""
+        if self.method in _WITH_BODY and (length or 0) <= limit and (
+                length is not None or e.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
+                or e.get("wsgi.input_terminated")):
+            body = e["wsgi.input"].read(limit + 1 if length is None else length)
+        if max(len(body), length or 0) > limit:
+            raise Problem(413, f"The request body is over the limit of {limit} bytes.",
+                          max_body_size=limit)
         self.body = body
 
     @property

@@ -1,9 +1,6 @@
-"""Routes from path templates to resources, and each resource's method map.
-
-A template is a path with ``{name:int}`` segments: ``/users/{id:int}``
-(``canonical_int``). A resource implements ``on_get``, ``on_post``... for
-the methods it has; the method map is built once, from the fixed table
-``RESPONDERS`` (never from the client's method name), and makes ``Allow``.
+"""Routes from path templates (``/users/{id:int}``) to resources, each with
+its method map: its ``on_get``, ``on_post``... found once, by the fixed table
+``RESPONDERS`` (never by the client's method name), which also makes ``Allow``.
 """
 from __future__ import annotations
 
@@ -27,20 +24,17 @@ def canonical_int(segment: str) -> int | None:
     leading zero, at most ``MAX_ID`` (19 digits at most, checked before
     ``int()``): ``/users/01``, ``/users/+1`` and a 30-digit id name nothing."""
     if segment.isascii() and segment.isdigit() and segment[0] != "0" and len(segment) <= 19:
-        value = int(segment)
-        return value if value <= MAX_ID else None
+        return value if (value := int(segment)) <= MAX_ID else None
     return None
 
 
 class Route:
-    """A template, its resource, and the resource's method map: made once,
-    as the route is added."""
+    """A template, its resource, and the resource's method map, made as it is added."""
 
     def __init__(self, template: str, resource: Any) -> None:
-        self.template = template
+        self.template, self.resource = template, resource
         #: The template as OpenTelemetry's ``http.route`` spells it: ``/users/{id}``.
         self.label = _PARAMETER.sub(r"{\1}", template)
-        self.resource = resource
         # Each segment: a literal to compare, or the name of an int parameter.
         self.segments: list[tuple[str, bool]] = [
             (m.group(1), True) if (m := _PARAMETER.fullmatch(part)) else (part, False)
@@ -58,14 +52,11 @@ class Route:
         if it is this route's, else ``None``."""
         params = {}
         for part, (segment, is_parameter) in zip(parts, self.segments, strict=True):
-            if not is_parameter:
-                if part != segment:
-                    return None
-            elif (value := canonical_int(part)) is not None:
-                params[segment] = value
-            else:
+            if is_parameter:
+                params[segment] = canonical_int(part)
+            elif part != segment:
                 return None
-        return params
+        return None if None in params.values() else params     # (an id naming nothing: 404)
 
 
 class Router:
@@ -81,15 +72,15 @@ class Router:
     def add(self, template: str, resource: Any) -> Route:
         route = Route(template, resource)
         self.routes.append(route)
-        if any(is_parameter for _, is_parameter in route.segments):
-            first, is_parameter = route.segments[1]
-            if is_parameter:
-                raise ValueError(f"a template starts with a literal segment: {template}")
-            self._templated.setdefault((len(route.segments), first), []).append(route)
-        elif template in self._static:      # (the first would answer: the second never)
-            raise ValueError(f"a route is at {template} already")
-        else:
+        if not any(is_parameter for _, is_parameter in route.segments):
+            if template in self._static:      # (the first would answer: the second never)
+                raise ValueError(f"a route is at {template} already")
             self._static[template] = route
+        elif route.segments[1][1]:
+            raise ValueError(f"a template starts with a literal segment: {template}")
+        else:
+            key = (len(route.segments), route.segments[1][0])
+            self._templated.setdefault(key, []).append(route)
         return route
 
     def match(self, path: str) -> tuple[Route, dict[str, int]] | None:
@@ -98,9 +89,7 @@ class Router:
         if route is not None:
             return route, {}
         parts = path.split("/")
-        if len(parts) < 3:
-            return None
-        for route in self._templated.get((len(parts), parts[1]), ()):
+        for route in self._templated.get((len(parts), parts[1] if len(parts) > 2 else "/"), ()):
             params = route.match(parts)
             if params is not None:
                 return route, params
