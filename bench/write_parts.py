@@ -54,7 +54,7 @@ for i in range(1, 1001):
     store["tasks"].create(**{**TASK, "title": f"Task {i}"})
 app = make_app(store)
 schema, records = (USER, store["users"]) if collection == "users" else (TASKS, store["tasks"])
-resource = app.router.match("/" + schema.plural)[0].resource
+resource = app.router.match("/" + schema.plural)[0].target
 docs = [{"name": f"New {i}", "email": f"new{i}@example.org"} if collection == "users"
         else {**TASK, "title": f"New {i}"} for i in range(made)]
 bodies = [json.dumps(doc).encode() for doc in docs]

@@ -144,7 +144,7 @@ class App:
             raise Problem(404, "There is nothing at this path.")
         route, params = found
         if req.method == "OPTIONS":             # the methods, and the bodies they read
-            bodies = {"POST": ("Accept-Post", getattr(route.resource, "accepts", BODY_TYPES)),
+            bodies = {"POST": ("Accept-Post", getattr(route.target, "accepts", BODY_TYPES)),
                       "PATCH": ("Accept-Patch", PATCH_TYPES)}
             return Response(204, headers=[("Allow", route.allow)] + [
                 (name, ", ".join(types)) for method, (name, types) in bodies.items()

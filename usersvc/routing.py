@@ -1,5 +1,6 @@
-"""Routes from path templates (``/users/{id:int}``) to resources, each with
-its method map: its ``on_get``, ``on_post``... found once, by the fixed table
+"""Routes from path templates (``/users/{id:int}``) to their targets (a
+resource, a feed's ``Changes``, a feature's ``Batch``...), each with its
+method map: its ``on_get``, ``on_post``... found once, by the fixed table
 ``RESPONDERS`` (never by the client's method name), which also makes ``Allow``.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 from .representation import DEFAULT, Offers
 from .storage import MAX_ID
 
-#: The methods a resource may answer, in the order ``Allow`` lists them,
+#: The methods a target may answer, in the order ``Allow`` lists them,
 #: each by its responder: HEAD is GET's (RFC 9110 §9.3.2).
 RESPONDERS = {"GET": "on_get", "HEAD": "on_get", "POST": "on_post", "PUT": "on_put",
               "PATCH": "on_patch", "DELETE": "on_delete"}
@@ -29,10 +30,10 @@ def canonical_int(segment: str) -> int | None:
 
 
 class Route:
-    """A template, its resource, and the resource's method map, made as it is added."""
+    """A template, its target, and the target's method map, made as it is added."""
 
-    def __init__(self, template: str, resource: Any) -> None:
-        self.template, self.resource = template, resource
+    def __init__(self, template: str, target: Any) -> None:
+        self.template, self.target = template, target
         #: The template as OpenTelemetry's ``http.route`` spells it: ``/users/{id}``.
         self.label = _PARAMETER.sub(r"{\1}", template)
         # Each segment: a literal to compare, or the name of an int parameter.
@@ -40,12 +41,12 @@ class Route:
             (m.group(1), True) if (m := _PARAMETER.fullmatch(part)) else (part, False)
             for part in template.split("/")]
         self.responders: dict[str, Callable[..., Any]] = {
-            method: getattr(resource, name) for method, name in RESPONDERS.items()
-            if hasattr(resource, name)}
+            method: getattr(target, name) for method, name in RESPONDERS.items()
+            if hasattr(target, name)}
         self.allow = ", ".join([*self.responders, "OPTIONS"])
-        #: The media types the resource answers in (by default JSON and
+        #: The media types the target answers in (by default JSON and
         #: XML); ``None``: one representation, whatever ``Accept`` says.
-        self.offers: Offers | None = getattr(resource, "offers", DEFAULT)
+        self.offers: Offers | None = getattr(target, "offers", DEFAULT)
 
     def match(self, parts: list[str]) -> dict[str, int] | None:
         """The parameters of a path (split at ``/``, as long as the template)
@@ -69,8 +70,8 @@ class Router:
         self._static: dict[str, Route] = {}
         self._templated: dict[tuple[int, str], list[Route]] = {}
 
-    def add(self, template: str, resource: Any) -> Route:
-        route = Route(template, resource)
+    def add(self, template: str, target: Any) -> Route:
+        route = Route(template, target)
         self.routes.append(route)
         if not any(is_parameter for _, is_parameter in route.segments):
             if template in self._static:      # (the first would answer: the second never)

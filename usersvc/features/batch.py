@@ -115,8 +115,8 @@ class Batch:
         parts = self.read(req)
         routes = [self.app.router.match(part.path) for part in parts]
         # The collections the batch writes to, for the store to hold together.
-        plurals = [found[0].resource.schema.plural for found in routes
-                   if found is not None and isinstance(found[0].resource, Resource)]
+        plurals = [found[0].target.schema.plural for found in routes
+                   if found is not None and isinstance(found[0].target, Resource)]
         at: list[int | None] = [None]   # the request being made: the one that failed, if one does
 
         def run(unit: Any) -> list[Response]:
@@ -177,16 +177,16 @@ class Batch:
         if part.method not in route.responders:
             raise Problem(405, f"The method {part.method} is not allowed here.",
                           headers=[("Allow", route.allow)])
-        if not isinstance(route.resource, Resource):
+        if not isinstance(route.target, Resource):
             raise Problem(400, f"A batch holds writes to records: {part.path} is neither "
                                "a collection nor a record.")
-        resource = views.get(id(route.resource))
+        resource = views.get(id(route.target))
         if resource is None:
-            plural = route.resource.schema.plural
+            plural = route.target.schema.plural
             records = unit[plural]
             for wrap in self.app.records_wrappers:    # as the app's own (metrics)
                 records = wrap(plural, records)
-            resource = views[id(route.resource)] = copy.copy(route.resource)
+            resource = views[id(route.target)] = copy.copy(route.target)
             resource.records, resource.write_hook = records, None
         responder: Callable[..., Response] = getattr(resource, "on_" + part.method.lower())
         return responder(_request(req, part), fmt, **params)
