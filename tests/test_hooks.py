@@ -476,7 +476,8 @@ import usersvc
 before = sorted(m for m in sys.modules if m.startswith("usersvc.kinds"))
 from usersvc import integer, choice, date
 import usersvc.kinds.dates
-from usersvc.kinds import integer as again, choice as choice_again, date as date_again, number
+from usersvc.kinds import choice as choice_again, date as date_again, number
+from usersvc.kinds.integers import integer as again
 star = {}
 exec("from usersvc import *", star)
 print(json.dumps([before, repr(integer(0, 9)), again is integer,

@@ -36,8 +36,8 @@ __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", 
 #: usersvc`` loads no feature, and no kind but users'): the kinds of
 #: ``usersvc.kinds``, the features' modules' names, ``Mount``, and
 #: ``__version__`` (read from the package's metadata; serving needs it not).
-_LAZY = {**dict.fromkeys(("integer", "number", "boolean", "choice", "date", "datetime", "url",
-                          "ref"), ".kinds"),
+_LAZY = {**dict.fromkeys(("number", "boolean", "choice", "date", "datetime", "url", "ref"),
+                         ".kinds"), "integer": ".kinds.integers",
          "__version__": ".release", "Mount": ".serving.mount",
          "Tokens": "auth", "Batch": "batch", "CORS": "cors",
          "HEALTH_PATH": "health", "HealthCheck": "health",

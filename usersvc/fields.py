@@ -1,8 +1,7 @@
-"""What a kind of field is (``Field``), and the kinds users have: ``text(n)``
-and ``email`` (every other is a class in ``usersvc.kinds``). Each rule tests
-the value most requests send first: a valid value costs one test; only a
-failing one is looked at again. Then how ``q`` reads a text field: folded
-(``fold``), by its words (``words``), the terms a store indexes (``search_terms``)."""
+"""What a kind of field is (``Field``), and users' kinds, ``text(n)`` and ``email`` (the
+others: ``usersvc.kinds``). Each rule tests first the value most requests send: a valid one
+costs one test, only a failing one is looked at again. Then how ``q`` reads text (``fold``,
+``words``; ``usersvc.fast.search`` reads ASCII text by a table)."""
 from __future__ import annotations
 
 import re
@@ -24,7 +23,6 @@ _NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 
 def as_text(value: Any) -> str:
-    """A string's value, trimmed; ``FieldError`` for anything else."""
     if not isinstance(value, str):
         raise FieldError("must be a string")
     return value.strip()
@@ -39,12 +37,10 @@ COLUMN_TYPES = {"text": {"sqlite": "TEXT", "postgres": "text"},
 
 
 class Field:
-    """A kind of field: each method and attribute below says one thing a
-    store, a format, a page or the OpenAPI document asks of its values
-    (docs/architecture.md, "Where to add things", says them all)."""
+    """A kind of field: each attribute and method below says one thing a store, a format, a
+    page or the OpenAPI document asks of its values (docs/architecture.md says them all)."""
 
-    #: Every kind, by name ("text", "boolean", an embedder's "money"): a
-    #: subclass joins when it is defined (``storage.stored.kind_of`` reads it).
+    #: Every kind by name ("boolean", "money"): a subclass joins when defined (``kind_of``).
     kinds: dict[str, type[Field]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -111,20 +107,26 @@ class Folded(Field):
     """A text kind, compared and ordered case-folded (``str.casefold``)."""
 
     collate = staticmethod(str.casefold)        # type: ignore[assignment]
-    # Any text: matches or not (what no value holds, a control character, is
-    # refused before: ``asking.query_value``; SQL's text stops at NUL).
+    # Any text matches or not (control characters, SQL's NUL too: refused by asking.query_value).
     from_query = staticmethod(str)          # type: ignore[assignment]
 
     def is_collated(self, value: Any) -> bool:
         return type(value) is str and not _NOT_PLAIN.search(value)
+
+    def refusal(self, trimmed: str, longest: int, otherwise: str) -> FieldError:
+        """Why ``trimmed`` breaks the rule: a second look, which a valid value never needs."""
+        if UNENCODABLE.search(trimmed):
+            return FieldError("must be Unicode text (no surrogates or non-characters)")
+        if len(trimmed) > longest:
+            return FieldError(f"must be at most {longest} characters long")
+        return FieldError(otherwise)
 
     def describe_stored(self) -> dict[str, Any]:
         return {"type": "string", "minLength": 1}     # (what was sent: trimmed, never empty)
 
 
 class Text(Folded):
-    """A string: trimmed, 1 to ``max_length`` code points, and no control
-    characters (Unicode category Cc) inside."""
+    """A string: trimmed, 1 to ``max_length`` code points, no control character (Cc) inside."""
 
     ordered = True
 
@@ -137,31 +139,23 @@ class Text(Folded):
         trimmed = as_text(value)
         if trimmed and len(trimmed) <= self.max_length and not _NOT_PLAIN.search(trimmed):
             return trimmed
-        if UNENCODABLE.search(trimmed):
-            raise FieldError("must be Unicode text (no surrogates or non-characters)")
-        if not trimmed:
-            raise FieldError("must not be empty")
-        if len(trimmed) > self.max_length:
-            raise FieldError(f"must be at most {self.max_length} characters long")
-        raise FieldError("must not contain control characters")   # what _NOT_PLAIN found
+        raise self.refusal(trimmed, self.max_length, "must not contain control characters"
+                           if trimmed else "must not be empty")
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
         from .patterns import text_schema       # the OpenAPI document's, loaded when it is made
         return text_schema(self.max_length, in_xml)
 
 
-# The "valid e-mail address" of the WHATWG HTML standard, §4.10.5.1.5
-# (<input type=email>): deliberately simpler than RFC 5322, and ASCII only.
-_EMAIL = re.compile(
-    r"[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+"
-    r"@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
-    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*")
+_EMAIL = re.compile(r"[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+"
+                    r"@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
+                    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*")
 EMAIL_MAX_LENGTH = 254
 
 
 class Email(Folded):
-    """An e-mail address: trimmed, at most 254 characters, and valid as the
-    WHATWG HTML standard defines it for ``<input type=email>``."""
+    """An e-mail address: trimmed, at most 254 characters, valid as the WHATWG HTML standard
+    says for ``<input type=email>`` (§4.10.5.1.5): simpler than RFC 5322, and ASCII only."""
 
     input_type = "email"      # the browser checks the same rule before sending
     noun = "e-mail address"
@@ -171,26 +165,17 @@ class Email(Folded):
         trimmed = as_text(value)
         if len(trimmed) <= EMAIL_MAX_LENGTH and _EMAIL.fullmatch(trimmed):
             return trimmed
-        if UNENCODABLE.search(trimmed):
-            raise FieldError("must be Unicode text (no surrogates or non-characters)")
-        if len(trimmed) > EMAIL_MAX_LENGTH:
-            raise FieldError(f"must be at most {EMAIL_MAX_LENGTH} characters long")
-        raise FieldError("is not a valid e-mail address")
+        raise self.refusal(trimmed, EMAIL_MAX_LENGTH, "is not a valid e-mail address")
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
         from .patterns import email_schema      # the OpenAPI document's, loaded when it is made
         return email_schema(_EMAIL.pattern, EMAIL_MAX_LENGTH, in_xml)
 
 
-#: The names a declaration uses: ``text(200)``, a kind with parameters; and
-#: ``email``, one with none (``{"email": email}``).
+#: The names a declaration uses: ``text(200)``; ``email``, a kind with no parameters.
 text, email = Text, Email()
 
-# -- search: how ``q`` reads text, through Unicode's decompositions
-# (``usersvc.fast.search`` reads ASCII text, most names, by a table) ----------
-
-#: The folding's version: a SQL store whose search terms were folded with
-#: another indexes them again, once, at open (``evolution``).
+#: The folding's version: a SQL store's terms folded by another are indexed again at open.
 FOLDING = 1
 
 # The letters NFKD leaves whole, as a reader searching without them types them.
@@ -199,28 +184,18 @@ _WHOLE = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "æ": "ae", "œ": "oe",
 
 
 def fold(text: str) -> str:
-    """``text`` as ``q`` compares it: case-folded, its marks removed after
-    NFKD (``é`` is ``e``, ``ß`` ``ss``, ``ﬁ`` ``fi``), the letters NFKD
-    leaves whole mapped (``ø`` ``o``). NFKD again after case-folding:
-    folding can make a letter that decomposes."""
+    """``text`` as ``q`` compares it: case-folded, its marks removed after NFKD (``é``
+    is ``e``, ``ß`` ``ss``, ``ﬁ`` ``fi``), the letters NFKD leaves whole mapped (``ø``
+    ``o``). NFKD again after case-folding: folding can make a letter that decomposes."""
     decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
     return "".join(c for c in decomposed if unicodedata.category(c) != "Mn").translate(_WHOLE)
 
 
-# Any one character that is not part of a word: Python's \W, and "_".
-# Combining marks are \W to Python's re but part of the letter before them
-# (a Devanagari vowel sign, which folding keeps), so ``words`` keeps them.
-_NOT_WORD = re.compile(r"[\W_]")
-
-
-def _separator(m: re.Match[str]) -> str:
-    return m.group() if unicodedata.category(m.group())[0] == "M" else " "
-
-
 def words(value: str) -> list[str]:
-    """The folded words of ``value``: split at anything that is not a
-    letter, a digit or a mark (``"Émile Zoła-Byron"``: ``emile``, ``zola``, ``byron``)."""
-    return _NOT_WORD.sub(_separator, fold(value)).split()
+    """The folded words of ``value``, split at what is not a letter, a digit or a mark (part
+    of the letter before it: a vowel sign): ``"Émile Zoła-Byron"``: ``emile zola byron``."""
+    return "".join(c if c.isalnum() or unicodedata.category(c)[0] == "M" else " "
+                   for c in fold(value)).split()
 
 
 def search_terms(value: str, by_words: bool, whole: bool) -> list[str]:

@@ -1,13 +1,12 @@
-"""The kinds of field beyond users' ``text`` and ``email``: what a kind is,
-and how to write one, is ``fields.Field``. Here, one class each, the small
-ones: ``integer`` and ``number``; ``choice`` and ``boolean``, a value out
-of a few; ``url`` and ``ref``, what names something elsewhere. The dates,
-``date`` and ``datetime``, are ``dates``'; the timestamps' ``stamp``, ``stamp``'s.
+"""The kinds of field beyond users' ``text`` and ``email`` (what a kind
+is, and how to write one: ``fields.Field``), one class each. Here the
+small ones: ``number``; ``choice`` and ``boolean``, a value out of a few;
+``url`` and ``ref``, what names something elsewhere. The others have a
+module each, imported for a declaration that names them: ``integer``
+(``integers``), ``date`` and ``datetime`` (``dates``), ``stamp``.
 
 The core imports this package only for a collection that declares one of
-its kinds (``usersvc.integer`` and the others are imported when first
-asked for, and a stored declaration's kinds when it is read): an app
-serving users alone never loads it.
+its kinds: an app serving users alone never loads it.
 """
 from __future__ import annotations
 
@@ -18,47 +17,6 @@ from typing import Any
 from ..declaration import is_name
 from ..fields import _NOT_PLAIN, MAX_INTEGER, Field, FieldError
 from .dates import date, datetime
-
-# -- integer(minimum, maximum): a whole number within bounds -----------------
-
-_DIGITS = re.compile(r"-?[0-9]+")
-
-
-class Integer(Field):
-    """A whole number from ``minimum`` to ``maximum``: a JSON integer (not a
-    boolean, a float or a string), or in XML the element's decimal text."""
-
-    type = "integer"
-    ordered = True
-    input_type = "number"
-
-    def __init__(self, minimum: int, maximum: int) -> None:
-        if not -MAX_INTEGER <= minimum <= maximum <= MAX_INTEGER:
-            raise ValueError(f"integer(minimum, maximum) needs -2**63 < minimum <= "
-                             f"maximum < 2**63, not {minimum}, {maximum}")
-        self.minimum, self.maximum = self.arguments = minimum, maximum
-        self.schema = {"type": "integer", "minimum": minimum, "maximum": maximum}
-        self.input_attributes = f' min="{minimum}" max="{maximum}"'   # the browser checks them too
-
-    def __call__(self, value: Any) -> int:
-        if type(value) is int and self.minimum <= value <= self.maximum:
-            return value
-        if type(value) is not int:
-            raise FieldError("must be a whole number")
-        raise FieldError(f"must be from {self.minimum} to {self.maximum}")
-
-    def from_xml(self, text: str) -> Any:
-        stripped = text.strip()     # its trimmed decimal text, zeros before it left out
-        if not _DIGITS.fullmatch(stripped):
-            return text
-        digits, negative = stripped.lstrip("-").lstrip("0") or "0", stripped[0] == "-"
-        if len(digits) > 20:    # past every bound (never made an int: costly): out of range
-            return self.minimum - 1 if negative else self.maximum + 1
-        return -int(digits) if negative else int(digits)
-
-    def is_collated(self, value: Any) -> bool:
-        return type(value) is int and -MAX_INTEGER <= value <= MAX_INTEGER
-
 
 # -- number(minimum, maximum): a finite number within bounds -----------------
 
@@ -231,10 +189,10 @@ class Ref(Field):
         return type(value) is int and 0 < value <= MAX_INTEGER
 
 
-#: The names a declaration uses: ``integer(0, 9999)``, ``number(0, 1000)``,
+#: The names a declaration uses: ``number(0, 1000)``,
 #: ``choice("low", "normal", "high")``, ``ref("users")``; and the kinds with
 #: no parameters, one value each: ``{"done": boolean, "link": url}``.
-integer, number, choice, ref = Integer, Number, Choice, Ref
+number, choice, ref = Number, Choice, Ref
 boolean, url = Boolean(), Url()
 
-__all__ = ["boolean", "choice", "date", "datetime", "integer", "number", "ref", "url"]
+__all__ = ["boolean", "choice", "date", "datetime", "number", "ref", "url"]

@@ -1,11 +1,10 @@
 """``date`` and ``datetime``: a calendar date, and an instant (RFC 3339);
-and ``now``, this instant as the store writes a timestamp (``created``,
-``updated``: their kind is ``kinds.stamp``'s)."""
+and ``now``, this instant as the store writes a timestamp (``kinds.stamp``)."""
 from __future__ import annotations
 
 import re
 import time
-from datetime import date as Day, datetime as Instant, timedelta, timezone
+from datetime import date as Day, datetime as Instant, timedelta
 from typing import Any
 
 from ..fields import Field, FieldError
@@ -16,13 +15,10 @@ _DATETIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2
                        r"(?:\.([0-9]+))?(?:[Zz]|([+-][0-9]{2}:[0-9]{2}))")
 _SAID = ("must be a date and time with an offset (RFC 3339): 2026-11-25T20:57:01Z or "
          "2026-11-25T21:57:01+01:00")
-_EPOCH = Instant(1970, 1, 1, tzinfo=timezone.utc)   # a datetime's collated value counts from it
-_MICROSECOND = timedelta(microseconds=1)
 
 
 class Date(Field):
-    """A calendar date, ``YYYY-MM-DD`` (RFC 3339's full-date), that exists
-    (no 2026-02-30); ordered by date."""
+    """A calendar date, ``YYYY-MM-DD`` (RFC 3339's full-date), that exists (no 2026-02-30)."""
 
     type = "date"
     ordered = True
@@ -30,23 +26,21 @@ class Date(Field):
     schema = {"type": "string", "format": "date"}
 
     def __call__(self, value: Any) -> str:
-        if type(value) is str and _DATE.fullmatch(value):
-            try:
-                Day.fromisoformat(value)
-            except ValueError:
-                raise FieldError("must be a date that exists") from None
-            return value
-        raise FieldError("must be a date: YYYY-MM-DD")
+        if type(value) is not str or not _DATE.fullmatch(value):
+            raise FieldError("must be a date: YYYY-MM-DD")
+        try:
+            return Day.fromisoformat(value).isoformat()     # (as sent: the regex's digits)
+        except ValueError:
+            raise FieldError("must be a date that exists") from None
 
     def is_collated(self, value: Any) -> bool:
         return type(value) is str and _DATE.fullmatch(value) is not None
 
 
 class DateTime(Field):
-    """An instant: RFC 3339's date-time with an offset (``Z`` or ``+hh:mm``),
-    a fraction of at most 6 digits; written in UTC, the fraction without
-    trailing zeros (``2026-11-25T21:57:01.5+01:00`` is
-    ``2026-11-25T20:57:01.5Z``); ordered by instant; not a filter."""
+    """An instant: RFC 3339's date-time with an offset (``Z`` or ``+hh:mm``) and
+    at most 6 fraction digits, written in UTC without the fraction's trailing
+    zeros (``2026-11-25T21:57:01.5+01:00`` is ``2026-11-25T20:57:01.5Z``)."""
 
     type = "datetime"
     ordered = True
@@ -59,14 +53,11 @@ class DateTime(Field):
 
     def __call__(self, value: Any) -> str:
         m = _DATETIME.fullmatch(value) if type(value) is str else None
-        if m is None:
-            raise FieldError(_SAID)
-        if m[1] is not None and len(m[1]) > 6:
-            raise FieldError("must have at most 6 digits after the seconds")
+        if m is None or len(m[1] or "") > 6:
+            raise FieldError(_SAID if m is None else "must have at most 6 digits after the seconds")
         try:    # the regex checked its shape; fromisoformat, that the time exists
-            at = Instant.fromisoformat(value[:19])
-            if m[2] is not None:    # naive arithmetic: the time as written, less its offset
-                at -= _offset(m[2])
+            # naive arithmetic: the time as written, less its offset (Z: none)
+            at = Instant.fromisoformat(value[:19]) - (_offset(m[2]) if m[2] else timedelta())
         except (ValueError, OverflowError):
             raise FieldError("must be a date and time that exists, in UTC from year 1 "
                              "to 9999") from None
@@ -85,7 +76,7 @@ class DateTime(Field):
         return value[:-1]       # datetime-local has no offset: the page shows UTC
 
     def collate(self, value: str) -> int:
-        return (Instant.fromisoformat(value[:-1] + "+00:00") - _EPOCH) // _MICROSECOND
+        return (Instant.fromisoformat(value[:-1]) - Instant(1970, 1, 1)) // timedelta.resolution
 
     def is_collated(self, value: Any) -> bool:
         return type(value) is int and -2**62 < value < 2**62
@@ -105,6 +96,5 @@ def _offset(offset: str) -> timedelta:
 
 def now() -> str:
     """This instant, as a stamp: UTC, to the millisecond."""
-    ns = time.time_ns()
-    second = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 1_000_000_000))
-    return f"{second}.{ns // 1_000_000 % 1000:03d}Z"
+    seconds, ns = divmod(time.time_ns(), 1_000_000_000)     # one read: the two parts agree
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{ns // 1_000_000:03d}Z"

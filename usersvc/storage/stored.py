@@ -100,8 +100,8 @@ def schema_from(declaration: dict[str, Any]) -> Schema:
     copy``, which opens a store as it recorded itself, and makes the copy
     record the same). A field recorded before rules were is of its type,
     without bounds."""
-    from ..kinds import integer, number     # (the kinds it may name: loaded when one is read)
-    loose = {"text": text(2**31), "integer": integer(-MAX_INTEGER, MAX_INTEGER),
+    from ..kinds import integers, number     # (the kinds it may name: loaded when one is read)
+    loose = {"text": text(2**31), "integer": integers.integer(-MAX_INTEGER, MAX_INTEGER),
              "number": number(-MAX_DOUBLE, MAX_DOUBLE)}
     order = declaration.get("order") or list(declaration["fields"])
     timestamps = declaration.get("timestamps", False)       # (created and updated: its own)
@@ -120,7 +120,7 @@ def kind_of(rule: str) -> Field:
     ``text(200)``, ``boolean``, ``choice('low', 'high')``, an embedder's
     ``money`` (``Field.kinds``: its module imported); ``ValueError`` for
     another."""
-    from ..kinds import stamp   # noqa: F401  (every kind of usersvc's: in Field.kinds once loaded)
+    from ..kinds import integers, stamp  # noqa: F401  (usersvc's kinds: in Field.kinds once loaded)
     name, _, arguments = rule.partition("(")
     made = Field.kinds.get(name)
     try:

@@ -15,8 +15,9 @@ from typing import Any
 
 from ... import asking
 from ...fields import Field, Folded
-from ...kinds import Boolean, Choice, Integer, Number, Ref, Url
+from ...kinds import Boolean, Choice, Number, Ref, Url
 from ...kinds.dates import Date, DateTime
+from ...kinds.integers import Integer
 from ...kinds.stamp import Stamp
 from ...storage import MAX_ID
 from ...schema import Schema
