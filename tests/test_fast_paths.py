@@ -39,7 +39,7 @@ def _state(indexes: Indexes) -> tuple:
             {pair: {v: list(entries) for v, entries in by_value.items()}
              for pair, by_value in indexes.within.items()},
             {f: list(order) for f, order in indexes.orders.items()},
-            list(indexes.all_words), indexes.named)
+            list(indexes.named), indexes.named)
 
 
 def _things(n: int) -> list:

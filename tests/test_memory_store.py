@@ -15,6 +15,10 @@ class CountingDict(dict):
         self.reads += 1
         return super().__getitem__(key)
 
+    def get(self, key, default=None):
+        self.reads += 1
+        return super().get(key, default)
+
     def __iter__(self):
         raise AssertionError("the store scanned its records")
 

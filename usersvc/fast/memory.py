@@ -62,36 +62,27 @@ def indexes_move(self: Any, old: Any, new: Any) -> None:
     record = new
     record_id = record[0]
     self.ids.add(record_id)
-    for at, unique, filtered, order, collate in self._indexed:
+    for at, unique, order, collate in self._indexed:
         value = record[at]
         if value is None:
             continue
         value = collate(value)
         if unique is not None:
             unique[value] = record_id
-        elif filtered is not None:
-            ids = filtered.get(value)
-            if ids is None:
-                ids = filtered[value] = Sorted()
-            ids.add(record_id)
         if order is not None:
             order.add((value, record_id))
     for at, order in self._absent:
         if record[at] is None:
             order.add((ABSENT, record_id))
-    for f_at, f_collate, s_at, s_collate, by_value in self._pairs:
-        if record[f_at] is not None:
-            value = f_collate(record[f_at])
-            entries = by_value.get(value)
-            if entries is None:
-                entries = by_value[value] = Sorted()
-            entries.add((s_collate(record[s_at]), record_id))
+    for at, collate, by, by_collate, by_value in self._filters:
+        if record[at] is not None:
+            by_value[collate(record[at])].add(
+                record_id if by is None else (by_collate(record[by]), record_id))
     if self._searched:
         named = self.named
         for word in self._words_of(record):
             ids = named.get(word)
             if ids is None:
-                self.all_words.add(word)
                 named[word] = {record_id}
             else:
                 ids.add(record_id)

@@ -9,6 +9,8 @@ import os
 import threading
 from typing import Any
 
+from sortedcontainers import SortedDict
+
 from ...fields import search_terms
 from ...schema import Schema
 from ..errors import Conflict, NotFound, Precondition, StaleVersion
@@ -18,22 +20,20 @@ from .walks import ABSENT, Sorted, laid_out, write_plan
 
 
 class Indexes:
-    """A collection's indexes, by its schema: ids, sorted; per unique field,
-    its collated values to ids, per other filter to ids, sorted; per sort
-    (and prefix field searched by it), ``(collated, id)`` sorted (``(ABSENT,
-    id)`` without a value), and per filtered sort (``within``) the same per
-    value of the filter; the search terms of its searched fields
-    (``fields.search_terms``), sorted, each with its records' ids. A write
-    moves only the entries whose collated values changed (``move``)."""
+    """A collection's indexes, as its schema lays them out (``walks.laid_out``):
+    ids, sorted; per unique field, filter, sort and filtered sort, collated
+    values to ids, or ``(collated, id)`` sorted (``(ABSENT, id)`` without a
+    value); the search terms of its searched fields, sorted, each with its
+    records' ids. A write moves only the entries whose collated values change."""
 
     def __init__(self, schema: Schema) -> None:
-        self.schema, self.ids, self.all_words = schema, Sorted(), Sorted()
-        self.named: dict[str, set[int]] = {}    # a search term -> its records' ids
+        self.schema, self.ids = schema, Sorted()
+        self.named: SortedDict = SortedDict()    # a search term -> its records' ids
         self.unique, self.filtered, self.orders, self.within = laid_out(schema)
         # What each write walks, made once (a field's place, its indexes: ``write_plan``)
-        self._claims, self._indexed, self._pairs, self._absent, self._searched = write_plan(self)
+        self._claims, self._indexed, self._filters, self._absent, self._searched = write_plan(self)
 
-    def claim(self, record: list[Any], record_id: int) -> None:
+    def claim(self, record: Any, record_id: int) -> None:
         """Raise ``Conflict`` if a unique value belongs to another record."""
         for field, at, ids, collate in self._claims:
             holder = None if record[at] is None else ids.get(collate(record[at]))
@@ -48,7 +48,7 @@ class Indexes:
             self.ids.add(record_id)
         elif new is None:
             self.ids.remove(record_id)
-        for at, unique, filtered, order, collate in self._indexed:
+        for at, unique, order, collate in self._indexed:
             if old is not None and new is not None and old[at] == new[at]:
                 continue
             before, after = (None if r is None or r[at] is None else collate(r[at])
@@ -59,8 +59,6 @@ class Indexes:
                 unique.pop(before, None)
                 if after is not None:
                     unique[after] = record_id
-            elif filtered is not None:
-                _move(filtered, before, after, record_id, record_id)
             if order is not None:
                 if before is not None:
                     order.remove((before, record_id))
@@ -70,45 +68,38 @@ class Indexes:
             before, after = (r is not None and r[at] is None for r in (old, new))
             if before != after:
                 (order.add if after else order.remove)((ABSENT, record_id))
-        for f_at, f_collate, s_at, s_collate, by_value in self._pairs:
-            before, after = (None if r is None or r[f_at] is None else
-                             (f_collate(r[f_at]), (s_collate(r[s_at]), record_id))
+        for at, collate, by, by_collate, by_value in self._filters:
+            # (value, entry): a filter's entry is the id; a filtered sort's, ``(sorted by, id)``
+            before, after = (None if r is None or r[at] is None else (collate(r[at]),
+                             record_id if by is None else (by_collate(r[by]), record_id))
                              for r in (old, new))
             if before != after:
-                _move(by_value, before and before[0], after and after[0],
-                      before and before[1], after and after[1])
+                _move(by_value, before, after)
         if any(old is None or new is None or old[at] != new[at] for at, _, _ in self._searched):
             gone, came = self._words_of(old), self._words_of(new)
             for word in gone - came:
                 self.named[word].discard(record_id)
                 if not self.named[word]:
                     del self.named[word]
-                    self.all_words.remove(word)
             for word in came - gone:
-                if word not in self.named:
-                    self.all_words.add(word)
                 self.named.setdefault(word, set()).add(record_id)
 
     def _words_of(self, record: Any) -> set[str]:
         """A record's search terms, from all its searched fields together."""
-        if record is None:
-            return set()
-        return {word for at, by_words, whole in self._searched if record[at] is not None
+        return {word for at, by_words, whole in self._searched
+                if record is not None and record[at] is not None
                 for word in search_terms(record[at], by_words, whole)}
 
 
-def _move(by_value: dict[Any, Sorted], before: Any, after: Any,
-          old_entry: Any, new_entry: Any) -> None:
+def _move(by_value: dict[Any, Sorted], old: Any, new: Any) -> None:
     """An entry of an index kept per value (``filtered``, ``within``) moved
-    from ``before``'s index to ``after``'s (``None``: not there)."""
-    if before is not None:
-        by_value[before].remove(old_entry)
-        if not by_value[before]:
-            del by_value[before]
-    if after is not None:
-        if after not in by_value:
-            by_value[after] = Sorted()
-        by_value[after].add(new_entry)
+    from ``old``'s ``(value, entry)`` to ``new``'s (``None``: not there)."""
+    if old is not None:
+        by_value[old[0]].remove(old[1])
+        if not by_value[old[0]]:
+            del by_value[old[0]]
+    if new is not None:
+        by_value[new[0]].add(new[1])
 
 
 class MemoryRecords(MemoryBulk):
@@ -146,9 +137,8 @@ class MemoryRecords(MemoryBulk):
                **fields: Any) -> Any:
         with self._lock:
             old = self._checked(record_id, precondition)
-            new = [record_id, *self.schema.values(fields, old), old.version + 1]
+            new = self._make([record_id, *self.schema.values(fields, old), old.version + 1])
             self._indexes.claim(new, record_id)
-            new = self._make(new)
             self._put(old, new)
         if self.commits.listeners:
             self.commits.announce(self.schema.plural)
@@ -180,10 +170,9 @@ class MemoryRecords(MemoryBulk):
         self._seqs.add((seq, record_id))
 
     def _checked(self, record_id: int, precondition: Precondition | None = None) -> Any:
-        try:
-            record = self._records[record_id]     # (no record holds an id out of range)
-        except KeyError:
-            raise NotFound(self.schema, record_id) from None
+        record = self._records.get(record_id)     # (no record holds an id out of range)
+        if record is None:
+            raise NotFound(self.schema, record_id)
         if precondition is not None and not precondition.allows(record.version):
             raise StaleVersion(record_id)
         return record

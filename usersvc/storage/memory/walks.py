@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import operator
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -71,11 +72,14 @@ def laid_out(schema: Schema) -> tuple[dict[str, Any], ...]:
     """A collection's ``Indexes``, empty, as its schema declares them:
     per unique field (collated -> id), per other filter (collated -> ids,
     a ``Sorted``), per sort and prefix field searched by it (a ``Sorted``
-    of ``(collated, id)``), per filtered sort (collated -> the same)."""
+    of ``(collated, id)``), per filtered sort (collated -> the same). A
+    value's ``Sorted`` is made when a write first asks for it (a
+    ``defaultdict``): a read asks with ``in`` or ``get``, which make none."""
     unique = {f: {} for f in schema.unique}
-    filtered = {f: {} for f in schema.filters if f not in schema.unique}
+    filtered = {f: defaultdict(Sorted) for f in schema.filters if f not in schema.unique}
     orders = {f: Sorted() for f in dict.fromkeys((*schema.sorts[1:], *schema.prefixes_by_key))}
-    within = {(f, sort): {} for f, sorts in schema.filtered_sorts.items() for sort in sorts}
+    within = {(f, sort): defaultdict(Sorted) for f, sorts in schema.filtered_sorts.items()
+              for sort in sorts}
     return unique, filtered, orders, within
 
 
@@ -83,24 +87,25 @@ def write_plan(indexes: Any) -> tuple[tuple[Any, ...], ...]:
     """What each write of a collection walks (``Indexes.claim`` and
     ``move``), made once from its schema: each field's place in a record
     and collation, with its index of each kind (or ``None``): the unique
-    ones to claim; every field's indexes; each filtered sort's pair of
-    fields (an optional sort's value ``ABSENT`` when it has none); the
+    ones to claim; every unique or sort field's indexes; each filter's
+    index, and each filtered sort's, with the field it sorts by (an optional
+    sort's value ``ABSENT`` when it has none; a filter's own: ``None``); the
     optional sorts, whose records without a value are ``(ABSENT, id)``;
     the searched fields (how each is searched)."""
     schema = indexes.schema
     place = {f: i for i, f in enumerate(schema.record._fields)}
     collate = {f: kind.collate for f, kind in schema.fields.items()}
     claims = tuple((f, place[f], ids, collate[f]) for f, ids in indexes.unique.items())
-    indexed = tuple((place[f], indexes.unique.get(f), indexes.filtered.get(f),
-                     indexes.orders.get(f), collate[f])
-                    for f in dict.fromkeys((*indexes.unique, *indexes.filtered, *indexes.orders)))
-    pairs = tuple((place[f], collate[f], place[sort], or_absent(collate[sort]) if
-                   sort in schema.optional else collate[sort], by_value)
-                  for (f, sort), by_value in indexes.within.items())
+    indexed = tuple((place[f], indexes.unique.get(f), indexes.orders.get(f), collate[f])
+                    for f in dict.fromkeys((*indexes.unique, *indexes.orders)))
+    filters = tuple((place[f], collate[f], None, None, ids) for f, ids in indexes.filtered.items())
+    filters += tuple((place[f], collate[f], place[sort], or_absent(collate[sort]) if
+                      sort in schema.optional else collate[sort], by_value)
+                     for (f, sort), by_value in indexes.within.items())
     absent = tuple((place[f], indexes.orders[f]) for f in schema.sorts[1:]
                    if f in schema.optional)
     searched = tuple((place[f], *how) for f, how in schema.searched.items())
-    return claims, indexed, pairs, absent, searched
+    return claims, indexed, filters, absent, searched
 
 
 def walk(sort: str, reverse: bool, after: Position | None,
@@ -238,7 +243,7 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
         prefix = fields.fold(q)
         searched: set[int] = set()
         if ids is None or len(ids) > 1:
-            for term in indexes.all_words.irange(minimum=prefix):
+            for term in indexes.named.irange(minimum=prefix):
                 if not term.startswith(prefix):
                     break
                 searched |= indexes.named[term]

@@ -1,12 +1,9 @@
 """A SQLite file's connections (``Connections``): each thread's own for
 reads, opened when it first asks and closed when it ends, and one for
-writes, held by one write at a time (``commit``): from ``BEGIN IMMEDIATE``
-to ``COMMIT``, under the store's write lock in this process, and under
-SQLite's write lock, waited for up to the busy timeout, between processes.
-A private in-memory database (``sqlite://``) has one connection for both.
-Each process opens its own (``opening``). What a SQLite error means (busy,
-a full disk...) is ``errors``'s, asked only when one is raised. (The fast
-build's reads and writes: ``usersvc.fast.sqlite``.)
+writes, held by one write at a time (``transaction``). A private in-memory
+database (``sqlite://``) has one connection for both. What a SQLite error
+means (busy, a full disk...) is ``errors``'s, asked only when one is raised.
+(The fast build's reads and writes: ``usersvc.fast.sqlite``.)
 """
 from __future__ import annotations
 
@@ -46,17 +43,20 @@ class Connections:
         self.observers: list[Callable[[float, int], None]] = []
         self.one = self.opened.connect() if path == ":memory:" else None
 
-    def _forked(self) -> ProcessConnections:
-        """In a process forked from the one that opened them (workers after
-        ``--preload``), SQLite must not use them: left alone, never closed
-        (that would release the parent's locks); this process opens its own."""
-        with self._fork_lock:               # the first requests of this process, at once
-            if self.opened.pid != os.getpid():
-                self._inherited = (self.opened, list(self.opened.all))
-                self.opened = ProcessConnections(self.path, self.busy_timeout, self.synchronous)
-                self.writing = threading.Lock()
-                for told in self.forked:
-                    told()
+    def _own(self) -> ProcessConnections:
+        """This process's connections. In a process forked from the one that
+        opened them (workers after ``--preload``), SQLite must not use those:
+        left alone, never closed (that would release the parent's locks);
+        this process opens its own, and a write lock of its own."""
+        if self.opened.pid != os.getpid():
+            with self._fork_lock:               # the first requests of this process, at once
+                if self.opened.pid != os.getpid():
+                    self._inherited = (self.opened, list(self.opened.all))
+                    self.opened = ProcessConnections(self.path, self.busy_timeout,
+                                                     self.synchronous)
+                    self.writing = threading.Lock()
+                    for told in self.forked:
+                        told()
         return self.opened
 
     @contextmanager
@@ -65,9 +65,7 @@ class Connections:
         try:
             db = self.one
             if db is None:
-                opened = self.opened
-                if opened.pid != os.getpid():
-                    opened = self._forked()
+                opened = self._own()
                 owner = getattr(opened.local, "owner", None)
                 if owner is None:
                     owner = opened.local.owner = ThreadConnection(opened.connect())
@@ -75,9 +73,7 @@ class Connections:
             with db.in_use:
                 yield db
         except sqlite3.OperationalError as e:   # busy, or a file that cannot be read now
-            if (error := unavailable(e, None)) is None:
-                raise
-            raise error from e
+            raise unavailable(e, None) or e
 
     def read(self, cache_as: Any, read: Callable[[Connection], T]) -> T:
         """``read(db)`` on this thread's connection. (``cache_as`` names the
@@ -96,9 +92,7 @@ class Connections:
     def writes(self) -> Connection:
         """The connection this process writes on: opened by the first
         write, and again after one found the file read-only."""
-        opened = self.opened
-        if opened.pid != os.getpid():
-            opened = self._forked()
+        opened = self._own()
         if opened.writes is None:
             opened.writes = self.one or opened.connect()
         return opened.writes
@@ -111,8 +105,7 @@ class Connections:
         or ``ROLLBACK`` if the block raises. A lock not had within the busy
         timeout is ``StoreUnavailable``; a full disk, an I/O error or a
         read-only file ``WritesFailing``, said to the store's health."""
-        if self.opened.pid != os.getpid():
-            self._forked()          # (a lock held at the fork is the parent's)
+        self._own()         # (in a forked process: a lock held at the fork is the parent's)
         writing = self.writing
         if not writing.acquire(timeout=self.busy_timeout):
             raise StoreUnavailable("The database is busy; try again.")
@@ -136,9 +129,7 @@ class Connections:
         except sqlite3.OperationalError as e:
             if needs_reopening(e) and self.one is None:     # read-only for good (SQLite's rule):
                 self.opened.close_writes()                  # the next write opens another
-            if (error := unavailable(e, self.health)) is None:
-                raise
-            raise error from e
+            raise unavailable(e, self.health) or e
         finally:
             writing.release()
         if self.health.failing is not None:     # (told only when writes were failing)
@@ -148,9 +139,7 @@ class Connections:
         for close in self.closing:
             close()
         self.closed = True
-        if self.opened.pid != os.getpid():
-            self._forked()      # the parent's connections are the parent's to close
-        self.opened.close()
+        self._own().close()     # (in a forked process: the parent's are the parent's to close)
 
 
 def roll_back(db: sqlite3.Connection) -> None:

@@ -66,15 +66,20 @@ def needs_reopening(error: BaseException) -> bool:
 def unavailable(error: sqlite3.Error, health: WriteHealth | None) -> StoreUnavailable | None:
     """What a SQLite error means to a client, if it is not a fault of
     usersvc's: busy (try again), or a lasting cause (``WritesFailing``, said
-    to ``health`` for a write; a read that fails so is simply unavailable)."""
+    to ``health`` for a write; a read that fails so is simply unavailable);
+    caused by ``error``, as ``raise ... from error`` would say, so that
+    ``raise unavailable(e, health) or e`` raises either with its cause."""
     code = _code(error)
     if is_busy(error):         # another writer held the lock past the timeout
-        return StoreUnavailable("The database is busy; try again.")
-    if code in FAILING:
-        if health is None:
-            return StoreUnavailable(f"The database cannot be read now: {FAILING[code][0]}.")
-        return health.failed(FAILING[code][0], f"{error}")
-    return None
+        meant = StoreUnavailable("The database is busy; try again.")
+    elif code not in FAILING:
+        return None
+    elif health is None:
+        meant = StoreUnavailable(f"The database cannot be read now: {FAILING[code][0]}.")
+    else:
+        meant = health.failed(FAILING[code][0], f"{error}")
+    meant.__cause__ = error
+    return meant
 
 
 def retrying(open_: Callable[..., T], busy_timeout: float, *args: Any) -> T:
