@@ -17,7 +17,7 @@ from conftest import opened
 from webob import Request
 
 from usersvc import USER, make_app
-from usersvc.storage import position
+from usersvc.storage import keyset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from tasks import TASKS  # noqa: E402
@@ -110,7 +110,7 @@ def _walk(app, query: str, sort: str) -> list[int]:
 def _expected(records: list, keeps, sort: str) -> list[int]:
     name = sort.lstrip("-")
     kept = [r for r in records if keeps(r)]
-    kept.sort(key=lambda r: position(THINGS, r, name), reverse=sort.startswith("-"))
+    kept.sort(key=lambda r: keyset(THINGS, r, name), reverse=sort.startswith("-"))
     return [r.id for r in kept]
 
 

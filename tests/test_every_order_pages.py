@@ -16,7 +16,7 @@ from every_kind import THINGS, thing_maker
 
 from usersvc import USER, Schema, listing, make_app
 from usersvc.storage import open_store
-from usersvc.storage.protocol import position
+from usersvc.storage.protocol import keyset
 
 #: THINGS, with created and updated (sorts too).
 STAMPED = Schema(THINGS.name, THINGS.plural,
@@ -75,7 +75,7 @@ def test_every_order_pages_both_ways_with_and_without_a_filter(client, sort, rev
         everything = [t for t in everything if t.done]
     # (an optional sort's things without a value last, both ways)
     expected = [t.id for t in sorted(everything, key=lambda t: (
-        (getattr(t, sort) is None) != reverse, position(STAMPED, t, sort)), reverse=reverse)]
+        (getattr(t, sort) is None) != reverse, keyset(STAMPED, t, sort)), reverse=reverse)]
     walked = _walk(client, f"/things?sort={'-' * reverse}{sort}&limit=3{query}")
     assert walked == expected
     assert len(expected) > 3

@@ -13,7 +13,7 @@ import itertools
 import pytest
 
 from usersvc import USER
-from usersvc.storage import position
+from usersvc.storage import keyset
 from usersvc.fields import fold
 from usersvc.storage.memory.walks import search_terms
 
@@ -36,7 +36,7 @@ def model(users, *, sort="id", reverse=False, email=None, q=None):
     kept = [u for u in users
             if (email is None or u.email.casefold() == email.casefold())
             and (q is None or any(k.startswith(fold(q)) for k in search_terms(USER, u)))]
-    return sorted(kept, key=lambda u: position(USER, u, sort), reverse=reverse)
+    return sorted(kept, key=lambda u: keyset(USER, u, sort), reverse=reverse)
 
 
 def walk(store, limit, **arguments):
@@ -47,7 +47,7 @@ def walk(store, limit, **arguments):
         pages.append(page)
         if len(page) < limit:
             return pages
-        after = position(store.schema, page[-1], arguments.get("sort", "id"))
+        after = keyset(store.schema, page[-1], arguments.get("sort", "id"))
 
 
 @pytest.fixture
@@ -126,7 +126,7 @@ def test_a_walk_that_meets_writes_skips_nothing_that_stayed_and_repeats_nothing(
         seen += [u.id for u in page]
         if len(page) < 4:
             break
-        after = position(store.schema, page[-1], sort)
+        after = keyset(store.schema, page[-1], sort)
         create(), create()
         victim = max(initial - deleted - set(seen), default=None)
         if victim is not None:

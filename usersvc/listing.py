@@ -3,8 +3,8 @@
 ``Listing.read(schema, query)`` turns ``GET /<plural>?...`` into the store's
 ``list`` arguments, or a 400 naming the parameter; what may be asked comes
 from the ``Schema`` (its sorts, filters, and ``q`` if searchable), and an
-unknown parameter is refused, never ignored. Paging is by position
-(keyset), never by offset: in id order the position is the id (``after``);
+unknown parameter is refused, never ignored. Paging is by keyset,
+never by offset: in id order the keyset is the id (``after``);
 in others the sort field's collated value and id, carried by an opaque ``cursor`` in the
 ``rel="next"`` link, with a SHA-256 check over its content, order and
 filters (no secret), so an altered or replayed cursor is a 400.
@@ -28,7 +28,7 @@ from urllib.parse import quote_plus
 from . import places
 from .problems import Problem
 from .request import Request, Response
-from .storage import MAX_ID, Position, position
+from .storage import MAX_ID, Keyset, keyset
 from .schema import Schema
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class Listing:
     limit: int = DEFAULT_LIMIT
     sort: str = "id"
     reverse: bool = False
-    after: Position | None = None
+    after: Keyset | None = None
     filters: dict[str, Any] = field(default_factory=dict)
     where: tuple[asking.Condition, ...] = ()     # field[op]=value (``asking``)
     fields: tuple[str, ...] | None = None       # fields=a,b (``sparse``)
@@ -132,14 +132,14 @@ class Listing:
 
     def next_query(self, last: Any) -> str:
         """The query string of the page after the one that ends with
-        ``last``: every parameter as sent but the position, then the new
-        position and the limit."""
+        ``last``: every parameter as sent but the keyset, then the new
+        keyset and the limit."""
         kept = "&".join(f"{quoted(k)}={quoted(v)}" for k, vs in self.query.items()
                         for v in vs if k not in ("after", "cursor", "limit"))
         if self.sort == "id":
             at = f"after={last.id}"
         else:       # a cursor is base64url: nothing in it to escape
-            at = "cursor=" + _write_cursor(position(self.schema, last, self.sort), self.context)
+            at = "cursor=" + _write_cursor(keyset(self.schema, last, self.sort), self.context)
         return f"{kept}&{at}&limit={self.limit}" if kept else f"{at}&limit={self.limit}"
 
     def answer(self, req: Request, fmt: Any, resource: Any) -> Response:
@@ -315,7 +315,7 @@ def _sort(schema: Schema, value: str) -> tuple[str, bool]:
     return name, value.startswith("-")
 
 
-def _write_cursor(at: Position, context: bytes) -> str:
+def _write_cursor(at: Keyset, context: bytes) -> str:
     payload = json.dumps(at, ensure_ascii=False, separators=(",", ":")).encode()
     check = hashlib.sha256(context + b"\0" + payload).digest()[:_CHECK]
     return base64.urlsafe_b64encode(check + payload).rstrip(b"=").decode()
@@ -325,8 +325,8 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(name)      # NaN, Infinity: no kind's collated value
 
 
-def _read_cursor(cursor: str, context: bytes, kind: Any, optional: bool) -> Position:
-    """The position a cursor holds, if it is one this service wrote for
+def _read_cursor(cursor: str, context: bytes, kind: Any, optional: bool) -> Keyset:
+    """The keyset a cursor holds, if it is one this service wrote for
     this order and these filters, with a collated value of the order's kind
     (or none, if the sort is ``optional``)."""
     refused = Problem(400, "The cursor is not one the service wrote for this order and these "

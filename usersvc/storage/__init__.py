@@ -15,14 +15,14 @@ from ..schema import USER, Schema
 from .errors import (MAX_ID, Conflict, Contradiction, NotFound, Precondition, StaleVersion,
                      StoreError, StoreUnavailable, WriteHealth, WritesFailing)
 from .feed import Listeners
-from .protocol import CommitsAnnounced, Position, RecordStore, Storage, position
+from .protocol import CommitsAnnounced, Keyset, RecordStore, Storage, keyset
 from .stored import SchemaMismatch, SchemaTooNew, check_fresh_ids, redact
 
-__all__ = ["MAX_ID", "CommitsAnnounced", "Conflict", "Contradiction", "Listeners", "NotFound",
-           "Position", "Precondition", "RecordStore", "SchemaMismatch", "SchemaTooNew",
+__all__ = ["MAX_ID", "CommitsAnnounced", "Conflict", "Contradiction", "Keyset", "Listeners",
+           "NotFound", "Precondition", "RecordStore", "SchemaMismatch", "SchemaTooNew",
            "StaleVersion", "Storage", "StoreError", "StoreUnavailable", "WriteHealth",
-           "WritesFailing",
-           "check_collection", "check_fresh_ids", "open_store", "position", "redact"]
+           "WritesFailing", "check_collection", "check_fresh_ids", "keyset", "open_store",
+           "redact"]
 
 
 def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,

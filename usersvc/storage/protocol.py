@@ -29,10 +29,10 @@ from .feed import Change
 
 
 #: Where a page starts: an id (id order), or a collated value and an id.
-Position = Union[int, tuple[Any, int]]
+Keyset = Union[int, tuple[Any, int]]
 
 
-def position(schema: Schema, record: Any, sort: str) -> Position:
+def keyset(schema: Schema, record: Any, sort: str) -> Keyset:
     """Where ``record`` stands in ``sort`` order, as ``list(after=...)``
     takes it: its id, or its value collated (``Field.collate``) and its id;
     ``(None, id)`` for a record without a value of an optional sort (after
@@ -56,7 +56,7 @@ class RecordStore(Protocol):
         """The record (``schema.record``) with that id; raises ``NotFound``."""
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
-             after: Position | None = None, q: str | None = None, where: Sequence[Any] = (),
+             after: Keyset | None = None, q: str | None = None, where: Sequence[Any] = (),
              **filters: Any) -> list[Any]:
         """Up to ``limit`` records in ``sort`` order, backwards if ``reverse``,
         from just past ``after`` (``None``: from the first).

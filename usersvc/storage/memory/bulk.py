@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import Conflict
-from ..protocol import Position
+from ..protocol import Keyset
 from ..feed import Change
 from ..stored import Restores, check_fresh_ids
 from .walks import NONE, bounded, bounds, chosen, matches, past, ranked, walk
@@ -36,7 +36,7 @@ class MemoryBulk(Restores):
     touched = 0
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
-             after: Position | None = None, q: str | None = None, where: Where = (),
+             after: Keyset | None = None, q: str | None = None, where: Where = (),
              **filters: Any) -> builtins.list[Any]:
         with self._lock:
             # The indexes to walk in this order, and the filter they hold

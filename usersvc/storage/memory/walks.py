@@ -1,9 +1,9 @@
 """The memory store's ``Indexes`` as its schema lays them out, and what
 each write walks in them (``laid_out``, ``write_plan``, made once); and
-how its pages walk them: an order from a position, within the bounds a
+how its pages walk them: an order from a keyset, within the bounds a
 range on the order's field sets (``walk``, ``bounds``), or a filter's
 values' indexes in that order (``chosen``); the records filters and
-``q`` match (``matches``), and those of them past a position, sorted
+``q`` match (``matches``), and those of them past a keyset, sorted
 (``ranked``, ``past``). An index is a ``Sorted``;
 in an optional sort's, a record without a value is ``(ABSENT, id)``:
 after every value, so walked last going up, and after the values going
@@ -21,9 +21,9 @@ from sortedcontainers import SortedList
 
 from ... import fields
 from ...schema import Schema
-from ..protocol import Position, position
+from ..protocol import Keyset, keyset
 
-_SECOND = operator.itemgetter(1)      # the id of a (key, id) position
+_SECOND = operator.itemgetter(1)      # the id of a (key, id) keyset
 Bound = tuple[Any, bool]       # an index entry, and whether it is in
 NONE: tuple[Bound | None, Bound | None] = (None, None)      # no range: the whole order
 
@@ -108,7 +108,7 @@ def write_plan(indexes: Any) -> tuple[tuple[Any, ...], ...]:
     return claims, indexed, filters, absent, searched
 
 
-def walk(sort: str, reverse: bool, after: Position | None,
+def walk(sort: str, reverse: bool, after: Keyset | None,
          within: tuple[Bound | None, Bound | None], walked: Sequence[Any],
          optional: bool = False) -> Iterator[int]:
     """The ids in ``sort`` order from just past ``after``, ``within`` the
@@ -129,7 +129,7 @@ def _values_first(entry: tuple[Any, int]) -> tuple[bool, tuple[Any, int]]:
     return entry[0] is not ABSENT, entry
 
 
-def _from(index: Any, reverse: bool, after: Position | None,
+def _from(index: Any, reverse: bool, after: Keyset | None,
           within: tuple[Bound | None, Bound | None], optional: bool = False) -> Iterator[Any]:
     """One index's entries from just past ``after``, ``within`` two bounds.
     (``irange`` walks the index without SortedList's positional index,
@@ -151,7 +151,7 @@ def _from(index: Any, reverse: bool, after: Position | None,
         if reverse:
             return index.irange(maximum=after, inclusive=(True, False), reverse=True)
         return index.irange(minimum=after, inclusive=(False, True))
-    if after is not None:       # (a position is an entry: past it, never it)
+    if after is not None:       # (a keyset is an entry: past it, never it)
         if reverse:
             high = _tighter(high, (after, False), min)
         else:
@@ -262,19 +262,19 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
 
 def ranked(schema: Schema, sort: str, reverse: bool) -> Any:
     """A record's place in ``sort`` order, as ``sorted(key=...,
-    reverse=reverse)`` and ``past`` take it: its ``position``, after
+    reverse=reverse)`` and ``past`` take it: its ``keyset``, after
     whether it has a value (so that one without comes last both ways)."""
     if sort == "id":
         return operator.attrgetter("id")
 
-    def place(record: Any) -> tuple[bool, Position]:
-        at = position(schema, record, sort)
+    def place(record: Any) -> tuple[bool, Keyset]:
+        at = keyset(schema, record, sort)
         return (at[0] is None) != reverse, at
     return place
 
 
-def past(records: list[Any], rank: Any, reverse: bool, after: Position | None) -> Iterable[Any]:
-    """The records (sorted, ``rank`` their key) that come after the position ``after``."""
+def past(records: list[Any], rank: Any, reverse: bool, after: Keyset | None) -> Iterable[Any]:
+    """The records (sorted, ``rank`` their key) that come after the keyset ``after``."""
     if after is None:
         return records
     start = after if type(after) is int else ((after[0] is None) != reverse, after)

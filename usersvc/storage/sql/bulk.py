@@ -4,7 +4,7 @@ pages and counts, of the feed and a restore (``PageQueries``, a
 (``SQLBulk``, a ``SQLRecords``'s ``bulk``).
 
 A page in any order is a walk of one index (``ddl``: one on ``(<field>__key,
-id, version)`` for each sort and filter) from the last page's position
+id, version)`` for each sort and filter) from the last page's keyset
 (keyset paging): O(log N + limit); a search starts from the words that
 match (``q <= word < prefix_end(q)``) and sorts only those. In an
 optional sort's order, a page walks its values, and then, if it is not
@@ -21,7 +21,7 @@ from typing import Any
 from ... import fields
 from ..errors import Conflict
 from ..feed import Change
-from ..protocol import Position
+from ..protocol import Keyset
 from ..stored import check_fresh_ids
 
 
@@ -75,13 +75,13 @@ class PageQueries:
         self._pages: dict[tuple[Any, ...], str] = {}
 
     def page(self, *, limit: int, sort: str = "id", reverse: bool = False,
-             after: Position | None = None, q: str | None = None,
+             after: Keyset | None = None, q: str | None = None,
              columns: tuple[str, ...] | None = None, where: Sequence[Any] = (),
              **filters: Any) -> tuple[str, list[Any]]:
         """The query for ``RecordStore.list`` with these arguments, and its
         parameters; ``columns=("u.id", "u.version")`` asks only for each
         record's id and version. In an optional sort's order: its values'
-        walk, or the walk of its records without one past them (a position
+        walk, or the walk of its records without one past them (a keyset
         without a value); ``rest`` says what follows a short page."""
         params = self._filter_params(filters, q, where)
         past_values = type(after) is tuple and after[0] is None
