@@ -567,6 +567,22 @@ def test_a_keyed_write_answers_as_the_plain_one(store, features, requests):
         fast.install(True)
 
 
+# -- a schema's values (usersvc.fast.schema), on every field a declaration
+# can have, given, left out, None or unknown
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from([*THINGS.fields, "nope"]),
+                       st.sampled_from([None, "x", 1, True])), st.booleans(), st.booleans())
+def test_values_are_the_plain_ones(fields, every, with_old):
+    """Given every field or some, ``None``s, a name that is no field, with a
+    record to update or not: the same values, or the same ``TypeError``."""
+    fast_one, plain_one = _pair("usersvc.schema:Schema.values")
+    if every:
+        fields = {**dict.fromkeys(THINGS.fields, "v"), **fields}
+    old = (1, *(f"old {name}" for name in THINGS.fields), 1) if with_old else None
+    _same(fast_one, plain_one, THINGS, fields, old)
+
+
 HELD = {
     "usersvc.representation.json_format:JSONFormat.decode": test_decode_is_the_json_decoders,
     "usersvc.representation.json_format:JSONFormat.render": test_render_is_the_encoders,
@@ -610,6 +626,7 @@ HELD = {
     "usersvc.kinds.dates:_offset": test_an_offset_is_the_plain_reading,
     "usersvc.kinds.dates:now": test_now_is_the_plain_stamp_of_the_same_instant,
     "usersvc.features.idempotency:KeyedWrite.__call__": test_a_keyed_write_answers_as_the_plain_one,
+    "usersvc.schema:Schema.values": test_values_are_the_plain_ones,
 }
 
 

@@ -164,12 +164,12 @@ class App:
         navigation), or, without it, ``Origin`` is another host than ``Host``;
         unless the origin is allowed (``allowed_origins``: CORS adds them), or
         neither is sent (curl)."""
-        if req.method in _SAFE or req.fetch_site in ("same-origin", "none"):
+        if req.method in _SAFE or (site := req.fetch_site) in ("same-origin", "none"):
             return None
         origin, allowed = req.origin, self.allowed_origins
         if origin is not None and ("*" in allowed or origin in allowed):
             return None
-        if req.fetch_site is not None or (
+        if site is not None or (
                 origin is not None and _host(origin) != _host("http://" + (req.host or ""))):
             raise Problem(403, "A page of another site cannot make changes here "
                                "(cross-origin request refused).")

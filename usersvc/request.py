@@ -132,6 +132,9 @@ class Request:
         length, chunked or marked terminated (RFC 9112 §6.3)."""
         e = self.environ
         declared = e.get("CONTENT_LENGTH")
+        if not declared and self.method not in _WITH_BODY:
+            self.body = b""         # (no length, a GET's: nothing to read or refuse)
+            return
         if declared and not declared.isdigit():
             raise Problem(400, "The Content-Length is not a whole number.")
         length = int(declared) if declared else None

@@ -72,11 +72,10 @@ class Item(Resource):
     def on_get(self, req: Request, fmt: Format, id: int) -> Response:
         if req.query_string:        # fields=: some of its fields (``sparse``); else a 400
             fmt = record_query(req, self.schema, fmt)
-        record = self.records.get(id)
-        tag, matcher = etag(record, fmt), req.if_none_match()
+        record, matcher = self.records.get(id), req.if_none_match()
         # RFC 9110 §13.1.2: If-None-Match compares weakly; a match is a 304
         # with the headers the 200 would have had (§15.4.5).
-        if matcher is not None and tag[1:-1] in matcher:
+        if matcher is not None and (tag := etag(record, fmt))[1:-1] in matcher:
             return Response(304, headers=[("ETag", tag), REVALIDATE])
         return answer(req, 200, self, record, fmt, REVALIDATE)
 

@@ -137,6 +137,9 @@ SPEEDUPS = (
             "a date-time's offset read once for each offset: 0.1 µs, not 2.9"),
     Speedup("usersvc.kinds.dates:now", "usersvc.fast.dates:now",
             "a stamp's second written once a second: 0.5 µs a write, not 2.8"),
+    Speedup("usersvc.schema:Schema.values", "usersvc.fast.schema:values",
+            "a write that gives every field read in one pass: 60 of a user's POST's "
+            "1,950 Python operations (the plain one checks names, then reads)"),
     Speedup("usersvc.features.idempotency:KeyedWrite.__call__",
             "usersvc.fast.idempotency:keyed_write",
             "a keyed write on memory made with no step (4,500 instructions, 2% of a "
