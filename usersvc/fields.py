@@ -191,11 +191,19 @@ def fold(text: str) -> str:
     return "".join(c for c in decomposed if unicodedata.category(c) != "Mn").translate(_WHOLE)
 
 
+# What is not part of a word: Python's \W, and "_"; a mark is \W to re but
+# part of the letter before it (a vowel sign, which folding keeps).
+_NOT_WORD = re.compile(r"[\W_]")
+
+
+def _separator(m: re.Match[str]) -> str:
+    return m.group() if unicodedata.category(m.group())[0] == "M" else " "
+
+
 def words(value: str) -> list[str]:
-    """The folded words of ``value``, split at what is not a letter, a digit or a mark (part
-    of the letter before it: a vowel sign): ``"Émile Zoła-Byron"``: ``emile zola byron``."""
-    return "".join(c if c.isalnum() or unicodedata.category(c)[0] == "M" else " "
-                   for c in fold(value)).split()
+    """The folded words of ``value``, split at what is not a letter, a digit or
+    a mark: ``"Émile Zoła-Byron"``: ``emile zola byron``."""
+    return _NOT_WORD.sub(_separator, fold(value)).split()
 
 
 def search_terms(value: str, by_words: bool, whole: bool) -> list[str]:
