@@ -75,7 +75,7 @@ elif step == "create":
     calls = [lambda f=f: records.create(**f) for f in fields]
 elif step == "Indexes.move":
     made_ones = [records.create(**schema.for_create(doc)) for doc in docs]
-    indexes = store.collections[schema.plural]._indexes
+    indexes = store.collections[schema.plural].contents.indexes
     new = [r._replace(id=r.id + 10_000_000) for r in made_ones]    # entries of records not there
     calls = [lambda r=r: indexes.move(None, r) for r in new]
 elif step == "answer":

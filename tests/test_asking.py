@@ -236,12 +236,12 @@ def test_a_range_on_the_pages_own_order_reads_only_the_page_on_memory():
             (dict(where=(ask("id[gt]", "2500"),)), range(2500, 2510)),
             (dict(reverse=True, where=(ask("id[lte]", "100"),)), range(99, 89, -1)),
         ]
-        records = storage.collections["things"]       # (``touched``: the records' own)
+        records = storage.collections["things"]       # (``touched``: their bulk's own)
         for arguments, expected in questions:
-            records.touched = 0
+            records.bulk.touched = 0
             page = things.list(limit=10, **arguments)
             assert [r.title for r in page] == [f"Thing {i:04d}" for i in expected], arguments
-            assert records.touched == len(page), arguments
+            assert records.bulk.touched == len(page), arguments
 
 
 @pytest.fixture

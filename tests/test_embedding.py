@@ -142,8 +142,9 @@ class ForgetfulBooks(MemoryRecords):
     again, at version 1, so a new book can look like a deleted one."""
 
     def create(self, **fields):
-        with self._lock:
-            self._last_id = next(i for i in itertools.count(1) if i not in self._records) - 1
+        contents = self.contents
+        with contents.lock:
+            contents.last_id = next(i for i in itertools.count(1) if i not in contents.records) - 1
         return super().create(**fields)
 
 

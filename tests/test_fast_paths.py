@@ -293,8 +293,48 @@ def test_a_page_without_conditions_is_the_plain_ones(count, limit, sort, reverse
     else:
         after = None
     arguments = dict(limit=limit, sort=sort, reverse=reverse, after=after, **asked)
-    assert fast_list(fast, **arguments) == plain_list(plain, **arguments)
-    assert fast.touched == plain.touched
+    assert fast_list(fast.bulk, **arguments) == plain_list(plain.bulk, **arguments)
+    assert fast.bulk.touched == plain.bulk.touched
+
+
+@given(st.integers(0, 20), st.lists(st.integers(-2, 25), max_size=10))
+def test_a_record_read_is_the_plain_ones(count, deleted_and_asked):
+    """``MemoryRecords.get``'s fast path answers each id as the plain one:
+    the record, or ``NotFound`` for an id no record holds (never made,
+    deleted, out of range)."""
+    fast_get, plain_get = _pair("usersvc.storage.memory.collection:MemoryRecords.get")
+    records = _records(count)
+    for record_id in deleted_and_asked[::2]:
+        if 0 < record_id <= count and record_id in records.contents.records:
+            records.delete(record_id)
+    for record_id in deleted_and_asked:
+        answers = []
+        for get in (fast_get, plain_get):
+            try:
+                answers.append(get(records, record_id))
+            except NotFound as e:
+                answers.append(("NotFound", str(e)))
+        assert answers[0] == answers[1]
+
+
+@given(st.integers(0, 20), st.integers(0, 5), st.booleans())
+def test_a_position_and_a_page_are_the_plain_ones(count, deleted, in_a_batch):
+    """``MemoryRecords.position_and_list``'s fast path answers as the plain
+    one, outside a batch and inside one (the position as before it)."""
+    fast_read, plain_read = _pair("usersvc.storage.memory.collection:MemoryRecords.position_and_list")
+    records = _records(count)
+    for record_id in range(1, min(deleted, count) + 1):
+        records.delete(record_id)
+
+    def both():
+        return (fast_read(records, limit=7, sort="name"), plain_read(records, limit=7, sort="name"))
+    if in_a_batch:
+        with records.bulk.undoing():
+            records.create(name="New", email="new@example.org")
+            fast, plain = both()
+    else:
+        fast, plain = both()
+    assert fast == plain
 
 
 OWNED = Schema("note", "notes", {"text": text(50), "owner": ref("users")},
@@ -602,6 +642,9 @@ HELD = {
         test_sorted_in_smaller_parts_holds_what_sortedlist_holds,
     "usersvc.storage.memory.walks:Sorted.add": test_sorted_adds_as_sortedlist_adds,
     "usersvc.storage.memory.bulk:MemoryBulk.list": test_a_page_without_conditions_is_the_plain_ones,
+    "usersvc.storage.memory.collection:MemoryRecords.get": test_a_record_read_is_the_plain_ones,
+    "usersvc.storage.memory.collection:MemoryRecords.position_and_list":
+        test_a_position_and_a_page_are_the_plain_ones,
     "usersvc.storage.memory.store:MemoryStorage.atomically":
         test_a_step_with_nothing_to_undo_ends_as_the_plain_ones,
     "usersvc.storage.sqlite.connections:Connections.commit":

@@ -92,14 +92,14 @@ def _expected(records, keeps, arguments) -> list:
 @pytest.mark.parametrize("arguments, keeps", INDEXED, ids=[repr(a) for a, _ in INDEXED])
 def test_an_indexed_page_reads_only_what_it_returns_on_memory(memory, arguments, keeps):
     storage, records = memory
-    collection = storage.collections["things"]        # (``touched``: the records' own)
-    collection.touched = 0
+    collection = storage.collections["things"]        # (``touched``: their bulk's own)
+    collection.bulk.touched = 0
     page = storage["things"].list(limit=10, **arguments)
     assert page == _expected(records, keeps, arguments)
     assert len(page) == 10
     # The filters' own index in the order: each record looked at is one
     # returned (two filters: the smaller index, the other checked).
-    looked = collection.touched
+    looked = collection.bulk.touched
     if "done" in arguments and "count" in arguments:
         assert looked <= 10 * 2 * 7, looked       # count=4: 1 in 7; done: 1 in 2
     else:
@@ -114,10 +114,10 @@ def test_a_page_with_no_index_in_its_order_reads_what_its_filter_matches(memory)
     page filtered by it in title order reads every record it matches."""
     storage, records = memory
     collection = storage.collections["things"]
-    collection.touched = 0
+    collection.bulk.touched = 0
     page = storage["things"].list(limit=10, level="high", sort="title")
     assert page == _expected(records, lambda r: r.level == "high", {"sort": "title"})
-    assert collection.touched == N // 3 + len(page)
+    assert collection.bulk.touched == N // 3 + len(page)
 
 
 def test_writes_keep_each_filtered_sort_in_step(memory):

@@ -30,7 +30,7 @@ def filled(n, count=True):
     for i in range(n):
         store.create(name="U", email=f"u{i}@example.org")
     if count:
-        store._records = CountingDict(store._records)
+        store.contents.records = CountingDict(store.contents.records)
     return store
 
 
@@ -39,7 +39,7 @@ def test_a_page_reads_only_the_records_it_returns():
     for store, after in ((small, 50), (large, 15_000)):
         page = store.list(after=after, limit=10)
         assert [u.id for u in page] == list(range(after + 1, after + 11))
-        assert store._records.reads == 10
+        assert store.contents.records.reads == 10
 
 
 def test_get_update_delete_and_filter_read_one_record():
@@ -48,13 +48,13 @@ def test_get_update_delete_and_filter_read_one_record():
     store.update(8, name="V")
     store.delete(9)
     assert store.list(email="U10@example.org")[0].id == 11
-    assert store._records.reads == 4
+    assert store.contents.records.reads == 4
 
 
 def test_a_page_after_many_deletes_still_reads_only_its_records():
     store = filled(5_000, count=False)
     for user_id in range(1, 4_990):
         store.delete(user_id)
-    store._records = CountingDict(store._records)
+    store.contents.records = CountingDict(store.contents.records)
     assert [u.id for u in store.list(limit=5)] == [4990, 4991, 4992, 4993, 4994]
-    assert store._records.reads == 5
+    assert store.contents.records.reads == 5

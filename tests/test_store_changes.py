@@ -454,8 +454,8 @@ def test_a_page_of_the_memory_store_feed_touches_the_page_not_the_collection():
     store.restore([User(id=i, name=f"U{i}", email=f"u{i}@example.org", version=1) for i in range(1, 5001)])
     for i in range(1, 5001, 7):
         store.update(i, name="V")             # positions out of id order
-    store.touched = 0
+    store.bulk.touched = 0
     page = store.changes(after=2500, limit=10)
     seqs = [c.seq for c in page]
     assert len(seqs) == 10 and 2500 < seqs[0] and seqs == sorted(seqs)
-    assert store.touched == 10
+    assert store.bulk.touched == 10

@@ -159,13 +159,13 @@ def test_the_memory_store_touches_a_page_not_the_collection():
     for arguments in [{}, {"sort": "name"}, {"sort": "name", "after": ("name 02500", 2500)},
                       {"sort": "email", "reverse": True, "after": ("u3000@example.org", 3000)},
                       {"sort": "id", "reverse": True, "after": 4000}]:
-        store.touched = 0
+        store.bulk.touched = 0
         assert len(store.list(limit=10, **arguments)) == 10
-        assert store.touched == 10, arguments
-    store.touched = 0
+        assert store.bulk.touched == 10, arguments
+    store.bulk.touched = 0
     assert [u.id for u in store.list(q="rare", sort="name")] == [1000, 2000, 3000, 4000, 5000]
-    assert store.touched == 5 + 5           # the matches, then the page
-    store.touched = 0
-    assert store.count(q="rar") == 5 and store.touched == 5
-    store.touched = 0
-    assert len(store.list(email="U77@example.org")) == 1 and store.touched == 1 + 1
+    assert store.bulk.touched == 5 + 5           # the matches, then the page
+    store.bulk.touched = 0
+    assert store.count(q="rar") == 5 and store.bulk.touched == 5
+    store.bulk.touched = 0
+    assert len(store.list(email="U77@example.org")) == 1 and store.bulk.touched == 1 + 1

@@ -2,14 +2,16 @@
 definitions they replace with the same results (``tests/test_fast_paths.py``):
 a new record's index entries made without comparing them with a record
 that is not there, the indexes in smaller parts, an entry added in one
-method, a page without conditions walked straight from its order, and the
-locks of a step with nothing to undo taken without an ``ExitStack``.
+method, a page without conditions walked straight from its order, the
+locks of a step with nothing to undo taken without an ``ExitStack``, a
+record read without a call to check it, and a page's feed position read
+without a call.
 """
 from __future__ import annotations
 
-import itertools
 from bisect import bisect_right, insort
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from ..storage.memory.walks import ABSENT, NONE, Sorted, walk
@@ -17,6 +19,7 @@ from ..storage.served import Step
 from . import plain
 
 _list = plain("usersvc.storage.memory.bulk:MemoryBulk.list")
+_get = plain("usersvc.storage.memory.collection:MemoryRecords.get")
 _move = plain("usersvc.storage.memory.collection:Indexes.move")
 _atomically = plain("usersvc.storage.memory.store:MemoryStorage.atomically")
 
@@ -98,12 +101,31 @@ def bulk_list(self: Any, *, limit: int = 100, sort: str = "id", reverse: bool = 
     if q is not None or filters or where:
         return _list(self, limit=limit, sort=sort, reverse=reverse, after=after, q=q,
                      where=where, **filters)
-    with self._lock:
-        index = self._indexes.ids if sort == "id" else self._indexes.orders[sort]
-        page = list(itertools.islice(map(self._records.__getitem__, walk(
+    contents = self.contents
+    with contents.lock:
+        index = contents.indexes.ids if sort == "id" else contents.indexes.orders[sort]
+        page = list(islice(map(contents.records.__getitem__, walk(
             sort, reverse, after, NONE, (index,), sort in self.schema.optional)), limit))
         self.touched += len(page)
         return page
+
+
+def records_get(self: Any, record_id: int) -> Any:
+    """``MemoryRecords.get``: a record that is there read in the lock
+    without a call to ``_checked`` (its precondition is none); an id no
+    record holds as the plain one answers it (``NotFound``)."""
+    contents = self.contents
+    with contents.lock:
+        record = contents.records.get(record_id)
+    return _get(self, record_id) if record is None else record
+
+
+def records_position_and_list(self: Any, **arguments: Any) -> tuple[int, list[Any]]:
+    """``MemoryRecords.position_and_list``: the feed's position read here,
+    as ``MemoryBulk.position`` reads it, not in a call; the page the bulk's."""
+    contents = self.contents
+    undo = contents.undo
+    return (contents.last if undo is None else undo.last), self.bulk.list(**arguments)
 
 
 def atomically(self: Any, plurals: Any, run: Callable[[Step], Any], *,
@@ -119,7 +141,7 @@ def atomically(self: Any, plurals: Any, run: Callable[[Step], Any], *,
         locks = self.held_locks[locked]
     except (AttributeError, KeyError):      # (the first step over these collections)
         locks = vars(self).setdefault("held_locks", {})[locked] = [
-            self.collections[p]._lock for p in locked]
+            self.collections[p].contents.lock for p in locked]
     for lock in locks:
         lock.acquire()
     try:

@@ -1,5 +1,6 @@
-"""What the memory store does with many records at once: pages, counts,
-searches and the change feed (its ``Indexes`` walked: ``walks``),
+"""What the memory store does with many records at once (``MemoryBulk``,
+a ``MemoryRecords``'s ``bulk``, over their ``collection.Contents``): pages,
+counts, searches and the change feed (its ``Indexes`` walked: ``walks``),
 restoring a copy (``restore``), each under the collection's lock, and a
 batch's writes, undone together if one fails (``undoing``); and what a
 forked process is told at its first write (``forked``).
@@ -15,40 +16,46 @@ import itertools
 import logging
 import operator
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from ..errors import Conflict
 from ..protocol import Keyset
 from ..feed import Change
-from ..stored import Restores, check_fresh_ids
+from ..stored import check_fresh_ids
 from .walks import NONE, bounded, bounds, chosen, matches, past, ranked, walk
 
 Where = Sequence[Any]                   # a page's conditions (``asking.Condition``)
 _log = logging.getLogger("usersvc.storage")
 
 
-class MemoryBulk(Restores):
-    """``RecordStore.list``, ``count``, ``restore`` and the feed's reads (a
-    ``MemoryRecords``'s)."""
+class MemoryBulk:
+    """What a ``MemoryRecords`` does with many records at once (its
+    ``bulk``), over their ``Contents``, each under their lock:
+    ``RecordStore.list``, ``count``, ``last_id``, the feed's reads, a
+    restore and a batch's ``undoing``."""
 
     touched = 0
+
+    def __init__(self, schema: Any, contents: Any, commits: Any) -> None:
+        self.schema, self.contents, self.commits = schema, contents, commits
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
              after: Keyset | None = None, q: str | None = None, where: Where = (),
              **filters: Any) -> builtins.list[Any]:
-        with self._lock:
+        contents = self.contents
+        with contents.lock:
             # The indexes to walk in this order, and the filter they hold
             # (``None``: no index walks in this order: the matches, sorted).
             equal = {} if q is not None else self._equal(filters, where)
             found = None if q is not None else chosen(
-                self._indexes, sort, {f: values for f, (values, _) in equal.items()})
+                contents.indexes, sort, {f: values for f, (values, _) in equal.items()})
             if found is None and q is None and not filters:     # (an = or in, unindexed)
-                found = chosen(self._indexes, sort, {})
+                found = chosen(contents.indexes, sort, {})
             if found is not None:
                 walked, used = found
-                records = map(self._records.__getitem__, walk(
+                records = map(contents.records.__getitem__, walk(
                     sort, reverse, after, bounds(sort, where) if where else NONE, walked,
                     sort in self.schema.optional))
                 # Left to check: all but the filter walked and the ranges the walk keeps to.
@@ -67,11 +74,11 @@ class MemoryBulk(Restores):
             return page
 
     def count(self, *, q: str | None = None, where: Where = (), **filters: Any) -> int:
-        with self._lock:
+        with self.contents.lock:
             if not filters and q is None:
                 if not where:
-                    return len(self._records)
-                return sum(map(self._holds(where), self._records.values()))
+                    return len(self.contents.records)
+                return sum(map(self._holds(where), self.contents.records.values()))
             return len(self._matches(filters, q, where))
 
     def _looked_at(self, records: Iterable[Any]) -> Iterator[Any]:
@@ -102,71 +109,69 @@ class MemoryBulk(Restores):
         the condition that says so (``None``: a plain ``field=value``)."""
         equal = {c.field: (c.collated if c.op == "in" else (c.collated,), c)
                  for c in where if c.op in ("eq", "in")}
+        indexes = self.contents.indexes
         for field, value in filters.items():
-            if field not in self._indexes.unique and field not in self._indexes.filtered:
+            if field not in indexes.unique and field not in indexes.filtered:
                 raise TypeError(f"{self.schema.plural} cannot be filtered by {field}")
             equal[field] = ((self.schema.fields[field].collate(value),), None)
         return equal
 
     def last_id(self) -> int:
-        with self._lock:
-            return self._last_id
+        with self.contents.lock:
+            return self.contents.last_id
 
     # -- the change feed --------------------------------------------------
 
     def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
-        with self._lock:
-            entries = itertools.islice(self._seqs.irange(minimum=(after + 1,)), limit)
-            found = [Change(seq, record_id, self._records.get(record_id))
+        contents = self.contents
+        with contents.lock:
+            entries = itertools.islice(contents.seqs.irange(minimum=(after + 1,)), limit)
+            found = [Change(seq, record_id, contents.records.get(record_id))
                      for seq, record_id in entries]
             self.touched += len(found)
             return found
 
     def entry(self, record_id: int) -> Change | None:
-        with self._lock:
-            seq = self._seq_of.get(record_id)
-            return None if seq is None else Change(seq, record_id, self._records.get(record_id))
+        contents = self.contents
+        with contents.lock:
+            seq = contents.seq_of.get(record_id)
+            return None if seq is None else Change(seq, record_id, contents.records.get(record_id))
 
     def position(self) -> int:
         """The feed's last entry's position (while a batch runs: as before
         it). A failed batch's positions are never handed out again, and
         hold no entry: a wait at the end of the feed goes on waiting."""
-        return self._last if self._undo is None else self._undo.last
-
-    def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
-        return self.position(), self.list(**arguments)
-
-    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
-        """``protocol.CommitsAnnounced``, for these records served alone:
-        their store's announcements (each write, as it is made)."""
-        return self.commits.add(listener)
+        return self.contents.last if self.contents.undo is None else self.contents.undo.last
 
     def _matches(self, filters: dict[str, str], q: str | None,
                  where: Where = ()) -> builtins.list[Any]:
-        ids = matches(self._indexes, filters, q, self._records)
+        ids = matches(self.contents.indexes, filters, q, self.contents.records)
         self.touched += len(ids)
-        found = [self._records[i] for i in ids]
+        found = list(map(self.contents.records.__getitem__, ids))
         return list(filter(self._holds(where), found)) if where else found
 
-    def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
-        with self._lock:
-            check_fresh_ids([*records, *changes], self._last_id)
-            if changes and min(c.seq for c in changes) <= self._seq:
-                raise Conflict(f"Positions are never reused: this store's feed is at {self._seq}.")
+    def restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
+        """``Restores._restore``: ``records``, and ``changes`` at their positions."""
+        contents = self.contents
+        with contents.lock:
+            check_fresh_ids([*records, *changes], contents.last_id)
+            if changes and min(c.seq for c in changes) <= contents.seq:
+                raise Conflict("Positions are never reused: this store's feed is at "
+                               f"{contents.seq}.")
             ids = {c.id for c in changes} or {r.id for r in records}
-            claim_all(self._indexes, records)
+            claim_all(contents.indexes, records)
             if len(ids) < max(len(records), len(changes)):
                 raise Conflict("Two of these records have the same id.")
             for record in sorted(records, key=lambda r: r.id):
-                self._put(None, self._make(record))
-            for record in records if changes else ():     # the positions _put gave, forgotten
-                self._seqs.remove((self._seq_of.pop(record.id), record.id))
+                contents.put(None, contents.make(record))
+            for record in records if changes else ():     # the positions put gave, forgotten
+                contents.seqs.remove((contents.seq_of.pop(record.id), record.id))
             for change in changes:      # and each record or tombstone at the position given
-                self._seqs.add((change.seq, change.id))
-                self._seq_of[change.id] = change.seq
+                contents.seqs.add((change.seq, change.id))
+                contents.seq_of[change.id] = change.seq
             if changes:
-                self._seq = self._last = max(self._seq, *(c.seq for c in changes))
-            self._last_id = max(self._last_id, last_id, *ids)
+                contents.seq = contents.last = max(contents.seq, *(c.seq for c in changes))
+            contents.last_id = max(contents.last_id, last_id, *ids)
         if self.commits.listeners:
             self.commits.announce(self.schema.plural)
 
@@ -176,18 +181,19 @@ class MemoryBulk(Restores):
         again), and every change they made undone if the batch raises.
         Inside another's (a step's ``attempt``), what it kept is the outer
         one's to undo too."""
-        with self._lock:
-            outer = self._undo
-            self._undo = undo = Undo(self._last)
+        contents = self.contents
+        with contents.lock:
+            outer = contents.undo
+            contents.undo = undo = Undo(contents.last)
             try:
                 yield
             except BaseException:
-                self._undo = outer
+                contents.undo = outer
                 self._put_back(undo)
-                self._last = undo.last  # (its ids and positions are not handed out again)
+                contents.last = undo.last  # (its ids and positions are not handed out again)
                 raise
             finally:
-                self._undo = outer
+                contents.undo = outer
             if outer is not None:       # as each was before the outer one began
                 for record_id, was in undo.was.items():
                     outer.was.setdefault(record_id, was)
@@ -198,20 +204,19 @@ class MemoryBulk(Restores):
         """Each record a batch changed as it was, at its position: all of
         theirs out of the indexes first, then all as they were (a unique
         value one took from another is free again by then)."""
+        contents = self.contents
         for record_id in undo.was:
-            current = self._records.pop(record_id, None)
+            current = contents.records.pop(record_id, None)
             if current is not None:
-                self._indexes.move(current, None)
-            self._seqs.remove((self._seq_of.pop(record_id), record_id))
+                contents.indexes.move(current, None)
+            contents.seqs.remove((contents.seq_of.pop(record_id), record_id))
         for record_id, (old, seq) in undo.was.items():
             if old is not None:
-                self._records[record_id] = old
-                self._indexes.move(None, old)
+                contents.records[record_id] = old
+                contents.indexes.move(None, old)
             if seq is not None:
-                self._seqs.add((seq, record_id))
-                self._seq_of[record_id] = seq
-
-    # -- the records and their positions ---------------------------------
+                contents.seqs.add((seq, record_id))
+                contents.seq_of[record_id] = seq
 
 
 class Undo:

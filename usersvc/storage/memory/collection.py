@@ -1,20 +1,20 @@
-"""One collection of the memory store: its records in a dict, under one
-lock that makes every method atomic (``MemoryRecords``), and the indexes a
-database would keep (``Indexes``), which pages, counts, searches and the
-feed walk (``bulk``): a page is O(log N + limit). The feed is one more
-sorted index: each record's latest position, tombstones included."""
+"""One collection of the memory store: what it holds (``Contents``: its
+records in a dict, and the indexes a database would keep, ``Indexes``,
+which its ``bulk`` walks: a page is O(log N + limit)), and its records
+(``MemoryRecords``)."""
 from __future__ import annotations
 
-import os
+import builtins
 import threading
+from collections.abc import Callable, Sequence
+from os import getpid
 from typing import Any
-
-from sortedcontainers import SortedDict
 
 from ...fields import search_terms
 from ...schema import Schema
 from ..errors import Conflict, NotFound, Precondition, StaleVersion
-from ..feed import Listeners, new_history
+from ..feed import Change, Listeners, new_history
+from ..stored import Restores
 from .bulk import MemoryBulk, forked
 from .walks import ABSENT, Sorted, laid_out, write_plan
 
@@ -28,8 +28,7 @@ class Indexes:
 
     def __init__(self, schema: Schema) -> None:
         self.schema, self.ids = schema, Sorted()
-        self.named: SortedDict = SortedDict()    # a search term -> its records' ids
-        self.unique, self.filtered, self.orders, self.within = laid_out(schema)
+        self.unique, self.filtered, self.orders, self.within, self.named = laid_out(schema)
         # What each write walks, made once (a field's place, its indexes: ``write_plan``)
         self._claims, self._indexed, self._filters, self._absent, self._searched = write_plan(self)
 
@@ -69,12 +68,17 @@ class Indexes:
             if before != after:
                 (order.add if after else order.remove)((ABSENT, record_id))
         for at, collate, by, by_collate, by_value in self._filters:
-            # (value, entry): a filter's entry is the id; a filtered sort's, ``(sorted by, id)``
+            # An index kept per value (``filtered``, ``within``): its (value, entry) moved; a
+            # filter's entry is the id, a filtered sort's ``(sorted by, id)``; none: not there
             before, after = (None if r is None or r[at] is None else (collate(r[at]),
                              record_id if by is None else (by_collate(r[by]), record_id))
                              for r in (old, new))
-            if before != after:
-                _move(by_value, before, after)
+            if before != after and before is not None:
+                by_value[before[0]].remove(before[1])
+                if not by_value[before[0]]:
+                    del by_value[before[0]]
+            if before != after and after is not None:
+                by_value[after[0]].add(after[1])
         if any(old is None or new is None or old[at] != new[at] for at, _, _ in self._searched):
             gone, came = self._words_of(old), self._words_of(new)
             for word in gone - came:
@@ -91,88 +95,121 @@ class Indexes:
                 for word in search_terms(record[at], by_words, whole)}
 
 
-def _move(by_value: dict[Any, Sorted], old: Any, new: Any) -> None:
-    """An entry of an index kept per value (``filtered``, ``within``) moved
-    from ``old``'s ``(value, entry)`` to ``new``'s (``None``: not there)."""
-    if old is not None:
-        by_value[old[0]].remove(old[1])
-        if not by_value[old[0]]:
-            del by_value[old[0]]
-    if new is not None:
-        by_value[new[0]].add(new[1])
+class Contents:
+    """What one collection holds, shared by its records (one at a time) and
+    their ``bulk`` (many at once), under one lock that makes each of their
+    methods atomic: the records by id and their ``Indexes``; the feed, one
+    more sorted index (each record's latest position, tombstones included);
+    the last id handed out; and the one write that changes them (``put``)."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema, self.make, self.pid = schema, schema.record._make, getpid()
+        self.lock = threading.RLock()      # re-entered by a batch's writes (``undoing``)
+        self.undo: Any = None                # a batch's ``bulk.Undo``, while it runs
+        self.records: dict[int, Any] = {}   # id -> record (deleted: its feed entry alone stays)
+        self.indexes, self.last_id = Indexes(schema), 0   # (ids are never handed out twice)
+        self.seq = self.last = 0           # the last position handed out; the last entry's
+        self.seqs = Sorted()            # each record's latest (position, id), sorted,
+        self.seq_of: dict[int, int] = {}    # and its position by id
+
+    def put(self, old: Any, new: Any) -> None:
+        """``new`` in place of ``old`` (``None``: none), in the records and the
+        indexes, at the feed's next position; what it was, kept for a batch."""
+        record_id = (old or new).id
+        was = self.seq_of.get(record_id)
+        if self.undo is not None:
+            self.undo.saw(record_id, old, was)
+        if self.pid != getpid():        # (a process forked from the one that made it)
+            self.pid = forked(self.schema.plural)
+        if new is None:
+            del self.records[record_id]
+        else:
+            self.records[record_id] = new
+        self.indexes.move(old, new)
+        if was is not None:
+            self.seqs.remove((was, record_id))
+        seq = self.seq_of[record_id] = self.seq = self.last = self.seq + 1
+        self.seqs.add((seq, record_id))
 
 
-class MemoryRecords(MemoryBulk):
-    """One collection's records, under one lock (what it does with many
-    records at once: ``MemoryBulk``)."""
+class MemoryRecords(Restores):
+    """One collection's records: one record's reads and writes are here;
+    what it does with many at once (pages, counts, the feed, a restore, a
+    batch's undo) is its ``bulk``'s (``MemoryBulk``), over their ``contents``."""
 
     def __init__(self, schema: Schema, commits: Listeners | None = None) -> None:
         self.schema, self.commits = schema, commits or Listeners()  # the store's, shared
-        self._lock = threading.RLock()      # re-entered by a batch's writes (``undoing``)
-        self._undo: Any = None                # a batch's ``bulk.Undo``, while it runs
-        self._records: dict[int, Any] = {}
-        self._make, self._indexes, self._last_id = schema.record._make, Indexes(schema), 0
-        self._seq = self._last = 0           # the last position handed out; the last entry's
-        self._seqs = Sorted()            # each record's latest (position, id), sorted,
-        self._seq_of: dict[int, int] = {}    # and its position by id
-        self._pid = os.getpid()
-        self.history = new_history()        # the feed's: this store's life is its history
+        self.contents, self.history = Contents(schema), new_history()  # (the feed's: this run's)
+        self.bulk = MemoryBulk(schema, self.contents, self.commits)
 
     def get(self, record_id: int) -> Any:
-        with self._lock:
+        with self.contents.lock:
             return self._checked(record_id)
 
     def create(self, **fields: Any) -> Any:
         record = [None, *self.schema.values(fields), 1]     # (a ``TypeError`` if not fields)
-        with self._lock:
-            self._indexes.claim(record, 0)
-            record[0] = self._last_id = self._last_id + 1
-            record = self._make(record)
-            self._put(None, record)
+        contents = self.contents
+        with contents.lock:
+            contents.indexes.claim(record, 0)
+            record[0] = contents.last_id = contents.last_id + 1
+            record = contents.make(record)
+            contents.put(None, record)
         if self.commits.listeners:
             self.commits.announce(self.schema.plural)
         return record
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
                **fields: Any) -> Any:
-        with self._lock:
+        with self.contents.lock:
             old = self._checked(record_id, precondition)
-            new = self._make([record_id, *self.schema.values(fields, old), old.version + 1])
-            self._indexes.claim(new, record_id)
-            self._put(old, new)
+            new = self.contents.make([record_id, *self.schema.values(fields, old), old.version + 1])
+            self.contents.indexes.claim(new, record_id)
+            self.contents.put(old, new)
         if self.commits.listeners:
             self.commits.announce(self.schema.plural)
         return new
 
     def delete(self, record_id: int, *, precondition: Precondition | None = None) -> None:
-        with self._lock:
-            self._put(self._checked(record_id, precondition), None)
+        with self.contents.lock:
+            self.contents.put(self._checked(record_id, precondition), None)
         if self.commits.listeners:
             self.commits.announce(self.schema.plural)
 
-    def _put(self, old: Any, new: Any) -> None:
-        """``new`` in place of ``old`` (``None``: none), in the records and the
-        indexes, at the feed's next position; what it was, kept for a batch."""
-        record_id = (old or new).id
-        was = self._seq_of.get(record_id)
-        if self._undo is not None:
-            self._undo.saw(record_id, old, was)
-        if self._pid != os.getpid():        # (a process forked from the one that made it)
-            self._pid = forked(self.schema.plural)
-        if new is None:
-            del self._records[record_id]
-        else:
-            self._records[record_id] = new
-        self._indexes.move(old, new)
-        if was is not None:
-            self._seqs.remove((was, record_id))
-        seq = self._seq_of[record_id] = self._seq = self._last = self._seq + 1
-        self._seqs.add((seq, record_id))
-
     def _checked(self, record_id: int, precondition: Precondition | None = None) -> Any:
-        record = self._records.get(record_id)     # (no record holds an id out of range)
+        record = self.contents.records.get(record_id)     # (no record holds an id out of range)
         if record is None:
             raise NotFound(self.schema, record_id)
         if precondition is not None and not precondition.allows(record.version):
             raise StaleVersion(record_id)
         return record
+
+    # -- many records at once: the ``bulk``'s, each under the same lock
+
+    def list(self, **arguments: Any) -> builtins.list[Any]:
+        return self.bulk.list(**arguments)
+
+    def position_and_list(self, **arguments: Any) -> tuple[int, builtins.list[Any]]:
+        return self.bulk.position(), self.bulk.list(**arguments)
+
+    def count(self, **filters: Any) -> int:
+        return self.bulk.count(**filters)
+
+    def last_id(self) -> int:
+        return self.bulk.last_id()
+
+    def changes(self, *, after: int = 0, limit: int = 100) -> builtins.list[Change]:
+        return self.bulk.changes(after=after, limit=limit)
+
+    def entry(self, record_id: int) -> Change | None:
+        return self.bulk.entry(record_id)
+
+    def position(self) -> int:
+        return self.bulk.position()
+
+    def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
+        self.bulk.restore(records, changes, last_id)
+
+    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+        """``protocol.CommitsAnnounced``, for these records served alone:
+        their store's announcements (each write, as it is made)."""
+        return self.commits.add(listener)

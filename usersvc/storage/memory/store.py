@@ -35,7 +35,8 @@ class MemoryStorage(Collections):
         the step's own); with ``nothing_to_undo``, the locks alone (its one write fails whole)."""
         with ExitStack() as held:
             for records in map(self.collections.__getitem__, step.locked):  # (in the one order)
-                held.enter_context(records._lock if step.nothing_to_undo else records.undoing())
+                held.enter_context(records.contents.lock if step.nothing_to_undo
+                                   else records.bulk.undoing())  # (a bulk's, over its contents)
             return part(*args)
 
     def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sortedcontainers import SortedList
+from sortedcontainers import SortedDict, SortedList
 
 from ... import fields
 from ...schema import Schema
@@ -72,15 +72,16 @@ def laid_out(schema: Schema) -> tuple[dict[str, Any], ...]:
     """A collection's ``Indexes``, empty, as its schema declares them:
     per unique field (collated -> id), per other filter (collated -> ids,
     a ``Sorted``), per sort and prefix field searched by it (a ``Sorted``
-    of ``(collated, id)``), per filtered sort (collated -> the same). A
-    value's ``Sorted`` is made when a write first asks for it (a
-    ``defaultdict``): a read asks with ``in`` or ``get``, which make none."""
+    of ``(collated, id)``), per filtered sort (collated -> the same); the
+    search terms, sorted (a term -> its records' ids). A value's
+    ``Sorted`` is made when a write first asks for it (a ``defaultdict``):
+    a read asks with ``in`` or ``get``, which make none."""
     unique = {f: {} for f in schema.unique}
     filtered = {f: defaultdict(Sorted) for f in schema.filters if f not in schema.unique}
     orders = {f: Sorted() for f in dict.fromkeys((*schema.sorts[1:], *schema.prefixes_by_key))}
     within = {(f, sort): defaultdict(Sorted) for f, sorts in schema.filtered_sorts.items()
               for sort in sorts}
-    return unique, filtered, orders, within
+    return unique, filtered, orders, within, SortedDict()
 
 
 def write_plan(indexes: Any) -> tuple[tuple[Any, ...], ...]:
