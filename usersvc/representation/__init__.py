@@ -30,9 +30,9 @@ class Offers:
         self.types = tuple(offers)
         self.formats = tuple(offers.values())
         #: Each type as ``best_offer`` compares it: its type/subtype, its
-        #: ``type/*``, and its parameters as sent in a range.
-        self.ranges = tuple((media_type, media_type.partition("/")[0] + "/*", parameters)
-                            for media_type, _, parameters in (t.partition(";") for t in self.types))
+        #: ``type/*``, and its parameters as read in a range.
+        self.ranges = tuple((t.partition(";")[0], t.partition("/")[0] + "/*", _parameters(t))
+                            for t in self.types)
         self.available = [t for t in self.types if ";" not in t]
         self.tag_suffixes = frozenset(fmt.tag_suffix for fmt in self.formats)
 
@@ -40,14 +40,6 @@ class Offers:
         """These offers, and then more (a tie goes to the first listed)."""
         return Offers({**dict(zip(self.types, self.formats)), **offers})
 
-
-# Each type is also offered with charset=utf-8: a client asking for exactly
-# that (as our own XML Content-Type says) is not refused (parameters match).
-DEFAULT = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON,
-                  XML_TYPE: XML, f"{XML_TYPE};charset=utf-8": XML,
-                  "text/xml": XML, "text/xml;charset=utf-8": XML})
-#: What a problem document may be answered in (an app's may offer more).
-PROBLEMS = DEFAULT.plus({"application/problem+json": JSON, "application/problem+xml": XML})
 
 # Charset names are case-insensitive (RFC 9110 §8.3.2); parameter values
 # are compared exactly, so spell UTF-8 one way before they are.
@@ -68,25 +60,21 @@ def best_offer(header: str, offers: Offers) -> int | None:
     0 wins, a tie going to the first listed. No ``Accept``, an empty one,
     or one that breaks the grammar accepts anything: the first type."""
     header = header.strip()
-    if ";" in header:
+    if ";" in header:       # (a parameter to spell one way)
         header = _UTF8_PARAMETER.sub("charset=utf-8", header)
     if not header or _ACCEPT.match(header) is None:
         return 0
-    ranges: dict[str, list[tuple[str, float]]] = {}     # type/subtype: (parameters, weight)
-    if ";" not in header:       # types alone, each of weight 1
-        for media_range in header.split(","):
-            ranges.setdefault(media_range.strip().lower(), [("", 1.0)])
-    else:
-        for found in _RANGE.finditer(header):
-            ranges.setdefault(found.group(1).lower(), []).append(
-                (found.group(2), float(found.group(3) or 1)))
+    # The first weight each range is given with its parameters, and (None) with any (type/*).
+    weights: dict[tuple[str, Any], float] = {}
+    for found in _RANGE.finditer(header):
+        media_range, weight = found.group(1).lower(), float(found.group(3) or 1)
+        weights.setdefault((media_range, _parameters(found.group(2))), weight)
+        weights.setdefault((media_range, None), weight)
     best, heaviest = None, 0.0
     for index, (media_type, star, parameters) in enumerate(offers.ranges):
-        named = ranges.get(media_type)
-        weight = None if named is None else _named(named, parameters)
+        weight = weights.get((media_type, parameters), weights.get((media_type, ())))
         if weight is None:
-            wildcard = ranges.get(star) or ranges.get("*/*")
-            weight = wildcard[0][1] if wildcard else 0.0
+            weight = weights.get((star, None), weights.get(("*/*", None), 0.0))
         if weight > heaviest:
             best, heaviest = index, weight
             if weight == 1.0:       # (none weighs more: the first to weigh 1 wins)
@@ -94,22 +82,19 @@ def best_offer(header: str, offers: Offers) -> int | None:
     return best
 
 
-def _named(ranges: list[tuple[str, float]], parameters: str) -> float | None:
-    """The weight of the first range naming a type with these parameters,
-    else of the first naming it with none; ``None``: no range names it so."""
-    bare = None
-    for named, weight in ranges:
-        if not named:
-            bare = weight if bare is None else bare
-        elif _parameters(named) == _parameters(";" + parameters):
-            return weight
-    return bare
-
-
-def _parameters(segment: str) -> tuple[tuple[str, str], ...]:
+def _parameters(text: str) -> tuple[tuple[str, str], ...]:
     """``;charset=utf-8``'s parameters: names lowercased, values unquoted."""
     return tuple((name.lower(), _ESCAPED.sub(r"\1", value[1:-1]) if value[:1] == '"' else value)
-                 for name, value in _PARAMETER.findall(segment))
+                 for name, value in _PARAMETER.findall(text))
+
+
+# Each type is also offered with charset=utf-8: a client asking for exactly
+# that (as our own XML Content-Type says) is not refused (parameters match).
+DEFAULT = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON,
+                  XML_TYPE: XML, f"{XML_TYPE};charset=utf-8": XML,
+                  "text/xml": XML, "text/xml;charset=utf-8": XML})
+#: What a problem document may be answered in (an app's may offer more).
+PROBLEMS = DEFAULT.plus({"application/problem+json": JSON, "application/problem+xml": XML})
 
 
 def negotiate(req: Request, offers: Offers = DEFAULT) -> Format:
