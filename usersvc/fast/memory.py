@@ -58,10 +58,14 @@ def sorted_add(self: Sorted, value: Any) -> None:
 
 def indexes_move(self: Any, old: Any, new: Any) -> None:
     """``Indexes.move``: a new record's entries (``old`` ``None``: every
-    create) made without comparing them with a record that is not there:
-    5.3% of a user's POST; any other move as the plain one makes it."""
-    if old is not None:
+    create) made without comparing them with a record that is not there
+    (5.3% of a user's POST); an update's, each index looked at only where
+    its field's value changed, without the plain one's generators (5% of
+    a user's PUT); a delete as the plain one makes it."""
+    if new is None:
         return _move(self, old, new)
+    if old is not None:
+        return _update(self, old, new)
     record = new
     record_id = record[0]
     self.ids.add(record_id)
@@ -89,6 +93,65 @@ def indexes_move(self: Any, old: Any, new: Any) -> None:
                 named[word] = {record_id}
             else:
                 ids.add(record_id)
+
+
+def _update(self: Any, old: Any, new: Any) -> None:
+    """An update's moves (``indexes_move``)."""
+    record_id = new[0]
+    for at, unique, order, collate in self._indexed:
+        before, after = old[at], new[at]
+        if before == after:
+            continue
+        before = None if before is None else collate(before)
+        after = None if after is None else collate(after)
+        if before == after:         # (a change of case only)
+            continue
+        if unique is not None:
+            unique.pop(before, None)
+            if after is not None:
+                unique[after] = record_id
+        if order is not None:
+            if before is not None:
+                order.remove((before, record_id))
+            if after is not None:
+                order.add((after, record_id))
+    for at, order in self._absent:
+        before, after = old[at] is None, new[at] is None
+        if before != after:
+            (order.add if after else order.remove)((ABSENT, record_id))
+    for at, collate, by, by_collate, by_value in self._filters:
+        if old[at] == new[at] and (by is None or old[by] == new[by]):
+            continue
+        before = after = None
+        if old[at] is not None:
+            before = collate(old[at]), record_id if by is None else (by_collate(old[by]), record_id)
+        if new[at] is not None:
+            after = collate(new[at]), record_id if by is None else (by_collate(new[by]), record_id)
+        if before == after:
+            continue
+        if before is not None:
+            entries = by_value[before[0]]
+            entries.remove(before[1])
+            if not entries:
+                del by_value[before[0]]
+        if after is not None:
+            by_value[after[0]].add(after[1])
+    for at, _, _ in self._searched:
+        if old[at] != new[at]:
+            gone, came = self._words_of(old), self._words_of(new)
+            named = self.named
+            for word in gone - came:
+                ids = named[word]
+                ids.discard(record_id)
+                if not ids:
+                    del named[word]
+            for word in came - gone:
+                ids = named.get(word)
+                if ids is None:
+                    named[word] = {record_id}
+                else:
+                    ids.add(record_id)
+            return
 
 
 def bulk_list(self: Any, *, limit: int = 100, sort: str = "id", reverse: bool = False,
