@@ -152,7 +152,7 @@ class KeyedWrite:
         keys, plural = self.keys, self.plural
         # One write, which fails whole (``Checked``'s too: it reads, then
         # writes), on the step's records as the app serves them. (The fast
-        # build's makes fewer steps: ``usersvc.fast.idempotency``.)
+        # build's makes fewer steps: its registry names the one it swaps in.)
         return replayed(kept.once(self.storage, self.own, key, lambda step: write(
             keys.served(plural, step[plural])), True))
 

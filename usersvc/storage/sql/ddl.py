@@ -18,14 +18,15 @@ commit, so positions follow commit order, and announces the change (``CHANNEL``)
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple
 
 from ...fields import COLUMN_TYPES, Field
 from ...schema import Schema
 from .dialects import SQLITE, Dialect
 
-if TYPE_CHECKING:       # (for annotations only: ``collection`` imports this module)
-    from .collection import Table
+#: A collection's ``collection.Table`` (named so, not imported: ``collection``
+#: imports this module, for its statements).
+Table = Any
 
 
 class Statements(NamedTuple):

@@ -12,16 +12,13 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ...schema import Schema
 from ..sql.collection import Table
 from ..sql.dialects import SQLITE
 from ..sql.layout import LAYOUT, declared, layout, opened, read_history
 from ..stored import apply, references_of
-
-if TYPE_CHECKING:
-    from .connections import Connections
 
 
 class Connection(sqlite3.Connection):
@@ -84,7 +81,7 @@ class ProcessConnections:
                 db.close()
 
 
-def prepare(connections: Connections, schemas: Iterable[Schema] | None) -> tuple[str, list[Table]]:
+def prepare(connections: Any, schemas: Iterable[Schema] | None) -> tuple[str, list[Table]]:
     """WAL mode (for a file), then, in one write transaction, the layout
     (a new file's, today's; an older release's brought up to date by its
     ``migrations``) and every collection of ``schemas`` (``None``: those

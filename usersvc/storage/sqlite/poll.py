@@ -19,10 +19,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .store import SQLiteStorage
+from typing import Any
 
 log = logging.getLogger("usersvc.storage")
 
@@ -31,7 +28,7 @@ log = logging.getLogger("usersvc.storage")
 INTERVAL = 0.2
 
 
-def look(store: SQLiteStorage) -> None:
+def look(store: Any) -> None:
     """Other processes' commits to ``store``'s file looked for, from its
     first listener on (``SQLiteStorage.announce_commits``), by one
     ``Poller``, made then (none once the store is closing: ``poller`` is
@@ -49,7 +46,7 @@ def look(store: SQLiteStorage) -> None:
         poller.start()          # (a poller stopped stays stopped)
 
 
-def _changed(store: SQLiteStorage) -> None:
+def _changed(store: Any) -> None:
     """Another process committed (``PRAGMA data_version`` cannot tell what):
     every collection of ``store`` told."""
     for plural in store.collections:
