@@ -66,10 +66,12 @@ def best_offer(header: str, offers: Offers) -> int | None:
         return 0
     # The first weight each range is given with its parameters, and (None) with any (type/*).
     weights: dict[tuple[str, Any], float] = {}
-    for found in _RANGE.finditer(header):
-        media_range, weight = found.group(1).lower(), float(found.group(3) or 1)
-        weights.setdefault((media_range, _parameters(found.group(2))), weight)
-        weights.setdefault((media_range, None), weight)
+    ranges = ((found.group(1), found.group(2), float(found.group(3) or 1))
+              for found in _RANGE.finditer(header)) if ";" in header else (
+        (media_range.strip(), "", 1.0) for media_range in header.split(","))   # (types alone)
+    for media_range, parameters, weight in ranges:
+        weights.setdefault((media_range.lower(), _parameters(parameters)), weight)
+        weights.setdefault((media_range.lower(), None), weight)
     best, heaviest = None, 0.0
     for index, (media_type, star, parameters) in enumerate(offers.ranges):
         weight = weights.get((media_type, parameters), weights.get((media_type, ())))
