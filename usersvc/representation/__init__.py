@@ -64,14 +64,18 @@ def best_offer(header: str, offers: Offers) -> int | None:
         header = _UTF8_PARAMETER.sub("charset=utf-8", header)
     if not header or _ACCEPT.match(header) is None:
         return 0
+    if ";" not in header:   # types alone, each weighing 1: the first offer one names wins
+        named = {media_range.strip().lower() for media_range in header.split(",")}
+        for index, (media_type, star, _) in enumerate(offers.ranges):
+            if media_type in named or star in named or "*/*" in named:
+                return index
+        return None
     # The first weight each range is given with its parameters, and (None) with any (type/*).
     weights: dict[tuple[str, Any], float] = {}
-    ranges = ((found.group(1), found.group(2), float(found.group(3) or 1))
-              for found in _RANGE.finditer(header)) if ";" in header else (
-        (media_range.strip(), "", 1.0) for media_range in header.split(","))   # (types alone)
-    for media_range, parameters, weight in ranges:
-        weights.setdefault((media_range.lower(), _parameters(parameters)), weight)
-        weights.setdefault((media_range.lower(), None), weight)
+    for found in _RANGE.finditer(header):
+        media_range, weight = found.group(1).lower(), float(found.group(3) or 1)
+        weights.setdefault((media_range, _parameters(found.group(2))), weight)
+        weights.setdefault((media_range, None), weight)
     best, heaviest = None, 0.0
     for index, (media_type, star, parameters) in enumerate(offers.ranges):
         weight = weights.get((media_type, parameters), weights.get((media_type, ())))
