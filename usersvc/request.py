@@ -39,7 +39,8 @@ def base_url_of(scheme: str, host: str | None, server: str, port: str | None,
         host = f"{server}:{port}" if port and f":{port}" != default else server
     elif default:
         host = host.removesuffix(default)
-    return f"{scheme}://{host}" + quote(script.encode("latin-1"), safe=PATH_SAFE)
+    mount = quote(script.encode("latin-1"), safe=PATH_SAFE) if script else ""    # ("": the root)
+    return f"{scheme}://{host}{mount}"
 
 
 class Request:

@@ -144,8 +144,10 @@ def body_format(content_type: str | None, *, patch: bool = False) -> Format | No
         return None
     if patch and media_type == "application/merge-patch+json":
         return JSON
-    suffixed = None if patch else _SUFFIXED.fullmatch(media_type)     # (+json, +xml)
-    return _READS.get(media_type if suffixed is None else "application/" + suffixed[1])
+    if media_type in _READS or patch:
+        return _READS.get(media_type)
+    suffixed = _SUFFIXED.fullmatch(media_type)      # (any +json, +xml type)
+    return None if suffixed is None else _READS["application/" + suffixed[1]]
 
 
 def read_document(req: Request, schema: Schema) -> Any:

@@ -42,7 +42,8 @@ class Collections:
         on every store: those it writes and those their references make it
         read (named, or naming them). A step reads no other: no two steps
         ever wait for each other (docs/architecture.md, "One lock order")."""
-        return tuple(sorted(set().union(*(self.involved.get(p, {p}) for p in plurals))))
+        return tuple(sorted({held for plural in plurals
+                             for held in self.involved.get(plural, (plural,))}))
 
 
 class Step:

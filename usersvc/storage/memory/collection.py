@@ -50,8 +50,7 @@ class Indexes:
         for at, unique, order, collate in self._indexed:
             if old is not None and new is not None and old[at] == new[at]:
                 continue
-            before, after = (None if r is None or r[at] is None else collate(r[at])
-                             for r in (old, new))
+            before, after = _collated(old, at, collate), _collated(new, at, collate)
             if before == after:         # (no value either way, or a change of case only)
                 continue
             if unique is not None:
@@ -64,7 +63,8 @@ class Indexes:
                 if after is not None:
                     order.add((after, record_id))
         for at, order in self._absent:
-            before, after = (r is not None and r[at] is None for r in (old, new))
+            before = old is not None and old[at] is None
+            after = new is not None and new[at] is None
             if before != after:
                 (order.add if after else order.remove)((ABSENT, record_id))
         for at, collate, by, by_collate, by_value in self._filters:
@@ -93,6 +93,11 @@ class Indexes:
         return {word for at, by_words, whole in self._searched
                 if record is not None and record[at] is not None
                 for word in search_terms(record[at], by_words, whole)}
+
+
+def _collated(record: Any, at: int, collate: Callable[[Any], Any]) -> Any:
+    """A record's value at ``at`` as its index holds it; ``None``: no record, or no value."""
+    return None if record is None or record[at] is None else collate(record[at])
 
 
 class Contents:
