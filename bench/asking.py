@@ -109,7 +109,8 @@ def run(sizes: list[int], rounds: int, stores: list[str]) -> None:
                         page_of(app, storage["tasks"], q, 20 if indexed else 1)
                     for _ in range(rounds if indexed else 1):
                         for q in figures:   # (not declared: a few, each reads half of them)
-                            figures[q].append(page_of(app, storage["tasks"], q, 100 if indexed else 3))
+                            figures[q].append(
+                                page_of(app, storage["tasks"], q, 100 if indexed else 3))
                     storage.close()
                 said = "declared" if indexed else "not declared"
                 print(f"{kind}, {n:,} tasks (filled in {filled:.0f} s), filtered sorts {said}:")

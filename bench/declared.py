@@ -67,7 +67,8 @@ for kind in COUNTS:
         users.restore([user(i, f"User {i}", f"user{i}@example.org", 1) for i in range(1, 1001)])
         app = make_app(store)
         for operation, count in COUNTS[kind].items():
-            results[f"{kind}: {operation}"] = timed(app, requests("users", operation, count, a_user))
+            results[f"{kind}: {operation}"] = timed(
+                app, requests("users", operation, count, a_user))
         store.close()
 print(json.dumps(results))
 """
@@ -160,7 +161,8 @@ def main() -> int:
     print("\n| this tree, in-process (µs) | users | books | books ÷ users |")
     print("|---|---:|---:|---:|")
     for key, by in books_and_users(args.rounds).items():
-        print(f"| {key} | {by['users']:.1f} | {by['books']:.1f} | {by['books'] / by['users']:.2f} |")
+        print(f"| {key} | {by['users']:.1f} | {by['books']:.1f} "
+              f"| {by['books'] / by['users']:.2f} |")
     return 0
 
 

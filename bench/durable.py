@@ -79,7 +79,8 @@ def main() -> None:
                         time.sleep(1)           # (granian: every worker up)
                         before = scrape(metrics)
                         lua.write_text(POST_LUA % time.time_ns())
-                        rate = scripted_load(server.port, str(lua), args.seconds, connections, "/users")
+                        rate = scripted_load(server.port, str(lua), args.seconds, connections,
+                                             "/users")
                         after = scrape(metrics)
                     finally:
                         server.stop()
@@ -91,7 +92,8 @@ def main() -> None:
     print("| server | synchronous | connections | POST/s | writes a commit | ms a commit |")
     print("|---|---|---:|---:|---:|---:|")
     for server_name, sync, connections, rate, per_commit, ms in rows:
-        print(f"| {server_name} | {sync} | {connections} | {rate:,.0f} | {per_commit:.2f} | {ms:.2f} |")
+        print(f"| {server_name} | {sync} | {connections} | {rate:,.0f} | {per_commit:.2f} "
+              f"| {ms:.2f} |")
 
 
 if __name__ == "__main__":

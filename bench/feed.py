@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paired import CHILD_HELPERS, ROOT, paired  # noqa: E402
+
 # The last commit before the change feed.
 BEFORE_FEED = "b9c9009"
 
@@ -105,7 +106,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default=BEFORE_FEED, help="the earlier revision")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--postgres", help="a PostgreSQL URL (a schema per run is made and dropped)")
+    parser.add_argument("--postgres",
+                        help="a PostgreSQL URL (a schema per run is made and dropped)")
     parser.add_argument("--large", type=int, default=1_000_000)
     args = parser.parse_args()
     medians = paired(args.base, args.rounds,

@@ -25,9 +25,9 @@ from typing import Any, TypeVar, cast
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from usersvc.storage import StoreUnavailable  # noqa: E402
 from usersvc.fast import sqlite as usersvc_sqlite  # noqa: E402
 from usersvc.fast.sqlite import Writer  # noqa: E402
+from usersvc.storage import StoreUnavailable  # noqa: E402
 from usersvc.storage.sqlite.connections import Connection as _Connection  # noqa: E402
 
 T = TypeVar("T")
@@ -105,7 +105,7 @@ class LeaderFollower:
         if follow and pending.wait() is not LEAD:
             return cast(T, pending.result)     # a leader committed it
         with self._mutex:                       # lead: everything waiting, ours too
-            if 1 < self._last and len(self._waiting) < self._last:
+            if self._last > 1 and len(self._waiting) < self._last:
                 self._joined.wait(self.gather)
             group, self._waiting = self._waiting, []
             self._last = len(group)
@@ -146,8 +146,9 @@ def main() -> int:
         lua = str(Path(cwd) / "post.lua")
         for threads in args.threads:
             servers = {s: overhttp.Server(
-                [overhttp.PYTHON, __file__, "serve", s, "--port", "{port}", "--threads", str(threads),
-                 "--no-access-log", "--storage", f"sqlite:///{cwd}/{s}-{threads}.db"],
+                [overhttp.PYTHON, __file__, "serve", s, "--port", "{port}",
+                 "--threads", str(threads), "--no-access-log",
+                 "--storage", f"sqlite:///{cwd}/{s}-{threads}.db"],
                 "usersvc serving", cwd) for s in names}
             samples: dict[str, list[float]] = {s: [] for s in names}
             try:

@@ -55,12 +55,12 @@ from paired import CHILD_HELPERS, ROOT  # noqa: E402
 sys.path.insert(0, str(ROOT))
 import pluggy  # noqa: E402
 
-from usersvc import USER, App, Settings, make_app  # noqa: E402
 import usersvc.app  # noqa: E402
+from usersvc import USER, App, Settings, make_app  # noqa: E402
 from usersvc.app import _NEGOTIATED  # noqa: E402
+from usersvc.failures import log_failure  # noqa: E402
 from usersvc.problems import DOMAIN_ERRORS, Problem  # noqa: E402
 from usersvc.representation import negotiate  # noqa: E402
-from usersvc.failures import log_failure  # noqa: E402
 from usersvc.request import Request, Response  # noqa: E402
 
 HELPERS: dict[str, Any] = {}
@@ -411,10 +411,9 @@ def count(cases: list[Case]) -> None:
         factor = HOOK_FACTOR if label.startswith("hooks") else 1
         prepare(WARM * factor)()
         for n in (FEW, MANY):
-            done = threading.Event()
+            done, send = threading.Event(), prepare(n * factor)
 
-            def run(send: Callable[[], float] = prepare(n * factor),
-                    done: threading.Event = done) -> None:
+            def run(send: Callable[[], float] = send, done: threading.Event = done) -> None:
                 send()
                 done.set()
                 end.wait()
@@ -431,7 +430,7 @@ def best_times(cases: list[Case],
     """The best of ``rounds`` for each case, plain and pluggy in turns
     (``cases`` comes in pairs)."""
     best = {label: float("inf") for label, _ in cases}
-    pairs = list(zip(cases[::2], cases[1::2]))
+    pairs = list(zip(cases[::2], cases[1::2], strict=True))
     for r in range(rounds):
         for pair in pairs:
             for label, prepare in (pair if r % 2 == 0 else pair[::-1]):

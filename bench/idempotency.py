@@ -133,7 +133,8 @@ def main() -> int:
         if args.http:
             server = sqlite_server(tree, str(tmp))
             try:
-                figures["SQLite file over HTTP: POST, req/s"] = post_rate(server.port, str(tmp), False)
+                figures["SQLite file over HTTP: POST, req/s"] = post_rate(
+                    server.port, str(tmp), False)
             finally:
                 server.stop()
         return figures
@@ -155,7 +156,8 @@ def main() -> int:
                     label = "with a key" if keyed else "without"
                     figures = in_process(ROOT, keyed)
                     if server is not None:
-                        figures["SQLite file over HTTP: POST, req/s"] = post_rate(server.port, tmp, keyed)
+                        figures["SQLite file over HTTP: POST, req/s"] = post_rate(
+                            server.port, tmp, keyed)
                     for key, value in figures.items():
                         samples.setdefault(key, {}).setdefault(label, []).append(value)
         finally:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paired import CHILD_HELPERS, arguments, child_json, paired, stores_over_http  # noqa: E402
+
 # The last commit before GET /users learnt to sort and search.
 BEFORE_SEARCH = "9f50243"
 

@@ -5,8 +5,8 @@ machine hits all alike; medians of the rounds, in microseconds per request.
 from __future__ import annotations
 
 import gc
-import itertools
 import io
+import itertools
 import json
 import statistics
 import sys
@@ -110,7 +110,7 @@ def timing(app: Callable, operation: str, count: int, offset: int) -> float:
     environ = environ_for(method, target, bodies[0])
     inputs = [io.BytesIO(b) for b in bodies]
     envs = []
-    for stream, body in zip(inputs, bodies):
+    for stream, body in zip(inputs, bodies, strict=True):
         env = dict(environ)
         env["wsgi.input"] = stream
         if body:
@@ -129,9 +129,9 @@ def timing(app: Callable, operation: str, count: int, offset: int) -> float:
 def check(app: Callable, operation: str) -> None:
     """Each app answers each operation as it should before it is timed."""
     method, target = operation.split(" ")
-    body = json.dumps({"name": "Check", "email": "check-%s@example.org" % id(app)}).encode() \
-        if method == "POST" else json.dumps({"name": "Check", "email": "user2@example.org"}).encode() \
-        if method == "PUT" else b""
+    email = f"check-{id(app)}@example.org" if method == "POST" else "user2@example.org"
+    body = json.dumps({"name": "Check", "email": email}).encode() if method in ("POST", "PUT") \
+        else b""
     status, out = call(app, environ_for(method, target, body), body)
     assert status.startswith(("200", "201")), (operation, status, out[:200])
     if "limit=100" in target:
@@ -146,7 +146,8 @@ def run(rounds: int = 15, count: int = 2000,
     for operation in OPERATIONS:
         for app in subjects.values():
             check(app, operation)
-    samples: dict[str, dict[str, list[float]]] = {op: {name: [] for name in subjects} for op in OPERATIONS}
+    samples: dict[str, dict[str, list[float]]] = {
+        op: {name: [] for name in subjects} for op in OPERATIONS}
     offset = 0
     order = list(subjects.items())
     for round_no in range(rounds):
@@ -168,6 +169,7 @@ if __name__ == "__main__":
                   no_store_work="--no-store-work" in sys.argv)
     for op, by_app in results.items():
         print(op, {k: round(v, 1) for k, v in by_app.items()},
-              "usersvc/Falcon = %.2f" % (by_app["usersvc"] / by_app["Falcon"]),
-              *(["no store work/Falcon = %.2f" % (by_app["usersvc, no store work"] / by_app["Falcon"])]
+              f"usersvc/Falcon = {by_app['usersvc'] / by_app['Falcon']:.2f}",
+              *([f"no store work/Falcon = "
+                 f"{by_app['usersvc, no store work'] / by_app['Falcon']:.2f}"]
                 if "usersvc, no store work" in by_app else []))

@@ -103,7 +103,7 @@ end
 
 
 def over_http(rounds: int, seconds: int) -> None:
-    from batch import ONE as USER_POST      # a user's POST, each its own e-mail
+    from batch import ONE as USER_POST  # a user's POST, each its own e-mail
     from overhttp import Server, scripted_load
     ratios: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory() as cwd:

@@ -123,8 +123,9 @@ def main() -> None:
     print("|---|" + "---:|" * len(sqlite))
     print("| requests a second | " + " | ".join(f"{v:,.0f}" for v in sqlite.values()) + " |")
     for name in ("usersvc on waitress", "usersvc on granian"):
+        fastapi = sqlite["FastAPI + SQLModel on uvicorn"]
         print(f"{name}: SQLite / memory {sqlite[name] / medians['POST /users'][name]:.2f}; "
-              f"SQLite / FastAPI + SQLModel {sqlite[name] / sqlite['FastAPI + SQLModel on uvicorn']:.2f}")
+              f"SQLite / FastAPI + SQLModel {sqlite[name] / fastapi:.2f}")
     print()
     for op, by in medians.items():
         print(f"{op}: usersvc on granian / FastAPI on uvicorn "

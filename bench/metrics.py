@@ -201,7 +201,7 @@ def main() -> int:
             for op in overhttp.OPERATIONS:
                 print(f"- {kind}: {op}: " + ", ".join(
                     f"{a[op]:,.0f} / {b[op]:,.0f}"
-                    for a, b in zip(samples[(kind, False)], samples[(kind, True)])))
+                    for a, b in zip(samples[(kind, False)], samples[(kind, True)], strict=True)))
     return 0
 
 

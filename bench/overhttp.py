@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -42,7 +43,8 @@ OPERATIONS = {"GET /users/1": ("GET", "/users/1"),
 
 
 def _pin(core: int) -> list[str]:
-    return ["taskset", "-c", str(core)] if shutil.which("taskset") and (os.cpu_count() or 1) > 1 else []
+    pinned = shutil.which("taskset") and (os.cpu_count() or 1) > 1
+    return ["taskset", "-c", str(core)] if pinned else []
 
 
 def free_port() -> int:
@@ -56,11 +58,9 @@ class Server:
         self.port = free_port()
         self.log = log
         command = [c.replace("{port}", str(self.port)) for c in command]
-        stderr = open(log, "w") if log else subprocess.DEVNULL
-        self.process = subprocess.Popen(_pin(0) + command, cwd=cwd, stdout=subprocess.PIPE,
-                                        stderr=stderr, text=True)
-        if log:
-            stderr.close()
+        with open(log, "w") if log else nullcontext(subprocess.DEVNULL) as stderr:
+            self.process = subprocess.Popen(_pin(0) + command, cwd=cwd, stdout=subprocess.PIPE,
+                                            stderr=stderr, text=True)
         self.line = line = self.process.stdout.readline()      # the ready line
         if ready not in line:
             raise RuntimeError(f"{command} did not start: {line!r}")
@@ -71,7 +71,8 @@ class Server:
         self.process.stdout.close()
 
 
-def usersvc(storage: str, cwd: str, *extra: str, threads: int = 4, log: str | None = None) -> Server:
+def usersvc(storage: str, cwd: str, *extra: str, threads: int = 4,
+            log: str | None = None) -> Server:
     return Server([PYTHON, str(ROOT / "serve.py"), "--port", "{port}", "--threads", str(threads),
                    "--storage", storage, *extra], "usersvc serving", cwd, log)
 
@@ -84,8 +85,8 @@ def sqlite_usersvc(cwd: str, name: str, threads: int = 4) -> Server:
     from usersvc import USER
     from usersvc.storage import open_store
     store = open_store(f"sqlite:///{cwd}/{name}.db")
-    store["users"].restore([USER.record(id=i, name=f"User {i}", email=f"user{i}@example.org", version=1)
-                            for i in range(1, 1001)])
+    store["users"].restore([USER.record(id=i, name=f"User {i}", email=f"user{i}@example.org",
+                                        version=1) for i in range(1, 1001)])
     store.close()
     return usersvc(f"sqlite:///{cwd}/{name}.db", cwd, "--no-access-log", threads=threads,
                    log=f"{cwd}/{name}.log")
@@ -114,8 +115,8 @@ def peer(kind: str, cwd: str, *args: str) -> Server:
 def seed(port: int, n: int = 1000) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     for i in range(n):
-        conn.request("POST", "/users", body=json.dumps({"name": f"User {i}", "email": f"user{i}@example.org"}),
-                     headers={"Content-Type": "application/json"})
+        body = json.dumps({"name": f"User {i}", "email": f"user{i}@example.org"})
+        conn.request("POST", "/users", body=body, headers={"Content-Type": "application/json"})
         response = conn.getresponse()
         response.read()
         assert response.status in (201, 409), response.status
@@ -130,8 +131,10 @@ def sample(port: int, method: str, path: str) -> tuple[int, list[tuple[str, str]
     """The size of usersvc's answer and the headers it sends (less those
     any waitress app sends)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    body = json.dumps({"name": "Size", "email": f"size{time.time_ns()}@example.org"}) if method == "POST" else None
-    conn.request(method, path, body=body, headers={"Content-Type": "application/json"} if body else {})
+    body = json.dumps({"name": "Size", "email": f"size{time.time_ns()}@example.org"}) \
+        if method == "POST" else None
+    conn.request(method, path, body=body,
+                 headers={"Content-Type": "application/json"} if body else {})
     response = conn.getresponse()
     size = len(response.read())
     headers = [(k, v) for k, v in response.getheaders() if k.lower() not in _SERVER_HEADERS]
@@ -181,7 +184,8 @@ def _python_load(port: int, method: str, path: str, seconds: float) -> float:
             n += 1
             body = json.dumps({"name": "N", "email": f"p{i}-{n}-{time.time_ns()}@example.org"}) \
                 if method == "POST" else None
-            conn.request(method, path, body=body, headers={"Content-Type": "application/json"} if body else {})
+            conn.request(method, path, body=body,
+                         headers={"Content-Type": "application/json"} if body else {})
             conn.getresponse().read()
             counts[i] += 1
         conn.close()
@@ -212,10 +216,12 @@ def run(rounds: int = 3, seconds: int = 3) -> dict[str, dict[str, float]]:
                 if name != "Falcon" and "SQLite" not in name:
                     seed(server.port)
             answers = {op: sample(servers["usersvc"].port, *mp) for op, mp in OPERATIONS.items()}
-            status = {op: "201_Created" if mp[0] == "POST" else "200_OK" for op, mp in OPERATIONS.items()}
-            ceilings = {op: peer("fixed", cwd, str(answers[op][0]), status[op]) for op in OPERATIONS}
-            with_headers = {op: peer("fixed", cwd, str(answers[op][0]), status[op], json.dumps(answers[op][1]))
-                            for op in OPERATIONS}
+            status = {op: "201_Created" if mp[0] == "POST" else "200_OK"
+                      for op, mp in OPERATIONS.items()}
+            ceilings = {op: peer("fixed", cwd, str(answers[op][0]), status[op])
+                        for op in OPERATIONS}
+            with_headers = {op: peer("fixed", cwd, str(answers[op][0]), status[op],
+                                     json.dumps(answers[op][1])) for op in OPERATIONS}
             samples: dict[str, dict[str, list[float]]] = {op: {} for op in OPERATIONS}
             for round_no in range(rounds):
                 for op, (method, path) in OPERATIONS.items():
@@ -237,7 +243,8 @@ def run(rounds: int = 3, seconds: int = 3) -> dict[str, dict[str, float]]:
         # Each SQLite server's writes were the POST rounds alone.
         medians["SQLite writer"] = {
             f"{threads} threads: {figure}": value
-            for threads, name in ((4, "usersvc on SQLite, no access log"), (8, "usersvc on SQLite, 8 threads"))
+            for threads, name in ((4, "usersvc on SQLite, no access log"),
+                                  (8, "usersvc on SQLite, 8 threads"))
             for figure, value in writer_figures(servers[name], rounds * seconds).items()}
     return medians
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paired import CHILD_HELPERS, child_json, paired  # noqa: E402
+
 # The last commit before text/html was negotiated.
 BEFORE_PAGES = "4e4c501"
 
@@ -56,7 +57,8 @@ if sys.argv[2] == "check":
             real = list(app.checks)         # the core's cross-origin protection is the first
             for checked in ((True, False) if r % 2 == 0 else (False, True)):
                 app.checks[:] = real if checked else real[1:]
-                (on if checked else off).append(timed(app, posts(2000, 10000 * r + 5000 * checked, **headers)))
+                requests = posts(2000, 10000 * r + 5000 * checked, **headers)
+                (on if checked else off).append(timed(app, requests))
         results[f"POST, {label}: check on"] = statistics.median(on)
         results[f"POST, {label}: check off"] = statistics.median(off)
 print(json.dumps(results))

@@ -14,8 +14,8 @@ import json
 import statistics
 import subprocess
 import sys
-import uuid
 import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any

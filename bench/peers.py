@@ -66,7 +66,8 @@ class PeerStore:
 
 
 def _fields(doc: Any) -> tuple[str, str] | None:
-    if isinstance(doc, dict) and isinstance(doc.get("name"), str) and isinstance(doc.get("email"), str):
+    if isinstance(doc, dict) and isinstance(doc.get("name"), str) \
+            and isinstance(doc.get("email"), str):
         return doc["name"], doc["email"]
     return None
 
@@ -84,7 +85,8 @@ def bare_app(store: PeerStore):
 
         if path == "/users":
             if method == "GET":
-                query = dict(p.partition("=")[::2] for p in environ.get("QUERY_STRING", "").split("&") if p)
+                query = dict(p.partition("=")[::2]
+                             for p in environ.get("QUERY_STRING", "").split("&") if p)
                 users = store.page(int(query.get("after", 0)), int(query.get("limit", 100)))
                 return answer("200 OK", json.dumps(users).encode())
             if method == "POST":
@@ -193,7 +195,8 @@ def webob_app(store: PeerStore):
 
 def fixed_app(body: bytes, status: str = "200 OK", extra: list | None = None):
     """No work at all: the same body every time (with ``extra`` headers)."""
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *(extra or [])]
+    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+               *(extra or [])]
 
     def app(environ, start_response):
         environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))

@@ -56,7 +56,8 @@ def main() -> int:
     quick = args.quick
     started = time.monotonic()
     lines = [f"# usersvc benchmark, {time.strftime('%Y-%m-%d')}", "",
-             f"Machine: {machine()}.", f"Command: `{' '.join(['bench/run.py', *sys.argv[1:]])}`.", ""]
+             f"Machine: {machine()}.",
+             f"Command: `{' '.join(['bench/run.py', *sys.argv[1:]])}`.", ""]
 
     print("in-process ...", file=sys.stderr)
     ip = inprocess.run(rounds=5 if quick else 21, count=1000 if quick else 2000)
@@ -101,15 +102,18 @@ def main() -> int:
     print("scale ...", file=sys.stderr)
     small, large = 1_000, (100_000 if quick else 1_000_000)
     sc = scale.run(small, large, rounds=1 if quick else 3)
-    lines += ["", f"## Scale: µs per request at {small:,} and {large:,} users (in-process; medians)", "",
-              "| store | operation | " + f"{small:,} | {large:,} | ratio |", "|---|---|---:|---:|---:|"]
+    lines += ["",
+              f"## Scale: µs per request at {small:,} and {large:,} users (in-process; medians)",
+              "", "| store | operation | " + f"{small:,} | {large:,} | ratio |",
+              "|---|---|---:|---:|---:|"]
     for kind in ("memory", "SQLite file"):
         for op in ("get", "create", "delete", "page of 100", "page of 100 by name",
                    "search (10 found)"):
             a, b = sc[kind, small][op], sc[kind, large][op]
             lines.append(f"| {kind} | {op} | {a:.1f} | {b:.1f} | {mark(b / a, 1.25, True)} |")
     lines += ["", f"Memory store: {sc['memory bytes per user']:,.0f} bytes per user (tracemalloc). "
-              f"SQLite file: {sc['sqlite bytes per user', large]:,.0f} bytes per user at {large:,} users.",
+              f"SQLite file: {sc['sqlite bytes per user', large]:,.0f} bytes per user "
+              f"at {large:,} users.",
               "", f"Took {time.monotonic() - started:.0f} s."]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -77,8 +77,8 @@ def measure(app: Any, n: int, count: int, rounds: int, tag: str) -> dict[str, fl
     for r in range(rounds):
         samples["get"].append(per_request(app, [("GET", f"/users/{mid + i % 100}", b"")
                                                 for i in range(count)]))
-        samples["page of 100"].append(per_request(app, [("GET", f"/users?after={mid}&limit=100", b"")]
-                                                  * max(1, count // 10)))
+        page = ("GET", f"/users?after={mid}&limit=100", b"")
+        samples["page of 100"].append(per_request(app, [page] * max(1, count // 10)))
         samples["page of 100 by name"].append(per_request(app, [("GET", by_name, b"")]
                                                           * max(1, count // 10)))
         samples["search (10 found)"].append(per_request(app, [("GET", "/users?q=rare", b"")]

@@ -36,8 +36,8 @@ COUNT = 2000
 
 def made(path: str) -> None:
     store = open_store(f"sqlite:///{path}", (USER,))
-    store["users"].restore([USER.record(id=i, name=f"User {i}", email=f"user{i}@example.org", version=1)
-                            for i in range(1, 1001)])
+    store["users"].restore([USER.record(id=i, name=f"User {i}", email=f"user{i}@example.org",
+                                        version=1) for i in range(1, 1001)])
     store.close()
 
 
@@ -68,7 +68,8 @@ class Strings:
         return self.make(row)
 
     def page(self, i: int) -> list:
-        return list(map(self.make, self.db.execute(*self.table.pages.page(limit=100, after=i % 900))))
+        return list(map(self.make, self.db.execute(
+            *self.table.pages.page(limit=100, after=i % 900))))
 
 
 class Core:
@@ -98,7 +99,7 @@ class Core:
 
     def insert(self, i: int) -> object:
         values = (f"New {i}", f"core{i}@example.org")
-        row = self.table.row_of(dict(zip(USER.fields, values)))
+        row = self.table.row_of(dict(zip(USER.fields, values, strict=True)))
         record_id = self.conn.execute(self.insert_one, {**row, "version": 1}).scalar_one()
         self.conn.commit()
         return self.make((record_id, *values, 1))
@@ -133,7 +134,8 @@ def main() -> int:
         layers = {"strings": Strings(path), "SQLAlchemy Core": Core(path)}
         operations = ["get", "insert", "update", "page"]
         for layer in layers.values():       # each answers as the other does
-            assert layer.get(2) == USER.record(id=3, name="User 3", email="user3@example.org", version=1)
+            assert layer.get(2) == USER.record(id=3, name="User 3", email="user3@example.org",
+                                               version=1)
             assert len(layer.page(0)) == 100
         samples = {op: {name: [] for name in layers} for op in operations}
         offset = 1

@@ -10,7 +10,7 @@ Needs what usersvc does not: ``.venv/bin/pip install fastapi sqlmodel
 annotations`` here: FastAPI and SQLModel read the annotations).
 """
 import os
-from typing import Annotated, Optional
+from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Response
 from pydantic import EmailStr
@@ -25,7 +25,7 @@ class UserBase(SQLModel):
 
 
 class User(UserBase, table=True):
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
 
 
 class UserCreate(UserBase):

@@ -338,7 +338,8 @@ def main() -> int:
                              "run and dropped after it)")
     parser.add_argument("--team", action="store_true",
                         help="serve.py's defaults: --streams streams and --long-polls long-polls "
-                             "(16 each unless given), past them clients turned away, and plain GETs")
+                             "(16 each unless given), past them clients turned away, "
+                             "and plain GETs")
     parser.add_argument("--long-polls", type=int, default=16)
     parser.add_argument("--turned-away", type=int, default=0)
     args = parser.parse_args()

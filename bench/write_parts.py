@@ -103,13 +103,14 @@ def instructions(collection: str, step: str, count: int) -> int:
 
 
 def per_call(collection: str, step: str) -> float:
-    return (instructions(collection, step, MANY) - instructions(collection, step, FEW)) / (MANY - FEW)
+    many, few = instructions(collection, step, MANY), instructions(collection, step, FEW)
+    return (many - few) / (MANY - FEW)
 
 
 def main() -> int:
     asked = [(c, s) for c in ("users", "tasks") for s in STEPS]
     with ThreadPoolExecutor(os.cpu_count()) as pool:    # counts, not times: runs side by side
-        figures = dict(zip(asked, pool.map(lambda a: per_call(*a), asked)))
+        figures = dict(zip(asked, pool.map(lambda a: per_call(*a), asked), strict=True))
     print("| instructions | a user's POST | share | a task's POST | share |")
     print("|---|---:|---:|---:|---:|")
     for step in (*STEPS, "the app's own (the rest)"):

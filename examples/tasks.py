@@ -8,8 +8,7 @@ exist, and cannot be deleted while a task names them. The store sets
 """
 import sys
 
-from usersvc import (USER, Schema, boolean, choice, date, datetime, number, ref, text,
-                     url)
+from usersvc import USER, Schema, boolean, choice, date, datetime, number, ref, text, url
 from usersvc.serving import main
 
 TASKS = Schema("task", "tasks",

@@ -22,10 +22,9 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from helpers import serve, stop
 from httplint import HttpRequestLinter, HttpResponseLinter, levels
 from webob import Request, Response
-
-from helpers import serve, stop
 
 from usersvc import DEFAULT_FEATURES, fast, make_app
 from usersvc.storage import open_store
@@ -284,7 +283,8 @@ def lint_exchange(method: str, target: str, request_headers: list[tuple[str, str
     request = HttpRequestLinter()
     request.process_request_topline(method.encode(), b"http://localhost" + target.encode(),
                                     b"HTTP/1.1")
-    request.process_headers([(k.encode("latin-1"), v.encode("latin-1")) for k, v in request_headers])
+    request.process_headers([(k.encode("latin-1"), v.encode("latin-1"))
+                             for k, v in request_headers])
     request.finish_content(True)
     linter = HttpResponseLinter()
     linter.request = request
@@ -295,7 +295,8 @@ def lint_exchange(method: str, target: str, request_headers: list[tuple[str, str
     linter.feed_content(b"" if method == "HEAD" else body)
     linter.finish_content(True)
     return [f"{type(note).__name__}: {note._get_summary()}" for note in linter.notes
-            if note.level in (levels.WARN, levels.BAD) and type(note).__name__ not in (exempt or {})]
+            if note.level in (levels.WARN, levels.BAD)
+            and type(note).__name__ not in (exempt or {})]
 
 
 def problem(response: Response, status: int) -> dict:

@@ -10,8 +10,7 @@ import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from usersvc import (Schema, boolean, choice, date, datetime, email, integer, number, ref, text,
-                     url)
+from usersvc import Schema, boolean, choice, date, datetime, email, integer, number, ref, text, url
 
 THINGS = Schema(
     "thing", "things",

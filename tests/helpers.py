@@ -1,6 +1,7 @@
 """Helpers for the tests that talk HTTP to a real server."""
 from __future__ import annotations
 
+import contextlib
 import http.client
 import itertools
 import json
@@ -92,10 +93,8 @@ def race(n, action, deadline=DEADLINE):
 def kill_group(process: subprocess.Popen) -> None:
     """Kill a server that did not stop, and every process it started (its
     workers): the test fails, and nothing is left running."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     process.wait()
 
 
@@ -119,14 +118,15 @@ class Served:
 
     def __init__(self, *args, cwd, port=0, script=ROOT / "serve.py"):
         self.log_path = Path(cwd) / f"serve-{next(self.count)}.log"
-        self._log = open(self.log_path, "w")
-        self.process = subprocess.Popen(
-            [*AS_A_TERMINAL_STARTS_IT, str(script), "--port", str(port), *args],
-            cwd=cwd, stdout=subprocess.PIPE, stderr=self._log, text=True,
-            start_new_session=True,     # (its own group: a server that hangs is killed whole)
-            env={**os.environ, "PYTHONFAULTHANDLER": "1"})      # (stopped_hung's stacks)
+        with open(self.log_path, "w") as log:      # (the child keeps its own copy)
+            self.process = subprocess.Popen(
+                [*AS_A_TERMINAL_STARTS_IT, str(script), "--port", str(port), *args],
+                cwd=cwd, stdout=subprocess.PIPE, stderr=log, text=True,
+                start_new_session=True,     # (its own group: a server that hangs is killed whole)
+                env={**os.environ, "PYTHONFAULTHANDLER": "1"})      # (stopped_hung's stacks)
         self.line = self.process.stdout.readline()
-        match = re.match(r"usersvc serving http://127\.0\.0\.1:(\d+)(/\S*) with storage (\S+)(?: and metrics at http://\S+:(\d+)/metrics)?$", self.line)
+        match = re.match(r"usersvc serving http://127\.0\.0\.1:(\d+)(/\S*) with storage (\S+)"
+                         r"(?: and metrics at http://\S+:(\d+)/metrics)?$", self.line)
         if not match:
             self.process.wait(timeout=15)
             self._close()
@@ -166,16 +166,13 @@ class Served:
         masks = ([line for line in status.read_text().splitlines()
                   if line.startswith(("SigIgn", "SigCgt", "SigBlk"))] if status.exists() else [])
         self.process.send_signal(signal.SIGABRT)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
         kill_group(self.process)
         return f"{masks}\n{self.log()[-6000:]}"
 
     def _close(self):
         self.process.stdout.close()
-        self._log.close()
 
 
 def page_shapes(name_at, email_at, email, q):

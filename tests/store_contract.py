@@ -80,7 +80,8 @@ def test_update_changes_given_fields_and_the_version(contract):
     assert (updated.id, updated.version) == (record.id, 2)
     assert contract.text_fields(updated, changed) == changed
     assert contract.store.get(record.id) == updated
-    assert contract.store.update(record.id).version == 3     # nothing given: a new version all the same
+    # Nothing given: a new version all the same.
+    assert contract.store.update(record.id).version == 3
 
 
 def test_a_required_field_left_out_or_none_is_a_type_error_and_nothing_is_written(contract):

@@ -17,13 +17,16 @@ ADA = {"name": "Ada Lovelace", "email": "ada@example.org"}
 BAD_REQUESTS = [
     ("POST", "/users", "[" * 100_000 + "]" * 100_000, "application/json", {}),
     ("POST", "/users", '{"a":' * 50_000 + "1" + "}" * 50_000, "application/json", {}),
-    ("POST", "/users", '{"name": ' + "9" * 50_000 + ', "email": "a@example.org"}', "application/json", {}),
+    ("POST", "/users", '{"name": ' + "9" * 50_000 + ', "email": "a@example.org"}',
+     "application/json", {}),
     ("POST", "/users", '{"name": 1e999999, "email": "a@example.org"}', "application/json", {}),
     ("POST", "/users", '{"name": NaN, "email": "a@example.org"}', "application/json", {}),
     ("POST", "/users", '{"name": -Infinity, "email": "a@example.org"}', "application/json", {}),
     ("POST", "/users", '{"name": "\\ud800", "email": "a@example.org"}', "application/json", {}),
-    ("POST", "/users", '{"name": "\\udfff\\ud800", "email": "a@example.org"}', "application/json", {}),
-    ("POST", "/users", '{"name": "A", "name": "B", "email": "a@example.org"}', "application/json", {}),
+    ("POST", "/users", '{"name": "\\udfff\\ud800", "email": "a@example.org"}',
+     "application/json", {}),
+    ("POST", "/users", '{"name": "A", "name": "B", "email": "a@example.org"}',
+     "application/json", {}),
     ("POST", "/users", '{"name": "A\\u0000B", "email": "a@example.org"}', "application/json", {}),
     ("POST", "/users", b'{"name": "A\x00B", "email": "a@example.org"}', "application/json", {}),
     ("POST", "/users", b'{"name": "\xff", "email": "a@example.org"}', "application/json", {}),
@@ -33,7 +36,8 @@ BAD_REQUESTS = [
     ("POST", "/users", "", "application/json", {}),
     ("POST", "/users", "   ", "application/json", {}),
     ("POST", "/users", '{"name": "A", "email": "a@example.org"} x', "application/json", {}),
-    ("POST", "/users", '{"name": "Robert\'); DROP TABLE users;--", "email": "x\' OR 1=1--@example.org"}',
+    ("POST", "/users",
+     '{"name": "Robert\'); DROP TABLE users;--", "email": "x\' OR 1=1--@example.org"}',
      "application/json", {}),
     ("POST", "/users", "<user><name>A</name><email>a@example.org</email></user>", "text/plain", {}),
     ("POST", "/users", json.dumps(ADA), "application/json", {"Accept": "image/png"}),
@@ -73,7 +77,8 @@ def populated(client):
 def test_bad_requests_get_a_4xx_problem_and_change_nothing(populated, method, path, body,
                                                            content_type, headers):
     before = snapshot(populated)
-    response = populated.request(method, path, body=body, content_type=content_type, headers=headers)
+    response = populated.request(method, path, body=body, content_type=content_type,
+                                 headers=headers)
     assert 400 <= response.status_code < 500, response.text
     assert response.content_type == "application/problem+json"
     assert response.json["status"] == response.status_code

@@ -12,8 +12,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from every_kind import THINGS, thing_maker
 from conftest import opened
+from every_kind import THINGS, thing_maker
 from webob import Request
 
 from usersvc import USER, make_app
@@ -47,7 +47,8 @@ QUESTIONS = [
     ('code[in]=C-1,"c-2",c-9,"a, b"', lambda r: r.code in ("c-1", "c-2", "c-9")),
     ("due[exists]=false", lambda r: r.due is None),
     ("due[exists]=true&count[lt]=4", lambda r: r.due is not None and r.count < 4),
-    ("contact[ne]=a7@example.org", lambda r: r.contact is not None and r.contact != "a7@example.org"),
+    ("contact[ne]=a7@example.org",
+     lambda r: r.contact is not None and r.contact != "a7@example.org"),
     ("link[eq]=https://example.org/5", lambda r: r.link == "https://example.org/5"),
     ("owner[exists]=true", lambda r: r.owner is not None),
     ("done=true&count[gte]=2", lambda r: r.done and r.count >= 2),
@@ -229,9 +230,11 @@ def test_a_range_on_the_pages_own_order_reads_only_the_page_on_memory():
             (dict(sort="title", where=(ask("title[gte]", "THING 1500"),)), range(1500, 1510)),
             (dict(sort="title", reverse=True, where=(ask("title[lt]", "thing 1500"),)),
              range(1499, 1489, -1)),
-            (dict(sort="title", where=(ask("title[gt]", "thing 1500"), ask("title[lte]", "thing 1504"))),
+            (dict(sort="title",
+                  where=(ask("title[gt]", "thing 1500"), ask("title[lte]", "thing 1504"))),
              range(1501, 1505)),
-            (dict(sort="title", after=("thing 2000", 2001), where=(ask("title[gte]", "thing 1500"),)),
+            (dict(sort="title", after=("thing 2000", 2001),
+                  where=(ask("title[gte]", "thing 1500"),)),
              range(2001, 2011)),
             (dict(where=(ask("id[gt]", "2500"),)), range(2500, 2510)),
             (dict(reverse=True, where=(ask("id[lte]", "100"),)), range(99, 89, -1)),

@@ -16,10 +16,10 @@ import threading
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from books import BOOKS
 from conftest import LINT_EXEMPT, Client, lint_exchange, problem
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from usersvc import USER, Mount, Schema, make_app, text
 
@@ -96,7 +96,8 @@ def test_a_batch_with_a_query_parameter_is_a_400_naming_it_and_writes_nothing(li
         {"method": "POST", "path": "/users", "body": {"name": "Bea", "email": "bea@example.org"}}]})
     assert response.status_code == 400, response.text
     assert response.content_type == "application/problem+json"
-    assert query.split("=")[0] in response.json["detail"] and "POST /batch" in response.json["detail"]
+    detail = response.json["detail"]
+    assert query.split("=")[0] in detail and "POST /batch" in detail
     assert everything(library) == before
 
 
@@ -109,7 +110,8 @@ def test_a_batch_makes_every_write_and_answers_each_in_order(library):
         {"method": "PATCH", "path": "/books/1", "headers": {
             "If-Match": '"1-1"', "Content-Type": "application/merge-patch+json"},
          "body": {"year": 1966}},
-        {"method": "PUT", "path": "/books/2", "body": {"title": "Emma", "isbn": "x-2", "year": 1815}},
+        {"method": "PUT", "path": "/books/2",
+         "body": {"title": "Emma", "isbn": "x-2", "year": 1815}},
         {"method": "DELETE", "path": "/users/1", "headers": {"if-match": '"1-1"'}})
     assert response.status_code == 200, response.text
     assert response.content_type == "application/json"
@@ -139,10 +141,10 @@ def test_each_request_sees_what_the_ones_before_it_left(library):
 
 def test_a_batch_uniqueness_counts_its_own_earlier_writes(library):
     before = everything(library)
-    body = problem(batch(library,
-                         {"method": "POST", "path": "/books", "body": {"title": "A", "isbn": "z-1"}},
-                         {"method": "POST", "path": "/books", "body": {"title": "B", "isbn": "Z-1"}}),
-                   409)
+    body = problem(batch(
+        library,
+        {"method": "POST", "path": "/books", "body": {"title": "A", "isbn": "z-1"}},
+        {"method": "POST", "path": "/books", "body": {"title": "B", "isbn": "Z-1"}}), 409)
     assert body["request"] == 1 and body["errors"] == [{"pointer": "/isbn",
                                                         "detail": "is already taken"}]
     assert everything(library) == before
@@ -152,7 +154,8 @@ def test_a_batch_uniqueness_counts_its_own_earlier_writes(library):
 
 VALID = [
     {"method": "POST", "path": "/users", "body": {"name": "Bea", "email": "bea@example.org"}},
-    {"method": "PATCH", "path": "/books/1", "headers": {"If-Match": '"1-1"'}, "body": {"year": 1966}},
+    {"method": "PATCH", "path": "/books/1", "headers": {"If-Match": '"1-1"'},
+     "body": {"year": 1966}},
     {"method": "DELETE", "path": "/books/2"},
     {"method": "POST", "path": "/books", "body": {"title": "Kim", "isbn": "x-3"}},
 ]
@@ -325,7 +328,8 @@ def test_racing_batches_for_one_unique_value_leave_one_winner_and_nothing_of_the
         answers[i] = batch(
             library,
             {"method": "POST", "path": "/books", "body": {"title": f"Own {i}", "isbn": f"own-{i}"}},
-            {"method": "POST", "path": "/users", "body": {"name": f"R{i}", "email": "same@example.org"}})
+            {"method": "POST", "path": "/users",
+             "body": {"name": f"R{i}", "email": "same@example.org"}})
     threads = [threading.Thread(target=send, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
@@ -388,7 +392,8 @@ def test_an_idempotency_key_replays_the_whole_answer(library):
 
 def test_a_refused_batch_s_answer_is_kept_with_its_key_and_nothing_else(library):
     key = {"Idempotency-Key": "b-2"}
-    taken = {"method": "POST", "path": "/users", "body": {"name": "Twin", "email": "ada@example.org"}}
+    taken = {"method": "POST", "path": "/users",
+             "body": {"name": "Twin", "email": "ada@example.org"}}
     before = everything(library)
     first = batch(library, VALID[3], taken, headers=key)
     assert problem(first, 409)["request"] == 1
@@ -458,7 +463,8 @@ REQUEST = st.one_of(
     st.builds(lambda e: {"method": "POST", "path": "/users", "body": {"name": "U", "email": e}},
               st.sampled_from(EMAILS)),
     st.builds(lambda i, y: {"method": "POST", "path": "/books",
-                            "body": {"title": "T", "isbn": i, **({} if y is None else {"year": y})}},
+                            "body": {"title": "T", "isbn": i,
+                                     **({} if y is None else {"year": y})}},
               st.sampled_from(ISBNS), st.none() | st.integers(1, 3)),
     st.builds(lambda n, e: {"method": "PATCH", "path": f"/users/{n}", "body": {"email": e}},
               IDS, st.sampled_from(EMAILS)),

@@ -6,7 +6,6 @@ import pytest
 from conftest import BEFORE_THE_STORE, judged_before_the_store, problem, snapshot
 from helpers import ADA, ADA_XML
 
-
 store_url = pytest.fixture(params=BEFORE_THE_STORE, name="store_url")(judged_before_the_store)
 
 
@@ -40,7 +39,8 @@ def test_other_body_types_are_415_with_accept_post(client, content_type):
 
 def test_put_with_another_type_is_415(client):
     client.create()
-    problem(client.put("/users/1", body="name=x", content_type="application/x-www-form-urlencoded"), 415)
+    problem(client.put("/users/1", body="name=x",
+                       content_type="application/x-www-form-urlencoded"), 415)
 
 
 @pytest.mark.parametrize("name", ["Zoë Ångström", "李小龍", "Ελένη", "🦄 Unicorn", "अदा"])
@@ -51,7 +51,8 @@ def test_non_ascii_names_round_trip_in_both_formats(client, name):
     xml = client.get("/users/1", headers={"Accept": "application/xml"}).body
     assert f"<name>{name}</name>".encode() in xml
     client.delete("/users/1")
-    xml_created = client.post("/users", body=f"<user><name>{name}</name><email>z@example.org</email></user>",
+    xml_created = client.post("/users",
+                              body=f"<user><name>{name}</name><email>z@example.org</email></user>",
                               content_type="application/xml")
     assert xml_created.json["name"] == name
 

@@ -134,7 +134,8 @@ def test_the_allowed_front_end_creates_reads_replaces_patches_and_deletes(sites,
     assert steps[3] == ["stale", 412, "Precondition Failed"]
     assert steps[4] == ["patch", 200, "A."]
     assert steps[5][:2] == ["page", 200] and steps[5][3] == "2"
-    assert link_to(steps[5][2]) == f'{sites["service"]}/users?after=1&limit=1'     # read from script
+    # read from script:
+    assert link_to(steps[5][2]) == f'{sites["service"]}/users?after=1&limit=1'
     assert re.fullmatch(re.escape(f'{sites["service"]}/users/changes?after=4.') + "[0-9a-f]{12}",
                         link_to(steps[5][2], FEED_RELATION))      # position 4, in its history
     assert steps[6] == ["delete", 204]

@@ -10,12 +10,11 @@ from conftest import Client, problem
 from helpers import link_to
 from webob import Request
 
-from usersvc import make_app
+from usersvc import USER, make_app
 from usersvc.listing import FEED_RELATION
-from usersvc import USER
 from usersvc.storage import CommitsAnnounced
-from usersvc.storage.protocol import ChangeFeed
 from usersvc.storage.memory.collection import MemoryRecords
+from usersvc.storage.protocol import ChangeFeed
 
 pytestmark = pytest.mark.core       # runs on the plain core too (conftest.SERVED)
 
@@ -39,7 +38,8 @@ def test_the_feed_in_json_is_each_user_once_and_tombstones(changed):
         b'{"seq":4,"id":2,"deleted":true},'
         b'{"seq":5,"id":3,"user":{"id":3,"name":"Cy","email":"cy@example.org"}}]')
     h = changed.app.records[0].history       # the last entry named, in this history
-    assert response.headers["Link"] == f'<http://localhost/users/changes?after=5.3.1.{h}&limit=100>; rel="next"'
+    assert response.headers["Link"] == \
+        f'<http://localhost/users/changes?after=5.3.1.{h}&limit=100>; rel="next"'
     assert response.headers["Cache-Control"] == "no-store"
 
 
@@ -61,7 +61,8 @@ def test_next_is_always_there_and_a_client_just_follows_it(changed):
     assert seen == [[3, 4], [5], []]
     h = changed.app.records[0].history
     assert url == f"/users/changes?after=5.3.1.{h}&limit=2"     # nothing new: the same place
-    changed.patch("/users/3", body=b'{"name": "Cyril"}', content_type="application/merge-patch+json")
+    changed.patch("/users/3", body=b'{"name": "Cyril"}',
+                  content_type="application/merge-patch+json")
     assert [e["user"]["name"] for e in changed.get(url).json] == ["Cyril"]
 
 

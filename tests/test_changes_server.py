@@ -17,7 +17,6 @@ from helpers import Served, call, link_to, shared_url
 
 from usersvc.listing import FEED_RELATION
 
-
 storage = pytest.fixture(params=["sqlite", "postgres"], name="storage")(shared_url)
 
 
@@ -77,7 +76,8 @@ def write(addresses, seed, ids, rounds):
             call(address, "PUT", f"/users/{rng.choice(ids)}",
                  {"name": f"R{seed} {n}", "email": f"r{seed}.{n}@example.org"})
         elif action == "patch":
-            call(address, "PATCH", f"/users/{rng.choice(ids)}", json.dumps({"name": f"P{seed} {n}"}),
+            call(address, "PATCH", f"/users/{rng.choice(ids)}",
+                 json.dumps({"name": f"P{seed} {n}"}),
                  {"Content-Type": "application/merge-patch+json"})
         else:
             call(address, "DELETE", f"/users/{rng.choice(ids)}")
@@ -157,7 +157,8 @@ def test_waiting_takes_at_most_its_places_and_sigterm_still_stops_at_once(tmp_pa
     assert b"2 requests are already waiting" in body
     # The other threads (--threads) still serve everyone else.
     assert call(served.address, "GET", "/users")[0] == 200
-    assert call(served.address, "POST", "/users", {"name": "Ada", "email": "a@example.org"})[0] == 201
+    assert call(served.address, "POST", "/users",
+                {"name": "Ada", "email": "a@example.org"})[0] == 201
     for thread in threads:      # the create answers the two waiting
         thread.join(15)
     assert sorted(status for status, _, _ in answers) == [200, 200, 503]

@@ -37,7 +37,8 @@ def test_a_port_in_use_is_one_line(tmp_path, taken_port, command):
 
 @pytest.mark.parametrize("host, says", [
     ("10.1.2.3", "cannot listen on 10.1.2.3 port 0: Cannot assign requested address"),
-    ("no-such-host.invalid", "cannot listen on no-such-host.invalid port 0: Name or service not known"),
+    ("no-such-host.invalid",
+     "cannot listen on no-such-host.invalid port 0: Name or service not known"),
 ])
 def test_a_host_it_cannot_listen_on_or_resolve_is_one_line_and_no_warning(tmp_path, host, says):
     one_line(run(SERVE, tmp_path, "--host", host, "--port", "0", "--storage", "memory://"), says)
@@ -114,14 +115,16 @@ def test_an_unknown_option_gets_the_usage_and_the_closest_option(tmp_path, comma
 def test_usersvc_help_lists_the_commands(tmp_path):
     result = run(USERSVC, tmp_path, "--help")
     assert result.returncode == 0
-    assert "usersvc [serve] [options]" in result.stdout and "usersvc copy SOURCE_URL DEST_URL" in result.stdout
+    assert "usersvc [serve] [options]" in result.stdout
+    assert "usersvc copy SOURCE_URL DEST_URL" in result.stdout
     assert "--storage" in result.stdout
     assert "copy moves every collection" in " ".join(result.stdout.split())
 
 
 def test_copy_refuses_a_sqlite_source_that_does_not_exist_and_makes_nothing(tmp_path):
     result = run(USERSVC, tmp_path, "copy", "sqlite:///nonexistent.db", "memory://")
-    one_line(result, "cannot open sqlite:///nonexistent.db: there is no database file at nonexistent.db")
+    one_line(result,
+             "cannot open sqlite:///nonexistent.db: there is no database file at nonexistent.db")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -11,7 +11,6 @@ import pytest
 from books import BOOKS
 from conftest import Client, problem
 from helpers import ROOT, Served, call
-
 from openapi_spec_validator import validate
 
 from usersvc import USER, Schema, make_app
@@ -128,7 +127,8 @@ def test_a_unique_field_is_a_409_pointing_at_it(library):
 def test_books_are_listed_by_what_their_schema_declares(library):
     for title, isbn in [("Emma", "c-3"), ("dune", "a-1"), ("Dune Messiah", "b-2")]:
         library.post("/books", json_body={"title": title, "isbn": isbn})
-    assert [b["title"] for b in library.get("/books?sort=-title").json] == ["Emma", "Dune Messiah", "dune"]
+    assert [b["title"] for b in library.get("/books?sort=-title").json] == [
+        "Emma", "Dune Messiah", "dune"]
     assert [b["isbn"] for b in library.get("/books?q=dun").json] == ["a-1", "b-2"]
     assert [b["isbn"] for b in library.get("/books?isbn=B-2").json] == ["b-2"]
     body = problem(library.get("/books?year=1965"), 400)
@@ -141,7 +141,8 @@ def test_books_are_listed_by_what_their_schema_declares(library):
 def test_the_openapi_document_describes_books_from_their_schema(library):
     schemas = library.get("/openapi.json").json["components"]["schemas"]
     assert schemas["Book"]["required"] == ["id", "title", "isbn"]
-    assert schemas["Book"]["properties"]["year"] == {"type": "integer", "minimum": 0, "maximum": 9999}
+    assert schemas["Book"]["properties"]["year"] == {
+        "type": "integer", "minimum": 0, "maximum": 9999}
     assert schemas["BookCreate"]["required"] == ["title", "isbn"]
     assert schemas["BookPatch"]["properties"]["year"]["anyOf"][1] == {"type": "null"}
 
@@ -153,7 +154,8 @@ def test_a_books_page_asks_for_the_required_fields_and_a_number_for_the_year(lib
     assert '<input id="new-title" name="title" type="text" value="" required' in page
     library.post("/books", json_body={"title": "Emma", "isbn": "x-1"})
     page = library.get("/books", headers={"Accept": "text/html"}).text
-    assert '<td><a href="books/1">1</a></td><td><a href="books/1">Emma</a></td><td>x-1</td><td></td>' in page
+    assert ('<td><a href="books/1">1</a></td><td><a href="books/1">Emma</a></td>'
+            '<td>x-1</td><td></td>') in page
     root = library.get("/", headers={"Accept": "text/html"}).text
     assert 'href="/users"' in root and 'href="/books"' in root
 
@@ -163,7 +165,8 @@ def test_serve_py_serves_collections_named_by_module_and_name(store_url, tmp_pat
     served = Served("--storage", store_url, "--collections", "examples.library:BOOKS", cwd=tmp_path)
     try:
         assert call(served.address, "POST", "/books", DUNE)[0] == 201
-        assert call(served.address, "POST", "/users", {"name": "Ada", "email": "a@example.org"})[0] == 201
+        assert call(served.address, "POST", "/users",
+                    {"name": "Ada", "email": "a@example.org"})[0] == 201
         status, _, body = call(served.address, "GET", "/openapi.json")
         assert status == 200 and "/books/{id}" in json.loads(body)["paths"]
     finally:
@@ -175,7 +178,8 @@ def test_examples_library_serves_users_and_books(store_url, tmp_path):
     try:
         status, headers, body = call(served.address, "POST", "/books", DUNE)
         assert status == 201 and json.loads(body) == {"id": 1, **DUNE}
-        assert call(served.address, "POST", "/users", {"name": "Ada", "email": "a@example.org"})[0] == 201
+        assert call(served.address, "POST", "/users",
+                    {"name": "Ada", "email": "a@example.org"})[0] == 201
         status, _, body = call(served.address, "GET", "/books?q=DUNE")
         assert status == 200 and [b["isbn"] for b in json.loads(body)] == ["0441013597"]
         status, _, body = call(served.address, "GET", "/books/changes")
@@ -267,7 +271,8 @@ def test_an_embedders_own_kinds_are_served_by_every_store(targets):
     assert xml.body == b"<target><id>2</id><slug>q1</slug><reached>7</reached></target>"
     body = problem(targets.post("/targets", json_body={"slug": "Q4 Sales", "reached": 140}), 422)
     assert body["errors"] == [
-        {"pointer": "/slug", "detail": "must be a slug: lower-case letters and digits, joined by hyphens"},
+        {"pointer": "/slug",
+         "detail": "must be a slug: lower-case letters and digits, joined by hyphens"},
         {"pointer": "/reached", "detail": "must be a whole percentage, from 0 to 100"}]
     problem(targets.post("/targets", json_body={"slug": "q4-sales"}), 409)      # unique
     assert targets.patch("/targets/1", json_body={"reached": 100}).json["reached"] == 100

@@ -21,7 +21,6 @@ import threading
 import time
 
 import pytest
-
 from helpers import Served
 
 ROUNDS = 3
@@ -74,7 +73,8 @@ def _stream(conn, round_no, thread_no, acked, stop):
     n = 0
     while not stop.is_set():
         n += 1
-        user = {"name": f"R{round_no} T{thread_no} #{n}", "email": f"r{round_no}-t{thread_no}-{n}@example.org"}
+        user = {"name": f"R{round_no} T{thread_no} #{n}",
+                "email": f"r{round_no}-t{thread_no}-{n}@example.org"}
         try:
             conn.request("POST", "/users", body=json.dumps(user),
                          headers={"Content-Type": "application/json"})
@@ -107,7 +107,8 @@ def test_every_acknowledged_create_survives_sigkill(tmp_path, url):
 
         acked: list = []
         kill_under_writers(served, stream_creates, acked, round_no)
-        assert all(a[0] != "unexpected" for a in acked), [a for a in acked if a[0] == "unexpected"][:3]
+        assert all(a[0] != "unexpected" for a in acked), [
+            a for a in acked if a[0] == "unexpected"][:3]
         ids = [a[0] for a in acked_before + acked]
         assert len(ids) == len(set(ids))                # ids are never handed out twice
 
@@ -138,7 +139,8 @@ def stream_keyed_creates(address, thread_no, sent, acked, stop):
         while not stop.is_set():
             n += 1
             key = f"t{thread_no}-{n}"
-            body = json.dumps({"name": f"K{thread_no} #{n}", "email": f"k{thread_no}-{n}@example.org"})
+            body = json.dumps({"name": f"K{thread_no} #{n}",
+                               "email": f"k{thread_no}-{n}@example.org"})
             sent[key] = body
             try:
                 conn.request("POST", "/users", body=body, headers={
@@ -176,9 +178,10 @@ def test_every_create_retried_with_its_key_after_sigkill_makes_one_user(tmp_path
     finally:
         assert served.stop() == 0
     # Exactly one user per key, each as it was sent (and at its first version).
-    assert sorted(u["email"] for u in users) == sorted(json.loads(b)["email"] for b in sent.values())
+    assert sorted(u["email"] for u in users) == sorted(
+        json.loads(b)["email"] for b in sent.values())
     by_email = {u["email"]: u for u in users}
-    for key, (_, etag, answer) in acked.items():
+    for _, etag, answer in acked.values():
         user = json.loads(answer)
         assert by_email[user["email"]] == user and etag == f'"{user["id"]}-1"'
 
@@ -207,7 +210,8 @@ def stream_batches(address, thread_no, acked, stop):
                 response.read()
             except (OSError, http.client.HTTPException):
                 return
-            acked.append((thread_no, n) if response.status == 200 else ("unexpected", response.status))
+            acked.append((thread_no, n) if response.status == 200
+                         else ("unexpected", response.status))
     finally:
         conn.close()
 

@@ -59,7 +59,8 @@ def test_the_403_names_no_collection_of_its_own(store_url):
     app = make_app(store_url, collections=(USER, BOOKS))
     try:
         library = Client(app)
-        body = problem(send(library, "POST", "/books", Sec_Fetch_Site="cross-site", Origin=OTHER), 403)
+        body = problem(
+            send(library, "POST", "/books", Sec_Fetch_Site="cross-site", Origin=OTHER), 403)
         assert body["detail"] == ("A page of another site cannot make changes here "
                                   "(cross-origin request refused).")
     finally:
@@ -163,7 +164,8 @@ def test_the_check_comes_before_the_body_is_read():
     ("an HTML form", "application/x-www-form-urlencoded", "name=Ada&email=ada%40example.org"),
     ("an HTML form, multipart", "multipart/form-data; boundary=x", "--x--"),
 ])
-def test_every_write_a_page_can_send_without_a_preflight_creates_nothing(client, way, content_type, body):
+def test_every_write_a_page_can_send_without_a_preflight_creates_nothing(
+        client, way, content_type, body):
     problem(send(client, "POST", body=body, content_type=content_type,
                  Sec_Fetch_Site="cross-site", Origin=OTHER), 403)
     # ... and from a client that says nothing of its origin, those types are 415s.
@@ -177,10 +179,12 @@ def test_an_allowed_origin_reads_every_answer_with_the_headers_it_needs(cors_cli
     created = send(cors_client, "POST", Origin=FRONT)
     for response in (created, send(cors_client, "GET", "/users/1", body=None, content_type=None,
                                    Origin=FRONT),
-                     send(cors_client, "GET", "/users/9", body=None, content_type=None, Origin=FRONT)):
+                     send(cors_client, "GET", "/users/9", body=None, content_type=None,
+                          Origin=FRONT)):
         assert response.headers["Access-Control-Allow-Origin"] == FRONT
         exposed = response.headers["Access-Control-Expose-Headers"]
-        assert {"ETag", "Location", "Link", "Retry-After", "X-Total-Count"} <= set(exposed.split(", "))
+        assert {"ETag", "Location", "Link", "Retry-After", "X-Total-Count"} <= set(
+            exposed.split(", "))
         assert "Origin" in response.headers["Vary"] and "Accept" in response.headers["Vary"]
         assert "Access-Control-Allow-Credentials" not in response.headers
 
@@ -207,7 +211,8 @@ def test_a_preflight_names_the_methods_headers_and_how_long_to_keep_them(cors_cl
     response = preflight(cors_client, "/users/1", FRONT)
     assert response.status_code == 204
     assert response.headers["Access-Control-Allow-Origin"] == FRONT
-    assert response.headers["Access-Control-Allow-Methods"] == "GET, HEAD, PUT, PATCH, DELETE, OPTIONS"
+    assert response.headers["Access-Control-Allow-Methods"] == \
+        "GET, HEAD, PUT, PATCH, DELETE, OPTIONS"
     allowed = set(response.headers["Access-Control-Allow-Headers"].split(", "))
     assert {"Content-Type", "If-Match", "If-None-Match", "Authorization", "Prefer",
             "Idempotency-Key", "Last-Event-ID"} <= allowed
@@ -247,7 +252,8 @@ def test_a_malformed_origin_is_refused_at_start(origin, tmp_path):
     result = subprocess.run([sys.executable, str(ROOT_DIR / "serve.py"), "--storage", "memory://",
                              "--cors-origin", origin], cwd=tmp_path, capture_output=True, text=True,
                             timeout=60)
-    assert result.returncode == 2 and result.stderr.startswith("usersvc: --cors-origin cannot be used: not an origin")
+    assert result.returncode == 2 and result.stderr.startswith(
+        "usersvc: --cors-origin cannot be used: not an origin")
     assert len(result.stderr.splitlines()) == 1
 
 

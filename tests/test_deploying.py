@@ -40,8 +40,8 @@ def deployment(storage, tmp_path):
                 for _ in range(2)]
     port = free_port()
     site = (ROOT / "docs" / "nginx-usersvc.conf").read_text()
-    site = site.replace("127.0.0.1:8081", "127.0.0.1:%d" % backends[0].address[1])
-    site = site.replace("127.0.0.1:8082", "127.0.0.1:%d" % backends[1].address[1])
+    site = site.replace("127.0.0.1:8081", f"127.0.0.1:{backends[0].address[1]}")
+    site = site.replace("127.0.0.1:8082", f"127.0.0.1:{backends[1].address[1]}")
     site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
     (tmp_path / "site.conf").write_text(site)
     (tmp_path / "nginx.conf").write_text(
@@ -71,8 +71,9 @@ def deployment(storage, tmp_path):
 
 def test_through_nginx_urls_name_the_proxy_and_both_backends_serve(deployment):
     address, backends = deployment
-    host = "%s:%d" % address
-    status, headers, body = call(address, "POST", "/users", {"name": "Ada", "email": "ada@example.org"})
+    host = f"{address[0]}:{address[1]}"
+    status, headers, body = call(address, "POST", "/users",
+                                 {"name": "Ada", "email": "ada@example.org"})
     assert status == 201
     user = json.loads(body)
     assert headers["Location"] == f"http://{host}/users/{user['id']}"
@@ -86,7 +87,8 @@ def test_through_nginx_urls_name_the_proxy_and_both_backends_serve(deployment):
 
 def test_a_forwarded_https_scheme_reaches_the_urls(deployment):
     address, _ = deployment
-    status, headers, _ = call(address, "POST", "/users", {"name": "Ada", "email": "ada@example.org"},
+    status, headers, _ = call(address, "POST", "/users",
+                              {"name": "Ada", "email": "ada@example.org"},
                               {"X-Forwarded-Proto": "https"})
     # nginx sets the header from its own $scheme (http here): a client cannot.
     assert status == 201 and headers["Location"].startswith("http://")
@@ -94,7 +96,8 @@ def test_a_forwarded_https_scheme_reaches_the_urls(deployment):
 
 def test_requests_go_on_when_one_backend_stops(deployment):
     address, backends = deployment
-    status, headers, body = call(address, "POST", "/users", {"name": "Ada", "email": "ada@example.org"})
+    status, headers, body = call(address, "POST", "/users",
+                                 {"name": "Ada", "email": "ada@example.org"})
     path = f"/users/{json.loads(body)['id']}"
     assert backends[0].stop() == 0
     assert [call(address, "GET", path)[0] for _ in range(4)] == [200] * 4
@@ -127,11 +130,11 @@ def test_the_backend_believes_forwarded_headers_only_from_its_trusted_proxy(tmp_
     plain = Served("--storage", "memory://", cwd=tmp_path)
     forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.example.org"}
     try:
-        _, headers, _ = call(trusting.address, "POST", "/users", {"name": "A", "email": "a@example.org"},
-                             forwarded)
+        _, headers, _ = call(trusting.address, "POST", "/users",
+                             {"name": "A", "email": "a@example.org"}, forwarded)
         assert headers["Location"] == "https://api.example.org/users/1"
-        _, headers, _ = call(plain.address, "POST", "/users", {"name": "A", "email": "a@example.org"},
-                             forwarded)
-        assert headers["Location"] == "http://127.0.0.1:%d/users/1" % plain.address[1]
+        _, headers, _ = call(plain.address, "POST", "/users",
+                             {"name": "A", "email": "a@example.org"}, forwarded)
+        assert headers["Location"] == f"http://127.0.0.1:{plain.address[1]}/users/1"
     finally:
         assert [trusting.stop(), plain.stop()] == [0, 0]

@@ -7,7 +7,6 @@ import ast
 import json
 import re
 import sys
-import tempfile
 import threading
 from pathlib import Path
 

@@ -419,7 +419,8 @@ def test_a_stream_whose_store_fails_ends_logged_as_any_failure_and_the_next_is_s
         assert [e["user"]["name"] for e in entries(client)] == ["Ada"]
         assert len(failures(caplog)) == 1
         if metrics:
-            assert app.plugged["metrics"].requests()[("GET", "/users/changes", 200)].buckets[-1] == 3
+            requests = app.plugged["metrics"].requests()
+            assert requests[("GET", "/users/changes", 200)].buckets[-1] == 3
     finally:
         app.stop_waiting()
         app.close()

@@ -16,9 +16,24 @@ import subprocess
 import threading
 
 import pytest
-from helpers import (GRANIAN, STREAM_DEADLINE, Served, StreamOverHTTP, _parsed, call, free_port,
-                     long_poll, placed, seq_of, serve, shared_url, stop, turned_away,
-                     until_waiting, within)
+from helpers import (
+    GRANIAN,
+    STREAM_DEADLINE,
+    Served,
+    StreamOverHTTP,
+    _parsed,
+    call,
+    free_port,
+    long_poll,
+    placed,
+    seq_of,
+    serve,
+    shared_url,
+    stop,
+    turned_away,
+    until_waiting,
+    within,
+)
 
 from usersvc import make_app
 
@@ -117,7 +132,7 @@ def test_a_stream_whose_client_went_away_frees_its_slot_for_the_next(server, tmp
     chosen = ["--server", "granian", "--workers", "1"] if server == "granian" else []
     served = Served("--storage", "memory://", "--max-waiting", "1", *chosen, cwd=tmp_path)
     try:
-        for round in range(3):                  # (a person going from page to page)
+        for _ in range(3):                      # (a person going from page to page)
             placed(served.address).close()
         for _ in range(200):                    # a long-poll gets it too
             polling = call(served.address, "GET", "/users/changes?wait=1")

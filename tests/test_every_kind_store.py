@@ -4,14 +4,14 @@ can ask: a required field missing beside optional ones of every kind."""
 from __future__ import annotations
 
 import pytest
+from conftest import opened
 from every_kind import THINGS, thing_maker
 from store_contract import *  # noqa: F403  (the suite's tests)
-from conftest import opened
 from store_contract import Contract
 
 from usersvc import USER
-from usersvc.storage import Conflict, open_store
 from usersvc.serving.transfer import copy_store
+from usersvc.storage import Conflict, open_store
 
 EVERY_OPTIONAL = {"contact": "a@example.org", "weight": 0.5, "due": "2026-12-01",
                   "link": "https://example.org/", "note": "a note", "owner": 1}

@@ -68,7 +68,8 @@ def structure(url):
     if url.startswith("sqlite"):
         with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as db:
             found = set()
-            for kind, name, table, sql in db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"):
+            for kind, name, table, sql in db.execute(
+                    "SELECT type, name, tbl_name, sql FROM sqlite_master"):
                 if kind == "table":
                     found |= {("column", name, c[1], c[2], c[3])
                               for c in db.execute(f"PRAGMA table_info({name})")}
@@ -79,10 +80,12 @@ def structure(url):
                     found.add((kind, name, " ".join(sql.split())))
             return found
     import psycopg
+
     from usersvc.storage.postgres.store import split_url
     with psycopg.connect(split_url(url)[0]) as db:
         rows = db.execute("""
-            SELECT 'column', table_name, column_name, data_type, is_nullable FROM information_schema.columns
+            SELECT 'column', table_name, column_name, data_type, is_nullable
+              FROM information_schema.columns
              WHERE table_schema = current_schema()
             UNION ALL SELECT 'index', tablename, indexname, indexdef, '' FROM pg_indexes
              WHERE schemaname = current_schema()
@@ -132,7 +135,8 @@ def test_an_optional_field_and_new_indexes_are_added_in_place_keeping_every_vers
 V2_PLAIN = Schema("book", "books", V2.fields, optional=("year",), unique=("isbn",))
 
 
-@pytest.mark.parametrize("path", [[V1, V2], [V1, V2, V2_PLAIN]], ids=["added", "added-then-dropped"])
+@pytest.mark.parametrize("path", [[V1, V2], [V1, V2, V2_PLAIN]],
+                         ids=["added", "added-then-dropped"])
 def test_a_database_made_from_a_declaration_is_the_one_brought_to_it(url, fresh, path):
     fill(url)
     for schema in path[1:]:
@@ -167,7 +171,8 @@ REFUSED = [
      "books.pages: a new required field (the records stored before have no value: declare "
      "it optional, or give them one with defaults=)"),
     (Schema("book", "books", {"title": text(200), "isbn": text(20)}, unique=("isbn", "title")),
-     "books.title: declared unique, but more than one stored book has 'Dune' (compared case-folded)"),
+     "books.title: declared unique, but more than one stored book has 'Dune' "
+     "(compared case-folded)"),
 ]
 
 
@@ -198,12 +203,15 @@ def test_a_rename_declared_once_keeps_the_values_and_gives_every_record_a_new_ve
     fill(url)
     caplog.set_level(logging.INFO, logger="usersvc.storage")
     renamed = Schema("book", "books", {"heading": text(200), "isbn": text(20)},
-                     unique=("isbn",), sorts=("heading",), words=("heading",), renamed={"heading": "title"})
+                     unique=("isbn",), sorts=("heading",), words=("heading",),
+                     renamed={"heading": "title"})
     with opened(url, renamed) as books:
         assert [(b.heading, b.version) for b in books.list()] == \
             [("Dune", 2), ("Emma", 4), ("dune messiah", 2)]
-        assert changes_logged(caplog)[:1] == ["books: heading renamed from title (every record a new version)"]
-        assert sorted(c.record.heading for c in books.changes(after=5)) == ["Dune", "Emma", "dune messiah"]
+        assert changes_logged(caplog)[:1] == [
+            "books: heading renamed from title (every record a new version)"]
+        assert sorted(c.record.heading for c in books.changes(after=5)) == [
+            "Dune", "Emma", "dune messiah"]
         assert [b.id for b in books.list(q="dune")] == [1, 3]
     with opened(url, renamed) as books:                      # done once
         assert books.get(1).version == 2
@@ -232,7 +240,8 @@ def test_processes_opening_a_new_declaration_together_apply_it_once(url):
     fill(url)
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(4), ctx.Queue()
-    processes = [ctx.Process(target=_open_in_process, args=(url, barrier, results)) for _ in range(4)]
+    processes = [ctx.Process(target=_open_in_process, args=(url, barrier, results))
+                 for _ in range(4)]
     for p in processes:
         p.start()
     assert [results.get(timeout=60) for _ in processes] == ["opened"] * 4

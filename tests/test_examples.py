@@ -45,7 +45,8 @@ HISTORY = re.compile(r"(?<=[0-9d]\.)[0-9a-f]{12}(?![0-9a-z])")
 def transcript(page: Path) -> list[tuple[str, list[str]]]:
     """The page's ``(command, expected lines)``, in order."""
     steps: list[tuple[str, list[str]]] = []
-    lines = [line[4:] if line.startswith("    ") else None for line in page.read_text().splitlines()]
+    lines = [line[4:] if line.startswith("    ") else None
+             for line in page.read_text().splitlines()]
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -144,7 +145,8 @@ class Session:
         return shown(result.stdout)
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed (apt-get install curl)")
+@pytest.mark.skipif(shutil.which("curl") is None,
+                    reason="curl is not installed (apt-get install curl)")
 @pytest.mark.parametrize("page", [p for p in PAGES if transcript(p)], ids=lambda p: p.name)
 def test_every_example_answers_what_the_page_shows(page, tmp_path):
     session = Session(tmp_path)

@@ -79,7 +79,8 @@ def sqlite(tmp_path):
 def test_a_full_sqlite_file_is_a_503_said_once_and_writes_come_back(sqlite, caplog):
     store, client = sqlite
     caplog.set_level(logging.INFO, logger=FAILING_LOG)
-    writes_on(store.connections).execute("PRAGMA max_page_count = 16")       # the file may not grow past it
+    # The file may not grow past it.
+    writes_on(store.connections).execute("PRAGMA max_page_count = 16")
     created = fill(client)
     assert created > 0
     for i in range(20):                                         # ... and again, and again

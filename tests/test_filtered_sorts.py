@@ -13,12 +13,12 @@ from contextlib import closing
 
 import pytest
 from conftest import opened, schema_of_its_own
-from helpers import DEADLINE, within
 from every_kind import THINGS, thing_maker
+from helpers import DEADLINE, within
+from webob import Request
 
 from usersvc import USER, asking, make_app
 from usersvc.storage.sql import POSTGRES, SQLITE, Table
-from webob import Request
 
 ask = lambda name, value: asking.read(THINGS, name, value)  # noqa: E731
 N = 3000
@@ -104,7 +104,7 @@ def test_an_indexed_page_reads_only_what_it_returns_on_memory(memory, arguments,
         assert looked <= 10 * 2 * 7, looked       # count=4: 1 in 7; done: 1 in 2
     else:
         assert looked == 10, looked
-    if "weight" == arguments.get("sort") and "where" not in arguments:   # (reaching both)
+    if arguments.get("sort") == "weight" and "where" not in arguments:   # (reaching both)
         assert {r.weight is None for r in page} == ({True} if None in arguments.get(
             "after", ()) else {False, True} if "after" in arguments else {False}), page
 
@@ -167,7 +167,8 @@ def test_an_indexed_page_is_a_search_of_the_filters_index_on_sqlite(tmp_path_fac
 #: is short, the records' without one (in id order), or that walk alone
 #: past the values.
 SQL_OPTIONAL = [dict(sort="weight"), dict(sort="weight", reverse=True, after=(weight(3), 500)),
-                dict(done=True, sort="weight", reverse=True), dict(sort="weight", after=(None, 100)),
+                dict(done=True, sort="weight", reverse=True),
+                dict(sort="weight", after=(None, 100)),
                 dict(done=False, sort="weight", reverse=True, after=(None, 500))]
 
 
@@ -257,7 +258,7 @@ def test_an_optional_sorts_page_is_a_search_of_an_index_on_postgres(analyzed, ar
     if arguments.get("done") is not True:
         values, without = "things_weight_order", "things_weight_absent"
     walks = _walks(Table(THINGS, POSTGRES).pages, arguments)
-    for (query, params), index in zip(walks, (values, without)[len(walks) == 1:]):
+    for (query, params), index in zip(walks, (values, without)[len(walks) == 1:], strict=True):
         plan = "\n".join(row[0] for row in analyzed("EXPLAIN " + query, *params))
         assert "Seq Scan" not in plan and "Sort" not in plan, plan
         assert re.search(f" using (things_done_by_weight(_absent)?|{index}) ", plan), plan
@@ -269,23 +270,26 @@ def test_a_page_across_the_values_takes_a_record_once_on_every_store(store_url):
     a record whose value goes between the two is on the page once (the
     store is made to write then: after the values' walk, before the other)."""
     for storage in opened(store_url, (USER, THINGS)):
-        things = storage["things"]
-        made = _fill(things, 12)
-        # (SQLite in memory: one connection, which the read holds: no write then)
-        table = None if store_url == "sqlite://" else getattr(
-            storage.collections["things"], "table", None)
-        if table is not None:
-            walk_on = table.pages.rest
+        _a_page_across_the_values(storage, in_memory=store_url == "sqlite://")
 
-            def rest(arguments, found):
-                things.update(last.id, weight=None)         # (between the two statements)
-                return walk_on(arguments, found)
-            table.pages.rest = rest
-        valued = [r for r in made if r.weight is not None]
-        last = max(valued, key=lambda r: (r.weight, r.id))
-        if table is None:
-            things.update(last.id, weight=None)
-        page = within(DEADLINE, lambda: things.list(sort="weight", limit=100))
-        assert len(page) == len({r.id for r in page}) == 12
-        assert page[-1].weight is None and page[-1].id == max(
-            r.id for r in page if r.weight is None)
+
+def _a_page_across_the_values(storage, in_memory):
+    things = storage["things"]
+    made = _fill(things, 12)
+    # (SQLite in memory: one connection, which the read holds: no write then)
+    table = None if in_memory else getattr(storage.collections["things"], "table", None)
+    if table is not None:
+        walk_on = table.pages.rest
+
+        def rest(arguments, found):
+            things.update(last.id, weight=None)         # (between the two statements)
+            return walk_on(arguments, found)
+        table.pages.rest = rest
+    valued = [r for r in made if r.weight is not None]
+    last = max(valued, key=lambda r: (r.weight, r.id))
+    if table is None:
+        things.update(last.id, weight=None)
+    page = within(DEADLINE, lambda: things.list(sort="weight", limit=100))
+    assert len(page) == len({r.id for r in page}) == 12
+    assert page[-1].weight is None and page[-1].id == max(
+        r.id for r in page if r.weight is None)

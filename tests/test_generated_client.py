@@ -54,7 +54,8 @@ def test_a_generated_client_creates_reads_pages_replaces_and_gets_problems(clien
     models = module("models")
 
     created = [api("create_user").sync_detailed(
-        client=client, body=models.UserCreate(name=name, email=f"{name.split()[0].lower()}@example.org"))
+        client=client,
+        body=models.UserCreate(name=name, email=f"{name.split()[0].lower()}@example.org"))
         for name in ("Grace Hopper", "Ada Lovelace", "Alan Turing")]
     assert [r.status_code for r in created] == [201] * 3
     ada = created[1].parsed
@@ -68,7 +69,8 @@ def test_a_generated_client_creates_reads_pages_replaces_and_gets_problems(clien
     # Pages in name order, following the cursor the Link header carries.
     names, cursor = [], None
     while True:
-        page = api("list_users").sync_detailed(client=client, limit=1, sort=models.ListUsersSort.NAME,
+        page = api("list_users").sync_detailed(client=client, limit=1,
+                                               sort=models.ListUsersSort.NAME,
                                                **({"cursor": cursor} if cursor else {}))
         assert page.status_code == 200
         names += [u.name for u in page.parsed]
@@ -87,10 +89,12 @@ def test_a_generated_client_creates_reads_pages_replaces_and_gets_problems(clien
     assert [u.id for u in after_one.parsed] == [2, 3]
 
     replaced = api("replace_user").sync_detailed(
-        2, client=client, body=models.UserReplace(name="Ada King", email="ada@example.org"), if_match=etag)
+        2, client=client, body=models.UserReplace(name="Ada King", email="ada@example.org"),
+        if_match=etag)
     assert replaced.status_code == 200 and replaced.parsed.name == "Ada King"
     stale = api("replace_user").sync_detailed(
-        2, client=client, body=models.UserReplace(name="Ada B.", email="ada@example.org"), if_match=etag)
+        2, client=client, body=models.UserReplace(name="Ada B.", email="ada@example.org"),
+        if_match=etag)
     assert stale.status_code == 412 and isinstance(stale.parsed, models.Problem)
 
     taken = api("create_user").sync_detailed(

@@ -20,8 +20,19 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import (GRANIAN, ROOT, Granian, Served, call, free_port, long_poll, race, scraped,
-                     shared_url, until_waiting)
+from helpers import (
+    GRANIAN,
+    ROOT,
+    Granian,
+    Served,
+    call,
+    free_port,
+    long_poll,
+    race,
+    scraped,
+    shared_url,
+    until_waiting,
+)
 
 from usersvc import open_store
 
@@ -62,7 +73,8 @@ def test_granian_serves_writes_races_waits_and_stops(tmp_path, storage):
         kept += [json.loads(body)["id"] for status, _, body in same if status == 201]
 
         # The body limit, and the request's id in usersvc's access line.
-        status, _, body = call(at, "POST", "/users", {"name": "x" * 5000, "email": "big@example.org"},
+        status, _, body = call(at, "POST", "/users",
+                               {"name": "x" * 5000, "email": "big@example.org"},
                                {"X-Request-ID": "granian-big-1"})
         posts += 1
         assert status == 413 and json.loads(body)["max_body_size"] == 4096
@@ -170,7 +182,8 @@ def test_a_bad_setting_is_one_line_and_granian_stops(tmp_path):
         env={**os.environ, "USERSVC_STORAGE": f"sqlite:///{tmp_path}/users.db",
              "USERSVC_MAX_BODY_SIZE": "lots"})
     assert done.returncode != 0
-    ours = {line for line in (done.stdout + done.stderr).splitlines() if line.startswith("usersvc:")}
+    ours = {line for line in (done.stdout + done.stderr).splitlines()
+            if line.startswith("usersvc:")}
     assert ours == {"usersvc: USERSVC_MAX_BODY_SIZE must be a whole number of at least 1, "
                     "not 'lots'"}
     assert "usersvc/" not in done.stderr and "Traceback" not in done.stderr
@@ -189,7 +202,8 @@ def test_serve_py_runs_granian_with_its_own_options(tmp_path, storage):
         made = [call(at, "POST", "/users", {"name": f"U {i}", "email": f"s{i}@example.org"})
                 for i in range(10)]
         assert [status for status, _, _ in made] == [201] * 10
-        assert call(at, "POST", "/users", {"name": "x" * 5000, "email": "big@example.org"})[0] == 413
+        assert call(at, "POST", "/users",
+                    {"name": "x" * 5000, "email": "big@example.org"})[0] == 413
         counts = sum(value for (name, labels), value in scraped(server.metrics_address).items()
                      if name == "http_server_request_duration_seconds_count"
                      and ("http_request_method", "POST") in labels)
@@ -224,7 +238,8 @@ def test_memory_is_said_to_be_split_only_where_there_are_several_workers(tmp_pat
 
 
 @pytest.mark.parametrize("args, says", [
-    (["--workers", "2"], "--workers must be at least 1, and more than 1 only with --server granian"),
+    (["--workers", "2"],
+     "--workers must be at least 1, and more than 1 only with --server granian"),
     (["--server", "granian", "--workers", "2", "--storage", "memory://"],
      "memory:// keeps the records in one process: with --workers 2 each would have its own"),
     (["--server", "granian", "--trusted-proxy", "127.0.0.1"], "--trusted-proxy is waitress's"),

@@ -49,7 +49,8 @@ class Histories:
         storage.close()
         if self.url.startswith("sqlite:///"):        # the older copy put back in its place
             path = Path(self.url.removeprefix("sqlite:///"))
-            for gone in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            for gone in (path, path.with_name(path.name + "-wal"),
+                         path.with_name(path.name + "-shm")):
                 gone.unlink(missing_ok=True)
             shutil.copyfile(older, path)
             return open_store(self.url)
@@ -128,7 +129,8 @@ def test_a_client_of_another_history_ends_with_exactly_the_stores_records(store_
         client = Client(make_app(storage))
         for name in ("Dee", "Eve", "Fay", "Gus"):
             client.create(name, f"{name.lower()}@example.org")
-        client.patch("/users/3", body=b'{"name": "Cyd"}', content_type="application/merge-patch+json")
+        client.patch("/users/3", body=b'{"name": "Cyd"}',
+                     content_type="application/merge-patch+json")
         client.delete("/users/4")
         assert storage["users"].position() > seq_of(last)          # written past the place
         follow_stream(client.app, streamed, last)
@@ -192,8 +194,9 @@ def test_a_place_is_checked_against_the_entry_it_names(storage):
     assert found(f"4.1.2.{other}") is None and found(f"0.{other}") is None
 
 
-@pytest.mark.parametrize("text", ["4.x", "4.1.2", "4.1.2.ABCDEF012345", "4.1.2.abc", "4..2.abcdef012345",
-                                  "1.1.-1.abcdef012345", f"{2**63}.abcdef012345", " 4", "4.1.2.abcdef0123456"])
+@pytest.mark.parametrize("text", ["4.x", "4.1.2", "4.1.2.ABCDEF012345", "4.1.2.abc",
+                                  "4..2.abcdef012345", "1.1.-1.abcdef012345",
+                                  f"{2**63}.abcdef012345", " 4", "4.1.2.abcdef0123456"])
 def test_what_is_not_a_place_is_400_on_the_feed_and_the_stream(client, text):
     answer = client.get(f"/users/changes?after={text}")
     assert answer.status_code == 400 and "after" in answer.json["detail"]

@@ -224,12 +224,13 @@ def test_a_format_of_your_own_says_what_its_etags_have_after_the_version(storage
     plain = Client(make_app(storage, features=()))
     for tag in ('"1-2-whole"', '"1-2-html"'):
         problem(plain.put("/users/1", json_body=ADA, headers={"If-Match": tag}), 412)
-    assert plain.put("/users/1", json_body=ADA, headers={"If-Match": '"1-2-xml"'}).status_code == 200
+    assert plain.put("/users/1", json_body=ADA,
+                     headers={"If-Match": '"1-2-xml"'}).status_code == 200
 
 
 def test_features_are_named_in_every_spelling(timing):
-    from usersvc.serving.server import parse_args
     from examples.timing import TIMING
+    from usersvc.serving.server import parse_args
     said = "pages,health, examples.timing:TIMING"
     assert (Settings(features=("pages", "health", TIMING)).features
             == Settings.from_environment({"USERSVC_FEATURES": said}).features
@@ -277,7 +278,7 @@ def test_a_feature_of_your_own_named_as_one_of_usersvc_s_or_nameless_is_refused(
             make_app("memory://", features=features, tokens={"a-token-of-sixteen-chars": "read"})
     with pytest.raises(SettingError, match="is not a feature"):
         Settings(features=(_Nameless(),))
-    from usersvc.features.auth import FEATURE       # usersvc's own, given as an object: taken
+    from usersvc.features.auth import FEATURE  # usersvc's own, given as an object: taken
     app = make_app("memory://", features=(FEATURE,), tokens={"a-token-of-sixteen-chars": "read"})
     assert Request.blank("/users").get_response(app).status_int == 401
     app.close()

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import Client
 from helpers import Served, call, race
 from webob import Request
 
-from conftest import Client
 from usersvc import make_app
 from usersvc.storage import StoreUnavailable, open_store
 from usersvc.storage import keys as store_keys
@@ -110,9 +110,9 @@ def test_a_retried_patch_gets_its_answer_not_a_412_and_makes_no_new_version(clie
 def test_the_same_key_with_another_request_is_a_422_and_changes_nothing(client):
     assert client.post("/users", json_body=ADA, headers=keyed()).status_int == 201
     for response in (
-            client.post("/users", json_body=GRACE, headers=keyed()),                 # another body
+            client.post("/users", json_body=GRACE, headers=keyed()),            # another body
             client.post("/users", json_body=ADA, headers=keyed(Accept="application/xml")),
-            client.patch("/users/1", json_body=ADA, headers=keyed()),                # another target
+            client.patch("/users/1", json_body=ADA, headers=keyed()),           # another target
             client.post("/users", body=b'<user><name>Ada Lovelace</name><email>ada@example.org'
                                        b'</email></user>', content_type="application/xml",
                         headers=keyed())):

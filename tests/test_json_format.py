@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from usersvc.representation import JSON
 from usersvc import USER, Schema, boolean, integer, number, text
+from usersvc.representation import JSON
 
 User = USER.record
 
@@ -22,18 +22,21 @@ def test_json_is_sent_as_raw_utf8_not_escapes(client):
 
 @pytest.mark.parametrize("record", [
     {"id": 1, "name": "Ada", "email": "ada@example.org"},
-    {"id": 2**63 - 1, "name": "\u00e9\u4e2d\U0001f600 \"quoted\" \\ back\nline\t\x7f\u2028", "email": "a@b"},
+    {"id": 2**63 - 1, "name": "\u00e9\u4e2d\U0001f600 \"quoted\" \\ back\nline\t\x7f\u2028",
+     "email": "a@b"},
     {"id": 3, "name": "", "email": ""},
     {"id": 4, "flag": True, "none": None, "n": 1.5, "list": [1]},
 ])
 def test_the_json_writer_gives_json_dumps_bytes(record):
-    expected = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    expected = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass")
     assert JSON.render(USER, record) == expected
 
 
 @pytest.mark.parametrize("user", [
     User(id=1, name="Ada", email="ada@example.org", version=1),
-    User(id=2**63 - 1, name="\u00e9\u4e2d\U0001f600 \"quoted\" \\ back\nline\t\x7f\u2028", email="a@b", version=7),
+    User(id=2**63 - 1, name="\u00e9\u4e2d\U0001f600 \"quoted\" \\ back\nline\t\x7f\u2028",
+         email="a@b", version=7),
 ])
 def test_a_stored_record_renders_as_its_fields_do(user):
     # render_record reads the fields straight from the record: the same bytes.
@@ -45,7 +48,8 @@ def test_a_stored_record_renders_as_its_fields_do(user):
                 min_size=1, max_size=4))
 def test_the_flat_writer_and_the_encoder_agree_on_any_strings_and_ints(values):
     record = {f"k{i}\u00e9\"": value for i, value in enumerate(values)}
-    expected = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    expected = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass")
     assert JSON.render(USER, record) == expected
 
 
@@ -72,9 +76,9 @@ def test_a_number_too_long_to_read_is_a_400_in_jsons_words():
     from usersvc import make_app
     client = Client(make_app("memory://"))
     long = "9" * 5000
-    for path, body in (("/users", '{"name": "A", "email": "a@x.org", "n": %s}' % long),
+    for path, body in (("/users", '{"name": "A", "email": "a@x.org", "n": ' + long + '}'),
                        ("/batch", '{"requests": [{"method": "POST", "path": "/users", '
-                                  '"body": {"n": %s}}]}' % long)):
+                                  '"body": {"n": ' + long + '}}]}')):
         answer = client.post(path, body=body, content_type="application/json")
         assert answer.status_code == 400
         assert answer.json["detail"] == ("The body is not valid JSON: a number has more than "

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from usersvc.representation import JSON, XML, Representations, etag, version_in
 from usersvc import USER
+from usersvc.representation import JSON, XML, Representations, etag, version_in
 
 User = USER.record
-from usersvc.schema import USER
 
 ADA = User(id=1, name="Ada", email="ada@example.org", version=1)
 

@@ -63,7 +63,8 @@ KINDS = {
         same=(0.5, 0.5)),
     "date": Case(
         date,
-        good=[("2026-12-01", "2026-12-01", "2026-12-01"), ("2024-02-29", "2024-02-29", "2024-02-29"),
+        good=[("2026-12-01", "2026-12-01", "2026-12-01"),
+              ("2024-02-29", "2024-02-29", "2024-02-29"),
               ("0001-01-01", "0001-01-01", "0001-01-01")],
         bad=["2026-02-29", "2026-13-01", "2026-12-1", "20261201", "2026-12-01T00:00:00Z",
              " 2026-12-01", "2026-12-01 ", "１９９９-01-01", 20261201, True, [], {}],
@@ -238,6 +239,7 @@ def test_openapi_and_the_pages_say_what_the_kind_takes(client, case):
     # has no "none").
     if case.kind.options or case.kind.input_type == "checkbox":
         assert '<select id="new-spare" name="spare" data-type' in page
-        assert '<option value="">(none)</option>' in page.split('id="new-spare"')[1].split("</select>")[0]
+        select = page.split('id="new-spare"')[1].split("</select>")[0]
+        assert '<option value="">(none)</option>' in select
     else:
         assert f'<input id="new-spare" name="spare" type="{case.kind.input_type}" value=""' in page

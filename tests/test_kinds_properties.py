@@ -16,13 +16,25 @@ import uuid
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from conftest import POSTGRES_REQUIRED, POSTGRES_URL, with_search_path
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from webob import Request
 
-from usersvc import (USER, Schema, boolean, choice, date, datetime, email, integer, make_app,
-                     number, text, url)
+from usersvc import (
+    USER,
+    Schema,
+    boolean,
+    choice,
+    date,
+    datetime,
+    email,
+    integer,
+    make_app,
+    number,
+    text,
+    url,
+)
 from usersvc.storage import open_store
 
 #: Each kind: (a strategy of the kind, values of it, values it refuses).
@@ -169,13 +181,15 @@ def test_every_store_answers_random_requests_on_random_kinds_as_the_memory_store
     for store_url in other_urls():
         storage = open_store(store_url, (USER, schema))
         try:
-            for step, got, wanted in zip(script, answers(make_app(storage), script), expected):
+            for step, got, wanted in zip(script, answers(make_app(storage), script), expected,
+                                         strict=True):
                 if got != wanted and got[0] == wanted[0] == 409:
                     # Two unique fields taken at once: each store names one of them
                     # (memory and PostgreSQL the first declared, SQLite the last:
                     # docs/api.md).
                     named = [a[1]["errors"][0]["pointer"][1:] for a in (got, wanted)]
-                    assert all(f in schema.unique and f in step[2] for f in named), (store_url, step)
+                    assert all(f in schema.unique and f in step[2] for f in named), \
+                        (store_url, step)
                     continue
                 assert got == wanted, (store_url, schema.fields, step)
         finally:

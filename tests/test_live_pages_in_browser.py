@@ -9,6 +9,7 @@ by another client (the service's HTTP API), as another person would.
 """
 from __future__ import annotations
 
+import functools
 import json
 
 import chromium
@@ -252,12 +253,15 @@ def test_going_from_page_to_page_leaves_no_slot_to_a_page_left(browser, tmp_path
     it from the page they left (whose connection the browser closed), and
     the last one still follows the changes."""
     service = Service(tmp_path / "users.db", max_waiting=1)
+
+    def streams_alone(opened, b):
+        return service.opened == opened and service.app.waiting.streams == 1
     try:
         ada = create(service, "Ada")
         for n, url in enumerate(("/users", f"/users/{ada}", "/users", f"/users/{ada}", "/users")):
             browser.get(service.base + url)
             # This page's stream, not the last one's: begun, and the only one.
-            wait(browser, lambda b: service.opened == n + 1 and service.app.waiting.streams == 1)
+            wait(browser, functools.partial(streams_alone, n + 1))
         bob = create(service, "Bob")
         wait(browser, lambda b: row_classes(b) == {str(ada): "", str(bob): "new"})
     finally:
@@ -269,8 +273,9 @@ def test_a_page_turned_away_says_it_is_not_live_and_becomes_live_when_a_place_is
     """Past the server's waiting places a page's stream is turned away: the
     page says so where it says it is live (it said "changes show here as
     they happen" and heard nothing), reads its URL again at each retry (a
-    record made meanwhile is shown, unmarked: no stream said what changed), and asks again until it has a place;
-    then it says it is live again, and marks changes as they come."""
+    record made meanwhile is shown, unmarked: no stream said what changed),
+    and asks again until it has a place; then it says it is live again, and
+    marks changes as they come."""
     service = Service(tmp_path / "users.db", max_waiting=1)
     held = StreamOverHTTP(service.address)          # another client has the one place
     try:

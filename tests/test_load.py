@@ -31,7 +31,8 @@ class Ledger:
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     created: list[int] = field(default_factory=list)
-    writes: dict[int, list[tuple[int, str, str]]] = field(default_factory=dict)  # id -> (version, name, email)
+    #: id -> (version, name, email)
+    writes: dict[int, list[tuple[int, str, str]]] = field(default_factory=dict)
     deleted: set[int] = field(default_factory=set)
     statuses: Counter = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
@@ -93,7 +94,8 @@ def client(addresses, ledger, deadline, seed):
                 if roll < 0.75:
                     name, email = f"Put {rng.random():.6f}", f"{uuid.uuid4().hex}@example.org"
                     status, new_tag, body = request("PUT", f"/users/{user_id}",
-                                                    {"name": name, "email": email}, {"If-Match": tag})
+                                                    {"name": name, "email": email},
+                                                    {"If-Match": tag})
                 elif roll < 0.95:
                     name = f"Patch {rng.random():.6f}"
                     status, new_tag, body = request("PATCH", f"/users/{user_id}", {"name": name},
@@ -156,7 +158,8 @@ def check(ledger, addresses):
             response = conn.getresponse()
             response.read()
             conn.close()
-            assert response.getheader("ETag") == f'"{user_id}-{version}"'   # no write unacknowledged
+            # No write unacknowledged.
+            assert response.getheader("ETag") == f'"{user_id}-{version}"'
     return ledger
 
 

@@ -101,13 +101,14 @@ def test_requests_are_counted_by_method_route_and_status_and_nothing_personal(me
     # buckets cumulative up to +Inf, which is the count.
     counts = {k: v for k, v in found.items() if k[0] == DURATION + "_count"}
     assert sum(counts.values()) == 14
-    for (name, labels), count in counts.items():
+    for (_, labels), count in counts.items():
         assert found[(DURATION + "_bucket", labels | {("le", "+Inf")})] == count
-        buckets = sorted((float(dict(l)["le"]), v) for (n, l), v in found.items()
-                         if n == DURATION + "_bucket" and l - {("le", dict(l)["le"])} == labels)
+        buckets = sorted((float(dict(pairs)["le"]), v) for (n, pairs), v in found.items()
+                         if n == DURATION + "_bucket"
+                         and pairs - {("le", dict(pairs)["le"])} == labels)
         assert [v for _, v in buckets] == sorted(v for _, v in buckets)
         assert found[(DURATION + "_sum", labels)] > 0
-    assert {dict(l)["http_route"] for (n, l) in counts} <= ROUTES
+    assert {dict(labels)["http_route"] for (_, labels) in counts} <= ROUTES
     # The store's operations: the POST's create, five reads of one (GET,
     # HEAD, the conditional GET, the 404), the page, the PUT's update (its
     # precondition is the store's to check), the feed, the DELETE.
@@ -252,7 +253,8 @@ def test_a_mounted_app_labels_its_routes_with_its_root_and_other_paths_as_unrout
     assert client.request("GET", "/v1/users").status_int == 200
     assert client.request("GET", "/users").status_int == 404
     _, found = scraped(app)
-    assert requests(found, "GET", "/v1/users", 200) == 1    # the application's root, then the template
+    # The application's root, then the template.
+    assert requests(found, "GET", "/v1/users", 200) == 1
     assert requests(found, "GET", "", 404) == 1
 
 
@@ -466,7 +468,7 @@ def test_the_documented_metrics_queries_and_alert_name_what_a_scrape_holds(tmp_p
         for name in used:
             grouped = set(re.findall(r"by \(([^)]*)\)", query))
             matched = set(re.findall(r"(\w+)=~?\"", query))
-            for label in {l.strip() for g in grouped for l in g.split(",")} | matched:
+            for label in {word.strip() for g in grouped for word in g.split(",")} | matched:
                 if label not in ("instance",):          # Prometheus's own, added at the scrape
                     assert label in labels_of[name], (query, name, label)
     for name in named:
@@ -488,8 +490,8 @@ def _pool_metrics_text() -> str:
     class Records:
         storage = Storage()
 
-    from usersvc.features.waiting import Slots
     from usersvc.features.metrics.prometheus import Metrics
+    from usersvc.features.waiting import Slots
     metrics = Metrics(usersvc.__version__, [Records()], Slots(2))
     return generate_latest(metrics.registry).decode()
 

@@ -6,6 +6,8 @@ exactly once in one scrape; workers killed keep their counts and leave no
 gauge behind; the names and labels are ``serve.py``'s."""
 from __future__ import annotations
 
+import contextlib
+import functools
 import http.client
 import os
 import signal
@@ -98,6 +100,11 @@ def counted_by(directory: Path, route: str = "/users") -> dict[int, float]:
     return {pid: n for pid, n in counts.items() if n}
 
 
+def _post_the_nth(served, first, i):
+    return call(served.address, "POST", "/users",
+                {"name": "N", "email": f"n{first + i}@example.org"})
+
+
 def spread_creates(served, directory: Path) -> int:
     """20 users made at once, and more, 4 at once, until both workers have
     made some (which worker takes a connection is the kernel's choice: on
@@ -107,8 +114,7 @@ def spread_creates(served, directory: Path) -> int:
     sent = 0
     for _ in range(60):
         n = 20 if not sent else 4
-        made = race(n, lambda i: call(served.address, "POST", "/users",
-                                      {"name": "N", "email": f"n{sent + i}@example.org"}))
+        made = race(n, functools.partial(_post_the_nth, served, sent))
         assert [m[0] for m in made] == [201] * n
         sent += n
         by_process = counted_by(directory)
@@ -187,10 +193,8 @@ def _active(found, method) -> float:
 
 
 def _ignore_errors(action, *args):
-    try:
+    with contextlib.suppress(OSError, http.client.HTTPException):     # its worker was killed
         action(*args)
-    except (OSError, http.client.HTTPException):     # its worker was killed
-        pass
 
 
 def families(text_samples: dict) -> set[tuple[str, frozenset]]:

@@ -76,9 +76,8 @@ def state(books):
 
 def logged(caplog, schema, url):
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="usersvc.storage"):
-        with opened(url, schema) as books:
-            found = state(books)
+    with caplog.at_level(logging.INFO, logger="usersvc.storage"), opened(url, schema) as books:
+        found = state(books)
     return found, [r.getMessage() for r in caplog.records if r.name == "usersvc.storage"]
 
 
@@ -139,9 +138,8 @@ def test_defaults_give_a_new_required_field_and_a_field_made_required_their_valu
     assert [(r.year, r.shelf, r.version) for r in records] == [
         ("1965", "A1", 2), ("1815", "A1", 2), ("unknown", "A1", 2), ("2001", "A1", 2)]
     assert [i for i, _ in feed] == [1, 2, 3, 4]
-    with opened(url, schema) as books:
-        with pytest.raises(TypeError, match="shelf"):
-            books.create(title="No shelf", isbn="x-9", year="2000")
+    with opened(url, schema) as books, pytest.raises(TypeError, match="shelf"):
+        books.create(title="No shelf", isbn="x-9", year="2000")
 
 
 def test_timestamps_turned_on_give_every_record_one_time_and_a_new_version(url, caplog):

@@ -3,14 +3,12 @@ with q-values (docs/api.md, "Representations"), or 406 before anything changes."
 from __future__ import annotations
 
 import pytest
+from conftest import BEFORE_THE_STORE, judged_before_the_store, problem, snapshot
+from helpers import ADA
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import BEFORE_THE_STORE, judged_before_the_store, problem, snapshot
-from helpers import ADA
-
-from usersvc.representation import DEFAULT, PROBLEMS
-from usersvc.representation import best_offer
+from usersvc.representation import DEFAULT, PROBLEMS, best_offer
 
 pytestmark = pytest.mark.core       # runs on the plain core too (conftest.SERVED)
 
@@ -60,7 +58,8 @@ def test_accept_chooses_the_format_by_q_values(client, features, accept, expecte
 
 
 @pytest.mark.parametrize("accept", ["application/xhtml+xml", "image/png", "application/json;q=0",
-                                    "application/json; charset=latin-1", "application/json; version=2",
+                                    "application/json; charset=latin-1",
+                                    "application/json; version=2",
                                     "application/json;q=0, application/xml;q=0, text/xml;q=0"])
 def test_an_unacceptable_accept_is_406_listing_the_types(client, features, accept):
     body = problem(client.get("/users", headers={"Accept": accept}), 406)

@@ -16,12 +16,12 @@ import sys
 
 import pytest
 import schemathesis
+from helpers import ROOT
 from hypothesis import HealthCheck, settings
 from openapi_spec_validator import validate
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi import checks
 from webob import Request
-from helpers import ROOT
 
 from usersvc import make_app
 from usersvc.schema import USER
@@ -183,7 +183,8 @@ def test_the_field_patterns_say_what_the_rules_accept(field, in_xml):
             accepted = True
         except ValueError:
             accepted = False
-        described = bool(pattern.search(value)) and len(value) <= rule.describe().get("maxLength", len(value))
+        described = bool(pattern.search(value)) and \
+            len(value) <= rule.describe().get("maxLength", len(value))
         padded = value != value.strip()
         if not (padded and field == "email"):   # see docs/conformance.md
             assert accepted == described, repr(value)
@@ -313,7 +314,8 @@ WALK_LINK = {"operationId": "listUsers", "parameters": {
     f"query.{name}": NEXT.format(name) for name in ("sort", "q", "cursor", "after", "limit")}}
 # And from a page to the change feed, at the position the page's link names.
 FEED_LINK = {"operationId": "listUserChanges",
-             "parameters": {"query.after": r"$response.header.Link#regex:/changes\?after=([0-9a-f.]+)"}}
+             "parameters": {
+                 "query.after": r"$response.header.Link#regex:/changes\?after=([0-9a-f.]+)"}}
 
 
 def test_a_stateful_walk_follows_next_links_in_sorted_filtered_pages():
@@ -378,7 +380,8 @@ max-examples = {EXAMPLES}
                 assert response.status_code in (200, 304), (query, response.text)
                 case.validate_response(response, excluded_checks=_excluded(case),
                                        recorder=self.recorder)
-            for cursor in re.findall(r"cursor=([^&>]+)", " ".join(response.headers.get("link") or [])):
+            links = " ".join(response.headers.get("link") or [])
+            for cursor in re.findall(r"cursor=([^&>]+)", links):
                 written[cursor] = context
 
     Machine.run(settings=settings(max_examples=SEQUENCES, derandomize=True, deadline=None,
@@ -404,7 +407,8 @@ def test_every_operation_is_tagged_named_and_described_and_head_is_as_get(tokens
     for path, item in document["paths"].items():
         operations = {m: o for m, o in item.items() if m != "parameters"}
         for method, operation in operations.items():
-            assert operation["tags"] and operation["summary"] and operation["description"], (path, method)
+            assert operation["tags"] and operation["summary"] and operation["description"], \
+                (path, method)
             ids.append(operation["operationId"])
         if "get" in operations:
             get, head = operations["get"], operations["head"]

@@ -105,7 +105,8 @@ def test_the_collection_page_links_each_user_the_next_page_and_has_the_forms(cli
         client.create(f"User {i}", f"u{i}@example.org")
     response = client.get("/users?limit=2", headers={"Accept": "text/html"})
     text = page(response)
-    next_url = html.unescape(re.search(r'<a rel="next" href="([^"]+)">Next page</a>', text).group(1))
+    next_url = html.unescape(
+        re.search(r'<a rel="next" href="([^"]+)">Next page</a>', text).group(1))
     assert link_to(response.headers) == f"http://localhost{next_url}"
     assert '<a href="users/1">1</a>' in text and '<a href="users/2">User 1</a>' in text
     assert '<form class="search" role="search" method="get" action="/users">' in text
@@ -126,7 +127,8 @@ def test_the_record_page_shows_fields_etag_forms_and_both_representations(client
     assert 'data-method="PUT" data-url="/users/1" data-etag="&quot;1-1-html&quot;"' in text
     assert '<button type="button" data-action="delete">Delete</button>' in text
     assert 'value="Ada Lovelace"' in text and 'type="email" value="ada@example.org"' in text
-    assert f"<pre>{json.dumps(user, separators=(',', ':')).replace(chr(34), '&quot;')}</pre>" in text
+    shown = json.dumps(user, separators=(",", ":")).replace(chr(34), "&quot;")
+    assert f"<pre>{shown}</pre>" in text
     assert "<pre>&lt;user&gt;&lt;id&gt;1&lt;/id&gt;" in text
     # The page's ETag names the version: a 304 while it holds, and If-Match takes it.
     assert client.get("/users/1", headers={"Accept": "text/html",
@@ -179,7 +181,8 @@ def test_with_tokens_on_a_page_asks_for_the_token(tmp_path):
     text = page(client.get("/users", headers={"Accept": BROWSER}), 401)
     assert '<form class="token" data-action="token">' in text
     assert '<input id="token" name="token" type="password"' in text
-    listing = client.get("/users", headers={"Accept": BROWSER, "Authorization": "Bearer reader-0123456789"})
+    listing = client.get("/users", headers={"Accept": BROWSER,
+                                            "Authorization": "Bearer reader-0123456789"})
     assert "<h1>Users</h1>" in page(listing)
     app.close()
 
@@ -191,13 +194,14 @@ def test_pages_under_a_prefix_link_under_it():
     client.post("/v1/users", json_body={"name": "Ada", "email": "ada@example.org"})
     for path in ("/v1/", "/v1/users", "/v1/users/1"):
         found = loads(page(client.get(path, headers={"Accept": "text/html"})))
-        for tag, attribute, url in found.urls:
+        for tag, _, url in found.urls:
             assert url.startswith("/v1/") or url == "users/1", (path, tag, url)
     app.close()
 
 
 def test_every_page_links_every_collection_of_the_app():
     import sys
+
     from helpers import ROOT
     sys.path.insert(0, str(ROOT / "examples"))
     from tasks import TASKS
@@ -256,6 +260,7 @@ def test_the_find_section_keeps_what_was_asked_escaped_and_sends_no_empty_value(
     form has one input, required, so a browser without script never sends
     an empty value (a 400)."""
     import sys
+
     from helpers import ROOT
     sys.path.insert(0, str(ROOT / "examples"))
     from tasks import TASKS

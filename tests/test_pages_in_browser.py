@@ -131,7 +131,8 @@ def test_paging_by_the_next_link_and_searching(service, browser):
     browser.get(base + "/users?q=pager&limit=2")
     seen = []
     while True:
-        seen += [row.text for row in browser.find_elements(By.CSS_SELECTOR, "tbody td:nth-child(2)")]
+        seen += [row.text
+                 for row in browser.find_elements(By.CSS_SELECTOR, "tbody td:nth-child(2)")]
         following = browser.find_elements(By.CSS_SELECTOR, 'a[rel="next"]')
         if not following:
             break
@@ -158,7 +159,7 @@ def test_a_hostile_name_is_text_and_runs_nothing(service, browser):
         browser.get(base + path)
         assert HOSTILE in browser.find_element(By.TAG_NAME, "main").text
         with pytest.raises(NoAlertPresentException):
-            browser.switch_to.alert.text
+            _ = browser.switch_to.alert.text        # (raises: no alert was opened)
         assert browser.find_elements(By.CSS_SELECTOR, "main img") == []
     assert browser.find_element(By.TAG_NAME, "h1").text == HOSTILE
 

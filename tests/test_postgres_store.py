@@ -26,10 +26,10 @@ if not (POSTGRES_URL or POSTGRES_REQUIRED):
                 "(e.g. postgresql://127.0.0.1:5432/test)", allow_module_level=True)
 psycopg = pytest.importorskip("psycopg", reason="pip install -e '.[test,postgres]'")
 
-from usersvc.storage.postgres.store import PostgresStorage, split_url  # noqa: E402
 from usersvc.storage.postgres.migrations import MIGRATIONS, migrate  # noqa: E402
-from usersvc.storage.sql.ddl import CHANNEL, objects  # noqa: E402
+from usersvc.storage.postgres.store import PostgresStorage, split_url  # noqa: E402
 from usersvc.storage.sql import POSTGRES, Table  # noqa: E402
+from usersvc.storage.sql.ddl import CHANNEL, objects  # noqa: E402
 
 User = USER.record
 USERS = Table(USER, POSTGRES)
@@ -69,7 +69,8 @@ def test_uniqueness_is_a_unique_index_on_the_case_folded_email(url, sql):
     storage = open_store(url)
     storage["users"].create(name="S", email="STRASSE@example.org")
     storage.close()
-    assert sql("SELECT email, email__key FROM users") == [("STRASSE@example.org", "strasse@example.org")]
+    assert sql("SELECT email, email__key FROM users") == [
+        ("STRASSE@example.org", "strasse@example.org")]
 
 
 def test_ids_come_from_an_identity_column(url, sql):
@@ -87,9 +88,9 @@ def test_a_newer_schema_is_refused(url, sql):
 
 
 def test_a_failing_migration_leaves_nothing_behind(url, sql):
-    with psycopg.connect(split_url(url)[0], autocommit=True) as db:
-        with pytest.raises(psycopg.errors.SyntaxError), db.transaction():
-            migrate(db, [*MIGRATIONS, ["CREATE TABLE extra (x int)", "NOT SQL"]], fresh=())
+    with psycopg.connect(split_url(url)[0], autocommit=True) as db, \
+            pytest.raises(psycopg.errors.SyntaxError), db.transaction():
+        migrate(db, [*MIGRATIONS, ["CREATE TABLE extra (x int)", "NOT SQL"]], fresh=())
     assert sql("SELECT to_regclass('users'), to_regclass('usersvc_schema')") == [(None, None)]
 
 
@@ -163,7 +164,8 @@ def test_two_server_processes_on_one_database(url, tmp_path):
     try:
         one, two = (s.address for s in servers)
         # Created through one, read, replaced and deleted through the other.
-        status, headers, body = call(one, "POST", "/users", {"name": "Ada", "email": "ada@example.org"})
+        status, headers, body = call(one, "POST", "/users",
+                                     {"name": "Ada", "email": "ada@example.org"})
         assert status == 201
         path = "/users/" + str(json.loads(body)["id"])
         status, got, body = call(two, "GET", path)
@@ -186,7 +188,8 @@ def test_two_server_processes_on_one_database(url, tmp_path):
         statuses = race(16, lambda i: call((one, two)[i % 2], "PATCH", f"/users/{user['id']}",
                                            {"name": f"N{i}"}, {"If-Match": headers["ETag"]})[0])
         assert sorted(statuses) == [200] + [412] * 15
-        assert call(one, "GET", f"/users/{user['id']}")[2] == call(two, "GET", f"/users/{user['id']}")[2]
+        assert call(one, "GET", f"/users/{user['id']}")[2] == \
+            call(two, "GET", f"/users/{user['id']}")[2]
     finally:
         assert [s.stop() for s in servers] == [0, 0]
 
@@ -355,7 +358,8 @@ def test_a_follower_never_passes_a_change_that_commits_later(url, sql):
     storage = open_store(url)
     try:
         sql(NAIVE_POSITIONS)
-        assert follow_past_a_held_writer(storage["users"], url, sql, naive=True) == ["Later"]   # Held: missed
+        # Held: missed
+        assert follow_past_a_held_writer(storage["users"], url, sql, naive=True) == ["Later"]
     finally:
         storage.close()
     sql("DROP TABLE users, user_changes, user_words, usersvc_schema, usersvc_collections,"
@@ -364,7 +368,8 @@ def test_a_follower_never_passes_a_change_that_commits_later(url, sql):
         " DROP SEQUENCE user_changes_seq")
     storage = open_store(url)
     try:
-        assert follow_past_a_held_writer(storage["users"], url, sql, naive=False) == ["Held", "Later"]
+        assert follow_past_a_held_writer(storage["users"], url, sql, naive=False) == [
+            "Held", "Later"]
     finally:
         storage.close()
 

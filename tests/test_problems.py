@@ -8,8 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from conftest import Client, problem
 
-from usersvc import make_app
-from usersvc import USER
+from usersvc import USER, make_app
 from usersvc.storage.memory.collection import MemoryRecords
 
 NS = "{urn:ietf:rfc:7807}"
@@ -26,7 +25,8 @@ def test_a_422_lists_each_field_problem_with_a_pointer(client):
 
 
 def test_problems_are_xml_when_xml_is_preferred(client):
-    response = client.post("/users", json_body={"email": "bad"}, headers={"Accept": "application/xml"})
+    response = client.post("/users", json_body={"email": "bad"},
+                           headers={"Accept": "application/xml"})
     assert response.status_code == 422
     assert response.headers["Content-Type"] == "application/problem+xml; charset=utf-8"
     root = ET.fromstring(response.body)
@@ -56,15 +56,16 @@ def test_a_406_is_json_and_lists_the_types_in_xml_too(client):
 
 
 def test_problem_xml_escapes_client_text(client):
-    response = client.post("/users", body='{"<&>\\u0001\\ud800": 1}', content_type="application/json",
-                           headers={"Accept": "application/xml"})
+    response = client.post("/users", body='{"<&>\\u0001\\ud800": 1}',
+                           content_type="application/json", headers={"Accept": "application/xml"})
     root = ET.fromstring(response.body)          # well-formed, whatever the field was called
     pointers = [e.findtext(NS + "pointer") for e in root.iter(NS + "error")]
     assert "/<&>\ufffd\ufffd" in pointers
 
 
 def test_problem_json_survives_a_lone_surrogate_in_a_field_name(client):
-    body = problem(client.post("/users", body='{"\\ud800": 1}', content_type="application/json"), 422)
+    body = problem(client.post("/users", body='{"\\ud800": 1}', content_type="application/json"),
+                   422)
     assert {"pointer": "/\ud800", "detail": "is not a field of a user"} in body["errors"]
 
 

@@ -138,7 +138,7 @@ def test_racing_deletes_and_references_never_leave_a_task_naming_no_user(storage
     remaining = {u.id for u in users.list(limit=100)}
     for task in tasks.list(limit=100):
         assert task.owner in remaining
-    for user, deleted in zip(ids, results[::4]):
+    for user, deleted in zip(ids, results[::4], strict=True):
         made = [r for r in results if getattr(r, "owner", None) == user]
         # Deleted: no task named it; kept: it was refused because one did.
         assert (deleted is None) == (user not in remaining)
@@ -281,9 +281,8 @@ def test_checked_names_each_read_it_passes_on_and_is_no_proxy(storage):
     """``Checked`` (the tasks: they name records) passes each read of
     ``RecordStore`` and ``ChangeFeed`` to its records by name, and has no
     ``__getattr__``: what it is, a reader sees in its class."""
+    from usersvc.storage.protocol import ChangeFeed, RecordStore
     from usersvc.storage.served import Checked
-    from usersvc.storage.protocol import ChangeFeed
-    from usersvc.storage.protocol import RecordStore
     tasks = storage["tasks"]
     assert isinstance(tasks, Checked) and "__getattr__" not in vars(Checked)
     for protocol in (RecordStore, ChangeFeed):

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from usersvc.problems import Problem
-from usersvc.serving.mount import moved_under
 from usersvc.request import Request
+from usersvc.serving.mount import moved_under
 
 # Query strings as WSGI hands them over: latin-1 strs of the bytes received,
 # made mostly of the characters that matter to parsing.
@@ -50,7 +50,8 @@ def test_the_query_keeps_repeated_names_and_blank_values():
     ({"HTTP_HOST": "example.org:443", "wsgi.url_scheme": "https"}, "https://example.org"),
     ({"HTTP_HOST": "example.org:8080", "SCRIPT_NAME": "/v1"}, "http://example.org:8080/v1"),
     ({"SERVER_NAME": "host", "SERVER_PORT": "8080"}, "http://host:8080"),
-    ({"HTTP_HOST": "h", "SCRIPT_NAME": "/a b/\xc3\xa9"}, "http://h/a%20b/%C3%A9"),   # latin-1 of UTF-8 bytes
+    # latin-1 of UTF-8 bytes
+    ({"HTTP_HOST": "h", "SCRIPT_NAME": "/a b/\xc3\xa9"}, "http://h/a%20b/%C3%A9"),
 ])
 def test_base_url_is_scheme_host_and_mount_point(environ, expected):
     assert Request(environ).base_url == expected
@@ -81,7 +82,8 @@ def test_mount_moves_the_prefix_to_script_name_only_under_it():
     environ = {"SCRIPT_NAME": "/app", "PATH_INFO": "/v1/users/1"}
     req = Request(environ)
     assert moved_under(req, "/v1")
-    assert (environ["SCRIPT_NAME"], environ["PATH_INFO"], req.path) == ("/app/v1", "/users/1", "/users/1")
+    assert (environ["SCRIPT_NAME"], environ["PATH_INFO"], req.path) == (
+        "/app/v1", "/users/1", "/users/1")
     for path in ("/v1users", "/v2/users", "/"):
         assert not moved_under(Request({"PATH_INFO": path}), "/v1")
     assert moved_under(Request({"PATH_INFO": "/v1"}), "/v1")

@@ -32,7 +32,8 @@ def test_create_assigns_increasing_ids_never_reused_after_delete(client):
 
 
 def test_create_trims_name_and_email(client):
-    response = client.post("/users", json_body={"name": "  Ada Lovelace \t", "email": " ada@example.org\n"})
+    response = client.post("/users",
+                           json_body={"name": "  Ada Lovelace \t", "email": " ada@example.org\n"})
     assert response.json == {"id": 1, **ADA}
 
 
@@ -225,7 +226,8 @@ def test_bad_paging_parameters_are_400(client, query):
 
 @pytest.mark.parametrize("query", ["email=%FF", "limit=%C0%B1", "email=%ED%A0%80", "%FF=1"])
 def test_a_query_string_that_is_not_utf8_is_400(client, query):
-    assert problem(client.get("/users?" + query), 400)["detail"] == "The query string is not valid UTF-8."
+    assert problem(client.get("/users?" + query), 400)["detail"] == \
+        "The query string is not valid UTF-8."
 
 
 def test_the_query_string_is_read_as_utf8_raw_or_escaped(client):
@@ -306,7 +308,8 @@ def test_patch_merges_the_fields_sent(client):
 @pytest.mark.parametrize("content_type", ["application/merge-patch+json", "application/json"])
 def test_patch_reads_merge_patch_and_json(client, content_type):
     client.create()
-    response = client.patch("/users/1", body='{"email": "k@example.org"}', content_type=content_type)
+    response = client.patch("/users/1", body='{"email": "k@example.org"}',
+                            content_type=content_type)
     assert response.json["email"] == "k@example.org"
 
 
@@ -384,7 +387,8 @@ def test_if_match_with_a_stale_etag_is_412_and_changes_nothing(client, method):
 def test_if_match_takes_a_list_and_star(client):
     client.create()
     tag = client.get("/users/1").headers["ETag"]
-    assert client.patch("/users/1", json_body={}, headers={"If-Match": f'"x", {tag}'}).status_code == 200
+    assert client.patch("/users/1", json_body={},
+                        headers={"If-Match": f'"x", {tag}'}).status_code == 200
     assert client.patch("/users/1", json_body={}, headers={"If-Match": "*"}).status_code == 200
 
 
@@ -461,7 +465,8 @@ def test_the_root_links_to_the_collection_and_the_openapi_document(client):
     assert response.status_code == 200 and response.content_type == "application/json"
     assert response.json == {"title": "usersvc", "links": [
         {"rel": "collection", "href": "http://localhost/users", "title": "users"},
-        {"rel": "service-desc", "href": "http://localhost/openapi.json", "type": "application/json"}]}
+        {"rel": "service-desc", "href": "http://localhost/openapi.json",
+         "type": "application/json"}]}
     assert response.headers["Link"] == '<http://localhost/openapi.json>; rel="service-desc"'
     assert client.get(response.json["links"][1]["href"]).json["openapi"] == "3.1.0"
 

@@ -7,8 +7,8 @@ import hmac
 import importlib.metadata
 import io
 import json
-import os
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -23,9 +23,9 @@ from webob import Request
 import usersvc
 from usersvc import USER, Mount, make_app
 from usersvc.features.auth import Tokens, load_tokens
-from usersvc.serving.ops import MAX_WAITING_LINES, AccessLog, loggable_target
 from usersvc.problems import Problem
 from usersvc.request import Request as ServerRequest
+from usersvc.serving.ops import MAX_WAITING_LINES, AccessLog, loggable_target
 from usersvc.storage import StoreUnavailable
 
 READER, WRITER = "reader-token-0123456789", "writer-token-9876543210"
@@ -69,7 +69,8 @@ def test_an_unknown_token_is_401_invalid_token_and_never_echoed(secured):
     assert b"not-a-known-token" not in response.body
 
 
-@pytest.mark.parametrize("token", ["a,b", "tok en", "ä-token-0123456789", "x" * 10 + "@" + "y" * 10])
+@pytest.mark.parametrize("token",
+                         ["a,b", "tok en", "ä-token-0123456789", "x" * 10 + "@" + "y" * 10])
 def test_a_malformed_token_is_400_invalid_request(secured, token):
     response = secured.get("/users", headers={"Authorization": f"Bearer {token}"})
     if response.status_code == 401:     # a space ends the credentials: no token at all
@@ -137,9 +138,11 @@ def test_a_tokens_file_takes_comments_and_names_the_bad_line_not_the_token(tmp_p
     path = tmp_path / "tokens"
     path.write_text(f"# who may do what\n{READER} read\n\n{WRITER}   write  # the deploy job\n")
     tokens = load_tokens(path)
-    tokens.check(ServerRequest({"HTTP_AUTHORIZATION": f"Bearer {WRITER}", "REQUEST_METHOD": "POST"}))
+    tokens.check(ServerRequest({"HTTP_AUTHORIZATION": f"Bearer {WRITER}",
+                                "REQUEST_METHOD": "POST"}))
     with pytest.raises(Problem) as refused:
-        tokens.check(ServerRequest({"HTTP_AUTHORIZATION": f"Bearer {READER}", "REQUEST_METHOD": "POST"}))
+        tokens.check(ServerRequest({"HTTP_AUTHORIZATION": f"Bearer {READER}",
+                                    "REQUEST_METHOD": "POST"}))
     assert refused.value.status == 403
     path.write_text(f"{READER} read\nsupersecret-but-short admin\n")
     with pytest.raises(ValueError) as info:
@@ -271,7 +274,8 @@ def test_the_log_never_holds_an_email_or_a_token(app):
                       headers={"Authorization": f"Bearer {WRITER}"})
     assert lines[0].split(" ")[1] == "/users?email=***&limit=5&access_token=***"
     _, lines = logged(app, "/users", method="POST", body=json.dumps(ADA).encode(),
-                      content_type="application/json", headers={"Authorization": f"Bearer {WRITER}"})
+                      content_type="application/json",
+                      headers={"Authorization": f"Bearer {WRITER}"})
     assert "ada@" not in lines[0] and WRITER not in lines[0]
 
 
@@ -281,7 +285,8 @@ def test_a_stream_gets_the_lines_in_order_in_the_servers_format_and_all_of_them_
     # A long delay: the lines wait for close(), which serve.py calls on its way out.
     logged_app = AccessLog(app, stream=stream, delay=3600)
     for i in range(3):
-        response = Request.blank(f"/users?limit={i + 1}", headers={"X-Request-ID": f"r{i}"}).get_response(logged_app)
+        response = Request.blank(f"/users?limit={i + 1}",
+                                 headers={"X-Request-ID": f"r{i}"}).get_response(logged_app)
         assert response.status_code == 200
         b"".join(response.app_iter)         # as a server does: send the body,
         response.app_iter.close()           # then close it
@@ -289,7 +294,8 @@ def test_a_stream_gets_the_lines_in_order_in_the_servers_format_and_all_of_them_
     lines = stream.getvalue().splitlines()
     assert [line.split(" ")[-1] for line in lines] == ["r0", "r1", "r2"]
     assert _log_threads() == threads_before                  # its writer thread has ended
-    Request.blank("/users?limit=9", headers={"X-Request-ID": "r9"}).get_response(logged_app).app_iter.close()
+    Request.blank("/users?limit=9",
+                  headers={"X-Request-ID": "r9"}).get_response(logged_app).app_iter.close()
     assert stream.getvalue().splitlines()[-1].endswith(" r9")      # after close: written at once
     for i, line in enumerate(lines):
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO usersvc.access: "
@@ -315,7 +321,8 @@ def _log_threads():
     ("/users/\n200 OK", "", "/users/%0A200%20OK"),
     ("/users", "email=a%40b&EMAIL=c", "/users?email=***&EMAIL=***"),
     ("/users", "limit=1\r\ny", "/users?limit=1%0D%0Ay"),
-    ("/books", "q=Dune&sort=-title&isbn=0441&cursor=eyJ&wait=3", "/books?q=***&sort=-title&isbn=***&cursor=***&wait=3"),
+    ("/books", "q=Dune&sort=-title&isbn=0441&cursor=eyJ&wait=3",
+     "/books?q=***&sort=-title&isbn=***&cursor=***&wait=3"),
     ("/\xff", "", "/%FF"),
 ])
 def test_log_lines_cannot_be_forged_or_broken(path, query, expected):
@@ -334,7 +341,8 @@ def test_serve_py_with_tokens_over_http_and_a_log_without_secrets(tmp_path):
         status, headers, _ = call(served.address, "POST", "/users", ADA,
                                   {**bearer(WRITER), "X-Request-ID": "deploy-7"})
         assert status == 201 and headers["X-Request-ID"] == "deploy-7"
-        assert call(served.address, "GET", "/users?email=ada@example.org", None, bearer(READER))[0] == 200
+        assert call(served.address, "GET", "/users?email=ada@example.org", None,
+                    bearer(READER))[0] == 200
         assert call(served.address, "GET", "/healthz")[0] == 200
     finally:
         assert served.stop() == 0

@@ -118,7 +118,8 @@ def test_serve_py_options(tmp_path):
         assert status == 201
         assert headers["Location"] == f"http://127.0.0.1:{served.address[1]}/v1/users/1"
         assert call(served.address, "GET", "/users/1")[0] == 404
-        assert call(served.address, "POST", "/v1/users", {"name": "x" * 200, "email": "a@b"})[0] == 413
+        assert call(served.address, "POST", "/v1/users",
+                    {"name": "x" * 200, "email": "a@b"})[0] == 413
     finally:
         assert served.stop() == 0
     assert (tmp_path / "data.db").exists()
@@ -160,7 +161,8 @@ def test_two_server_processes_on_one_file_race_correctly(tmp_path):
                                            {"If-Match": headers["ETag"]})[0])
         assert sorted(statuses) == [200] + [412] * 15
         # What one process wrote, the other reads.
-        assert call(address[0], "GET", f"/users/{user_id}")[2] == call(address[1], "GET", f"/users/{user_id}")[2]
+        assert call(address[0], "GET", f"/users/{user_id}")[2] == \
+            call(address[1], "GET", f"/users/{user_id}")[2]
     finally:
         assert [s.stop() for s in servers] == [0, 0]
 
@@ -180,7 +182,8 @@ def test_responses_on_the_wire_pass_httplint_with_no_exemption(server):
         content = response.read()
         conn.close()
         notes = lint_exchange(method, path, list(sent.items()),
-                              f"{response.status} {response.reason}", response.getheaders(), content)
+                              f"{response.status} {response.reason}", response.getheaders(),
+                              content)
         assert notes == [], (method, path, response.status, notes)
 
 

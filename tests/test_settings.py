@@ -145,7 +145,8 @@ def test_serve_py_refuses_a_module_that_fails_in_one_line(tmp_path, module, prob
 
 def test_serve_py_imports_collections_from_the_directory_it_starts_in(tmp_path):
     (tmp_path / "tracker.py").write_text(
-        "from usersvc import Schema, text\nISSUES = Schema('issue', 'issues', {'title': text(9)})\n")
+        "from usersvc import Schema, text\n"
+        "ISSUES = Schema('issue', 'issues', {'title': text(9)})\n")
     served = Served("--storage", "memory://", "--collections", "tracker:ISSUES", cwd=tmp_path)
     try:
         status, _, body = call(served.address, "POST", "/issues", {"title": "first"})

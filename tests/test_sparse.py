@@ -64,7 +64,8 @@ def test_a_page_and_the_feed_hold_the_fields_named_and_the_next_link_keeps_them(
     assert _call(app, following).json == [{"id": 2, "title": "Second"}]
     assert page.headers["ETag"] != _call(app, "/things?limit=1&sort=title").headers["ETag"]
     feed = _call(app, "/things/changes?fields=code").json
-    assert [entry["thing"] for entry in feed] == [{"id": 1, "code": "c-1"}, {"id": 2, "code": "c-2"}]
+    assert [entry["thing"] for entry in feed] == [{"id": 1, "code": "c-1"},
+                                                  {"id": 2, "code": "c-2"}]
     xml = _call(app, "/things?fields=level&limit=1", accept="application/xml").body
     assert xml == b"<things><thing><id>1</id><level>normal</level></thing></things>"
 

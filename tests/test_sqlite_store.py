@@ -2,6 +2,7 @@
 versions and migrations, query plans, and races between processes."""
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
 import os
@@ -12,25 +13,33 @@ from contextlib import closing
 
 import pytest
 from conftest import Client, problem
-from helpers import (RELEASE_0_1_0, RELEASE_1_USERS, check_positions_after_migration, check_release_0_1_0,
-                     check_sorted_and_searched_after_migration, page_shapes, race, writes_on)
+from helpers import (
+    RELEASE_0_1_0,
+    RELEASE_1_USERS,
+    check_positions_after_migration,
+    check_release_0_1_0,
+    check_sorted_and_searched_after_migration,
+    page_shapes,
+    race,
+    writes_on,
+)
 
 from usersvc import USER, asking, fast, make_app
 from usersvc.storage import (
     Conflict,
+    NotFound,
     Precondition,
+    SchemaTooNew,
     StaleVersion,
     StoreError,
     StoreUnavailable,
-    NotFound,
     open_store,
 )
-from usersvc.storage import SchemaTooNew
 from usersvc.storage.sql import SQLITE, Table
 from usersvc.storage.sql.layout import LAYOUT
-from usersvc.storage.sqlite.store import SQLiteStorage
 from usersvc.storage.sqlite.errors import retrying
 from usersvc.storage.sqlite.migrations import MIGRATIONS, migrate
+from usersvc.storage.sqlite.store import SQLiteStorage
 
 User = USER.record
 
@@ -86,7 +95,8 @@ def test_synchronous_normal_is_asked_for_in_the_url_and_set_on_every_connection(
     storage = open_store(f"sqlite:///{tmp_path}/n.db?synchronous=normal")
     try:
         storage["users"].create(name="A", email="a@example.org")     # (the writer's connection)
-        assert storage.connections.commit(lambda db: db.execute("PRAGMA synchronous").fetchone()[0]) == 1
+        assert storage.connections.commit(
+            lambda db: db.execute("PRAGMA synchronous").fetchone()[0]) == 1
         with storage.connections.session() as db:
             assert db.execute("PRAGMA synchronous").fetchone()[0] == 1       # NORMAL
         assert (tmp_path / "n.db").exists() and not (tmp_path / "n.db?synchronous=normal").exists()
@@ -144,9 +154,10 @@ def test_reopening_does_not_migrate_again(path):
 def test_a_new_file_skips_the_history_and_holds_only_its_collections(path):
     open_users(path).storage.close()
     with closing(sqlite3.connect(path)) as db:
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"usersvc_collections", "usersvc_keys", "usersvc_history", "users", "user_words", "user_changes",
-                      "sqlite_sequence"}
+        tables = {row[0]
+                  for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"usersvc_collections", "usersvc_keys", "usersvc_history", "users",
+                      "user_words", "user_changes", "sqlite_sequence"}
 
 
 def test_migrations_run_from_every_earlier_version(tmp_path):
@@ -225,7 +236,8 @@ def test_every_page_walks_an_index_and_never_scans(fifty, arguments):
     if "q" in arguments:
         # The matching words are one range of user_words' key; only their
         # users are read (by id) and sorted.
-        assert found.startswith("CO-ROUTINE m / SEARCH user_words USING PRIMARY KEY (word>? AND word<?)"), found
+        assert found.startswith(
+            "CO-ROUTINE m / SEARCH user_words USING PRIMARY KEY (word>? AND word<?)"), found
         assert "SEARCH u USING INTEGER PRIMARY KEY (rowid=?)" in found or \
             "SEARCH u USING INDEX users_email_unique (email__key=? AND rowid=?)" in found, found
         assert "SCAN u" not in found, found
@@ -380,13 +392,18 @@ def _race_processes(target, args_of, n=4, start="spawn"):
     return outcomes
 
 
+def _open_args(path, i, barrier, results):
+    return path, barrier, results
+
+
 def test_processes_opening_a_new_file_together_all_open_it_and_migrate_it_once(tmp_path):
     """Four processes open one new file at once, twenty times: switching to
     WAL and the first migration race, and SQLite does not always wait for
     the other's lock there; every one must open it."""
     for attempt in range(20):
         path = str(tmp_path / f"new{attempt}.db")
-        outcomes = _race_processes(_open_in_process, lambda i, b, q: (path, b, q), start="fork")
+        outcomes = _race_processes(_open_in_process, functools.partial(_open_args, path),
+                                   start="fork")
         assert [kind for kind, _ in outcomes] == ["opened"] * 4, (attempt, outcomes)
         assert pragma(path, "user_version") == len(MIGRATIONS)
         assert pragma(path, "journal_mode") == "wal"
@@ -407,7 +424,8 @@ def test_the_same_precondition_raced_from_processes_wins_once(path):
     outcomes = _race_processes(_update_in_process, lambda i, b, q: (path, b, i, user.version, q))
     winners = [i for kind, i in outcomes if kind == "updated"]
     assert len(winners) == 1
-    assert store.get(user.id) == User(id=user.id, name=f"P{winners[0]}", email=user.email, version=2)
+    assert store.get(user.id) == User(id=user.id, name=f"P{winners[0]}", email=user.email,
+                                      version=2)
     store.storage.close()
 
 
@@ -506,7 +524,8 @@ def test_every_write_is_made_by_the_one_writer_thread(store):
     seen = []
     store.create(name="Grace", email="grace@example.org")
     db = store.storage.connections.writer.db
-    db.set_trace_callback(lambda sql: seen.append((threading.current_thread().name, sql.split()[0])))
+    db.set_trace_callback(
+        lambda sql: seen.append((threading.current_thread().name, sql.split()[0])))
     user = store.create(name="Ada", email="ada@example.org")
     store.update(user.id, name="Ada King")
     store.delete(user.id)
@@ -573,7 +592,8 @@ def test_answers_kept_while_nothing_is_committed_are_dropped_by_any_commit(path)
         assert a.get(ada.id).name == "Ada King"
         b.update(ada.id, name="Ada B.")                         # another store on the file
         assert a.get(ada.id).name == "Ada B." and [u.name for u in a.list()] == ["Ada B."]
-        a.restore([User(id=7, name="Restored", email="r@example.org", version=1)])    # on the reading connection
+        # on the reading connection
+        a.restore([User(id=7, name="Restored", email="r@example.org", version=1)])
         assert [u.id for u in a.list()] == [ada.id, 7]
         b.delete(7)
         with pytest.raises(NotFound):
@@ -587,10 +607,9 @@ def test_a_write_waits_for_its_commit_at_most_the_writers_timeout(tmp_path):
     """A writer held up (here by a write that blocks): the write queued
     behind it is a 503 after the timeout and is then never made; the one
     under way is a 503 that says it may yet be committed."""
-    from usersvc.storage import StoreUnavailable
-    from usersvc.storage import WriteHealth
-    from usersvc.storage.sqlite.store import Connections
     from usersvc.fast.sqlite import Writer
+    from usersvc.storage import StoreUnavailable, WriteHealth
+    from usersvc.storage.sqlite.store import Connections
     connections = Connections(str(tmp_path / "w.db"), 1.0, WriteHealth("w.db"))
     writer = Writer(connections, timeout=0.2)
     writer.commit(lambda db: db.execute("CREATE TABLE t (x)"))

@@ -15,17 +15,22 @@ beside single writes deadlocked, two batches left a dangling reference.)
 """
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 
 import pytest
-
 from conftest import POSTGRES_URL, Client, with_search_path
 from helpers import DEADLINE, Listener, link_to, seq_of, within
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
-                                 run_state_machine_as_test)
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from usersvc import USER, Schema, boolean, make_app, ref, text
 from usersvc.storage import open_store
@@ -294,8 +299,8 @@ class Together(RuleBasedStateMachine):
     def _answers(self, query, keeps, sort, limit):
         found, path = [], f"/tasks?{query}&sort={sort}&limit={limit}"
         while path:
-            answer = within(DEADLINE, lambda: self.client.get(
-                path, headers={"Prefer": "count=exact"}))
+            answer = within(DEADLINE, functools.partial(
+                self.client.get, path, headers={"Prefer": "count=exact"}))
             assert answer.status_code == 200, answer.text
             found += [t["id"] for t in answer.json]
             path = link_to(answer.headers)

@@ -16,15 +16,16 @@ import pytest
 from helpers import shared_url
 
 from usersvc import USER, open_store
-from usersvc.storage.feed import Change
 from usersvc.features.waiting.watch import Nudge, Watch, Watches
 from usersvc.storage import CommitsAnnounced, Conflict, NotFound, Precondition, StaleVersion
+from usersvc.storage.feed import Change
 
 User = USER.record
 
 
 def feed(store, after=0, limit=1000):
-    return [(c.seq, c.id, c.record and c.record.name) for c in store.changes(after=after, limit=limit)]
+    return [(c.seq, c.id, c.record and c.record.name)
+            for c in store.changes(after=after, limit=limit)]
 
 
 def test_every_change_gets_the_next_position_and_the_feed_lists_each_user_once(store):
@@ -55,8 +56,9 @@ def test_restore_changes_keeps_each_record_and_tombstone_at_its_position(store):
     with pytest.raises(NotFound):
         store.get(2)
     with pytest.raises(Conflict):               # a position at or below the feed's: nothing kept
-        store.restore_changes([Change(12, 7, User(id=7, name="Cy", email="cy@example.org", version=1)),
-                               Change(8, 8, None)])
+        store.restore_changes([
+            Change(12, 7, User(id=7, name="Cy", email="cy@example.org", version=1)),
+            Change(8, 8, None)])
     assert store.position() == 9 and store.list() == [ada, bob]
     carl = store.create(name="Carl", email="carl@example.org")
     assert carl.id == 4 and feed(store, after=9) == [(10, 4, "Carl")]
@@ -451,11 +453,12 @@ def test_listing_then_following_the_feed_misses_nothing_while_8_threads_write(st
 def test_a_page_of_the_memory_store_feed_touches_the_page_not_the_collection():
     from usersvc.storage.memory.collection import MemoryRecords
     store = MemoryRecords(USER)
-    store.restore([User(id=i, name=f"U{i}", email=f"u{i}@example.org", version=1) for i in range(1, 5001)])
+    store.restore([User(id=i, name=f"U{i}", email=f"u{i}@example.org", version=1)
+                   for i in range(1, 5001)])
     for i in range(1, 5001, 7):
         store.update(i, name="V")             # positions out of id order
     store.bulk.touched = 0
     page = store.changes(after=2500, limit=10)
     seqs = [c.seq for c in page]
-    assert len(seqs) == 10 and 2500 < seqs[0] and seqs == sorted(seqs)
+    assert len(seqs) == 10 and seqs[0] > 2500 and seqs == sorted(seqs)
     assert store.bulk.touched == 10

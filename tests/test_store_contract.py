@@ -141,7 +141,8 @@ def test_restore_never_reuses_an_id_handed_out_before_even_if_deleted(store):
     gone = store.create(name="Ada", email="ada@example.org")
     store.delete(gone.id)
     with pytest.raises(Conflict):
-        store.restore([User(id=gone.id, name="Other", email="other@example.org", version=gone.version)])
+        store.restore([User(id=gone.id, name="Other", email="other@example.org",
+                            version=gone.version)])
     assert store.list() == []
 
 

@@ -13,13 +13,12 @@ import itertools
 import pytest
 
 from usersvc import USER
-from usersvc.storage import keyset
 from usersvc.fields import fold
+from usersvc.storage import keyset
 from usersvc.storage.memory.walks import search_terms
 
 User = USER.record
 ORDERS = USER.sorts
-from usersvc.schema import USER
 
 NAMES = [
     "Ada Lovelace", "ada lovelace", "ADA", "Zoë Zola-Ada", "Émile", "Strasse", "STRASSE",
@@ -84,7 +83,8 @@ def test_every_order_filter_and_search_pages_as_the_model_says(store, users, sor
 def test_name_order_is_case_folded_then_by_id(store, users):
     names = [(u.name.casefold(), u.id) for u in store.list(sort="name", limit=1000)]
     assert names == sorted(names)
-    twins = [u.id for u in store.list(sort="name", limit=1000) if u.name.casefold() == "ada lovelace"]
+    twins = [u.id for u in store.list(sort="name", limit=1000)
+             if u.name.casefold() == "ada lovelace"]
     assert twins == sorted(twins) and len(twins) == 2
 
 
@@ -105,7 +105,8 @@ def test_a_count_without_filters_counts_everyone(store, users):
 
 @pytest.mark.parametrize("sort", ORDERS)
 @pytest.mark.parametrize("reverse", [False, True], ids=["up", "down"])
-def test_a_walk_that_meets_writes_skips_nothing_that_stayed_and_repeats_nothing(store, sort, reverse):
+def test_a_walk_that_meets_writes_skips_nothing_that_stayed_and_repeats_nothing(
+        store, sort, reverse):
     """Between every two pages: two creates, a delete, and a change that
     keeps the user's place in this order (a record whose sort key changes
     mid-walk may be met at either place; docs/decisions.md)."""
@@ -113,7 +114,8 @@ def test_a_walk_that_meets_writes_skips_nothing_that_stayed_and_repeats_nothing(
 
     def create():
         n = next(numbers)
-        return store.create(name=f"{'Ada' if n % 2 else 'bob'} {n:03}", email=f"w{n:03}@example.org")
+        return store.create(name=f"{'Ada' if n % 2 else 'bob'} {n:03}",
+                            email=f"w{n:03}@example.org")
 
     for _ in range(30):
         create()
@@ -155,7 +157,8 @@ def test_the_memory_store_touches_a_page_not_the_collection():
     from usersvc.storage.memory.collection import MemoryRecords
     store = MemoryRecords(USER)
     store.restore([User(id=i, name=f"Name {i:05} {'Rare' if i % 1000 == 0 else 'Common'}",
-                        email=f"u{i}@example.org", version=1) for i in range(1, 5001)], last_id=5000)
+                        email=f"u{i}@example.org", version=1) for i in range(1, 5001)],
+                  last_id=5000)
     for arguments in [{}, {"sort": "name"}, {"sort": "name", "after": ("name 02500", 2500)},
                       {"sort": "email", "reverse": True, "after": ("u3000@example.org", 3000)},
                       {"sort": "id", "reverse": True, "after": 4000}]:

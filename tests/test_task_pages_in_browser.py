@@ -119,7 +119,8 @@ def test_an_optional_boolean_is_set_cleared_and_set_false_through_its_select(bro
     # true and false, so a page can clear it as the API can (null).
     app = make_app("memory://", collections=(NOTES,))
     server = serve(app)
-    base, address = f"http://127.0.0.1:{server.effective_port}", ("127.0.0.1", server.effective_port)
+    address = ("127.0.0.1", server.effective_port)
+    base = f"http://127.0.0.1:{server.effective_port}"
     try:
         browser.get(base + "/notes")
         form = "form.record"
@@ -168,7 +169,8 @@ def test_a_read_while_chromium_replaces_the_document_is_waited_out():
 
 
 def _titles(driver):
-    return [row.text for row in driver.find_elements(By.CSS_SELECTOR, "table tbody td:nth-child(2)")]
+    return [row.text
+            for row in driver.find_elements(By.CSS_SELECTOR, "table tbody td:nth-child(2)")]
 
 
 def test_a_person_asks_by_links_and_forms_without_script(service, tmp_path):
@@ -187,25 +189,31 @@ def test_a_person_asks_by_links_and_forms_without_script(service, tmp_path):
     try:
         driver.get(base + "/tasks")
         find = "section.find"
-        driver.find_element(By.XPATH, "//p[@class='choices'][span='done']/a[text()='false']").click()
+        driver.find_element(
+            By.XPATH, "//p[@class='choices'][span='done']/a[text()='false']").click()
         wait(driver, lambda d: _titles(d) == ["Apples", "Cheese", "Dates", "Figs"])
-        driver.find_element(By.XPATH, "//p[@class='choices'][span='sort']/a[text()='-title']").click()
+        driver.find_element(
+            By.XPATH, "//p[@class='choices'][span='sort']/a[text()='-title']").click()
         wait(driver, lambda d: _titles(d) == ["Figs", "Dates", "Cheese", "Apples"])
         driver.find_element(By.CSS_SELECTOR, f"{find} details summary").click()
-        form = driver.find_element(By.XPATH, "//form[@class='condition'][.//input[@name='title[gte]']]")
+        form = driver.find_element(
+            By.XPATH, "//form[@class='condition'][.//input[@name='title[gte]']]")
         form.find_element(By.NAME, "title[gte]").send_keys("c")
         form.find_element(By.TAG_NAME, "button").click()
         wait(driver, lambda d: _titles(d) == ["Figs", "Dates", "Cheese"])
         assert "done=false" in driver.current_url and "sort=-title" in driver.current_url
         driver.find_element(By.CSS_SELECTOR, f"{find} details summary").click()    # (a new page)
-        form = driver.find_element(By.XPATH, "//form[@class='condition'][.//select[@name='priority[gte]']]")
+        form = driver.find_element(
+            By.XPATH, "//form[@class='condition'][.//select[@name='priority[gte]']]")
         Select(form.find_element(By.NAME, "priority[gte]")).select_by_visible_text("high")
         form.find_element(By.TAG_NAME, "button").click()
         wait(driver, lambda d: _titles(d) == ["Figs", "Cheese"])
         driver.save_screenshot(str(tmp_path / "find.png"))
-        driver.find_element(By.XPATH, "//span[@class='condition'][starts-with(., 'priority[gte]')]/a").click()
+        driver.find_element(
+            By.XPATH, "//span[@class='condition'][starts-with(., 'priority[gte]')]/a").click()
         wait(driver, lambda d: _titles(d) == ["Figs", "Dates", "Cheese"])
-        driver.find_element(By.XPATH, "//span[@class='condition'][starts-with(., 'done = false')]/a").click()
+        driver.find_element(
+            By.XPATH, "//span[@class='condition'][starts-with(., 'done = false')]/a").click()
         wait(driver, lambda d: _titles(d) == ["Figs", "Eggs", "Dates", "Cheese"])
         assert "done" not in driver.current_url and "sort=-title" in driver.current_url
     finally:

@@ -1,7 +1,8 @@
 """``usersvc copy SOURCE_URL DEST_URL``: every collection moves (users and
-books here), ids, versions and feed positions kept (tombstones too), new ids continue above the source's
-highest, a store with records is refused. Into every store, and SQLite ->
-PostgreSQL by the command line, the case that matters."""
+books here), ids, versions and feed positions kept (tombstones too), new
+ids continue above the source's highest, a store with records is refused.
+Into every store, and SQLite -> PostgreSQL by the command line, the case
+that matters."""
 from __future__ import annotations
 
 import io
@@ -16,8 +17,8 @@ from conftest import opened
 from helpers import ROOT
 
 from usersvc import USER
-from usersvc.storage import open_store
 from usersvc.serving.transfer import DestinationNotEmpty, copy_store, main
+from usersvc.storage import open_store
 
 User = USER.record
 
@@ -109,7 +110,8 @@ def test_the_command_copies_sqlite_to_postgres_and_shows_progress(source_url, po
     err = Terminal()
     assert main([source_url, postgres_url], stderr=err) == 0
     out = err.getvalue()
-    last = N - N // 7 + 4        # the restored users, Late created and changed, Gone and its tombstone
+    # The restored users, Late created and changed, Gone and its tombstone.
+    last = N - N // 7 + 4
     assert f"\r{N - N // 7 + 1:,} records copied, up to position {last:,} of {last:,} (100%)" in out
     assert f"copied 2 books from {source_url} to {postgres_url}; new ids start at 3\n" in out
     assert out.endswith(f"copied {N - N // 7 + 1:,} users from {source_url} "

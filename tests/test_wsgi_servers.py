@@ -11,8 +11,8 @@ import itertools
 import json
 import os
 import re
-import shutil
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,9 +20,20 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers import (
+    GUNICORN,
+    Gunicorn,
+    StreamOverHTTP,
+    call,
+    clone_root,
+    free_port,
+    long_poll,
+    race,
+    seq_of,
+    shared_url,
+    until_it_catches,
+)
 from prometheus_client.parser import text_string_to_metric_families
-from helpers import (GUNICORN, Gunicorn, StreamOverHTTP, call, clone_root, free_port, long_poll,
-                     race, seq_of, shared_url, until_it_catches)
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUPS = [(worker, preload) for worker in ("sync", "gthread") for preload in (False, True)]
@@ -63,7 +74,8 @@ def test_gunicorn_serves_writes_races_waits_and_stops(tmp_path, storage, worker,
         assert call(at, "GET", f"/users/{ids[1]}")[0] == 200        # not held up by the poll
         if worker == "gthread":     # threads: the poll waits for the change, and gets it
             assert poll.is_alive()
-            assert call(at, "POST", "/users", {"name": "Late", "email": "late@example.org"})[0] == 201
+            assert call(at, "POST", "/users",
+                        {"name": "Late", "email": "late@example.org"})[0] == 201
         poll.join(25)       # bounded: a poll that is never answered fails here
         assert not poll.is_alive()
         status, _, body = polled[0]
@@ -150,7 +162,8 @@ def test_each_server_command_the_docs_show_serves(tmp_path, server):
         pytest.skip(f"{server} is not installed (pip install {server})")
     commands = shown_commands(server)
     assert commands, f"the docs show no {server} command"
-    assert any("USERSVC_COLLECTIONS=" in c for c in commands), f"no {server} recipe with collections"
+    assert any("USERSVC_COLLECTIONS=" in c for c in commands), \
+        f"no {server} recipe with collections"
     clone_root(tmp_path)        # run where a reader runs them: a clone's root
     assert any("USERSVC_METRICS_PORT=" in c for c in commands), f"no {server} recipe with metrics"
     for command in commands:

@@ -10,7 +10,8 @@ from helpers import ADA_XML
 def test_xml_user_and_list_shapes(client):
     client.create()
     one = client.get("/users/1", headers={"Accept": "application/xml"})
-    assert one.body == b"<user><id>1</id><name>Ada Lovelace</name><email>ada@example.org</email></user>"
+    assert one.body == (b"<user><id>1</id><name>Ada Lovelace</name>"
+                        b"<email>ada@example.org</email></user>")
     many = client.get("/users", headers={"Accept": "application/xml"})
     assert many.body == b"<users>" + one.body + b"</users>"
     empty = client.get("/users?after=1", headers={"Accept": "application/xml"})
@@ -37,7 +38,8 @@ def test_xml_predefined_entities_and_character_references_decode(client):
 
 
 def test_xml_with_an_xml_declaration_and_comments_is_read(client):
-    body = '<?xml version="1.0" encoding="UTF-8"?><!-- hi --><user><name>Ada</name><email>ada@example.org</email></user>'
+    body = ('<?xml version="1.0" encoding="UTF-8"?><!-- hi -->'
+            '<user><name>Ada</name><email>ada@example.org</email></user>')
     assert client.post("/users", body=body, content_type="application/xml").status_code == 201
 
 
@@ -103,9 +105,10 @@ PARAMETER_ENTITY = """<!DOCTYPE user [<!ENTITY % p SYSTEM "file:///etc/passwd"> 
 <user><name>Ada</name><email>ada@example.org</email></user>"""
 
 
-@pytest.mark.parametrize("body", [BILLION_LAUGHS, EXTERNAL_ENTITY, EXTERNAL_DTD, PARAMETER_ENTITY,
-                                  "<!DOCTYPE user><user><name>Ada</name><email>ada@example.org</email></user>"],
-                         ids=["entity-bomb", "external-entity", "external-dtd", "parameter-entity", "plain"])
+@pytest.mark.parametrize("body", [
+    BILLION_LAUGHS, EXTERNAL_ENTITY, EXTERNAL_DTD, PARAMETER_ENTITY,
+    "<!DOCTYPE user><user><name>Ada</name><email>ada@example.org</email></user>",
+], ids=["entity-bomb", "external-entity", "external-dtd", "parameter-entity", "plain"])
 def test_any_doctype_is_refused_with_400(client, body):
     result = problem(client.post("/users", body=body, content_type="application/xml"), 400)
     assert "DOCTYPE" in result["detail"]
@@ -114,7 +117,8 @@ def test_any_doctype_is_refused_with_400(client, body):
 
 
 def test_xml_declaring_another_encoding_is_still_read_as_utf8(client):
-    body = '<?xml version="1.0" encoding="ISO-8859-1"?><user><name>Zoë</name><email>z@example.org</email></user>'
+    body = ('<?xml version="1.0" encoding="ISO-8859-1"?>'
+            '<user><name>Zoë</name><email>z@example.org</email></user>')
     response = client.post("/users", body=body.encode("utf-8"), content_type="application/xml")
     assert response.json["name"] == "Zoë"
 

@@ -40,8 +40,9 @@ def main(folder, postgres):
     store = open_store(f"{postgres}?options=-csearch_path%3D{schema}")
     fill(store)
     store.close()
-    dump = subprocess.run(["pg_dump", "--no-owner", "--no-privileges", "--inserts", "--schema", schema,
-                           postgres], check=True, capture_output=True, text=True).stdout
+    dump = subprocess.run(["pg_dump", "--no-owner", "--no-privileges", "--inserts",
+                           "--schema", schema, postgres],
+                          check=True, capture_output=True, text=True).stdout
     with open(f"{folder}/release-0.1.0.sql", "w") as f:
         f.write(dump)
     with psycopg.connect(postgres, autocommit=True) as db:
