@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 from ...changes import Changes
 from ...representation.json_format import JSON
+from ...storage.errors import StoreUnavailable
 from ...storage.feed import Change
 from ...storage.protocol import CommitsAnnounced
 from . import signing, targets
@@ -269,6 +270,10 @@ class Runner:
     def run(self) -> None:
         try:
             self.deliver()
+        except StoreUnavailable as e:   # (busy, down: the next look starts it again)
+            if not self.sender.stopping:
+                log.warning("webhook %d: the store cannot be written now (%s); delivering "
+                            "goes on at the next look", self.id, e)
         except Exception:       # a bug's (or the store closing): the next look starts it again
             if not self.sender.stopping:
                 log.exception("webhook %d: delivering failed", self.id)
