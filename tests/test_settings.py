@@ -25,7 +25,7 @@ REFUSED = [
      "cannot be used: not an origin (scheme://host[:port]): 'app.example'"),
     ("features", "pages,sessions", "cannot be used: 'sessions' is not a feature (usersvc has "
                                    "pages, openapi, health, cors, tokens, idempotency, batch, "
-                                   "waiting, metrics)"),
+                                   "waiting, metrics, webhooks)"),
 ]
 
 

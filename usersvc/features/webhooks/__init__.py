@@ -1,0 +1,90 @@
+"""The ``webhooks`` feature (``usersvc.hooks``): every change of the
+collections a subscription covers POSTed to its URL, signed as the
+Standard Webhooks specification says, in feed order, none skipped, until
+its receiver answers 2xx (issue 60; docs/decisions.md,
+"Webhooks: the feed is the outbox").
+
+    app = make_app("sqlite:///users.db", features=DEFAULT_FEATURES + ("webhooks",))
+
+The change feed is the outbox: a subscription is a place in each feed
+it covers, kept where the app's store is (``kept``: the feature's own
+tables on SQLite and PostgreSQL, a dict on ``memory://``), moved on as
+its receiver acknowledges (``sender``: a thread beside the server's
+workers). The routes (``routes``): ``/webhooks``, ``/webhooks/{id}``,
+needing a ``write`` token when tokens are on. Targets are checked at
+subscribe and at each attempt (``targets``), messages signed (``signing``).
+Its settings (``options``): ``webhooks_allow_private``,
+``webhooks_retries``, ``webhooks_timeout``.
+
+What it plugs into: ``app.router`` (its routes), ``app.feed_hooks`` (to
+learn each feed, and start delivering once the app serves one),
+``app.stoppers`` and ``app.on_close`` (to stop), ``app.checks`` (tokens,
+when on), and the store's ``announce_commits`` (to wake when a commit is
+made). A write meets none of it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...request import Request
+from ...storage.protocol import Atomic, Transactional
+from . import options
+from .kept import Kept, MemoryKept, SQLKept
+from .options import Options, WebhooksSettings
+from .routes import PATH, Webhooks
+from .sender import Sender
+
+
+def keeping(storage: Any) -> Kept:
+    """Where ``storage``'s subscriptions are kept: its tables (a SQL
+    store's steps), or a dict (a store whose steps have no ``db``:
+    memory). A ``ValueError`` for a store that has no steps, or does not
+    say what they are: the feature would keep nothing across a restart
+    there, and says so rather than lose subscriptions quietly."""
+    if not isinstance(storage, Atomic) or not isinstance(storage, Transactional):
+        raise ValueError("the webhooks feature needs a store it can keep subscriptions in "
+                         "(memory://, sqlite:..., postgresql://...), not a collection's "
+                         "records served alone or a store without atomic steps")
+    dialect = storage.dialect
+    if dialect is None:
+        return MemoryKept()
+    return SQLKept(storage, dialect.mark, postgres=dialect.name == "postgres")
+
+
+class WebhooksFeature:
+    """Subscriptions, their routes, and their deliveries."""
+
+    name = "webhooks"
+
+    def read_setting(self, name: str, value: Any) -> Any:
+        """One of its settings as given (``options.read``)."""
+        return options.read(name, value)
+
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Webhooks:
+        settings = Options.of(app.settings)
+        kept = keeping(storage)
+        kept.prepare()
+        sender = Sender(kept, settings, storage)
+        webhooks = Webhooks(kept, sender, settings)
+        app.router.add(PATH, webhooks.collection)
+        app.router.add(PATH + "/{id:int}", webhooks.item)
+        app.feed_hooks.append(sender.add_feed)
+        app.stoppers.append(sender.stop)
+        app.on_close(sender.stop)
+        if app.settings.tokens is not None:
+            ours = (webhooks.collection, webhooks.item)
+
+            def write_token(req: Request, found: Any) -> None:
+                """Every webhooks route, a GET too, needs a ``write`` token:
+                the tokens feature's check, asked as for a write."""
+                tokens = app.plugged.get("tokens")
+                if found is not None and found[0].target in ours and tokens is not None:
+                    tokens.check(Request(dict(req.environ, REQUEST_METHOD="POST")))
+            app.checks.append(write_token)
+        return webhooks
+
+
+FEATURE = WebhooksFeature()
+
+__all__ = ["FEATURE", "Options", "PATH", "Webhooks", "WebhooksFeature", "WebhooksSettings",
+           "keeping"]

@@ -1,0 +1,373 @@
+"""Delivering: each subscription's changes POSTed in feed order, each
+until its receiver answers 2xx, on threads beside the server's workers
+(docs/decisions.md, "Webhooks: the feed is the outbox").
+
+``Sender``, one an app, runs the scheduler (a thread, ``usersvc-webhooks``):
+every ``LOOK`` seconds, or at once when a route changed a subscription,
+it takes the subscriptions nobody holds (``Kept.claim``), renews its
+lease on those it holds every ``RENEW`` seconds, and starts a ``Runner``
+for each it holds; it also ends any attempt past its deadline. A
+``Runner`` (a thread a subscription) reads the next entry past its
+position in each collection the subscription covers, in turn, POSTs it
+(``targets.post``, signed: ``signing``) and, once answered 2xx, writes
+the new position; otherwise the failure and when to try again
+(``options``' schedule, or ``Retry-After``), or disables the subscription
+(``410 Gone``, the schedule exhausted). Runners wake on the store's
+announcements of commits (``CommitsAnnounced``), and look anyway every
+``LOOK`` seconds.
+"""
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from typing import Any, NamedTuple
+
+from ...changes import Changes
+from ...representation.json_format import JSON
+from ...storage.errors import StoreUnavailable
+from ...storage.feed import Change
+from ...storage.protocol import CommitsAnnounced
+from . import signing, targets
+from .kept import Kept, Subscription
+from .options import Options
+
+log = logging.getLogger("usersvc.webhooks")
+
+#: Seconds between two looks for subscriptions to take (and a runner's
+#: looks at its feeds when nothing woke it); between two renewals of the
+#: leases held; the shortest lease.
+LOOK = 1.0
+RENEW = 5.0
+SHORTEST_LEASE = 30.0
+#: Seconds a stop waits for the threads to end.
+STOP_WAIT = 3.0
+
+
+def rfc3339(when: float) -> str:
+    """A Unix time as RFC 3339 UTC, to the millisecond."""
+    milliseconds = int(when * 1000)
+    seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(milliseconds // 1000))
+    return f"{seconds}.{milliseconds % 1000:03d}Z"
+
+
+class Pending(NamedTuple):
+    """A change being delivered: its collection and position, its
+    ``webhook-id`` and its body, made once and sent as made on each retry."""
+
+    plural: str
+    seq: int
+    message_id: str
+    body: bytes
+
+
+def pending(changes: Changes, change: Change) -> Pending:
+    """The message for one feed entry: ``{"type", "timestamp", "data"}``,
+    ``data`` the entry as ``GET /<plural>/changes`` gives it."""
+    schema, plural = changes.schema, changes.schema.plural
+    kind = "deleted" if change.record is None else "changed"
+    body = b'{"type":"%s.%s","timestamp":"%s","data":%s}' % (
+        schema.name.encode(), kind.encode(), rfc3339(time.time()).encode(),
+        changes.entry(JSON, change, None))
+    return Pending(plural, change.seq, f"{plural}.{change.seq}.{changes.records.history}", body)
+
+
+class Sender:
+    """One app's deliveries: ``kept`` where subscriptions are, ``options``
+    its settings, ``storage`` the store whose commits wake it."""
+
+    def __init__(self, kept: Kept, options: Options, storage: Any) -> None:
+        self.kept, self.options, self.storage = kept, options, storage
+        self.holder = secrets.token_hex(8)          # this sender, as a lease names it
+        self.lease = max(SHORTEST_LEASE, 2 * options.timeout + 2 * RENEW)
+        self.feeds: dict[str, Changes] = {}         # each collection's, as the app adds it
+        self.held: dict[int, Subscription] = {}     # as the last look read them
+        self.valid_until = 0.0                      # the leases held, renewed last (Unix time)
+        self.stopping = False
+        self._runners: dict[int, Runner] = {}
+        self._looks = 0                             # looks begun
+        self._ended: dict[int, int] = {}            # a runner's end: looks begun by then
+        self._attempts: set[targets.Attempt] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._poked = True                          # a look asked for now
+        self._thread: threading.Thread | None = None
+        self._stop_listening: Any = None
+
+    # -- as the app is built and served ---------------------------------------
+
+    def add_feed(self, changes: Changes) -> None:
+        """A feed the app serves (``App.feed_hooks``): deliverable from now;
+        the first starts the scheduler."""
+        self.feeds[changes.schema.plural] = changes
+        with self._lock:
+            if self._thread is None and not self.stopping:
+                self._thread = threading.Thread(target=self._schedule, daemon=True,
+                                                name="usersvc-webhooks")
+                self._thread.start()
+
+    def poke(self) -> None:
+        """A subscription was made or changed here: look now."""
+        self._poked = True
+        self._wake.set()
+
+    def stop(self) -> None:
+        """The server stops, or the app closes (``App.stoppers``,
+        ``on_close``): every wait ends, every attempt in flight is
+        abandoned (it is sent again later), the threads end within a few
+        seconds, and the leases are given back. Never raises."""
+        self._stopping()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(STOP_WAIT)
+
+    def _stopping(self) -> None:
+        self.stopping = True
+        self._wake.set()
+        with self._lock:
+            runners, attempts = list(self._runners.values()), list(self._attempts)
+        for runner in runners:
+            runner.nudge()
+        for attempt in attempts:
+            attempt.abandon()
+
+    def _told(self, plural: str | None) -> None:
+        """The store's announcement: a commit changed ``plural`` (``None``:
+        the store closed). Quick: wakes runners, nothing more."""
+        if plural is None:
+            self._stopping()
+            return
+        with self._lock:
+            runners = list(self._runners.values())
+        for runner in runners:
+            runner.nudge()
+
+    # -- the scheduler ----------------------------------------------------------
+
+    def _schedule(self) -> None:
+        next_look, renewed, failing = 0.0, 0.0, False
+        while not self.stopping:
+            self._wake.clear()      # (a wake from now on ends the wait below at once)
+            now, clock = time.time(), time.monotonic()
+            if self._poked or clock >= next_look:
+                self._poked, next_look = False, clock + LOOK
+                renew = now - renewed >= RENEW
+                with self._lock:
+                    self._looks += 1
+                    look = self._looks
+                try:
+                    held = self.kept.claim(self.holder, now, now + self.lease, renew)
+                except Exception as e:   # the store down, busy: the next look tries again
+                    if not failing:
+                        log.warning("webhooks: cannot read the subscriptions (%s); "
+                                    "trying again every %g s", type(e).__name__, LOOK)
+                    failing = True
+                else:
+                    failing = False
+                    if renew:
+                        renewed, self.valid_until = now, now + self.lease
+                    self._hold(held, look)
+            deadline = self._end_overdue()
+            self._wake.wait(max(0.0, min(next_look, deadline) - time.monotonic()))
+        self._end()
+
+    def _hold(self, held: list[Subscription], look: int) -> None:
+        """The subscriptions this sender holds now, as the ``look``-th look
+        read them: a runner for each, each told to look again (a route may
+        have changed its subscription); none started again from a look
+        begun before its last runner ended (that one disabled it, perhaps:
+        the look may have read it before)."""
+        self.held = {s.id: s for s in held}
+        if held and self._stop_listening is None and isinstance(self.storage, CommitsAnnounced):
+            self._stop_listening = self.storage.announce_commits(self._told)
+        with self._lock:
+            for subscription in held:
+                runner = self._runners.get(subscription.id)
+                if runner is None and self._ended.get(subscription.id, 0) >= look:
+                    continue
+                if runner is None:
+                    runner = self._runners[subscription.id] = Runner(self, subscription)
+                    runner.thread.start()
+                runner.nudge()
+
+    def _end_overdue(self) -> float:
+        """Every attempt past its deadline abandoned; the next deadline
+        (``time.monotonic``), or ``inf``."""
+        with self._lock:
+            attempts = list(self._attempts)
+        now, soonest = time.monotonic(), float("inf")
+        for attempt in attempts:
+            if attempt.deadline <= now:
+                attempt.abandon()
+            else:
+                soonest = min(soonest, attempt.deadline)
+        return soonest
+
+    def _end(self) -> None:
+        """The scheduler stops: the runners, then the leases given back."""
+        deadline = time.monotonic() + STOP_WAIT
+        with self._lock:
+            runners = list(self._runners.values())
+        for runner in runners:
+            runner.thread.join(max(0.0, deadline - time.monotonic()))
+        if self._stop_listening is not None:
+            self._stop_listening()
+        try:
+            self.kept.release(self.holder)
+        except Exception:       # (a store closed first: the leases run out)
+            log.debug("webhooks: the leases could not be given back", exc_info=True)
+
+    def gone(self, runner: Runner) -> None:
+        """A runner ended: the next look starts another if it still holds."""
+        with self._lock:
+            if self._runners.get(runner.id) is runner:
+                del self._runners[runner.id]
+                self._ended[runner.id] = self._looks
+
+    # -- attempts ------------------------------------------------------------------
+
+    def may_attempt(self) -> bool:
+        """Whether an attempt begun now ends within the leases held."""
+        return time.time() + self.options.timeout + RENEW < self.valid_until
+
+    def send(self, subscription: Subscription, message: Pending) -> targets.Outcome:
+        """One attempt to deliver ``message``, signed now, within the
+        time-out (the scheduler abandons it past its deadline)."""
+        attempt = targets.Attempt(time.monotonic() + self.options.timeout)
+        with self._lock:
+            if self.stopping:
+                return targets.Outcome(None, "stopping")
+            self._attempts.add(attempt)
+        self._wake.set()            # (the scheduler's next wake: this deadline, if sooner)
+        try:
+            stamp = int(time.time())
+            headers = signing.headers(signing.key_of(subscription.secret), message.message_id,
+                                      stamp, message.body)
+            return targets.post(subscription.url, message.body, headers,
+                                self.options.allow_private, self.options.timeout, attempt)
+        finally:
+            with self._lock:
+                self._attempts.discard(attempt)
+
+
+class Runner:
+    """One subscription's deliveries, in order, on a thread of its own,
+    while its sender holds it and it is enabled."""
+
+    def __init__(self, sender: Sender, subscription: Subscription) -> None:
+        self.sender, self.id = sender, subscription.id
+        self.state, self.version = subscription, subscription.version
+        self.message: Pending | None = None     # being delivered: made once, retried as made
+        self.turn = 0                           # the collection to look at first next time
+        self._woken = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True,
+                                       name=f"usersvc-webhook-{subscription.id}")
+
+    def nudge(self) -> None:
+        self._woken.set()
+
+    def run(self) -> None:
+        try:
+            self.deliver()
+        except StoreUnavailable as e:   # (busy, down: the next look starts it again)
+            if not self.sender.stopping:
+                log.warning("webhook %d: the store cannot be written now (%s); delivering "
+                            "goes on at the next look", self.id, e)
+        except Exception:       # a bug's (or the store closing): the next look starts it again
+            if not self.sender.stopping:
+                log.exception("webhook %d: delivering failed", self.id)
+        finally:
+            self.sender.gone(self)
+
+    def deliver(self) -> None:
+        sender = self.sender
+        while not sender.stopping and self.refresh():
+            self._woken.clear()     # (a nudge from now on ends the next wait)
+            if self.message is None:
+                self.message = self.next_message()
+            message = self.message
+            wait = (self.state.next_attempt or 0.0) - time.time()
+            if message is None or wait > 0 or not sender.may_attempt():
+                self._woken.wait(min(wait, LOOK) if wait > 0 else LOOK)
+                continue
+            outcome = sender.send(self.state, message)
+            if sender.stopping and not outcome.delivered:
+                return          # (abandoned as the server stops: not the receiver's failure)
+            if not self.settle(message, outcome):
+                return
+
+    def refresh(self) -> bool:
+        """The subscription as the scheduler last read it, if this sender
+        still holds it and it is enabled; a change made to it (a ``PATCH``:
+        its ``version``) taken in, positions never going back."""
+        current = self.sender.held.get(self.id)
+        if current is None or not current.enabled:
+            return False
+        if current.version != self.version:
+            mine = self.state
+            delivered = {plural: max(seq, mine.delivered.get(plural, seq))
+                         for plural, seq in current.delivered.items()}
+            if current.failures or current.next_attempt is not None:    # (not reset: ours)
+                current.failures, current.next_attempt = mine.failures, mine.next_attempt
+            current.delivered, self.state, self.version = delivered, current, current.version
+            if self.message is not None and not current.covers(self.message.plural):
+                self.message = None
+        return True
+
+    def next_message(self) -> Pending | None:
+        """The next change to deliver: the first past the position in the
+        collections covered, taken in turn from ``turn``; a collection
+        covered and never delivered from (every collection's, served
+        since) starts at its end, recorded. ``None``: nothing to deliver."""
+        sender, state = self.sender, self.state
+        plurals = [plural for plural in sender.feeds if state.covers(plural)]
+        for n in range(len(plurals)):
+            plural = plurals[(self.turn + n) % len(plurals)]
+            changes = sender.feeds[plural]
+            after = state.delivered.get(plural)
+            if after is None:
+                after = changes.records.position()
+                if not sender.kept.delivered(self.id, sender.holder, plural, after, False):
+                    return None
+                state.delivered[plural] = after
+            found = changes.records.changes(after=after, limit=1)
+            if found:
+                self.turn = (self.turn + n + 1) % len(plurals)
+                return pending(changes, found[0])
+        return None
+
+    def settle(self, message: Pending, outcome: targets.Outcome) -> bool:
+        """The outcome of an attempt to deliver ``message`` written: the
+        position moved on, or the failure, the next attempt's time, the
+        subscription disabled. Whether to go on (still held, still enabled)."""
+        sender, state = self.sender, self.state
+        now = time.time()
+        if outcome.delivered:
+            reset = state.failures > 0 or state.next_attempt is not None
+            if not sender.kept.delivered(self.id, sender.holder, message.plural, message.seq,
+                                         reset):
+                return False
+            state.delivered[message.plural] = message.seq
+            state.failures, state.next_attempt, self.message = 0, None, None
+            return True
+        state.failures += 1
+        state.failed_status, state.failed_error, state.failed_at = (
+            outcome.status, outcome.error, now)
+        said = f"HTTP {outcome.status}" if outcome.status is not None else outcome.error
+        retries = sender.options.retries
+        if outcome.status == 410:
+            self.disable("the receiver answered 410 Gone")
+        elif state.failures > len(retries):
+            self.disable(f"{state.failures} attempts in a row failed, the last: {said}")
+        else:
+            delay = max(retries[state.failures - 1], outcome.retry_after or 0.0)
+            state.next_attempt = now + delay
+            log.info("webhook %d: %s not delivered (%s); next attempt in %g s",
+                     self.id, message.message_id, said, delay)
+        return sender.kept.failed(self.id, sender.holder, state) and state.enabled
+
+    def disable(self, reason: str) -> None:
+        self.state.enabled, self.state.next_attempt = False, None
+        self.state.disabled_reason = reason
+        log.warning("webhook %d: disabled: %s", self.id, reason)
