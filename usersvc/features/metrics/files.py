@@ -32,6 +32,8 @@ SLOTS = 1 << 20
 #: The first numbers, which no series names: where a process counts what
 #: it has no room left for.
 UNREAD = 64
+#: A process's series file's name (another there, ``usersvc-x.series``, is none of ours).
+_SERIES = re.compile(r"usersvc-(\d+)\.series$")
 
 
 class Counts:
@@ -270,8 +272,9 @@ def _summed(series: Any) -> dict[tuple[str, tuple[Any, ...]], list[float]]:
 
 def files_in(directory: str) -> list[tuple[int, str]]:
     """Each process's series file: ``[(pid, path)]``."""
-    return [(int(re.search(r"usersvc-(\d+)\.series$", path).group(1)), path)
-            for path in glob.glob(os.path.join(directory, "usersvc-*.series"))]
+    return [(int(found.group(1)), path)
+            for path in glob.glob(os.path.join(directory, "usersvc-*.series"))
+            if (found := _SERIES.search(path))]
 
 
 def _ended(directory: str) -> dict[str, Any]:
