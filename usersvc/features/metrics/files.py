@@ -211,7 +211,7 @@ class _Opened:
             self._numbers = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         self._view = memoryview(self._numbers).cast("d")
         try:
-            self._lines = open(path, "rb")
+            self._lines = open(path, "rb")     # noqa: SIM115 (kept open: ``close``)
         except OSError:
             self._view.release()
             self._numbers.close()
@@ -266,7 +266,8 @@ def _summed(series: Any) -> dict[tuple[str, tuple[Any, ...]], list[float]]:
     for metric, labels, numbers in series:
         key = (metric, tuple(labels))
         earlier = summed.get(key)
-        summed[key] = numbers if earlier is None else [a + b for a, b in zip(earlier, numbers)]
+        summed[key] = numbers if earlier is None else [
+            a + b for a, b in zip(earlier, numbers, strict=False)]
     return summed
 
 
@@ -280,7 +281,8 @@ def files_in(directory: str) -> list[tuple[int, str]]:
 def _ended(directory: str) -> dict[str, Any]:
     try:
         with open(os.path.join(directory, "usersvc-ended.json")) as file:
-            return json.load(file)
+            ended: dict[str, Any] = json.load(file)     # (ours: ``_write_ended``'s)
+            return ended
     except FileNotFoundError:
         return {"pids": [], "series": []}
 
