@@ -43,8 +43,8 @@ class Tokens:
             if scope not in SCOPES:
                 raise ValueError(f"a token's scope must be read or write, not {scope!r}")
             if not _B64TOKEN.fullmatch(token) or len(token) < 16:
-                raise ValueError("a token must be 16 or more characters of A-Z a-z 0-9 - . _ ~ + / "
-                                 "(RFC 6750 b64token)")
+                raise ValueError("a token must be 16 or more characters of "
+                                 "A-Z a-z 0-9 - . _ ~ + / (RFC 6750 b64token)")
             self._digests.append((_digest(token), scope))
 
     def plug(self, app: Any) -> None:
@@ -95,10 +95,11 @@ def _digest(token: str) -> bytes:
 def _challenge(status: int, detail: str, **params: str) -> Problem:
     value = f'Bearer realm="{REALM}"' + "".join(f', {k}="{v}"' for k, v in params.items())
     # no-store: an answer about credentials is about this request alone.
-    return Problem(status, detail, headers=[("WWW-Authenticate", value), ("Cache-Control", "no-store")])
+    return Problem(status, detail,
+                   headers=[("WWW-Authenticate", value), ("Cache-Control", "no-store")])
 
 
-def load_tokens(path: str | Path) -> Tokens:
+def load_tokens(path: str | PurePath) -> Tokens:
     """Tokens from a file: one ``TOKEN SCOPE`` per line; blank lines and
     ``#`` comments are ignored. Errors name the line, never the token."""
     tokens: dict[str, str] = {}
@@ -140,7 +141,7 @@ class TokensFeature:
             raise ValueError(str(e)) from None
 
     def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Tokens | None:
-        tokens = app.settings.tokens
+        tokens: Tokens | None = app.settings.tokens     # (``read_setting``'s)
         if tokens is not None:
             tokens.plug(app)
         return tokens

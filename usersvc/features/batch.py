@@ -25,13 +25,14 @@ from typing import Any, NamedTuple
 
 from ..listing import parameters
 from ..problems import DOMAIN_ERRORS, Problem, not_json
-from ..representation import Format, JSON_TYPE, Offers, body_format
-from ..representation.json_format import JSON, no_constant
+from ..representation import Offers, body_format
+from ..representation.json_format import JSON, JSON_TYPE, Format, no_constant
 from ..request import Request, Response
 from ..resources import Resource
-from ..storage.protocol import Atomic
 from ..schema import Invalid, pointer
-from .idempotency import ENVIRON as KEY_ENVIRON, Idempotency, replayed
+from ..storage.protocol import Atomic
+from .idempotency import ENVIRON as KEY_ENVIRON
+from .idempotency import Idempotency, replayed
 
 PATH = "/batch"
 #: What a batch's request may be, and the headers it may carry (their
@@ -45,6 +46,8 @@ KEPT_HEADERS = ("Location", "ETag")
 #: The request headers a batch's requests do not inherit from the batch.
 _NOT_INHERITED = ("HTTP_IF_MATCH", "HTTP_IF_NONE_MATCH", KEY_ENVIRON, "CONTENT_LENGTH",
                   "HTTP_TRANSFER_ENCODING", "QUERY_STRING")
+#: What a request of a batch may fail with, and the batch with it.
+_FAILURES: tuple[type[Exception], ...] = (Problem, *DOMAIN_ERRORS)
 
 
 class Part(NamedTuple):
@@ -59,7 +62,7 @@ class Part(NamedTuple):
     refused: Exception | None = None
 
 
-class _Twice(dict):
+class _Twice(dict[str, Any]):
     """An object of a batch document that names a member more than once
     (``twice``, the first such name): read whole, and refused where it is."""
 
@@ -122,7 +125,7 @@ class Batch:
         def run(unit: Any) -> list[Response]:
             views: dict[int, Any] = {}      # each resource over the unit's store, made once
             answers = []
-            for at[0], (part, found) in enumerate(zip(parts, routes)):
+            for at[0], (part, found) in enumerate(zip(parts, routes, strict=True)):
                 answers.append(self._make(req, fmt, unit, views, part, found))
             return answers
         try:
@@ -131,7 +134,7 @@ class Batch:
                     req, fmt, self._answer, lambda error: self.app.problem_response(
                         req, _of_request(error, at[0]))), tuple(plurals), run))
             return self._answer(self.storage.atomically(plurals, run))
-        except (Problem, *DOMAIN_ERRORS) as error:
+        except _FAILURES as error:
             raise _of_request(error, at[0]) from None
 
     def read(self, req: Request) -> list[Part]:
@@ -247,7 +250,8 @@ def _part(request: Any, at: str) -> Part:
     twice = _twice(request["body"])
     if twice is not None:       # as the body would be alone: a 422, when its turn comes
         return Part(method, path, environ, None, Invalid(
-            "The body names a member more than once.", [(pointer(twice), "appears more than once")]))
+            "The body names a member more than once.",
+            [(pointer(twice), "appears more than once")]))
     return Part(method, path, environ, _ASCII_ENCODER.encode(request["body"]).encode())
 
 

@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..problems import Problem
 from ..release import VERSION
-from ..representation import Format
+from ..representation.json_format import Format
 from ..request import Request, Response
 from ..schema import Schema
 

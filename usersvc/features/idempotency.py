@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..problems import Problem
-from ..representation import Format
+from ..representation.json_format import Format
 from ..request import Request, Response
 from ..storage import StoreError
 from ..storage.keys import Answer, Key, MemoryKeys, Run, SQLKeys
@@ -109,14 +109,11 @@ class Idempotency:
         return records
 
     def key(self, req: Request, fmt: Format | None, respond: Callable[[Any], Response],
-            refused: Callable[[StoreError], Response] | None = None) -> Key | None:
-        """The request's key (``None``: it sent none), whose answer is
-        ``respond(record)`` or the problem of the store's error (``refused``:
-        another way to make it)."""
-        value = req.environ.get(ENVIRON)
-        if value is None:
-            return None
-        key = parse(value)
+            refused: Callable[[StoreError], Response] | None = None) -> Key:
+        """The key of a request that sent one (asked only then: ``KeyedWrite``,
+        a batch), whose answer is ``respond(record)`` or the problem of the
+        store's error (``refused``: another way to make it)."""
+        key = parse(req.environ[ENVIRON])
 
         def answer(record: Any, error: StoreError | None) -> Answer:
             response = (respond(record) if error is None else self._problem(req, error)

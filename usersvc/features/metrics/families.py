@@ -89,11 +89,11 @@ class Collector:
                          lambda collection, operation: [collection, operation])
         for name, value in zip(("usersvc_feed_waiting_requests",
                                 "usersvc_feed_waiting_requests_limit", "usersvc_feed_streams"),
-                               source.waiting()):
+                               source.waiting(), strict=True):
             yield GaugeMetricFamily(name, HELP[name], value=value)
         for found, name, bounds in zip(source.commits() or (), (
                 "usersvc_sqlite_commit_duration_seconds", "usersvc_sqlite_commit_writes"),
-                (COMMIT_BUCKETS, GROUP_BUCKETS)):
+                (COMMIT_BUCKETS, GROUP_BUCKETS), strict=False):    # (no commits: none)
             yield _histogram(name, [], bounds, found, lambda: [])
         for name, value in source.pools().items():
             yield GaugeMetricFamily(name, HELP[name], value=value)
@@ -107,5 +107,7 @@ def _histogram(name: str, labels: list[str], bounds: tuple[float, ...],
     if not labels and not totals:       # one series, there from the start: zeros
         totals = {(): Totals([0] * len(les), 0.0)}
     for key, found in sorted(totals.items(), key=lambda kv: str(kv[0])):
-        family.add_metric(label_values(*key), list(zip(les, found.buckets)), found.sum)
+        # (not strict: a scrape answers even where a file's series has other buckets)
+        family.add_metric(label_values(*key), list(zip(les, found.buckets, strict=False)),
+                          found.sum)
     return family

@@ -32,6 +32,8 @@ SLOTS = 1 << 20
 #: The first numbers, which no series names: where a process counts what
 #: it has no room left for.
 UNREAD = 64
+#: A process's series file's name (another there, ``usersvc-x.series``, is none of ours).
+_SERIES = re.compile(r"usersvc-(\d+)\.series$")
 
 
 class Counts:
@@ -209,7 +211,7 @@ class _Opened:
             self._numbers = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         self._view = memoryview(self._numbers).cast("d")
         try:
-            self._lines = open(path, "rb")
+            self._lines = open(path, "rb")     # noqa: SIM115 (kept open: ``close``)
         except OSError:
             self._view.release()
             self._numbers.close()
@@ -264,20 +266,23 @@ def _summed(series: Any) -> dict[tuple[str, tuple[Any, ...]], list[float]]:
     for metric, labels, numbers in series:
         key = (metric, tuple(labels))
         earlier = summed.get(key)
-        summed[key] = numbers if earlier is None else [a + b for a, b in zip(earlier, numbers)]
+        summed[key] = numbers if earlier is None else [
+            a + b for a, b in zip(earlier, numbers, strict=False)]
     return summed
 
 
 def files_in(directory: str) -> list[tuple[int, str]]:
     """Each process's series file: ``[(pid, path)]``."""
-    return [(int(re.search(r"usersvc-(\d+)\.series$", path).group(1)), path)
-            for path in glob.glob(os.path.join(directory, "usersvc-*.series"))]
+    return [(int(found.group(1)), path)
+            for path in glob.glob(os.path.join(directory, "usersvc-*.series"))
+            if (found := _SERIES.search(path))]
 
 
 def _ended(directory: str) -> dict[str, Any]:
     try:
         with open(os.path.join(directory, "usersvc-ended.json")) as file:
-            return json.load(file)
+            ended: dict[str, Any] = json.load(file)     # (ours: ``_write_ended``'s)
+            return ended
     except FileNotFoundError:
         return {"pids": [], "series": []}
 

@@ -19,14 +19,25 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
-import waitress
-from prometheus_client import (CollectorRegistry, GCCollector, PlatformCollector,
-                               ProcessCollector, make_wsgi_app)
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    make_wsgi_app,
+)
+from waitress.server import create_server
 
 from ...request import Request, Response
 from ...storage.protocol import CommitsObservable
-from .families import (COMMIT_BUCKETS, GROUP_BUCKETS, OPERATION_BUCKETS, POOL_GAUGES,
-                       REQUEST_BUCKETS, Collector)
+from .families import (
+    COMMIT_BUCKETS,
+    GROUP_BUCKETS,
+    OPERATION_BUCKETS,
+    POOL_GAUGES,
+    REQUEST_BUCKETS,
+    Collector,
+)
 from .tally import PerThread, Tally, Totals, fold_counts, new_counts, totals
 
 #: The methods OpenTelemetry names as they are (RFC 9110's, and PATCH);
@@ -52,7 +63,8 @@ class Metrics:
         #: tell them (``observe_commits``); ``None`` until one does.
         self._commits: tuple[Tally, Tally] | None = None
         self._observed: list[Any] = []
-        self._collections, self._waiting = collections, waiting   # app.records, filled as it adds them
+        # app.records, filled as it adds them; the waiting places.
+        self._collections, self._waiting = collections, waiting
         self.registry = CollectorRegistry()
         self.registry.register(Collector(self, version))
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
@@ -87,7 +99,7 @@ class Metrics:
         elapsed = perf_counter() - mine.started
         route = req.route       # with the application's root (a --prefix), as OpenTelemetry asks
         labels = (mine.method, route and req.script_name + route, response.status)
-        mine.method = None
+        mine.method = ""
         counts = mine.requests.get(labels)
         if counts is None:
             counts = mine.requests[labels] = new_counts(REQUEST_BUCKETS)
@@ -108,7 +120,7 @@ class Metrics:
     def active(self) -> dict[str, int]:
         """Requests being served now, by method: one at most a thread."""
         methods = self._parts.read(lambda parts: [p.method for p in parts])
-        return Counter(method for method in methods if method is not None)
+        return Counter(method for method in methods if method)
 
     def now(self) -> Metrics:
         """What ``Collector`` reads at a scrape: these counts, as they are."""
@@ -149,8 +161,11 @@ class Metrics:
                 and not any(s is storage for s in self._observed)):
             self._observed.append(storage)
             durations, writes = self._commits or (Tally(COMMIT_BUCKETS), Tally(GROUP_BUCKETS))
-            if storage.observe_commits(lambda seconds, count: (durations.observe((), seconds),
-                                                               writes.observe((), count))):
+
+            def committed(seconds: float, count: int) -> None:
+                durations.observe((), seconds)
+                writes.observe((), count)
+            if storage.observe_commits(committed):
                 self._commits = durations, writes
         return Measured(collection, records, self._operation)
 
@@ -164,7 +179,7 @@ class _Thread:
     __slots__ = ("method", "started", "requests", "operations")
 
     def __init__(self) -> None:
-        self.method: str | None = None
+        self.method = ""        # ("": serving none)
         self.started = 0.0
         self.requests: dict[tuple[str, str, int], list[float]] = {}
         self.operations: dict[tuple[str, str], list[float]] = {}
@@ -220,8 +235,7 @@ def serve(registry: CollectorRegistry, host: str, port: int,
         return [b"Metrics are at /metrics.\n"]
 
     where = {"sockets": sockets} if sockets else {"host": host, "port": port}
-    server = waitress.create_server(metrics, **where, threads=1,
-                                    ident="usersvc-metrics", channel_timeout=30,
-                                    connection_limit=20)
+    server = create_server(metrics, **where, threads=1, ident="usersvc-metrics",
+                           channel_timeout=30, connection_limit=20)
     threading.Thread(target=server.run, name="usersvc-metrics", daemon=True).start()
     return server

@@ -31,10 +31,16 @@ from prometheus_client import CollectorRegistry
 
 from ...request import Request, Response
 from ...storage.protocol import CommitsObservable
-from .families import (COMMIT_BUCKETS, GROUP_BUCKETS, OPERATION_BUCKETS, POOL_GAUGES,
-                       REQUEST_BUCKETS, Collector)
+from .families import (
+    COMMIT_BUCKETS,
+    GROUP_BUCKETS,
+    OPERATION_BUCKETS,
+    POOL_GAUGES,
+    REQUEST_BUCKETS,
+    Collector,
+)
 from .files import Counts, Reader, files_in, fold_ended
-from .prometheus import METHODS, Measured, Metrics, serve
+from .prometheus import METHODS, Measured, serve
 from .tally import Totals, totals
 
 log = logging.getLogger("usersvc")
@@ -80,9 +86,11 @@ class SharedMetrics:
             self.counts.add(part, STREAMS, (), n)
 
     def plug(self, app: Any) -> SharedMetrics:
-        """As ``Metrics.plug`` (the same starter, finisher and store
-        wrapper); the files it reads are closed with the app."""
-        Metrics.plug(self, app)
+        """As ``Metrics.plug`` (a starter, a finisher and a store wrapper);
+        the files it reads are closed with the app."""
+        app.starters.append(self.begin)
+        app.finishers.append(self.end)
+        app.records_wrappers.append(self.measured)
         app.on_close(self._reader.close)
         return self
 
@@ -267,7 +275,7 @@ def serve_from_any(registry: CollectorRegistry, host: str, port: int) -> None:
         threading.Thread(target=claim, name="usersvc-metrics-claim", daemon=True).start()
 
     try:
-        import uwsgi  # type: ignore[import-not-found]   # only inside uWSGI
+        import uwsgi  # type: ignore[import-untyped]   # only inside uWSGI: no stubs here
     except ImportError:
         start()
         os.register_at_fork(after_in_child=start)
@@ -276,7 +284,12 @@ def serve_from_any(registry: CollectorRegistry, host: str, port: int) -> None:
         start()
         return
     earlier = getattr(uwsgi, "post_fork_hook", None)
-    uwsgi.post_fork_hook = lambda: (earlier and earlier(), start())
+
+    def forked() -> None:
+        if earlier:
+            earlier()
+        start()
+    uwsgi.post_fork_hook = forked
 
 
 def _listening(host: str, port: int) -> socket.socket | None:

@@ -16,23 +16,21 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from itertools import accumulate
-from typing import NamedTuple, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+K = TypeVar("K", bound=Hashable)
 
 
 class Totals(NamedTuple):
     """One label set's observations: ``buckets[i]`` is how many were at
     most ``bounds[i]`` (cumulative, as Prometheus reports them; the last is
-    every observation, ``le="+Inf"``), and ``sum`` their sum."""
+    every observation, ``le="+Inf"``, their count), and ``sum`` their sum.
+    (Whole numbers, as floats where read from files: ``shared``.)"""
 
-    buckets: list[int]
+    buckets: list[float]
     sum: float
-
-    @property
-    def count(self) -> int:
-        return self.buckets[-1]
 
 
 class Tally:
@@ -45,7 +43,7 @@ class Tally:
         if not bounds or list(bounds) != sorted(set(bounds)):
             raise ValueError(f"bucket bounds must increase: {bounds}")
         self.bounds = tuple(float(b) for b in bounds)
-        self._parts = PerThread(dict, fold_counts)
+        self._parts: PerThread[dict[Hashable, list[float]]] = PerThread(dict, fold_counts)
 
     def observe(self, labels: Hashable, value: float) -> None:
         mine = self._parts.local.mine
@@ -64,7 +62,7 @@ class Tally:
         return totals(self.parts(), self.bounds)
 
 
-class PerThread:
+class PerThread(Generic[T]):
     """Each thread's part of some counts, written by that thread alone:
     ``local.mine``, made by ``make()`` at the thread's first use of it.
 
@@ -105,8 +103,8 @@ class PerThread:
             self._fold(self._ended, part)
 
 
-class _Local(threading.local):
-    def __init__(self, parts: PerThread) -> None:     # in each thread, at its first use
+class _Local(threading.local, Generic[T]):
+    def __init__(self, parts: PerThread[T]) -> None:     # in each thread, at its first use
         self.mine = parts._start()
 
 
@@ -116,7 +114,7 @@ def new_counts(bounds: Sequence[float]) -> list[float]:
     return [0] * (len(bounds) + 1) + [0.0]
 
 
-def fold_counts(into: dict[Hashable, list[float]], part: dict[Hashable, list[float]]) -> None:
+def fold_counts(into: dict[K, list[float]], part: dict[K, list[float]]) -> None:
     """Add one thread's counts (as ``Tally`` keeps them) to ``into``."""
     for labels, counts in part.items():
         mine = into.get(labels)
@@ -127,12 +125,11 @@ def fold_counts(into: dict[Hashable, list[float]], part: dict[Hashable, list[flo
                 mine[i] += n
 
 
-def totals(parts: list[dict[Hashable, list[float]]],
-           bounds: Sequence[float]) -> dict[Hashable, Totals]:
+def totals(parts: list[dict[K, list[float]]], bounds: Sequence[float]) -> dict[K, Totals]:
     """Several threads' counts (as ``Tally`` keeps them), added together.
     Each is copied in one step (``list()`` of a dict or a list lets no
     other thread in), while the threads count on."""
-    merged: dict[Hashable, list[float]] = {}
+    merged: dict[K, list[float]] = {}
     for part in parts:
         for labels, counts in list(part.items()):
             fold_counts(merged, {labels: list(counts)})

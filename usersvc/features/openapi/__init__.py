@@ -17,7 +17,9 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from ...listing import revalidated
-from ...representation import Format, JSON, JSON_TYPE, Offers, XML
+from ...representation import Offers
+from ...representation.json_format import JSON, JSON_TYPE, Format
+from ...representation.xml_format import XML
 from ...request import Request, Response
 from .document import OPENAPI_PATH, openapi
 

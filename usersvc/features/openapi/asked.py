@@ -19,8 +19,8 @@ from ...kinds import Boolean, Choice, Number, Ref, Url
 from ...kinds.dates import Date, DateTime
 from ...kinds.integers import Integer
 from ...kinds.stamp import Stamp
-from ...storage import MAX_ID
 from ...schema import Schema
+from ...storage import MAX_ID
 
 _NOT_PLAIN = "\\u0000-\\u001f\\u007f-\\u009f\\ufffe\\uffff"     # (``asking.not_plain``)
 #: Any text but what no value holds (``asking.not_plain``): a text condition's value.
@@ -128,7 +128,7 @@ def asked_parameters(schema: Schema, query: Any) -> list[dict[str, Any]]:
                                    f"true: only the {schema.plural} with a {field}; "
                                    f"false: only those without."))
             elif op == "in":
-                found.append(query(f"{field}[in]", in_schema(kind),
+                found.append(query(f"{field}[in]", in_schema(schema.fields[field]),
                                    f"Only the {schema.plural} whose {field} is one of these, "
                                    f"comma-separated (at most {asking.MAX_IN}; a value with a "
                                    'comma in double quotes, a quote in it as \\").'))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...representation import JSON_TYPE
+from ...representation.json_format import JSON_TYPE
 from ...schema import Schema
 from ..batch import BODY_TYPES, PATH
 from .parts import VARY, header, idempotency_key, operation_responses
@@ -72,7 +72,8 @@ def batch_paths(collections: Sequence[Schema], max_batch: int, idempotency_ttl: 
                 400, 403, 404, 405, 406, 409, 412, 413, 415, 422, 503, s200={
                     "description": "Every request was made: their answers, in order.",
                     "headers": {"Vary": VARY},
-                    "content": {JSON_TYPE: {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}}),
+                    "content": {JSON_TYPE: {
+                        "schema": {"$ref": "#/components/schemas/BatchAnswer"}}}}),
         },
         "options": {
             "operationId": "optionsBatch", "summary": "The methods allowed here.",

@@ -5,19 +5,38 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ...release import VERSION
-from ...representation import JSON_TYPE
-from ...storage import MAX_ID
+from ...representation.json_format import JSON_TYPE
 from ...schema import Schema
+from ...storage import MAX_ID
 from .asked import fields_parameter
 from .feed import feed_link_header, feed_paths
-from .parts import (BODY_ETAG, CACHE, DESCRIPTIONS, ETAG, IF_NONE_MATCH, PAGE,
-                    VARY, asset_paths, collection_names, common_schemas, content, header,
-                    idempotency_key, list_headers, list_parameters, not_modified,
-                    operation_responses, problem, record_schemas, request_schema)
+from .parts import (
+    BODY_ETAG,
+    CACHE,
+    DESCRIPTIONS,
+    ETAG,
+    IF_NONE_MATCH,
+    PAGE,
+    VARY,
+    asset_paths,
+    collection_names,
+    common_schemas,
+    content,
+    header,
+    idempotency_key,
+    list_headers,
+    list_parameters,
+    not_modified,
+    operation_responses,
+    problem,
+    record_schemas,
+    request_schema,
+)
 from .served import head, health_item, options, without_html
 from .tokens import secure
 
 OPENAPI_PATH = "/openapi.json"
+_SERVICE_ROOT = "#/components/schemas/ServiceRoot"
 
 
 def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False,
@@ -49,8 +68,8 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
                 "parameters": [IF_NONE_MATCH],
                 "responses": {"200": {
                     "description": "The service's links.", "headers": root_headers,
-                    "content": {JSON_TYPE: {"schema": {"$ref": "#/components/schemas/ServiceRoot"}},
-                                "application/xml": {"schema": {"$ref": "#/components/schemas/ServiceRoot"}},
+                    "content": {JSON_TYPE: {"schema": {"$ref": _SERVICE_ROOT}},
+                                "application/xml": {"schema": {"$ref": _SERVICE_ROOT}},
                                 **PAGE}},
                     "304": not_modified(BODY_ETAG),
                     "406": {"$ref": "#/components/responses/Problem406"}}},
@@ -84,7 +103,7 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
             paths[f"/{schema.plural}"]["get"]["responses"]["200"]["headers"]["Link"] = \
                 feed_link_header()
     if max_batch is not None:
-        from .batch import batch_paths      # (the batch feature's: imported when it is plugged)
+        from .batch import batch_paths  # (the batch feature's: imported when it is plugged)
         paths.update(batch_paths(schemas, max_batch, idempotency_ttl if batch_keys else None,
                                  components["schemas"]))
     tags = [{"name": "service", "description": "The service root, this document, and what "
@@ -135,8 +154,9 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
             **schemas[f"{name}{xml}"], "required": ["id"],
             "description": f"{schema.a_name.capitalize()} as `fields=` asks: its id and the "
                            "fields named (an absent optional field left out)."}
-        schemas[f"{name}Got{xml}"] = {"anyOf": [{"$ref": f"#/components/schemas/{name}{xml}"},
-                                                {"$ref": f"#/components/schemas/{name}Fields{xml}"}]}
+        schemas[f"{name}Got{xml}"] = {
+            "anyOf": [{"$ref": f"#/components/schemas/{name}{xml}"},
+                      {"$ref": f"#/components/schemas/{name}Fields{xml}"}]}
     schemas[f"{name}List"] = {"type": "array", "items": {"$ref": f"#/components/schemas/{name}Got"},
                               "xml": {"name": plural, "wrapped": True}}
     schemas[f"{name}ListXml"] = {"type": "array",
@@ -144,7 +164,8 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
                                  "xml": {"name": plural, "wrapped": True}}
     for kind, required in (("Create", True), ("Replace", True), ("Patch", False)):
         for in_xml in (False, True):
-            schemas[f"{name}{kind}{'Xml' if in_xml else ''}"] = request_schema(schema, required, in_xml)
+            schemas[f"{name}{kind}{'Xml' if in_xml else ''}"] = request_schema(schema, required,
+                                                                               in_xml)
     schemas[f"{name}PatchMerge"] = schemas[f"{name}Patch"]
 
     one = {"description": f"The {schema.name}.", "content": {**content(name), **PAGE},
@@ -153,7 +174,8 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
                 "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
                 "description": "A canonical decimal: no sign, no leading zero."}
     if_match = {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
-                "description": "Write only if the record is at one of these ETags (or `*`: exists)."}
+                "description": "Write only if the record is at one of these ETags "
+                               "(or `*`: exists)."}
     if_none_match = {"name": "If-None-Match", "in": "header", "required": False,
                      "schema": {"type": "string"},
                      "description": "GET: 304 if the record is still at one of these ETags. "
@@ -237,7 +259,8 @@ def _add_collection(schema: Schema, paths: dict[str, Any], schemas: dict[str, An
                            "required field is a 422. `If-Match` as for PUT.",
             "parameters": [if_match, if_none_match, *keyed],
             "requestBody": {"required": True, "content": {
-                "application/merge-patch+json": {"schema": {"$ref": f"#/components/schemas/{name}PatchMerge"}},
+                "application/merge-patch+json": {
+                    "schema": {"$ref": f"#/components/schemas/{name}PatchMerge"}},
                 **content(f"{name}Patch")}},
             "responses": operation_responses(404, 412, *body_statuses, s200=one),
         },

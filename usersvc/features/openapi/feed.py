@@ -6,8 +6,8 @@ from typing import Any
 
 from ...changes import DEFAULT_LIMIT, MAX_LIMIT
 from ...listing import FEED_RELATION
-from ...storage import MAX_ID
 from ...schema import Schema
+from ...storage import MAX_ID
 from .asked import fields_parameter
 from .parts import PROBLEM, VARY, header, operation_responses
 
@@ -45,7 +45,8 @@ def feed_paths(schema: Schema, schemas: dict[str, Any], waits: bool = True) -> d
         "description": f"{schema.a_name.capitalize()} that was deleted (a tombstone)."}
     schemas[f"{name}Change"] = {"oneOf": [{"$ref": f"#/components/schemas/{name}Changed"},
                                           {"$ref": f"#/components/schemas/{name}Deleted"}]}
-    schemas[f"{name}ChangeList"] = {"type": "array", "items": {"$ref": f"#/components/schemas/{name}Change"}}
+    schemas[f"{name}ChangeList"] = {"type": "array",
+                                    "items": {"$ref": f"#/components/schemas/{name}Change"}}
     schemas[f"{name}ChangeXml"] = {
         "type": "object", "xml": {"name": "change"},
         "properties": {"seq": {"type": "string"}, "id": {"type": "string"},
@@ -88,13 +89,16 @@ def feed_paths(schema: Schema, schemas: dict[str, Any], waits: bool = True) -> d
              "schema": {"type": "string"}},
         ]
     headers = {"Link": header(f'`<.../{plural}/changes?after=S&limit=L>; rel="next"`, always: '
-                              "S is the place of the last entry answered, or `after` when none was."),
+                              "S is the place of the last entry answered, or `after` when "
+                              "none was."),
                "Cache-Control": NO_STORE, "Vary": VARY}
-    ok = {"description": f"The {plural} changed after `after`, oldest first, each once, in "
-                         "its latest state, or a tombstone.",
-          "headers": headers,
-          "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}ChangeList"}},
-                      "application/xml": {"schema": {"$ref": f"#/components/schemas/{name}ChangeListXml"}}}}
+    change_list = f"#/components/schemas/{name}ChangeList"
+    ok: dict[str, Any] = {
+        "description": f"The {plural} changed after `after`, oldest first, each once, in "
+                       "its latest state, or a tombstone.",
+        "headers": headers,
+        "content": {"application/json": {"schema": {"$ref": change_list}},
+                    "application/xml": {"schema": {"$ref": change_list + "Xml"}}}}
     if waits:
         ok["content"]["text/event-stream"] = {"schema": {
             "type": "string", "description": (

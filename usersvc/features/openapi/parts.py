@@ -7,9 +7,9 @@ from typing import Any
 
 from ...fields import Folded
 from ...listing import DEFAULT_LIMIT, MAX_CURSOR, MAX_LIMIT, MAX_Q
-from ...representation import JSON_TYPE
-from ...storage import MAX_ID
+from ...representation.json_format import JSON_TYPE
 from ...schema import Schema
+from ...storage import MAX_ID
 from .asked import PLAIN, asked_parameters, fields_parameter, query_schema
 
 JSON_BODY = (JSON_TYPE,)
@@ -61,7 +61,8 @@ BODY_ETAG = header("A strong entity-tag made from the representation's bytes.",
                     {"type": "string", "pattern": '^"[0-9a-f]{24}"$'})
 IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "required": False,
                  "schema": {"type": "string"},
-                 "description": "304 Not Modified if the representation still has one of these ETags."}
+                 "description": "304 Not Modified if the representation still has one of "
+                                "these ETags."}
 
 
 def not_modified(etag: dict[str, Any], **headers: Any) -> dict[str, Any]:
@@ -180,7 +181,8 @@ def asset_paths(assets: Mapping[str, str]) -> dict[str, Any]:
             "options": {"operationId": f"options{name}", "summary": "The methods allowed here.",
                         "description": "204 with `Allow`.", "security": [],
                         "responses": {"204": {"description": "See Allow.", "headers": {
-                            "Allow": header("`GET, HEAD, OPTIONS`", {"const": "GET, HEAD, OPTIONS"})}},
+                            "Allow": header("`GET, HEAD, OPTIONS`",
+                                            {"const": "GET, HEAD, OPTIONS"})}},
                             "400": {"$ref": "#/components/responses/Problem400"}}},
         }
     return {path: item(path, media_type.partition(";")[0])
@@ -213,9 +215,9 @@ def request_schema(schema: Schema, required: bool, in_xml: bool) -> dict[str, An
             continue
         described = kind.describe(in_xml)
         if field in schema.unique:
+            unique = ", ignoring case." if isinstance(kind, Folded) else "."
             described = {**described, "description": (described.get("description", "") +
-                                                       " Unique" + (", ignoring case."
-                                                       if isinstance(kind, Folded) else ".")).strip()}
+                                                       " Unique" + unique).strip()}
         if field in schema.optional:
             described = {**described, "description": (described.get("description", "") +
                                                        " Optional: may be left out.").strip()}
@@ -242,11 +244,13 @@ def common_schemas() -> dict[str, Any]:
                    "properties": {"status": {"const": "ok"},
                                   "version": {"type": "string", "description":
                                               "The usersvc release serving."}}},
-        "ServiceRoot": {"type": "object", "required": ["title", "links"], "xml": {"name": "service"},
+        "ServiceRoot": {"type": "object", "required": ["title", "links"],
+                        "xml": {"name": "service"},
                         "properties": {"title": {"type": "string"},
                                        "links": {"type": "array", "items": link}}},
         "Problem": {
-            "type": "object", "description": "RFC 9457. In XML: <problem xmlns=\"urn:ietf:rfc:7807\">.",
+            "type": "object",
+            "description": "RFC 9457. In XML: <problem xmlns=\"urn:ietf:rfc:7807\">.",
             "required": ["type", "title", "status", "detail"],
             "xml": {"name": "problem", "namespace": "urn:ietf:rfc:7807"},
             "properties": {

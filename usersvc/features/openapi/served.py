@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...representation import JSON_TYPE
+from ...representation.json_format import JSON_TYPE
 from .parts import DESCRIPTIONS, NO_STORE, VARY, header, problem
+
+_HEALTH = "#/components/schemas/Health"
 
 
 def without_html(node: Any) -> None:
@@ -36,8 +38,8 @@ def health_item() -> dict[str, Any]:
             "security": [],
             "responses": {"200": {"description": "Every store answers.",
                                   "headers": {"Vary": VARY, "Cache-Control": NO_STORE},
-                                  "content": {JSON_TYPE: {"schema": {"$ref": "#/components/schemas/Health"}},
-                                              "application/xml": {"schema": {"$ref": "#/components/schemas/Health"}}}},
+                                  "content": {JSON_TYPE: {"schema": {"$ref": _HEALTH}},
+                                              "application/xml": {"schema": {"$ref": _HEALTH}}}},
                           "406": {"$ref": "#/components/responses/Problem406"},
                           "503": problem(503, **{"Retry-After": header(
                               "Seconds to wait: 1 (no answer), 10 (writes failing)."),
@@ -48,12 +50,14 @@ def health_item() -> dict[str, Any]:
 
 
 def head(operation_id: str, headers: dict[str, dict[str, Any]],
-          parameters: Sequence[dict[str, Any]] = (), problems: Sequence[int] = ()) -> dict[str, Any]:
+         parameters: Sequence[dict[str, Any]] = (),
+         problems: Sequence[int] = ()) -> dict[str, Any]:
     """HEAD: the GET's statuses and headers, without a body (RFC 9110 §9.3.2)."""
     responses = {status: {"description": "As GET.", "headers": h} for status, h in headers.items()}
     for status in problems:
         extra = {"Retry-After": header("Seconds to wait: 1.")} if status == 503 else {}
-        responses[str(status)] = {"description": DESCRIPTIONS[status] + " (As GET, without the body.)",
+        responses[str(status)] = {"description": DESCRIPTIONS[status]
+                                  + " (As GET, without the body.)",
                                   "headers": {"Vary": VARY, **extra}}
     return {"operationId": operation_id, "summary": "As GET, without the body.",
             "description": "The same statuses and headers as GET with the same parameters, "

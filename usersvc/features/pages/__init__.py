@@ -17,19 +17,23 @@ loads comes from the service (``ASSETS``), and ``CSP`` allows nothing else.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 from ...listing import MAX_Q, revalidated
 from ...problems import Problem
-from ...representation import Format, JSON, XML
+from ...representation.json_format import JSON, Format
+from ...representation.xml_format import XML
 from ...request import Request, Response
 from ...schema import Schema
 from .finding import find_section
 from .inputs import OFFERED, Html, Offered, fill, inputs
+
+if TYPE_CHECKING:
+    from ...representation import Representations
 
 HTML_TYPE = "text/html"
 
@@ -82,8 +86,9 @@ def page(req: Request, status: int, title: str, main: Html,
 
 def root_page(req: Request, schemas: Sequence[Schema]) -> Response:
     base = _base(req)
-    items = Html("".join(f'<li><a href="{escape(base)}/{escape(s.plural)}">{escape(s.plural)}</a></li>\n'
-                         for s in schemas))
+    items = Html("".join(
+        f'<li><a href="{escape(base)}/{escape(s.plural)}">{escape(s.plural)}</a></li>\n'
+        for s in schemas))
     return page(req, 200, "usersvc", fill("root", collections=items), schemas)
 
 
@@ -155,7 +160,8 @@ def _search_hint(schema: Schema) -> str:
 
 def _value(schema: Schema, name: str, value: Any, base: str) -> str:
     """A value as a page shows it; a ``ref``'s links to its record (``base``: "" on a list)."""
-    text, to = escape(schema.text_of(name, value)), getattr(schema.fields.get(name), "refers_to", None)
+    text = escape(schema.text_of(name, value))
+    to = getattr(schema.fields.get(name), "refers_to", None)
     return text if to is None else f'<a href="{escape(base)}{escape(to)}/{text}">{text}</a>'
 
 
@@ -179,7 +185,7 @@ class HTMLFormat(Format):
                  offered: Offered | None = None) -> None:
         self.collections, self.offered = collections, offered
 
-    def render(self, schema, record):
+    def render(self, schema: Schema, record: Mapping[str, Any]) -> bytes:
         """One row: each field, the id and the first other field linking
         to the record's page."""
         link = f'<a href="{escape(schema.plural)}/{record["id"]}">'
@@ -191,10 +197,10 @@ class HTMLFormat(Format):
         return (f'<tr data-id="{record["id"]}">' + "".join(f"<td>{cell}</td>" for cell in cells)
                 + "</tr>\n").encode()
 
-    def join(self, schema, rendered):
+    def join(self, schema: Schema, rendered: Iterable[bytes]) -> bytes:
         return b"".join(rendered)
 
-    def render_problem(self, problem: dict[str, Any]) -> bytes:
+    def render_problem(self, problem: Mapping[str, Any]) -> bytes:
         """The status and title, the sentence, and each field error beside
         the name of the field it is about."""
         lines = [f'<p class="detail">{escape(str(problem["detail"]))}</p>']
@@ -213,21 +219,24 @@ class HTMLFormat(Format):
             lines.append("</dl>")
         return "\n".join(lines).encode()
 
-    def parse(self, body, schema):
+    def parse(self, text: str, schema: Schema) -> NoReturn:
         raise Problem(415, "HTML is never read as a request body.")
 
-    def answer(self, req, status, kept, record, tag):
+    def answer(self, req: Request, status: int, kept: Representations, record: Any,
+               tag: str) -> Response:
         response = record_page(req, kept.schema, record, tag, self.collections, self.offered)
         response.status = status
         return response
 
-    def answer_list(self, req, kept, records, next_url, q):
+    def answer_list(self, req: Request, kept: Representations, records: list[Any],
+                    next_url: str | None, q: str | None) -> tuple[Response, str | None]:
         rows, _ = kept.pages.of(records, self)
         # The page around the rows: its own tag, from its bytes.
         return (collection_page(req, kept.schema, rows, len(records), next_url, q,
                                 self.collections, self.offered), None)
 
-    def answer_problem(self, req, problem, schemas):
+    def answer_problem(self, req: Request, problem: Mapping[str, Any],
+                       schemas: Sequence[Schema]) -> Response:
         return problem_page(req, problem, schemas)
 
 
@@ -266,7 +275,7 @@ FEATURE = PagesFeature()
 def _offered(app: Any, plural: str) -> list[tuple[int, str]]:
     """The first records of ``plural`` (by id), for a reference's input:
     each id, and its first field's text (``inputs.OFFERED`` at most)."""
-    for schema, records in zip(app.schemas, app.records):
+    for schema, records in zip(app.schemas, app.records, strict=False):  # (one being added)
         if schema.plural == plural:
             first = next(iter(schema.fields), None)
             return [(r.id, "" if first is None or getattr(r, first) is None

@@ -85,7 +85,8 @@ def _form(url: str, asked: list[tuple[str, str]], name: str, label: str, kind: A
         hint = (' placeholder="2026-11-27T09:00:00Z"'
                 if kind is not None and kind.type == "datetime" else "")
         more = kind.input_attributes if typed else ""       # (a number's bounds and step)
-        field = f'<input id="{field_id}" name="{escape(name)}" type="{kind_type}" required{more}{hint}>'
+        field = (f'<input id="{field_id}" name="{escape(name)}" type="{kind_type}" '
+                 f'required{more}{hint}>')
     return (f'<form class="condition" method="get" action="{escape(url)}">{kept}'
             f'<label for="{field_id}">{escape(label)}</label>{field}'
             f'<button>Apply</button></form>')

@@ -18,7 +18,8 @@ from ...schema import Schema
 Offered = Callable[[str], list[tuple[int, str]]]
 OFFERED = 100
 
-_TEMPLATES = {name: Template(files(__package__).joinpath(f"{name}.html").read_text(encoding="utf-8"))
+_TEMPLATES = {name: Template(files(__package__).joinpath(f"{name}.html")
+                             .read_text(encoding="utf-8"))
               for name in ("layout", "root", "collection", "search", "record", "field", "select",
                            "problem", "token")}
 

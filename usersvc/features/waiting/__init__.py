@@ -25,7 +25,7 @@ from typing import Any
 
 from ...changes import Changes
 from ...listing import whole_number
-from ...representation import JSON, Format
+from ...representation.json_format import JSON, Format
 from ...request import Request, Response
 from . import events
 from .slots import Slots
@@ -111,7 +111,8 @@ class Waits:
             return Streamed(req, events.busy(self.waiting), headers)
         release = None if nudge is None else lambda: self.waiting.give_back(nudge, stream=True)
         return Streamed(req, events.Events(
-            records, lambda change: events.event(change, changes.entry(JSON, change, names), history),
+            records,
+            lambda change: events.event(change, changes.entry(JSON, change, names), history),
             start, seconds=self.stream_seconds, stopped=lambda: self.waiting.stopped,
             wait=self.wait, release=release, nudge=nudge), headers)
 

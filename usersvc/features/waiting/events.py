@@ -18,14 +18,15 @@ event, missing nothing.
 A stream waits as a long-poll does, on its feed's ``watch.Watch``, and holds one
 of the same slots (``slots.Slots``) for its life: past them, the answer is a
 200 with a ``retry:`` and an event ``busy`` (``busy``; a 503 would make
-``EventSource`` give up for good). A server without threads holds no stream: the changes so far, then
-the end. When the server stops (``App.stop_waiting``) every stream ends.
+``EventSource`` give up for good). A server without threads holds no
+stream: the changes so far, then the end. When the server stops
+(``App.stop_waiting``) every stream ends.
 """
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from ... import places
@@ -122,7 +123,7 @@ class Events:
         if self.release is not None:
             self.release()
 
-    def _made(self) -> Iterator[bytes]:
+    def _made(self) -> Generator[bytes, None, None]:
         yield self.first
         ends = time.monotonic() + self.seconds
         spoke = time.monotonic()
