@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 from conftest import Client
+from hypothesis import given
+from hypothesis import strategies as st
 
 from usersvc.fields import text, words
 from usersvc.schema import USER, Invalid, Schema, pointer
@@ -146,6 +148,18 @@ def test_words_are_folded_and_split_at_everything_but_letters_digits_and_spacing
     assert words("e\u0301clair Øre-Łódź") == ["eclair", "ore", "lodz"]   # NFKD, marks gone
     # A spacing vowel sign (Mc) stays in its word; the virama (Mn) goes.
     assert words("हिन्दी नाम") == ["हिनदी", "नाम"]
+
+
+@given(st.text() | st.text(st.characters(max_codepoint=127)))
+def test_fold_is_its_definition_on_ascii_text_too(text):
+    """``fold`` answers ASCII text without decomposing it: what the whole
+    definition (NFKD, case-folded, NFKD, marks removed, letters mapped) gives."""
+    import unicodedata
+
+    from usersvc.fields import _WHOLE, fold
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
+    assert fold(text) == "".join(
+        c for c in decomposed if unicodedata.category(c) != "Mn").translate(_WHOLE)
 
 
 def test_a_record_is_made_by_name_only_and_an_optional_field_left_out_is_none():

@@ -187,6 +187,8 @@ def fold(text: str) -> str:
     """``text`` as ``q`` compares it: case-folded, its marks removed after NFKD (``é``
     is ``e``, ``ß`` ``ss``, ``ﬁ`` ``fi``), the letters NFKD leaves whole mapped (``ø``
     ``o``). NFKD again after case-folding: folding can make a letter that decomposes."""
+    if text.isascii():      # (NFKD leaves ASCII as it is, folding lowers it: no mark, none mapped)
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
     return "".join(c for c in decomposed if unicodedata.category(c) != "Mn").translate(_WHOLE)
 
