@@ -50,7 +50,8 @@ class Indexes:
         for at, unique, order, collate in self._indexed:
             if old is not None and new is not None and old[at] == new[at]:
                 continue
-            before, after = _collated(old, at, collate), _collated(new, at, collate)
+            before = None if old is None or old[at] is None else collate(old[at])
+            after = None if new is None or new[at] is None else collate(new[at])
             if before == after:         # (no value either way, or a change of case only)
                 continue
             if unique is not None:
@@ -93,11 +94,6 @@ class Indexes:
         return {word for at, by_words, whole in self._searched
                 if record is not None and record[at] is not None
                 for word in search_terms(record[at], by_words, whole)}
-
-
-def _collated(record: Any, at: int, collate: Callable[[Any], Any]) -> Any:
-    """A record's value at ``at`` as its index holds it; ``None``: no record, or no value."""
-    return None if record is None or record[at] is None else collate(record[at])
 
 
 class Contents:

@@ -54,10 +54,12 @@ class Table:
         """The columns that these fields' values set, by name: the values,
         then the collated values and words of those that have them."""
         row, kinds = dict(fields), self.schema.fields
-        row.update({f"{f}__key": None if fields[f] is None else kinds[f].collate(fields[f])
-                    for f in self.collated if f in fields})
-        row.update({f"{f}__words": self.terms_value(fields[f], *how)
-                    for f, how in self.schema.searched.items() if f in fields})
+        for f in self.collated:
+            if f in fields:
+                row[f"{f}__key"] = None if fields[f] is None else kinds[f].collate(fields[f])
+        for f, (by_words, whole) in self.schema.searched.items():
+            if f in fields:
+                row[f"{f}__words"] = self.terms_value(fields[f], by_words, whole)
         for field in self.stored_as:
             if row.get(field) is not None:
                 row[field] = kinds[field].to_stored(row[field])
