@@ -12,8 +12,18 @@ import os
 from collections.abc import Iterable
 
 from ..schema import USER, Schema
-from .errors import (MAX_ID, Conflict, Contradiction, NotFound, Precondition, StaleVersion,
-                     StoreError, StoreUnavailable, WriteHealth, WritesFailing)
+from .errors import (
+    MAX_ID,
+    Conflict,
+    Contradiction,
+    NotFound,
+    Precondition,
+    StaleVersion,
+    StoreError,
+    StoreUnavailable,
+    WriteHealth,
+    WritesFailing,
+)
 from .feed import Listeners
 from .protocol import CommitsAnnounced, Keyset, RecordStore, Storage, keyset
 from .stored import SchemaMismatch, SchemaTooNew, check_fresh_ids, redact
@@ -29,13 +39,13 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
                create: bool = True) -> Storage:
     """The store a URL names, holding ``collections``: ``memory://``,
     ``sqlite://`` (private, in memory), ``sqlite:///relative/path.db``,
-    ``sqlite:////absolute/path.db`` (``?synchronous=normal``: fewer syncs), or ``postgresql://user@host/dbname``
-    (needs the ``postgres`` extra). ``create=False``: a SQLite file that
-    does not exist is an error (for a store to read from), rather than a
-    new, empty database. ``collections=None``: the collections a SQL store
-    holds, as it recorded them (``usersvc copy``). Raises ``SchemaMismatch``
-    for a stored collection its schema cannot open, ``ValueError`` for a
-    URL it cannot."""
+    ``sqlite:////absolute/path.db`` (``?synchronous=normal``: fewer syncs), or
+    ``postgresql://user@host/dbname`` (needs the ``postgres`` extra).
+    ``create=False``: a SQLite file that does not exist is an error (for a
+    store to read from), rather than a new, empty database.
+    ``collections=None``: the collections a SQL store holds, as it recorded
+    them (``usersvc copy``). Raises ``SchemaMismatch`` for a stored
+    collection its schema cannot open, ``ValueError`` for a URL it cannot."""
     schemas = None if collections is None else tuple(collections)
     if schemas is not None:
         plurals = [s.plural for s in schemas]
@@ -69,8 +79,9 @@ def open_store(url: str, collections: Iterable[Schema] | None = (USER,), *,
         try:
             from .postgres.store import PostgresStorage
         except ImportError as e:
-            from ..release import install_hint      # (the package's metadata: read only here)
-            raise ValueError(f"{scheme}:// needs psycopg: {install_hint('postgres')} ({e})") from None
+            from ..release import install_hint  # (the package's metadata: read only here)
+            raise ValueError(f"{scheme}:// needs psycopg: {install_hint('postgres')} "
+                             f"({e})") from None
         return PostgresStorage(url, schemas)
     raise ValueError(f"unknown storage scheme {scheme!r} in {url!r}")
 

@@ -161,6 +161,4 @@ class Precondition:
     def allows(self, version: int) -> bool:
         if self.match is not None and version not in self.match:
             return False
-        if self.none_match is None or version in self.none_match:
-            return False
-        return True
+        return self.none_match is not None and version not in self.none_match

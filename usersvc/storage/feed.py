@@ -36,6 +36,11 @@ from typing import Any, NamedTuple
 
 _log = logging.getLogger("usersvc.storage")
 
+#: What a store tells of each commit (``listener(plural)``; ``None``: the
+#: store closed), and what stops it being told (``stop()``).
+Listener = Callable[[str | None], None]
+Stop = Callable[[], None]
+
 
 class Change(NamedTuple):
     """The feed's entry for one record: at ``seq``, its latest change; the
@@ -59,11 +64,11 @@ class Listeners:
     holds one (``if commits.listeners``): in the plain core none listens."""
 
     def __init__(self) -> None:
-        self.listeners: tuple[Callable[[str | None], None], ...] = ()
+        self.listeners: tuple[Listener, ...] = ()
         self.closed = False
         self._lock = threading.Lock()
 
-    def add(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+    def add(self, listener: Listener) -> Stop:
         """``listener`` told from now on, until the ``stop()`` returned is
         called; told ``None`` at once if the store is closed already."""
         with self._lock:
@@ -73,7 +78,7 @@ class Listeners:
         _tell(listener, None)
         return lambda: None
 
-    def _remove(self, listener: Callable[[str | None], None]) -> None:
+    def _remove(self, listener: Listener) -> None:
         with self._lock:
             self.listeners = tuple(told for told in self.listeners if told is not listener)
 
@@ -90,7 +95,7 @@ class Listeners:
             _tell(listener, None)
 
 
-def _tell(listener: Callable[[str | None], None], plural: str | None) -> None:
+def _tell(listener: Listener, plural: str | None) -> None:
     """``listener(plural)``; what it raises logged, so that the others are
     told all the same and the write that announced it is not undone."""
     try:

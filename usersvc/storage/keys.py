@@ -29,9 +29,13 @@ import threading
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import Conflict, Contradiction, NotFound, StaleVersion, StoreError
+
+if TYPE_CHECKING:
+    from .protocol import Atomic
+    from .served import Step
 
 log = logging.getLogger("usersvc.storage")
 
@@ -44,7 +48,7 @@ PURGE_BATCH = 100
 SWEEP = 1000
 PURGE_EVERY = 60.0
 
-Run = Callable[[Any], Any]    # ``run(step)``: a key's step's writes (``Storage.atomically``)
+Run = Callable[["Step"], Any]   # ``run(step)``: a key's step's writes (``Storage.atomically``)
 
 class Answer(NamedTuple):
     """What a write answered: status, headers, body and ``Vary``, replayed
@@ -127,7 +131,7 @@ class MemoryKeys:
         self._kept: dict[tuple[str, str], tuple[str, float, Answer]] = {}
         self.purges = Purges()
 
-    def once(self, storage: Any, plurals: tuple[str, ...], key: Key, run: Run,
+    def once(self, storage: Atomic, plurals: tuple[str, ...], key: Key, run: Run,
              nothing_to_undo: bool) -> Answer:
         """The answer to ``run``, in an atomic step of ``storage`` (``run``'s
         own, undone if it raises), kept; or the answer kept for ``key``."""
@@ -151,7 +155,8 @@ class MemoryKeys:
 
     def _purge(self) -> None:
         """Forget up to ``PURGE_BATCH`` expired keys, the oldest first."""
-        now, expired = time.time(), []
+        now = time.time()
+        expired: list[tuple[str, str]] = []
         for where, (_, expires, _) in self._kept.items():
             if expires > now or len(expired) == PURGE_BATCH:
                 break
@@ -201,7 +206,7 @@ class SQLKeys:
                             f"AND expires <= {m}")
         self.purges = Purges()
 
-    def once(self, storage: Any, plurals: tuple[str, ...], key: Key, run: Run,
+    def once(self, storage: Atomic, plurals: tuple[str, ...], key: Key, run: Run,
              nothing_to_undo: bool) -> Answer:
         """The answer to ``run``, in an atomic step of ``storage`` (``run``'s
         writes undone if it raises: ``Step.attempt``), kept in that step; or
@@ -217,7 +222,7 @@ class SQLKeys:
             self.sweep(storage)
         return answer
 
-    def read_or_keep(self, key: Key, run: Run, step: Any) -> Answer:
+    def read_or_keep(self, key: Key, run: Run, step: Step) -> Answer:
         """In ``step``'s transaction: the answer kept for ``key``, or
         ``run(step)``'s, as a part of the step (``Step.attempt``), kept."""
         db = step.db
@@ -232,7 +237,7 @@ class SQLKeys:
                                _encode_headers(headers), body, vary))
         return answer
 
-    def claimed_in(self, key: Key, run: Run, step: Any) -> Answer:
+    def claimed_in(self, key: Key, run: Run, step: Step) -> Answer:
         """In ``step``'s transaction, where steps run at once: the key's row
         claimed (``claimed``), then ``run(step)``'s answer, as a part of
         the step (``Step.attempt``: on PostgreSQL, a savepoint), filled in;
@@ -259,7 +264,7 @@ class SQLKeys:
                                answer.vary, key.owner, key.value))
         return answer
 
-    def sweep(self, storage: Any) -> None:
+    def sweep(self, storage: Atomic) -> None:
         """A step of the expired keys' sweep, after a keyed write, when one
         is due (``purges``): a step of its own (``purged``), whose failure
         is not the write's (the next step tries again)."""

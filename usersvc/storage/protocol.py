@@ -19,20 +19,33 @@ What the stores share at run time is the package's (``usersvc.storage``).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, Union, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from ..schema import Schema
 from .errors import Precondition
-from .feed import Change
+from .feed import Change, Listener, Stop
 
+if TYPE_CHECKING:
+    from .references import References
+    from .served import Checked, Step
+    from .sql.dialects import Dialect
+
+T = TypeVar("T")
 
 #: Where a page starts: an id (id order), or a collated value and an id.
-Keyset = Union[int, tuple[Any, int]]
+Keyset = int | tuple[Any, int]
 
 
-def keyset(schema: Schema, record: Any, sort: str) -> Keyset:
+if TYPE_CHECKING:      # (the checker's alone, as the protocols at the end: nothing at run time)
+    class Identified(Protocol):
+        """A record as ``keyset`` reads it: its ``id``, and its fields by name."""
+
+        @property
+        def id(self) -> int: ...
+
+
+def keyset(schema: Schema, record: Identified, sort: str) -> Keyset:
     """Where ``record`` stands in ``sort`` order, as ``list(after=...)``
     takes it: its id, or its value collated (``Field.collate``) and its id;
     ``(None, id)`` for a record without a value of an optional sort (after
@@ -106,7 +119,13 @@ class ChangeFeed(Protocol):
     it, for a store that is one: checked once, when a collection is added)."""
 
     #: The feed's history token: 12 lowercase hex digits (``feed.new_history``).
-    history: str
+    #: A property to the checker (read only: ``served.Checked``'s is one); an
+    #: annotation at run time, as the protocol's ``__annotations__`` list its data.
+    if TYPE_CHECKING:
+        @property
+        def history(self) -> str: ...
+    else:
+        history: str
 
     def changes(self, *, after: int = 0, limit: int = 100) -> list[Change]:
         """Up to ``limit`` entries past the position ``after``, oldest first."""
@@ -135,8 +154,8 @@ class Atomic(Protocol):
     made together or not at all (``POST /batch``). Every store here has it;
     an embedder's own may not."""
 
-    def atomically(self, plurals: Sequence[str], run: Any, *,
-                   nothing_to_undo: bool = False) -> Any:
+    def atomically(self, plurals: Sequence[str], run: Callable[[Step], T], *,
+                   nothing_to_undo: bool = False) -> T:
         """``run(step)``, where ``step[plural]`` is each collection
         ``plurals`` names, writing in one atomic step of the store (one
         transaction; memory: their locks held): ``run``'s result, once
@@ -163,7 +182,8 @@ class Transactional(Protocol):
     as long as it does (memory). Every store here has it; an embedder's
     own may not."""
 
-    dialect: Any
+    @property
+    def dialect(self) -> Dialect | None: ...
 
 
 @runtime_checkable
@@ -191,7 +211,7 @@ class CommitsAnnounced(Protocol):
     announcements); an embedder's own may not (waiting then reads each
     feed's ``position()`` now and then: ``features.waiting.watch``)."""
 
-    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+    def announce_commits(self, listener: Listener) -> Stop:
         """``listener(plural)`` after each commit that changes the collection
         ``plural``, from now on until the ``stop()`` returned is called:
 
@@ -209,10 +229,11 @@ class CommitsAnnounced(Protocol):
         under way as ``stop()`` is called: it reads what changed itself
         (``ChangeFeed.position``). ``listener(None)``, once, when the
         store closes (at once, if it is closed already), its own thread
-        stopped first: nothing more will be told. It is called on threads that write or look for commits, so
-        it must be quick (no I/O, no lock held for long) and must not raise:
-        what it raises is logged, and the other listeners are told all the
-        same. ``close()`` stops the store's thread."""
+        stopped first: nothing more will be told. It is called on threads
+        that write or look for commits, so it must be quick (no I/O, no
+        lock held for long) and must not raise: what it raises is logged,
+        and the other listeners are told all the same. ``close()`` stops
+        the store's thread."""
 
 
 @runtime_checkable
@@ -226,3 +247,35 @@ class Storage(Protocol):
 
     def close(self) -> None:
         """Release connections and files; the store is of no use afterwards."""
+
+
+
+# What every store here is, for the checker alone (defined only when it reads
+# this module: nothing at run time, where no code asks a store for them).
+if TYPE_CHECKING:
+    class ServedRecords(RecordStore, ChangeFeed, CommitsAnnounced, Protocol):
+        """A collection's records as every store here serves them (``storage[plural]``:
+        ``served.Collections``): a ``RecordStore`` that keeps a ``ChangeFeed`` and
+        tells of its store's commits (``CommitsAnnounced``)."""
+
+    class ServedStorage(Storage, Atomic, Transactional, CommitsAnnounced, Protocol):
+        """Every store here (memory, SQLite, PostgreSQL): a ``Storage`` of
+        ``ServedRecords`` with each capability above but ``CommitsObservable``
+        (SQLite's alone), and what ``served`` asks of it besides: its own records
+        as they are (``collections``), ``Collections``' attributes, and how a
+        part of a step is undone (``attempt``). Each store is held to it where it
+        calls ``Collections.serve`` and where it makes a ``Step``."""
+
+        references: dict[str, References]
+        checked: dict[str, Checked]
+        served: dict[str, ServedRecords]
+        involved: dict[str, set[str]]
+
+        @property
+        def collections(self) -> Mapping[str, ServedRecords]:
+            """Its own records by plural, as they are (a ``Checked`` is before some)."""
+
+        def __getitem__(self, plural: str) -> ServedRecords: ...
+
+        def attempt(self, step: Step, part: Callable[..., T], args: tuple[Any, ...]) -> T:
+            """``Step.attempt``: ``part(*args)``, its writes undone if it raises."""

@@ -7,10 +7,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import Dangling, NotCurrent, NotFound, Precondition, Referred, StaleVersion
-from .feed import Change
+from .feed import Change, Listener, Stop
 from .stored import references_of
 
 if TYPE_CHECKING:
+    from .protocol import Atomic, ServedRecords, ServedStorage, T
     from .references import References
 
 
@@ -18,17 +19,16 @@ class Collections:
     """A store's collections by plural, as it serves them (``storage[plural]``,
     made by ``serve``): every store here is one."""
 
-    collections: dict[str, Any]
-    references: dict[str, Any] = {}     # (``references.References``, by plural)
+    references: dict[str, References] = {}  # by plural
     checked: dict[str, Checked] = {}    # by plural
-    served: dict[str, Any] = {}
+    served: dict[str, ServedRecords] = {}
     involved: dict[str, set[str]] = {}  # what a step writing one holds, by plural (``locked``)
 
-    def __getitem__(self, plural: str) -> Any:
+    def __getitem__(self, plural: str) -> ServedRecords:
         return self.served[plural]
 
-    def serve(self) -> None:
-        """Once ``collections`` are made: a ``Checked`` before each whose
+    def serve(self: ServedStorage) -> None:
+        """Once ``collections`` are made (the store's own): a ``Checked`` before each whose
         schema declares references or timestamps (the others served as they are)."""
         self.references = references_of([r.schema for r in self.collections.values()])
         self.checked = {plural: Checked(records, self.references.get(plural), self)
@@ -47,31 +47,31 @@ class Collections:
 
 
 class Step:
-    """A store inside one of its atomic steps, as ``run`` sees it
-    (``protocol.Atomic``): ``step[plural]``, a collection as served, checked
-    in this step; ``step.raw(plural)``, as it is: on memory (no ``db``) the
-    store's own records, whose locks the step holds (``locked``); on SQL,
-    bound to the step's transaction (``db``)."""
+    """A store inside one of its atomic steps, as ``run`` sees it (``protocol.Atomic``):
+    ``step[plural]``, a collection as served, checked in this step; ``step.raw(plural)``, as
+    it is: on memory (no ``db``) the store's own records, whose locks the step holds
+    (``locked``); on SQL, bound to the step's transaction (``db``: ``SQLRecords.bound``)."""
 
     __slots__ = ("storage", "db", "locked", "nothing_to_undo")
 
-    def __init__(self, storage: Any, db: Any = None, locked: tuple[str, ...] = (),
+    def __init__(self, storage: ServedStorage, db: Any = None, locked: tuple[str, ...] = (),
                  nothing_to_undo: bool = False) -> None:
         self.storage, self.db, self.locked = storage, db, locked
         #: Whether a part of it (``attempt``) has nothing to undo of its own: a
         #: refused write leaves the step as it was (SQLite, memory; never PostgreSQL).
         self.nothing_to_undo = nothing_to_undo
 
-    def __getitem__(self, plural: str) -> Any:
+    def __getitem__(self, plural: str) -> ServedRecords:
         if plural in self.storage.checked:      # (its writes' checks made in this step)
             return Checked(self.raw(plural), self.storage.checked[plural].refs, self.storage, self)
         return self.raw(plural)
 
-    def raw(self, plural: str) -> Any:
+    def raw(self, plural: str) -> ServedRecords:
         records = self.storage.collections[plural]
-        return records if self.db is None else records.bound(self.db)
+        return records if self.db is None else (
+            records.bound(self.db))     # type: ignore[attr-defined]  # (a db: SQLRecords)
 
-    def attempt(self, part: Callable[..., Any], *args: Any) -> Any:
+    def attempt(self, part: Callable[..., T], *args: Any) -> T:
         """``part(*args)``, whose writes in this step are undone if it
         raises (the error goes on), the rest of the step going on: a
         savepoint on SQL; on memory, what it changed put back."""
@@ -89,7 +89,7 @@ class Checked:
     running: a batch's, whose earlier writes count), so nothing can change
     between the look and the write. Reads go straight to ``records``, each by name."""
 
-    def __init__(self, records: Any, refs: References | None, storage: Any,
+    def __init__(self, records: ServedRecords, refs: References | None, storage: Atomic,
                  step: Step | None = None) -> None:
         self.records, self.refs, self.storage, self.step = records, refs, storage, step
         self.schema, self.stamps = records.schema, records.schema.read_only
@@ -101,7 +101,7 @@ class Checked:
         if self.stamps:
             if not self.stamps.isdisjoint(fields):
                 raise TypeError(f"created and updated are set by the store ({self.schema.plural})")
-            from ..kinds.dates import now       # (loaded with a schema that has stamps)
+            from ..kinds.dates import now  # (loaded with a schema that has stamps)
             fields["created"] = fields["updated"] = now()
         if not self._names_a_record(fields):
             return self.records.create(**fields)
@@ -145,8 +145,8 @@ class Checked:
             # Deleted first, then looked for: on PostgreSQL the delete waits
             # for a write that names the record, and the look then sees it.
             step.raw(self.schema.plural).delete(record_id, precondition=precondition)
-            for referrer, field in self.referrers:
-                if step.raw(referrer.plural).count(**{field: record_id}):
+            for referrer, field in self.referrers:      # (``field``: a filter, not q or where)
+                if step.raw(referrer.plural).count(**{field: record_id}):  # type: ignore[arg-type]
                     raise Referred(self.schema, record_id, referrer, field)
         return self._step(run)
 
@@ -184,7 +184,7 @@ class Checked:
     def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
         return self.records.restore_changes(changes, last_id=last_id)
 
-    def announce_commits(self, listener: Any) -> Any:      # (served alone: ``CommitsAnnounced``)
+    def announce_commits(self, listener: Listener) -> Stop:  # (served alone: ``CommitsAnnounced``)
         return self.records.announce_commits(listener)
 
     @property
@@ -195,7 +195,7 @@ class Checked:
         """Whether a write gives a reference a value (a record to look for)."""
         return any(fields.get(f) is not None for f, _ in self.targets)
 
-    def _step(self, run: Any, nothing_to_undo: bool = False) -> Any:
+    def _step(self, run: Callable[[Step], T], nothing_to_undo: bool = False) -> T:
         if self.step is not None:       # the step running (a batch's, or one a feature wraps)
             return run(self.step)
         return self.storage.atomically((self.schema.plural,), run, nothing_to_undo=nothing_to_undo)

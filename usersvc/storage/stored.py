@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any
 
 from ..fields import FOLDING, MAX_INTEGER, Field, text
 from ..schema import Schema
 from .errors import Conflict
+
+if TYPE_CHECKING:
+    from .feed import Change
+    from .references import References
 
 MAX_DOUBLE = 1.7976931348623157e308       # (sys.float_info.max)
 
@@ -35,17 +39,19 @@ class Restores:
     """``restore`` and ``restore_changes``, as one ``_restore(records,
     changes, last_id)`` of the store's (the changes' records, when given)."""
 
+    _restore: Callable[[Sequence[Any], Sequence[Change], int], None]   # (each store's own)
+
     def restore(self, records: Sequence[Any], *, last_id: int = 0) -> None:
         self._restore(records, (), last_id)
 
-    def restore_changes(self, changes: Sequence[Any], *, last_id: int = 0) -> None:
+    def restore_changes(self, changes: Sequence[Change], *, last_id: int = 0) -> None:
         self._restore([c.record for c in changes if c.record is not None],
                       changes, last_id)
 
 
 #: One step of a migration: a statement, or a function of the connection
 #: for what SQL cannot compute (Python's ``str.casefold``).
-Step = Union[str, Callable[[Any], None]]
+Step = str | Callable[[Any], None]
 
 
 def apply(db: Any, steps: Sequence[Step]) -> None:
@@ -100,7 +106,7 @@ def schema_from(declaration: dict[str, Any]) -> Schema:
     copy``, which opens a store as it recorded itself, and makes the copy
     record the same). A field recorded before rules were is of its type,
     without bounds."""
-    from ..kinds import integers, number     # (the kinds it may name: loaded when one is read)
+    from ..kinds import integers, number  # (the kinds it may name: loaded when one is read)
     loose = {"text": text(2**31), "integer": integers.integer(-MAX_INTEGER, MAX_INTEGER),
              "number": number(-MAX_DOUBLE, MAX_DOUBLE)}
     order = declaration.get("order") or list(declaration["fields"])
@@ -135,7 +141,7 @@ def kind_of(rule: str) -> Field:
                      "MODULE does)")
 
 
-def references_of(schemas: Sequence[Schema]) -> dict[str, Any]:
+def references_of(schemas: Sequence[Schema]) -> dict[str, References]:
     """Each collection's references, by plural (``references.references``,
     imported where a schema has a ``ref``: none has, none is); ``ValueError``
     for a ``ref`` to a collection the store does not hold."""

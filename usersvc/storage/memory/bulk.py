@@ -16,15 +16,19 @@ import itertools
 import logging
 import operator
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ...schema import Schema
 from ..errors import Conflict
+from ..feed import Change, Listeners
 from ..protocol import Keyset
-from ..feed import Change
 from ..stored import check_fresh_ids
 from .walks import NONE, bounded, bounds, chosen, matches, past, ranked, walk
+
+if TYPE_CHECKING:
+    from .collection import Contents, Indexes
 
 Where = Sequence[Any]                   # a page's conditions (``asking.Condition``)
 _log = logging.getLogger("usersvc.storage")
@@ -38,7 +42,7 @@ class MemoryBulk:
 
     touched = 0
 
-    def __init__(self, schema: Any, contents: Any, commits: Any) -> None:
+    def __init__(self, schema: Schema, contents: Contents, commits: Listeners) -> None:
         self.schema, self.contents, self.commits = schema, contents, commits
 
     def list(self, *, limit: int = 100, sort: str = "id", reverse: bool = False,
@@ -86,10 +90,11 @@ class MemoryBulk:
             self.touched += 1
             yield record
 
-    def _holds(self, where: Where, filters: dict[str, Any] | None = None) -> Any:
+    def _holds(self, where: Where, filters: dict[str, Any] | None = None
+               ) -> Callable[[Any], bool]:
         """Whether a record meets every condition (``asking.Condition``) and
         has each filter's value."""
-        fields, kinds = self.schema.record._fields, self.schema.fields
+        fields, kinds = self.schema.field_names, self.schema.fields     # (id, then the fields)
         checks = [(fields.index(c.field), None if c.field == "id" else kinds[c.field].collate,
                    c.holds) for c in where]
         checks += [(fields.index(f), kinds[f].collate,
@@ -232,7 +237,7 @@ class Undo:
         self.was.setdefault(record_id, (old, seq))
 
 
-def claim_all(indexes: Any, records: Sequence[Any]) -> None:
+def claim_all(indexes: Indexes, records: Sequence[Any]) -> None:
     """Raise ``Conflict`` if a unique value of ``records`` is taken, by
     a record held or by another of them (for ``restore``)."""
     seen: dict[str, set[Any]] = {f: set(held) for f, held in indexes.unique.items()}

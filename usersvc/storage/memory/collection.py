@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from os import getpid
 from typing import Any
 
 from ...fields import search_terms
 from ...schema import Schema
 from ..errors import Conflict, NotFound, Precondition, StaleVersion
-from ..feed import Change, Listeners, new_history
+from ..feed import Change, Listener, Listeners, Stop, new_history
 from ..stored import Restores
-from .bulk import MemoryBulk, forked
+from .bulk import MemoryBulk, Undo, forked
 from .walks import ABSENT, Sorted, laid_out, write_plan
 
 
@@ -97,16 +97,16 @@ class Indexes:
 
 
 class Contents:
-    """What one collection holds, shared by its records (one at a time) and
-    their ``bulk`` (many at once), under one lock that makes each of their
-    methods atomic: the records by id and their ``Indexes``; the feed, one
-    more sorted index (each record's latest position, tombstones included);
-    the last id handed out; and the one write that changes them (``put``)."""
+    """What one collection holds, shared by its records (one at a time) and their ``bulk``
+    (many at once), under one lock that makes each of their methods atomic: the records by id
+    and their ``Indexes``; the feed, one more sorted index (each record's latest position,
+    tombstones included); the last id handed out; and the one write that changes them (``put``)."""
 
     def __init__(self, schema: Schema) -> None:
-        self.schema, self.make, self.pid = schema, schema.record._make, getpid()
+        self.schema, self.make, self.pid = (
+            schema, schema.record._make, getpid())  # type: ignore[attr-defined]  # (namedtuple's)
         self.lock = threading.RLock()      # re-entered by a batch's writes (``undoing``)
-        self.undo: Any = None                # a batch's ``bulk.Undo``, while it runs
+        self.undo: Undo | None = None        # a batch's, while it runs
         self.records: dict[int, Any] = {}   # id -> record (deleted: its feed entry alone stays)
         self.indexes, self.last_id = Indexes(schema), 0   # (ids are never handed out twice)
         self.seq = self.last = 0           # the last position handed out; the last entry's
@@ -210,7 +210,7 @@ class MemoryRecords(Restores):
     def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
         self.bulk.restore(records, changes, last_id)
 
-    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+    def announce_commits(self, listener: Listener) -> Stop:
         """``protocol.CommitsAnnounced``, for these records served alone:
         their store's announcements (each write, as it is made)."""
         return self.commits.add(listener)

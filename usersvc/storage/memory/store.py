@@ -7,8 +7,8 @@ from contextlib import ExitStack
 from typing import Any
 
 from ...schema import Schema
+from ..feed import Listener, Listeners, Stop
 from ..served import Collections, Step
-from ..feed import Listeners
 from .collection import MemoryRecords
 
 
@@ -39,7 +39,7 @@ class MemoryStorage(Collections):
                                    else records.bulk.undoing())  # (a bulk's, over its contents)
             return part(*args)
 
-    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+    def announce_commits(self, listener: Listener) -> Stop:
         """``protocol.CommitsAnnounced``: each write told as it is made (in one process)."""
         return self.commits.add(listener)
 

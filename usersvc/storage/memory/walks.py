@@ -14,8 +14,8 @@ import heapq
 import itertools
 import operator
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedDict, SortedList
 
@@ -23,12 +23,15 @@ from ... import fields
 from ...schema import Schema
 from ..protocol import Keyset, keyset
 
+if TYPE_CHECKING:
+    from .collection import Indexes
+
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) keyset
 Bound = tuple[Any, bool]       # an index entry, and whether it is in
 NONE: tuple[Bound | None, Bound | None] = (None, None)      # no range: the whole order
 
 
-class Sorted(SortedList):
+class Sorted(SortedList):  # type: ignore[misc]  # (sortedcontainers has no types)
     """An index: sortedcontainers' ``SortedList``, as it is (its load, its
     ``add``). A class of the store's own so that the fast build can give
     the store's indexes a smaller load and an ``add`` in one method
@@ -37,6 +40,20 @@ class Sorted(SortedList):
 
     DEFAULT_LOAD_FACTOR = SortedList.DEFAULT_LOAD_FACTOR    # parts of 500 to 2,000 entries
     add = SortedList.add
+
+    if TYPE_CHECKING:       # its walks, as sortedcontainers makes them (it has no types)
+        def irange(self, minimum: Any = None, maximum: Any = None,
+                   inclusive: tuple[bool, bool] = (True, True),
+                   reverse: bool = False) -> Iterator[Any]: ...
+
+        def __iter__(self) -> Iterator[Any]: ...
+
+        def __reversed__(self) -> Iterator[Any]: ...
+
+
+#: An index per value of a field (a filter's, a filtered sort's): collated
+#: values to a ``Sorted``, made when a write first asks for one.
+PerValue = defaultdict[Any, Sorted]
 
 
 class _Absent:
@@ -63,12 +80,13 @@ ABSENT = _Absent()
 _VALUES_ONLY: Bound = ((ABSENT,), False)        # below every record without a value
 
 
-def or_absent(collate: Any) -> Any:
+def or_absent(collate: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``collate``, and ``ABSENT`` for no value (an optional sort's index entry)."""
     return lambda value: ABSENT if value is None else collate(value)
 
 
-def laid_out(schema: Schema) -> tuple[dict[str, Any], ...]:
+def laid_out(schema: Schema) -> tuple[dict[str, dict[Any, int]], dict[str, PerValue],
+                                      dict[str, Sorted], dict[tuple[str, str], PerValue], Any]:
     """A collection's ``Indexes``, empty, as its schema declares them:
     per unique field (collated -> id), per other filter (collated -> ids,
     a ``Sorted``), per sort and prefix field searched by it (a ``Sorted``
@@ -76,15 +94,17 @@ def laid_out(schema: Schema) -> tuple[dict[str, Any], ...]:
     search terms, sorted (a term -> its records' ids). A value's
     ``Sorted`` is made when a write first asks for it (a ``defaultdict``):
     a read asks with ``in`` or ``get``, which make none."""
-    unique = {f: {} for f in schema.unique}
-    filtered = {f: defaultdict(Sorted) for f in schema.filters if f not in schema.unique}
+    unique: dict[str, dict[Any, int]] = {f: {} for f in schema.unique}
+    filtered: dict[str, PerValue] = {f: defaultdict(Sorted) for f in schema.filters
+                                     if f not in schema.unique}
     orders = {f: Sorted() for f in dict.fromkeys((*schema.sorts[1:], *schema.prefixes_by_key))}
-    within = {(f, sort): defaultdict(Sorted) for f, sorts in schema.filtered_sorts.items()
-              for sort in sorts}
+    within: dict[tuple[str, str], PerValue] = {
+        (f, sort): defaultdict(Sorted) for f, sorts in schema.filtered_sorts.items()
+        for sort in sorts}
     return unique, filtered, orders, within, SortedDict()
 
 
-def write_plan(indexes: Any) -> tuple[tuple[Any, ...], ...]:
+def write_plan(indexes: Indexes) -> tuple[tuple[Any, ...], ...]:
     """What each write of a collection walks (``Indexes.claim`` and
     ``move``), made once from its schema: each field's place in a record
     and collation, with its index of each kind (or ``None``): the unique
@@ -94,12 +114,13 @@ def write_plan(indexes: Any) -> tuple[tuple[Any, ...], ...]:
     optional sorts, whose records without a value are ``(ABSENT, id)``;
     the searched fields (how each is searched)."""
     schema = indexes.schema
-    place = {f: i for i, f in enumerate(schema.record._fields)}
+    place = {f: i for i, f in enumerate(schema.field_names)}     # (id, then the fields)
     collate = {f: kind.collate for f, kind in schema.fields.items()}
     claims = tuple((f, place[f], ids, collate[f]) for f, ids in indexes.unique.items())
     indexed = tuple((place[f], indexes.unique.get(f), indexes.orders.get(f), collate[f])
                     for f in dict.fromkeys((*indexes.unique, *indexes.orders)))
-    filters = tuple((place[f], collate[f], None, None, ids) for f, ids in indexes.filtered.items())
+    filters: tuple[tuple[Any, ...], ...] = tuple(
+        (place[f], collate[f], None, None, ids) for f, ids in indexes.filtered.items())
     filters += tuple((place[f], collate[f], place[sort], or_absent(collate[sort]) if
                       sort in schema.optional else collate[sort], by_value)
                      for (f, sort), by_value in indexes.within.items())
@@ -110,7 +131,7 @@ def write_plan(indexes: Any) -> tuple[tuple[Any, ...], ...]:
 
 
 def walk(sort: str, reverse: bool, after: Keyset | None,
-         within: tuple[Bound | None, Bound | None], walked: Sequence[Any],
+         within: tuple[Bound | None, Bound | None], walked: Sequence[Sorted],
          optional: bool = False) -> Iterator[int]:
     """The ids in ``sort`` order from just past ``after``, ``within`` the
     lowest and highest entries a range on the sort field lets in
@@ -130,7 +151,7 @@ def _values_first(entry: tuple[Any, int]) -> tuple[bool, tuple[Any, int]]:
     return entry[0] is not ABSENT, entry
 
 
-def _from(index: Any, reverse: bool, after: Keyset | None,
+def _from(index: Sorted, reverse: bool, after: Keyset | None,
           within: tuple[Bound | None, Bound | None], optional: bool = False) -> Iterator[Any]:
     """One index's entries from just past ``after``, ``within`` two bounds.
     (``irange`` walks the index without SortedList's positional index,
@@ -163,8 +184,8 @@ def _from(index: Any, reverse: bool, after: Keyset | None,
                         reverse=reverse)
 
 
-def chosen(indexes: Any, sort: str, equal: dict[str, tuple[Any, ...]]
-           ) -> tuple[list[Any], str | None] | None:
+def chosen(indexes: Indexes, sort: str, equal: dict[str, tuple[Any, ...]]
+           ) -> tuple[list[Sorted], str | None] | None:
     """The indexes a page with ``equal`` conditions (a filter's collated
     values: one for ``=``, several for ``in``) walks in ``sort`` order, and
     the filter they hold: of the filters kept in this order (by id always,
@@ -173,7 +194,7 @@ def chosen(indexes: Any, sort: str, equal: dict[str, tuple[Any, ...]]
     one is unique). No conditions: the order's own index."""
     if not equal:
         return [indexes.ids if sort == "id" else indexes.orders[sort]], None
-    best: tuple[int, list[Any], str] | None = None
+    best: tuple[int, list[Sorted], str] | None = None
     for field, values in equal.items():
         if field in indexes.unique:
             return None         # (one record at most: ``matches`` finds it)
@@ -213,11 +234,12 @@ def bounds(sort: str, where: Sequence[Any]) -> tuple[Bound | None, Bound | None]
 
 
 _PAST = float("inf")        # after every id
-_EDGES = {"gt": lambda v: ((v, _PAST), False), "gte": lambda v: ((v,), True),
-          "lt": lambda v: ((v,), False), "lte": lambda v: ((v, _PAST), True)}
+_EDGES: dict[str, Callable[[Any], Bound]] = {
+    "gt": lambda v: ((v, _PAST), False), "gte": lambda v: ((v,), True),
+    "lt": lambda v: ((v,), False), "lte": lambda v: ((v, _PAST), True)}
 
 
-def _tighter(bound: Bound | None, other: Bound, pick: Any) -> Bound:
+def _tighter(bound: Bound | None, other: Bound, pick: Callable[[Any, Any], Any]) -> Bound:
     """Of two bounds, the one that lets fewer in (at the same entry: the
     one that leaves it out)."""
     if bound is None or bound[0] != other[0]:
@@ -225,7 +247,7 @@ def _tighter(bound: Bound | None, other: Bound, pick: Any) -> Bound:
     return (bound[0], bound[1] and other[1])
 
 
-def matches(indexes: Any, filters: dict[str, str], q: str | None,
+def matches(indexes: Indexes, filters: dict[str, str], q: str | None,
             records: dict[int, Any]) -> set[int]:
     """The records the filters keep, in no order: a look-up per filter,
     one range of the words and of each prefix field's index for ``q``."""
@@ -261,7 +283,7 @@ def matches(indexes: Any, filters: dict[str, str], q: str | None,
     return ids
 
 
-def ranked(schema: Schema, sort: str, reverse: bool) -> Any:
+def ranked(schema: Schema, sort: str, reverse: bool) -> Callable[[Any], Any]:
     """A record's place in ``sort`` order, as ``sorted(key=...,
     reverse=reverse)`` and ``past`` take it: its ``keyset``, after
     whether it has a value (so that one without comes last both ways)."""
@@ -270,15 +292,16 @@ def ranked(schema: Schema, sort: str, reverse: bool) -> Any:
 
     def place(record: Any) -> tuple[bool, Keyset]:
         at = keyset(schema, record, sort)
-        return (at[0] is None) != reverse, at
+        return (at[0] is None) != reverse, at   # type: ignore[index]  # (not by id: a pair)
     return place
 
 
-def past(records: list[Any], rank: Any, reverse: bool, after: Keyset | None) -> Iterable[Any]:
+def past(records: list[Any], rank: Callable[[Any], Any], reverse: bool,
+         after: Keyset | None) -> Iterable[Any]:
     """The records (sorted, ``rank`` their key) that come after the keyset ``after``."""
     if after is None:
         return records
-    start = after if type(after) is int else ((after[0] is None) != reverse, after)
+    start = ((after[0] is None) != reverse, after) if type(after) is tuple else after
     if reverse:
         return (r for r in records if rank(r) < start)
     return (r for r in records if rank(r) > start)

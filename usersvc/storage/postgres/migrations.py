@@ -20,12 +20,14 @@ from ..sql.dialects import POSTGRES
 from ..sql.layout import layout
 from ..stored import Step, upgrade
 
+
 def _fill_name_columns(db: psycopg.Connection[Any]) -> None:
     """Give every existing user its ``name_key`` and ``name_words``."""
     rows = db.execute("SELECT id, name FROM users").fetchall()
     with db.cursor() as cursor:
         cursor.executemany("UPDATE users SET name_key = %s, name_words = %s WHERE id = %s",
-                           [(name.casefold(), history.words(name), user_id) for user_id, name in rows])
+                           [(name.casefold(), history.words(name), user_id)
+                            for user_id, name in rows])
 
 
 # Keeps user_words in step with a user's name words and e-mail key (``sql``).
@@ -165,7 +167,8 @@ def migrate(db: psycopg.Connection[Any], migrations: Sequence[Sequence[Step]] = 
     transaction; returns the version found (0: a new database, given ``fresh``)."""
     # Nothing written when nothing is to do: a read-only database (a standby)
     # opens, to serve reads.
-    if db.execute("SELECT to_regclass('usersvc_schema')").fetchone()[0] is None:
+    made = db.execute("SELECT to_regclass('usersvc_schema')").fetchone()
+    if made[0] is None:         # type: ignore[index]  # (one row, always)
         db.execute("CREATE TABLE usersvc_schema (version integer NOT NULL)")
     row = db.execute("SELECT version FROM usersvc_schema").fetchone()
     if row is None:

@@ -31,10 +31,9 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...schema import Schema
-from ..errors import StoreUnavailable
-from ..errors import WriteHealth
-from ..served import Collections, Step
+from ..errors import StoreUnavailable, WriteHealth
 from ..feed import Listeners
+from ..served import Collections, Step
 from ..sql.bulk import LIST_DEFAULTS, Read, SQLBulk
 from ..sql.collection import SQLRecords, Table
 from ..sql.dialects import POSTGRES
@@ -107,7 +106,7 @@ class PostgresStorage(Collections):
             disk); then it is a 503, not a request that never ends."""
             db.execute(f"SET statement_timeout = {int(timeout * 1500)}")
 
-        self._new_pool = lambda: ConnectionPool(       # noqa: E731
+        self._new_pool: Callable[[], ConnectionPool[Any]] = lambda: ConnectionPool(  # noqa: E731
             conninfo, min_size=1, max_size=size, timeout=timeout, open=False,
             kwargs={"autocommit": True}, configure=bounded, name="usersvc")
         self._pool = self._new_pool()
@@ -121,7 +120,8 @@ class PostgresStorage(Collections):
                 self.history = read_history(db)
                 tables = [Table(s, POSTGRES) for s in (declared(db, POSTGRES) if schemas is None
                                                        else schemas)]
-                references_of([t.schema for t in tables])  # each ref's collection here, or none made
+                # Each ref's collection here, or none made:
+                references_of([t.schema for t in tables])
                 for table in tables if schemas is not None else ():  # as recorded: as it is
                     recorded = opened(db, table)    # made if new; as declared, left so
                     if recorded is not None:
@@ -194,7 +194,7 @@ class PostgresStorage(Collections):
             yield db
 
     def atomically(self, plurals: Iterable[str], run: Callable[[Step], T], *,
-                   nothing_to_undo: bool = False) -> Any:
+                   nothing_to_undo: bool = False) -> T:
         """``Storage.atomically``: one transaction, undone whole if ``run``
         raises (``nothing_to_undo`` changes nothing). The feeds' locks of
         the collections it writes and of those their references make it
@@ -244,7 +244,8 @@ class PostgresStorage(Collections):
     def close(self) -> None:
         if self._pid != os.getpid():
             self.commits.close()
-            return          # the parent's pool and listener (never used here) are the parent's to close
+            # The parent's pool and listener (never used here) are the parent's to close.
+            return
         self._listener.stop()           # (first: no listener is told anything after ``None``)
         self.commits.close()
         self._pool.close()
@@ -269,8 +270,9 @@ class PostgresBulk(SQLBulk):
 
         def position_and_page(db: psycopg.Connection[Any]) -> tuple[int, list[Any]]:
             first = db.execute(*pages.page(**full, columns=columns)).fetchall()
-            if not first:
-                return int(db.execute(pages.position).fetchone()[0]), self._page(db, full)
+            if not first:       # (the position: an aggregate's one row)
+                position = db.execute(pages.position).fetchone()[0]  # type: ignore[index]
+                return int(position), self._page(db, full)
             rows = self._rows(db, full, columns, first)
             return int(first[0][-1]), [self._make(row[:-1]) for row in rows]
         return read(None, position_and_page)

@@ -16,13 +16,54 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Sequence
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ... import fields
-from ..errors import Conflict
-from ..feed import Change
+from ..errors import Conflict, WriteHealth
+from ..feed import Change, Listener, Listeners, Stop
 from ..protocol import Keyset
 from ..stored import check_fresh_ids
+
+if TYPE_CHECKING:
+    from .collection import Table
+
+T = TypeVar("T")
+
+
+class SQLStorage(Protocol):
+    """What a SQL store's collections ask of the store (``SQLiteStorage``,
+    ``PostgresStorage``, which make them, and so are held to it): what its
+    driver raises for a unique value taken, its feed's history token, its
+    listeners and ``announce_commits``, its writes' health, and a write
+    transaction of its own (a restore's)."""
+
+    @property
+    def unique_violation(self) -> type[Exception]: ...
+
+    @property
+    def history(self) -> str: ...
+
+    @property
+    def commits(self) -> Listeners: ...
+
+    @property
+    def health(self) -> WriteHealth: ...
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+    def announce_commits(self, listener: Listener) -> Stop: ...
+
+
+class SQLConnections(Protocol):
+    """Where a SQL store's collections read, and write outside a step
+    (SQLite's ``Connections``; the PostgreSQL store itself): ``read(db)``
+    on a connection (``cache_as``: SQLite's fast build's), ``op(db)``
+    committed on its own."""
+
+    def read(self, cache_as: Any, read: Callable[[Any], T]) -> T: ...
+
+    def commit(self, op: Callable[[Any], T]) -> T: ...
 
 
 def prefix_end(prefix: str) -> str | None:
@@ -51,7 +92,7 @@ class PageQueries:
     (its ``pages``): ``RecordStore.list``'s and ``count``'s, made once per
     shape, the feed's and a restore's."""
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: Table) -> None:
         s, m, t, c = table.schema, table.dialect.mark, table.name, table.changes_table
         self.schema, self.dialect, self.name, self.columns = s, table.dialect, t, table.columns
         self.collated, self.words_table, self.owner = table.collated, table.words_table, table.owner
@@ -85,8 +126,8 @@ class PageQueries:
         without a value); ``rest`` says what follows a short page."""
         params = self._filter_params(filters, q, where)
         past_values = type(after) is tuple and after[0] is None
-        if past_values and after[1] is None:    # (past the values, from the first: ``rest``)
-            after = None
+        if past_values and after[1] is None:    # type: ignore[index]  # (past_values: a pair)
+            after = None        # (past the values, from the first: ``rest``)
         if after is not None:
             if sort == "id":
                 params.append(after)
@@ -226,10 +267,13 @@ def _where(conditions: list[str]) -> str:
 
 LIST_DEFAULTS = dict(limit=100, sort="id", reverse=False, after=None, q=None)
 
-#: How a read runs, given by its records (``SQLRecords._read``): ``read(cache_as,
-#: read)`` is ``read(db)``, on one of the store's connections, or in an atomic
-#: step on its transaction's.
-Read = Callable[[Any, Callable[[Any], Any]], Any]
+
+class Read(Protocol):
+    """How a read runs, given by its records (``SQLRecords._read``): ``read(cache_as,
+    read)`` is ``read(db)``, on one of the store's connections, or in an atomic
+    step on its transaction's."""
+
+    def __call__(self, cache_as: Any, read: Callable[[Any], T], /) -> T: ...
 
 
 class SQLBulk:
@@ -239,7 +283,8 @@ class SQLBulk:
     feed's reads, by the statements of its table's ``pages``
     (``PageQueries``), and a restore."""
 
-    def __init__(self, storage: Any, table: Any, make: Callable[[Sequence[Any]], Any]) -> None:
+    def __init__(self, storage: SQLStorage, table: Table,
+                 make: Callable[[Sequence[Any]], Any]) -> None:
         self.storage, self.table, self.pages = storage, table, table.pages
         self._make = make       # a row to a record (``collection.record_maker``)
 
@@ -327,12 +372,12 @@ class SQLBulk:
             self.storage.commits.announce(table.schema.plural)
 
 
-def _stored(table: Any, values: Sequence[Any]) -> builtins.list[Any]:
+def _stored(table: Table, values: Sequence[Any]) -> builtins.list[Any]:
     """The fields' values (in the schema's order) as their columns keep them."""
     return table.row(values)[:len(values)] if table.stored_as else list(values)
 
 
-def _raise_position(table: Any, db: Any, seq: int) -> None:
+def _raise_position(table: Table, db: Any, seq: int) -> None:
     """Make ``seq`` the feed's high-water mark, if it is above it
     (SQLite's ``AUTOINCREMENT`` follows the largest ``seq`` inserted)."""
     if table.dialect.name == "postgres":
@@ -340,7 +385,7 @@ def _raise_position(table: Any, db: Any, seq: int) -> None:
                    f"WHERE %s > (SELECT last_value FROM {table.changes_table}_seq)", (seq, seq))
 
 
-def _raise_last_id(table: Any, db: Any, last_id: int) -> None:
+def _raise_last_id(table: Table, db: Any, last_id: int) -> None:
     """Make ``last_id`` the high-water mark, if it is above it."""
     if table.dialect.name == "sqlite":   # its row exists once a record was inserted; else made
         db.execute(f"INSERT INTO sqlite_sequence (name, seq) SELECT '{table.name}', 0 WHERE "

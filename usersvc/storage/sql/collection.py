@@ -18,10 +18,10 @@ from typing import Any
 from ...fields import Field, search_terms
 from ...schema import Schema
 from ..errors import MAX_ID, Conflict, NotFound, Precondition, StaleVersion
-from ..feed import Change
+from ..feed import Change, Listener, Stop
 from ..stored import Restores
 from . import ddl
-from .bulk import PageQueries, SQLBulk
+from .bulk import PageQueries, SQLBulk, SQLConnections, SQLStorage, T
 from .dialects import Dialect
 
 
@@ -74,7 +74,7 @@ class Table:
         return found if self.dialect.arrays else json.dumps(found, ensure_ascii=False)
 
     def update(self, fields: dict[str, Any], record_id: int,
-               precondition: Any) -> tuple[str, list[Any]]:
+               precondition: Precondition | None) -> tuple[str, list[Any]]:
         """A conditional UPDATE that sets these fields (and their collated and
         words columns) and the next version, and returns the record; no row
         when the record is gone or the precondition fails."""
@@ -89,12 +89,13 @@ class Table:
                 f"{self.dialect.mark}{where} RETURNING {self.columns}")
         return query, [*derived.values(), record_id, *params]
 
-    def condition(self, precondition: Any) -> tuple[str, list[Any]]:
+    def condition(self, precondition: Precondition | None) -> tuple[str, list[Any]]:
         """The WHERE clause that ``Precondition.allows`` is, over ``version``."""
         if precondition is None:
             return "", []
         if precondition.none_match is None or precondition.match == frozenset():
             return " AND false", []         # (``*`` refuses every version; no version matches)
+        params: list[Any]
         where, params = "", []
         for versions, negated in ((precondition.match, ""), (precondition.none_match, "NOT ")):
             if versions:
@@ -107,7 +108,7 @@ def record_maker(schema: Schema) -> Callable[[Sequence[Any]], Any]:
     """How a SQL store makes a record from a row (``id``, the fields,
     ``version``): ``schema.record._make``, with each value read back by its
     kind (``Field.from_stored``) where a kind says more than the value."""
-    make = schema.record._make
+    make: Callable[..., Any] = schema.record._make  # type: ignore[attr-defined]  # (namedtuple's)
     read = [(at, kind.from_stored) for at, kind in enumerate(schema.fields.values(), 1)
             if type(kind).from_stored is not Field.from_stored]
     if not read:
@@ -123,14 +124,13 @@ def record_maker(schema: Schema) -> Callable[[Sequence[Any]], Any]:
 
 
 class SQLRecords(Restores):
-    """One collection of a SQL store: one record's reads and writes are
-    here; what it does with many at once (pages, counts, the feed, a
-    restore) is its ``bulk``'s (``SQLBulk``)."""
+    """One collection of a SQL store: one record's reads and writes are here; what it does
+    with many at once (pages, counts, the feed, a restore) is its ``bulk``'s (``SQLBulk``)."""
 
     db: Any = None          # in an atomic step: its transaction's connection (``bound``)
     bulk_type = SQLBulk     # (``PostgresRecords``: its own)
 
-    def __init__(self, storage: Any, table: Table, connections: Any) -> None:
+    def __init__(self, storage: SQLStorage, table: Table, connections: SQLConnections) -> None:
         self.storage, self.table, self.schema = storage, table, table.schema
         self.connections = connections      # SQLite's ``Connections``, or the PostgreSQL store
         self._make = record_maker(self.schema)      # a row to a record
@@ -158,7 +158,7 @@ class SQLRecords(Restores):
         def insert(db: Any) -> Any:
             # Every row read: a RETURNING statement is not done until then.
             (record_id,), = self._unique(db, self.table.insert, row, fields).fetchall()
-            return self.schema.record._make((record_id, *values, 1))
+            return self.schema.record._make((record_id, *values, 1))  # type: ignore[attr-defined]  # (namedtuple's)
         return self._write(insert)
 
     def update(self, record_id: int, *, precondition: Precondition | None = None,
@@ -209,24 +209,24 @@ class SQLRecords(Restores):
     def _restore(self, records: Sequence[Any], changes: Sequence[Change], last_id: int) -> None:
         self.bulk.restore(records, changes, last_id)   # (its own transaction, never a step's)
 
-    def announce_commits(self, listener: Callable[[str | None], None]) -> Callable[[], None]:
+    def announce_commits(self, listener: Listener) -> Stop:
         """``protocol.CommitsAnnounced``, for these records served alone:
         their store's announcements (of every collection it holds)."""
         return self.storage.announce_commits(listener)
 
-    def bound(self, db: Any) -> Any:
+    def bound(self, db: Any) -> SQLRecords:
         """These records, reading and writing in ``db``'s transaction (an
         atomic step's, which the store commits or undoes: ``served.Step``)."""
         records = copy.copy(self)
         records.db = db
         return records
 
-    def _read(self, cache_as: Any, read: Callable[[Any], Any]) -> Any:
+    def _read(self, cache_as: Any, read: Callable[[Any], T]) -> T:
         if self.db is not None:         # in an atomic step: its transaction
             return read(self.db)
         return self.connections.read(cache_as, read)
 
-    def _write(self, op: Callable[[Any], Any]) -> Any:
+    def _write(self, op: Callable[[Any], T]) -> T:
         if self.db is not None:         # in an atomic step: its transaction
             return op(self.db)
         done = self.connections.commit(op)

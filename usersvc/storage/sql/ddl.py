@@ -18,15 +18,14 @@ commit, so positions follow commit order, and announces the change (``CHANNEL``)
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ...fields import COLUMN_TYPES, Field
 from ...schema import Schema
 from .dialects import SQLITE, Dialect
 
-#: A collection's ``collection.Table`` (named so, not imported: ``collection``
-#: imports this module, for its statements).
-Table = Any
+if TYPE_CHECKING:       # (a name only: ``collection`` imports this module, for its statements)
+    from .collection import Table
 
 
 class Statements(NamedTuple):
@@ -75,7 +74,8 @@ def column(table: Table, field: str) -> str:
 def collated_column(table: Table, field: str) -> str:
     """A field's collated column (``Field.collate``): text in code point order, or an integer."""
     text = table.schema.fields[field].collated_type == "text"
-    return f"{field}__key {table.dialect.collated_type if text else COLUMN_TYPES['integer'][table.dialect.name]}"
+    kind = table.dialect.collated_type if text else COLUMN_TYPES["integer"][table.dialect.name]
+    return f"{field}__key {kind}"
 
 
 def words_column(table: Table, field: str) -> str:
@@ -86,7 +86,8 @@ def create_tables(table: Table) -> list[str]:
     """The statements that make the collection's three tables, empty."""
     s, d, t, c = table.schema, table.dialect, table.name, table.changes_table
     columns = [d.id_column, *(column(table, f) for f in s.fields),
-               f"version {COLUMN_TYPES['integer'][d.name]} NOT NULL", *(collated_column(table, f) for f in table.collated),
+               f"version {COLUMN_TYPES['integer'][d.name]} NOT NULL",
+               *(collated_column(table, f) for f in table.collated),
                *(words_column(table, f) for f in s.searched)]
     kept = [f"{f} {k.column_type(d.name)}" for f, k in s.fields.items()]
     if d is SQLITE:
@@ -199,9 +200,9 @@ def _sqlite_triggers(table: Table) -> dict[str, Object]:
     # change (a store's every write does; filling a new collated column does not).
     fields = list(table.schema.fields)
     kept = ", ".join(["id", *fields, "version"])
+    new = ", ".join(f"NEW.{f}" for f in ["id", *fields, "version"])
     for name, when, values in (
-            ("insert", "INSERT", ", ".join(f"NEW.{f}" for f in ["id", *fields, "version"])),
-            ("update", "UPDATE OF version", ", ".join(f"NEW.{f}" for f in ["id", *fields, "version"])),
+            ("insert", "INSERT", new), ("update", "UPDATE OF version", new),
             ("delete", "DELETE", ", ".join(["OLD.id", *("NULL" for _ in fields), "NULL"]))):
         found[f"{c}_{name}"] = Object("trigger", t, (
             f"CREATE TRIGGER {c}_{name} AFTER {when} ON {t} BEGIN "
@@ -222,7 +223,8 @@ def _postgres_triggers(table: Table) -> dict[str, Object]:
         def of(row: str) -> str:     # a row's search terms, as one text[]
             return " || ".join(f"coalesce({row}.{col}, '{{}}')" if kind == "words"
                                else f"ARRAY[{row}.{col}]" for kind, col in terms)
-        found[f"{w}_sync"] = Object("function", t, f"""CREATE OR REPLACE FUNCTION {w}_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+        found[f"{w}_sync"] = Object("function", t, f"CREATE OR REPLACE FUNCTION {w}_sync() "
+                                    f"""RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP <> 'INSERT' THEN
         DELETE FROM {w} WHERE {owner} = OLD.id AND word = ANY({of('OLD')});
@@ -249,7 +251,8 @@ END $$""")
     # (``feed``), and a batch, which takes the locks of its collections
     # first, never waits for a row that a writer waiting for it holds. The
     # key is the table's own oid, so stores in other schemas do not share it.
-    found[f"{c}_lock"] = Object("function", t, f"""CREATE OR REPLACE FUNCTION {c}_lock() RETURNS trigger LANGUAGE plpgsql AS $$
+    found[f"{c}_lock"] = Object("function", t, f"CREATE OR REPLACE FUNCTION {c}_lock() "
+                                f"""RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock('{c}'::regclass::oid::bigint);
     RETURN NULL;
@@ -258,16 +261,19 @@ END $$""")
         f"CREATE TRIGGER {c}_first BEFORE INSERT OR UPDATE OR DELETE ON {t} "
         f"FOR EACH STATEMENT EXECUTE FUNCTION {c}_lock()"))
     fields = list(table.schema.fields)
-    kept = ", ".join(fields)
-    found[f"{c}_record"] = Object("function", t, f"""CREATE OR REPLACE FUNCTION {c}_record() RETURNS trigger LANGUAGE plpgsql AS $$
+    kept, new = ", ".join(fields), ", ".join(f"NEW.{f}" for f in fields)
+    gone = ", ".join(f"{f} = NULL" for f in [*fields, "version"])
+    made = ", ".join(f"{f} = EXCLUDED.{f}" for f in [*fields, "version"])
+    found[f"{c}_record"] = Object("function", t, f"CREATE OR REPLACE FUNCTION {c}_record() "
+                                  f"""RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
         INSERT INTO {c} (id, seq) VALUES (OLD.id, nextval('{c}_seq'))
-            ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, {', '.join(f'{f} = NULL' for f in [*fields, 'version'])};
+            ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, {gone};
     ELSE
         INSERT INTO {c} (id, seq, {kept}, version)
-        VALUES (NEW.id, nextval('{c}_seq'), {', '.join(f'NEW.{f}' for f in fields)}, NEW.version)
-            ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, {', '.join(f'{f} = EXCLUDED.{f}' for f in [*fields, 'version'])};
+        VALUES (NEW.id, nextval('{c}_seq'), {new}, NEW.version)
+            ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, {made};
     END IF;
     PERFORM pg_notify('{CHANNEL}', '{t}');     -- delivered at the commit (postgres.notify)
     RETURN NULL;

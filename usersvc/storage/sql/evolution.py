@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ...fields import Field
 from ...kinds import dates
 from ..stored import SchemaMismatch, declaration
 from . import ddl, reshape
@@ -69,8 +70,7 @@ def evolve(db: Any, table: Table, row: Any) -> None:
     _change_columns(db, table, stored, want)
     for field in sorted(ruled & reshape.collated_fields(want) & reshape.collated_fields(stored)):
         # A collated value follows the rule (a choice's place among its values): made again.
-        kind = table.schema.fields[field]
-        _fill(db, table, f"{field}__key", field, lambda value: kind.collate(kind.from_stored(value)))
+        _fill(db, table, f"{field}__key", field, _collated(table.schema.fields[field]))
     if _search_terms(stored) != _search_terms(want) or todo:    # (the folding's version too)
         db.execute(f"DELETE FROM {table.words_table}")
         if table.schema.searchable:
@@ -116,7 +116,8 @@ def _changes(stored: dict[str, Any], want: dict[str, Any], todo: list[Any]) -> I
         if was is None:
             yield f"{field} added, optional ({kind['type']})"
         elif was.get("rule") not in (None, kind["rule"]):     # (None: not recorded before)
-            yield f"{field} is now {kind['rule']}, was {was['rule']} (every stored value keeps to it)"
+            yield (f"{field} is now {kind['rule']}, was {was['rule']} (every stored value "
+                   "keeps to it)")
     for role, said in _ROLES.items():
         for field in sorted(set(want[role]) - set(stored[role]) - migrated):
             yield f"{field} is now {said}"
@@ -140,7 +141,8 @@ def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
     if not renames:
         return False
     t, c = table.name, table.changes_table
-    suffixes = {"__key": reshape.collated_fields(stored), "__words": reshape.searched_fields(stored)}
+    suffixes = {"__key": reshape.collated_fields(stored),
+                "__words": reshape.searched_fields(stored)}
     for old, new in renames.items():
         for name in (t, c):
             db.execute(f"ALTER TABLE {name} RENAME COLUMN {old} TO {new}")
@@ -149,7 +151,10 @@ def _rename(db: Any, table: Table, stored: dict[str, Any]) -> bool:
                 db.execute(f"ALTER TABLE {t} RENAME COLUMN {old}{suffix} TO {new}{suffix}")
     for old, new in renames.items():
         log.info("%s: %s renamed from %s (every record a new version)", t, new, old)
-    rename = lambda names: sorted(renames.get(n, n) for n in names)    # noqa: E731
+
+    def rename(names: Iterable[str]) -> list[str]:
+        return sorted(renames.get(n, n) for n in names)
+
     stored["fields"] = {renames.get(f, f): kind for f, kind in stored["fields"].items()}
     stored["order"] = [renames.get(f, f) for f in stored.get("order", stored["fields"])]
     for what in ("unique", "filters", "sorts", "words", "prefixes", "keyed", "searched"):
@@ -210,17 +215,25 @@ def _change_columns(db: Any, table: Table, stored: dict[str, Any], want: dict[st
         db.execute(f"ALTER TABLE {t} DROP COLUMN {field}__words")
     for field in sorted(new_collated - old_collated):
         db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.collated_column(table, field)}")
-        kind = table.schema.fields[field]
-        _fill(db, table, f"{field}__key", field, lambda value: kind.collate(kind.from_stored(value)))
+        _fill(db, table, f"{field}__key", field, _collated(table.schema.fields[field]))
     for field in sorted(new_words - old_words):
         db.execute(f"ALTER TABLE {t} ADD COLUMN {ddl.words_column(table, field)}")
     refolded = stored.get("folding") != want["folding"]     # (each term made again, once)
     for field in sorted(new_words - old_words if not refolded else new_words):
-        how = table.schema.searched[field]
-        _fill(db, table, f"{field}__words", field, lambda value: table.terms_value(value, *how))
+        _fill(db, table, f"{field}__words", field, _terms(table, *table.schema.searched[field]))
 
 
-def _fill(db: Any, table: Table, column: str, field: str, derive: Any) -> None:
+def _collated(kind: Field) -> Callable[[Any], Any]:
+    """A ``__key`` column's value, from the field's stored value."""
+    return lambda value: kind.collate(kind.from_stored(value))
+
+
+def _terms(table: Table, by_words: bool, whole: bool) -> Callable[[Any], Any]:
+    """A ``__words`` column's value, from the field's stored value."""
+    return lambda value: table.terms_value(value, by_words, whole)
+
+
+def _fill(db: Any, table: Table, column: str, field: str, derive: Callable[[Any], Any]) -> None:
     """Give every record's new ``column`` its value, made from ``field``."""
     mark = table.dialect.mark
     rows = db.execute(f"SELECT id, {field} FROM {table.name} WHERE {field} IS NOT NULL").fetchall()

@@ -108,7 +108,8 @@ def _exists(db: Any, name: str, dialect: Dialect) -> bool:
     if dialect is SQLITE:
         query = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = {mark}"
     else:
-        query = f"SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = {mark}"
+        query = ("SELECT 1 FROM pg_tables WHERE schemaname = current_schema() "
+                 f"AND tablename = {mark}")
     return db.execute(query, (name,)).fetchone() is not None
 
 

@@ -56,7 +56,7 @@ def apply(db: Any, table: Table, stored: dict[str, Any], todo: list[Step],
     touched: set[int] = set()
     said = []
     for step in todo:
-        field, kind = step.field, schema.fields.get(step.field)
+        field = step.field
         if step.kind == "dropped":
             ids = _ids(db, f"SELECT id FROM {t} WHERE {step.field} IS NOT NULL")
             _drop_derived(db, table, stored, field)
@@ -68,6 +68,7 @@ def apply(db: Any, table: Table, stored: dict[str, Any], todo: list[Step],
             touched |= ids
             said.append(f"{field} dropped ({_count(ids)})")
             continue
+        kind = schema.fields[field]     # (a field the schema has: one not dropped)
         rows = db.execute(f"SELECT id, {field} FROM {t}" if field in stored["fields"]
                           else f"SELECT id, NULL FROM {t}").fetchall()
         if step.kind == "converted":
@@ -100,7 +101,7 @@ def apply(db: Any, table: Table, stored: dict[str, Any], todo: list[Step],
 def _converted(schema: Schema, table: Table, field: str, rows: list[tuple[int, Any]],
                old: Any) -> dict[int, Any]:
     convert, kind = schema.converted[field], schema.fields[field]
-    values = {}
+    values: dict[int, Any] = {}
     for record_id, value in rows:
         if value is None:
             values[record_id] = None

@@ -15,8 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
-from ..errors import StoreUnavailable
-from ..errors import WriteHealth
+from ..errors import StoreUnavailable, WriteHealth
 from .errors import needs_reopening, unavailable
 from .opening import Connection, ProcessConnections, ThreadConnection
 
@@ -73,7 +72,7 @@ class Connections:
             with db.in_use:
                 yield db
         except sqlite3.OperationalError as e:   # busy, or a file that cannot be read now
-            raise unavailable(e, None) or e
+            raise unavailable(e, None) or e     # noqa: B904 (``unavailable`` gives its cause)
 
     def read(self, cache_as: Any, read: Callable[[Connection], T]) -> T:
         """``read(db)`` on this thread's connection. (``cache_as`` names the
@@ -129,7 +128,7 @@ class Connections:
         except sqlite3.OperationalError as e:
             if needs_reopening(e) and self.one is None:     # read-only for good (SQLite's rule):
                 self.opened.close_writes()                  # the next write opens another
-            raise unavailable(e, self.health) or e
+            raise unavailable(e, self.health) or e  # noqa: B904 (as above: its cause given)
         finally:
             writing.release()
         if self.health.failing is not None:     # (told only when writes were failing)

@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from ..errors import StoreUnavailable
-from ..errors import WriteHealth
+from ..errors import StoreUnavailable, WriteHealth
 
 T = TypeVar("T")
 
@@ -35,7 +34,7 @@ _SHM_FULL = 10 | (19 << 8)
 
 
 def _code(error: sqlite3.Error) -> int | None:
-    code = getattr(error, "sqlite_errorcode", None)   # Python 3.11+
+    code: int | None = getattr(error, "sqlite_errorcode", None)   # Python 3.11+
     if code == _SHM_FULL:
         return 13
     if code is not None:

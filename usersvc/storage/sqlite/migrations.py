@@ -9,7 +9,8 @@ schemas (``layout.opened``). 1 to 3
 are release 0.1.0's (users; sorting and searching; the change feed); 4
 records declarations in ``usersvc_collections`` and makes ``users`` again
 with ``<field>__key`` columns, everything kept; 5 adds ``usersvc_keys``
-(``keys``); 6 adds ``usersvc_history``, the feed's history token. The steps a database lacks run in one transaction.
+(``keys``); 6 adds ``usersvc_history``, the feed's history token. The
+steps a database lacks run in one transaction.
 """
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def _fill_name_columns(db: sqlite3.Connection) -> None:
 _WORDS_OF = {   # a row's search keys: its name's words and its e-mail key
     row: f"SELECT value FROM json_each({row}.name_words) UNION SELECT {row}.email_key"
     for row in ("NEW", "OLD")}
-_ADD_WORDS = f"INSERT OR IGNORE INTO user_words (word, user_id) SELECT value, NEW.id FROM ({_WORDS_OF['NEW']});"
+_ADD_WORDS = ("INSERT OR IGNORE INTO user_words (word, user_id) SELECT value, NEW.id FROM "
+              f"({_WORDS_OF['NEW']});")
 _DROP_WORDS = f"DELETE FROM user_words WHERE user_id = OLD.id AND word IN ({_WORDS_OF['OLD']});"
 
 
@@ -124,7 +126,7 @@ def migrate(db: sqlite3.Connection, migrations: Sequence[Sequence[Step]] = MIGRA
     """Bring the layout up to ``len(migrations)``, each migration past the
     version found, inside the caller's transaction; returns the version
     found. (A new file is the store's to make, at today's layout.)"""
-    found = db.execute("PRAGMA user_version").fetchone()[0]
+    found: int = db.execute("PRAGMA user_version").fetchone()[0]
     upgrade(db, found, migrations)
     if found != len(migrations):
         db.execute(f"PRAGMA user_version = {len(migrations)}")

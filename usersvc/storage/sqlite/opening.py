@@ -12,7 +12,7 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...schema import Schema
 from ..sql.collection import Table
@@ -20,12 +20,15 @@ from ..sql.dialects import SQLITE
 from ..sql.layout import LAYOUT, declared, layout, opened, read_history
 from ..stored import apply, references_of
 
+if TYPE_CHECKING:       # (a name only: ``connections`` imports this module)
+    from .connections import Connections
+
 
 class Connection(sqlite3.Connection):
     """A connection weakly referenced (closing the store reaches live
     threads'; an ended thread's is freed with it), ``in_use`` while used."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.in_use = threading.Lock()
 
@@ -81,7 +84,8 @@ class ProcessConnections:
                 db.close()
 
 
-def prepare(connections: Any, schemas: Iterable[Schema] | None) -> tuple[str, list[Table]]:
+def prepare(connections: Connections, schemas: Iterable[Schema] | None
+            ) -> tuple[str, list[Table]]:
     """WAL mode (for a file), then, in one write transaction, the layout
     (a new file's, today's; an older release's brought up to date by its
     ``migrations``) and every collection of ``schemas`` (``None``: those
@@ -96,7 +100,7 @@ def prepare(connections: Any, schemas: Iterable[Schema] | None) -> tuple[str, li
             apply(db, layout(SQLITE))
             db.execute(f"PRAGMA user_version = {LAYOUT}")
         elif found != LAYOUT:       # an older release's (a newer one's is refused there)
-            from .migrations import migrate     # (the history: loaded for such a file only)
+            from .migrations import migrate  # (the history: loaded for such a file only)
             migrate(db)
         history = read_history(db)
         tables = [Table(s, SQLITE) for s in (declared(db, SQLITE) if schemas is None else schemas)]

@@ -19,7 +19,10 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:       # (a name only: the store imports this module when it is first listened to)
+    from .store import SQLiteStorage
 
 log = logging.getLogger("usersvc.storage")
 
@@ -28,7 +31,7 @@ log = logging.getLogger("usersvc.storage")
 INTERVAL = 0.2
 
 
-def look(store: Any) -> None:
+def look(store: SQLiteStorage) -> None:
     """Other processes' commits to ``store``'s file looked for, from its
     first listener on (``SQLiteStorage.announce_commits``), by one
     ``Poller``, made then (none once the store is closing: ``poller`` is
@@ -46,7 +49,7 @@ def look(store: Any) -> None:
         poller.start()          # (a poller stopped stays stopped)
 
 
-def _changed(store: Any) -> None:
+def _changed(store: SQLiteStorage) -> None:
     """Another process committed (``PRAGMA data_version`` cannot tell what):
     every collection of ``store`` told."""
     for plural in store.collections:

@@ -1,33 +1,34 @@
-"""SQLiteStorage: every collection in one SQLite file, shared by threads and
-processes (docs/decisions.md, "Storage"): each write one statement (``sql``)
-in a ``BEGIN IMMEDIATE`` transaction, so a precondition and its write are
-one atomic step across processes (``connections``; the fast build groups
-them, one sync to disk a group: ``usersvc.fast.sqlite``). WAL (readers never
-wait), a busy timeout (writers queue), ``synchronous=FULL`` (a 201 survives
+"""SQLiteStorage: every collection in one SQLite file, shared by threads and processes
+(docs/decisions.md, "Storage"): each write one statement (``sql``) in a ``BEGIN IMMEDIATE``
+transaction, so a precondition and its write are one atomic step across processes
+(``connections``; the fast build groups them, one sync to disk a group: ``usersvc.fast.sqlite``).
+WAL (readers never wait), a busy timeout (writers queue), ``synchronous=FULL`` (a 201 survives
 a power cut), ``AUTOINCREMENT`` (never an id again). Opening: ``opening``."""
 from __future__ import annotations
 
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...schema import Schema
-from ..served import Collections, Step
 from ..errors import WriteHealth
 from ..feed import Listeners
+from ..served import Collections, Step
 from ..sql.collection import SQLRecords
 from ..sql.dialects import SQLITE
-from .connections import Connection, Connections
-from .errors import is_lasting, retrying, savepoint
-from .opening import prepare
+from .connections import Connections
+from .errors import T, is_lasting, retrying, savepoint
+from .opening import Connection, prepare
 
-T = TypeVar("T")
+if TYPE_CHECKING:       # (loaded for the store's first listener: ``announce_commits``)
+    from .poll import Poller
 
 
 class SQLiteStorage(Collections):
     unique_violation = sqlite3.IntegrityError
     dialect = SQLITE        # what a step's ``db`` speaks (``protocol.Transactional``)
+    poller: Poller | Literal[False] | None      # (``poll.look``'s; ``False``: closing)
 
     def __init__(self, path: str, schemas: Iterable[Schema] | None, *,
                  busy_timeout: float = 10.0, synchronous: str = "full") -> None:
@@ -52,11 +53,10 @@ class SQLiteStorage(Collections):
 
     def atomically(self, plurals: Iterable[str], run: Callable[[Step], T], *,
                    nothing_to_undo: bool = False) -> Any:
-        """``Storage.atomically``: one write transaction, in which ``run``
-        makes its writes inside a savepoint, undone if it raises: the
-        transaction then commits nothing of ``run`` but the ids it took
-        (``errors.savepoint``), and its error is raised once committed.
-        ``nothing_to_undo``: no savepoint (one statement refused undoes itself)."""
+        """``Storage.atomically``: one write transaction, in which ``run`` makes its writes
+        inside a savepoint, undone if it raises: the transaction then commits nothing of
+        ``run`` but the ids it took (``errors.savepoint``), and its error is raised once
+        committed. ``nothing_to_undo``: no savepoint (one statement refused undoes itself)."""
         def step(db: Connection) -> tuple[Any, Exception | None]:
             made = Step(self, db, (), nothing_to_undo)
             try:
