@@ -16,16 +16,23 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping
+from pathlib import PurePath
 from typing import Any
 
 from .app import App
 from .fields import email, text
 from .hooks import DEFAULT_FEATURES, Feature, name_of, resolved
-from .settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_WAITING,
-                       DEFAULT_STREAM_SECONDS,
-                       DEFAULT_MAX_BATCH, DEFAULT_STORAGE, Settings)
+from .schema import USER, Schema
+from .settings import (
+    DEFAULT_IDEMPOTENCY_TTL,
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_BODY_SIZE,
+    DEFAULT_MAX_WAITING,
+    DEFAULT_STORAGE,
+    DEFAULT_STREAM_SECONDS,
+    Settings,
+)
 from .storage import RecordStore, Storage, open_store
-from .schema import Schema, USER
 
 __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
            "boolean", "number", "date", "datetime", "choice", "url", "ref",
@@ -61,7 +68,7 @@ def __getattr__(name: str) -> Any:
 def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
              collections: Iterable[Schema] | None = None,
              max_body_size: int = DEFAULT_MAX_BODY_SIZE,
-             tokens: Mapping[str, str] | Any = None,
+             tokens: Mapping[str, str] | PurePath | None = None,
              cors_origins: Iterable[str] = (),
              max_waiting: int = DEFAULT_MAX_WAITING,
              stream_seconds: int = DEFAULT_STREAM_SECONDS,
@@ -85,10 +92,11 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     (``GET /users/changes?wait=N``, and each stream of them, ``Accept:
     text/event-stream``; the waiting feature's); each holds one of the
     server's threads while it waits, so give the server that many threads
-    beside those the other requests need (serve.py does: ``--max-waiting``). ``stream_seconds``: how long a stream lasts
-    before its client is told to come back (default 300). ``idempotency_ttl``: how many
-    seconds the answer to a POST or PATCH sent with an ``Idempotency-Key``
-    is kept for its retries (default a day; see ``usersvc.features.idempotency``).
+    beside those the other requests need (serve.py does: ``--max-waiting``).
+    ``stream_seconds``: how long a stream lasts before its client is told to
+    come back (default 300). ``idempotency_ttl``: how many seconds the answer
+    to a POST or PATCH sent with an ``Idempotency-Key`` is kept for its
+    retries (default a day; see ``usersvc.features.idempotency``).
     ``max_batch``: the most requests one ``POST /batch`` may hold (a store
     of usersvc's makes them together or not at all; see ``usersvc.features.batch``).
     ``metrics``: count requests and store operations for Prometheus, in
@@ -100,11 +108,13 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     left out, is a ``ValueError`` (``usersvc.settings.SettingError``) that names it.
     ``speedups=False``: every plain definition, no fast path (``usersvc.fast``:
     what a reader learns from; the process's, as the last app built asks)."""
+    given = features if isinstance(features, str) else tuple(features)    # (a text: names)
     settings = Settings(storage, max_body_size=max_body_size, tokens=tokens,
-                        cors_origins=cors_origins, max_waiting=max_waiting,
-                        stream_seconds=stream_seconds, idempotency_ttl=idempotency_ttl,
-                        max_batch=max_batch, metrics=metrics, speedups=speedups,
-                        features=features if isinstance(features, str) else tuple(features))
+                        max_waiting=max_waiting, stream_seconds=stream_seconds,
+                        idempotency_ttl=idempotency_ttl, max_batch=max_batch, metrics=metrics,
+                        speedups=speedups,
+                        # (read as the settings are made: a frozenset, a tuple of features)
+                        cors_origins=cors_origins, features=given)  # type: ignore[arg-type]
     return build_app(settings, collections)
 
 
@@ -117,8 +127,8 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
     storage = settings.storage
     if collections is None:
         collections = settings.collections
-    fast = None
-    if settings.speedups or "usersvc.fast" in sys.modules:     # (else plain, as imported)
+    speedups = settings.speedups or "usersvc.fast" in sys.modules     # (else plain, as imported)
+    if speedups:
         from . import fast
         fast.install(settings.speedups)
     app = App(settings)
@@ -130,7 +140,7 @@ def build_app(settings: Settings, collections: Iterable[Schema] | None = None) -
         plugged = app.plugged
         for feature in resolved(settings.features):
             plugged[name_of(feature)] = feature.plug(app, served, plugged)
-        if fast is not None:
+        if speedups:
             fast.install(settings.speedups)     # (the features' own, their modules loaded now)
     except BaseException:
         app.close()

@@ -1,9 +1,8 @@
 """The WSGI application: one ``Request`` in, one ``Response`` out.
 
-``App.__call__`` is the whole life of a request, in the order
-docs/architecture.md walks it. A ``Problem`` or a domain error becomes a
-problem document; anything else is a bug, logged, and a 500 that says
-nothing of the code. Features plug in through ``App``'s hooks, plain
+``App.__call__`` is the whole life of a request, in the order docs/architecture.md walks it.
+A ``Problem`` or a domain error becomes a problem document; anything else is a bug, logged,
+and a 500 that says nothing of the code. Features plug in through ``App``'s hooks, plain
 attributes, as Falcon's middleware does (``usersvc.hooks`` lists them).
 """
 from __future__ import annotations
@@ -13,17 +12,18 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from . import representation
 from .changes import Changes
+from .hooks import Check, FeedHook, Finish, Found, MakeWriteHook, Start, Stop, Waiting, WrapRecords
 from .problems import DOMAIN_ERRORS, Problem
-from .representation import (BODY_TYPES, DEFAULT, PATCH_TYPES, PROBLEMS, Offers,
-                             Representations, negotiate, problem_format)
+from .representation import BODY_TYPES, PATCH_TYPES, Representations, negotiate, problem_format
 from .request import Request, Response
 from .resources import Collection, Item
 from .routing import Router
-from .settings import Settings
-from .storage import check_collection
-from .storage.protocol import ChangeFeed
 from .schema import Schema
+from .settings import Settings
+from .storage import RecordStore, check_collection
+from .storage.protocol import ChangeFeed
 
 # RFC 9110 §7.2 Host: a name or IPv4 address, or an IPv6 literal, and a port.
 _HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
@@ -43,29 +43,28 @@ class App:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = Settings() if settings is None else settings
         # The hooks a feature's ``plug`` fills (usersvc.hooks). Met by each request, in order:
-        self.starters: list[Callable[[Request], None]] = []
-        self.checks: list[Callable[[Request, Any], Response | None]] = [self._from_another_site]
-        self.finishers: list[Callable[[Request, Response], None]] = []
+        self.starters: list[Start] = []
+        self.checks: list[Check] = [self._from_another_site]
+        self.finishers: list[Finish] = []
         self.open_paths: set[str] = set()           # read by a check asking for a token
         self.allowed_origins: set[str] = set()      # read by the cross-origin protection
         # Used as each collection is added (so set before):
-        self.records_wrappers: list[Callable[[str, Any], Any]] = []
-        self.write_hook: Callable[[Any], Any] | None = None
-        self.feed_hooks: list[Callable[[Changes], None]] = []
-        self.offers: Offers = DEFAULT
-        self.problem_offers: Offers = PROBLEMS
+        self.records_wrappers: list[WrapRecords] = []
+        self.write_hook: MakeWriteHook | None = None
+        self.feed_hooks: list[FeedHook] = []
+        self.offers, self.problem_offers = representation.DEFAULT, representation.PROBLEMS
         # Around the app's life: what features plugged in, waiting places, what stops them.
         self.plugged: dict[str, Any] = {}
-        self.waiting: Any = None
-        self.stoppers: list[Callable[[], None]] = []
+        self.waiting: Waiting | None = None
+        self.stoppers: list[Stop] = []
         # The collections served, as added: what a feature may read too.
         self.router = Router()
         self.schemas: list[Schema] = []
-        self.records: list[Any] = []
+        self.records: list[RecordStore] = []
         self.feeds: list[str] = []          # the collections with a change feed
-        self._closers: list[Callable[[], None]] = []
+        self._closers: list[Stop] = []
 
-    def add_collection(self, schema: Schema, records: Any) -> None:
+    def add_collection(self, schema: Schema, records: RecordStore) -> None:
         """Serve ``/<schema.plural>`` and ``/<schema.plural>/{id}`` from
         ``records``, and ``/<schema.plural>/changes`` if they keep a feed."""
         check_collection(schema)
@@ -83,11 +82,11 @@ class App:
         if isinstance(records, ChangeFeed):
             self.feeds.append(schema.plural)
             changes = Changes(schema, records, representations)
-            for hook in self.feed_hooks:
-                hook(changes)
+            for feed_hook in self.feed_hooks:
+                feed_hook(changes)
             self.router.add(f"/{schema.plural}/changes", changes)
 
-    def on_close(self, closer: Callable[[], None]) -> None:
+    def on_close(self, closer: Stop) -> None:
         self._closers.append(closer)
 
     def close(self) -> None:
@@ -108,7 +107,8 @@ class App:
                       DeprecationWarning, stacklevel=2)
         return self.plugged.get("metrics")
 
-    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any],
+                 start_response: Callable[..., Any]) -> Iterable[bytes]:
         req = Request(environ)
         for start in self.starters:
             start(req)
@@ -119,7 +119,7 @@ class App:
         except DOMAIN_ERRORS as error:
             response = self.problem_response(req, Problem.from_error(error))
         except Exception:
-            from .failures import log_failure       # (a bug's: the plain core serves without)
+            from .failures import log_failure  # (a bug's: the plain core serves without)
             log_failure(req)
             response = self.problem_response(
                 req, Problem(500, "The server could not complete the request."))
@@ -128,10 +128,10 @@ class App:
         return response(environ, start_response)
 
     def handle(self, req: Request) -> Response:
-        if req.host is not None and not good_host(req.host):
-            # URLs in Location and Link are built from it: no paths, markup or
-            # spaces get in there (and it is not echoed here either).
-            raise Problem(400, "The Host header is not a host name or address with an optional port.")
+        if req.host is not None and not good_host(req.host):     # URLs in Location and Link
+            # are built from it: no paths, markup or spaces get in there (nor echoed here).
+            raise Problem(400, "The Host header is not a host name or address "
+                               "with an optional port.")
         found = self.router.match(req.path)
         if found is not None:
             req.route = found[0].label          # the core's (usersvc.hooks): a 401, 403 too
@@ -157,7 +157,7 @@ class App:
                if req.method in _NEGOTIATED and route.offers is not None else None)
         return responder(req, fmt, **params)
 
-    def _from_another_site(self, req: Request, found: Any) -> None:
+    def _from_another_site(self, req: Request, found: Found) -> None:
         """Cross-origin protection, always on (Go 1.25's rule): a page can make
         a browser send a write unasked, so a write is a 403 when
         ``Sec-Fetch-Site`` is not ``same-origin`` or ``none`` (the user's own

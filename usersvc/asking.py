@@ -17,18 +17,20 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .fields import _NOT_PLAIN, UNENCODABLE, FieldError
 from .problems import Problem
-from .storage import MAX_ID
 from .schema import Schema
+from .storage import MAX_ID
 
 RANGES = ("gt", "gte", "lt", "lte")
 MAX_IN = 100            # values an ``in`` takes at most
-_COMPARE = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "gte": operator.ge,
-            "lt": operator.lt, "lte": operator.le}
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "gte": operator.ge,
+    "lt": operator.lt, "lte": operator.le}
 ASKED = re.compile(r"([a-z][a-z0-9_]*)\[([a-z]+)\]")       # due[lt]
 # One value of an ``in`` list: "a text, with \" inside", or anything to the next comma.
 _ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"(?=,|$)|([^,"]*)(?=,|$)')

@@ -18,8 +18,8 @@ each feed as the app adds it (``App.feed_hooks``, ``usersvc.hooks``).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from . import places
 from .listing import feed_url, fields_named, parameters, whole_number
@@ -27,8 +27,8 @@ from .places import Place
 from .problems import Problem
 from .representation import DEFAULT, Format, Representations
 from .request import Request, Response
-from .storage.feed import Change
 from .schema import Schema
+from .storage.feed import Change
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -38,9 +38,19 @@ MAX_LIMIT = 1000
 ANOTHER_HISTORY = "tag:usersvc.example,2026:another-history"
 
 
+class FeedFormat(Format, Protocol):
+    """A format a feed is offered in (JSON's, XML's): a ``Format`` that
+    writes the feed's entries too, ``render_change(schema, seq, id,
+    rendered)`` (``rendered``: the record's own bytes; ``None``: deleted),
+    and a page of them, ``join_changes``."""
+
+    def render_change(self, schema: Schema, seq: int, id: int, rendered: bytes | None) -> bytes: ...
+    def join_changes(self, rendered: list[bytes]) -> bytes: ...
+
+
 #: How ``Changes`` answers in a representation: ``answer(req, fmt, one,
 #: limit, names)``, from the query's parameters (``one``), checked.
-Answer = Callable[[Request, Format, dict[str, str], int, tuple[str, ...] | None], Response]
+Answer = Callable[[Request, FeedFormat, dict[str, str], int, tuple[str, ...] | None], Response]
 
 
 class Changes:
@@ -59,19 +69,19 @@ class Changes:
         self.offers = DEFAULT
         self.answers: dict[Format, Answer] = dict.fromkeys(DEFAULT.formats, self.page)
 
-    def offer(self, offers: dict[str, Format], answer: Answer) -> None:
+    def offer(self, offers: Mapping[str, FeedFormat], answer: Answer) -> None:
         """The feed in more representations (``offers``: media type and
         format, as ``Offers``), each format picked answered by ``answer``."""
         self.offers = self.offers.plus(offers)
         self.answers.update(dict.fromkeys(offers.values(), answer))
 
-    def on_get(self, req: Request, fmt: Format) -> Response:
+    def on_get(self, req: Request, fmt: FeedFormat) -> Response:
         one = parameters(req.parameters(), self.parameters, f"/{self.schema.plural}/changes")
         limit = whole_number(one, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         names = fields_named(self.schema, one)       # fields=: id and those
         return self.answers[fmt](req, fmt, one, limit, names)
 
-    def page(self, req: Request, fmt: Format, one: dict[str, str], limit: int,
+    def page(self, req: Request, fmt: FeedFormat, one: dict[str, str], limit: int,
              names: tuple[str, ...] | None,
              wait: Callable[[int], bool] | None = None) -> Response:
         """A page of the feed: the changes after ``after``. When there are
@@ -117,7 +127,7 @@ class Changes:
                                    ("Cache-Control", "no-store")])
         return seq
 
-    def entry(self, fmt: Format, change: Change, names: tuple[str, ...] | None) -> bytes:
+    def entry(self, fmt: FeedFormat, change: Change, names: tuple[str, ...] | None) -> bytes:
         """A change as the feed's entry in ``fmt``: the record as a GET
         gives it (its kept encoding; ``fields=``: id and those), or a tombstone."""
         record = change.record

@@ -141,7 +141,8 @@ def filtered_sorts_of(schema: Any, given: Mapping[str, Iterable[str] | str]
 
 def migrations(schema: Any, renamed: Mapping[str, str], dropped: Iterable[str] | str,
                converted: Mapping[str, Callable[[Any], Any]], defaults: Mapping[str, Any]
-               ) -> tuple[dict[str, str], tuple[str, ...], dict[str, Any], dict[str, Any]]:
+               ) -> tuple[dict[str, str], tuple[str, ...], dict[str, Callable[[Any], Any]],
+                          dict[str, Any]]:
     """The explicit migrations a schema declares (done by a SQL store at
     open: ``storage.reshape``), checked: ``renamed``, ``dropped``,
     ``converted`` and ``defaults``, each as the schema keeps it (a

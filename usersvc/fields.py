@@ -131,7 +131,7 @@ class Text(Folded):
     ordered = True
 
     def __init__(self, max_length: int) -> None:
-        if not 1 <= max_length:
+        if not max_length >= 1:
             raise ValueError("text(n) needs n of at least 1")
         self.max_length, self.arguments = max_length, (max_length,)
 
@@ -143,7 +143,7 @@ class Text(Folded):
                            if trimmed else "must not be empty")
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        from .patterns import text_schema       # the OpenAPI document's, loaded when it is made
+        from .patterns import text_schema  # the OpenAPI document's, loaded when it is made
         return text_schema(self.max_length, in_xml)
 
 
@@ -168,7 +168,7 @@ class Email(Folded):
         raise self.refusal(trimmed, EMAIL_MAX_LENGTH, "is not a valid e-mail address")
 
     def describe(self, in_xml: bool = False) -> dict[str, Any]:
-        from .patterns import email_schema      # the OpenAPI document's, loaded when it is made
+        from .patterns import email_schema  # the OpenAPI document's, loaded when it is made
         return email_schema(_EMAIL.pattern, EMAIL_MAX_LENGTH, in_xml)
 
 

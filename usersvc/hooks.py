@@ -147,7 +147,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+
+if TYPE_CHECKING:       # (only named: the core imports this module)
+    from .changes import Changes
+    from .problems import Problem
+    from .representation import Format, Offers
+    from .request import Request, Response
+    from .routing import Route, Router
+    from .schema import Schema
+    from .settings import Settings
+    from .storage import RecordStore, Storage
 
 #: The features usersvc has, by name: where each is (``module:attribute``,
 #: imported only when an app plugs it in) and the settings that are its.
@@ -169,32 +179,78 @@ KNOWN: dict[str, tuple[str, tuple[str, ...]]] = {
 #: order a request meets them (metrics the last to see an answer, and
 #: after waiting, whose places it counts). CORS, tokens and metrics plug
 #: in nothing unless their settings ask.
-DEFAULT_FEATURES: tuple[Any, ...] = ("pages", "openapi", "health", "cors", "tokens",
-                                     "idempotency", "batch", "waiting", "metrics")
+DEFAULT_FEATURES: tuple[str | Feature, ...] = ("pages", "openapi", "health", "cors", "tokens",
+                                                "idempotency", "batch", "waiting", "metrics")
+
+# Each hook's type, by the name the text above gives it: what ``App``
+# declares and a feature's (an embedder's) checker holds its callables to.
+# (Written as text: this module imports none of the core's when it runs.)
+#: What routing found: the route and its parameters (``None``: nothing, a 404 to come).
+Found: TypeAlias = "tuple[Route, dict[str, int]] | None"
+#: ``app.starters``: ``start(req)``.
+Start: TypeAlias = "Callable[[Request], None]"
+#: ``app.checks``: ``check(req, found)``, a ``Response`` to answer with, or ``None``.
+Check: TypeAlias = "Callable[[Request, Found], Response | None]"
+#: ``app.finishers``: ``finish(req, response)``.
+Finish: TypeAlias = "Callable[[Request, Response], None]"
+#: ``app.records_wrappers``: ``wrap(plural, records) -> records``.
+WrapRecords: TypeAlias = "Callable[[str, RecordStore], RecordStore]"
+#: A write, as a write hook's ``make(req)`` gives it: ``write(records)``, the record written.
+Write: TypeAlias = "Callable[[RecordStore], Any]"
+#: ``app.write_hook``: ``write_hook(records) -> hook`` (``WriteHook``).
+MakeWriteHook: TypeAlias = "Callable[[RecordStore], WriteHook]"
+#: ``app.feed_hooks``: ``hook(changes)``.
+FeedHook: TypeAlias = "Callable[[Changes], None]"
+#: ``app.stoppers`` and ``app.on_close``'s closers: ``stop()``.
+Stop: TypeAlias = "Callable[[], None]"
+
+
+class WriteHook(Protocol):
+    """A collection's write hook (``app.write_hook``'s): asked for a POST or
+    PATCH that carries ``header``; ``make(req)`` reads the body and gives
+    the write, ``respond(record)`` the answer (``resources``, "A write hook")."""
+
+    header: str
+
+    def __call__(self, req: Request, fmt: Format, make: Callable[[Request], Write],
+                 respond: Callable[[Any], Response]) -> Response: ...
+
+
+class Waiting(Protocol):
+    """``app.waiting`` (the waiting feature's places): its ``watchers``,
+    ``watch(n, stream)`` each time a request starts (``n`` 1) or stops (-1)
+    waiting."""
+
+    watchers: list[Callable[[int, bool], None]]
 
 
 class Hooks(Protocol):
     """What a feature is given to plug into: the hooks above, as ``App``
     has them (here by their shape, so that this module needs none of the
-    core's: the core imports it, for ``KNOWN``)."""
+    core's: the core imports it, for ``KNOWN``), and what it may read."""
 
-    settings: Any
-    starters: list[Callable[..., None]]
-    router: Any
-    checks: list[Callable[..., Any]]
+    settings: Settings
+    starters: list[Start]
+    router: Router
+    checks: list[Check]
     open_paths: set[str]
     allowed_origins: set[str]
-    offers: Any
-    problem_offers: Any
-    finishers: list[Callable[..., None]]
-    records_wrappers: list[Callable[[str, Any], Any]]
-    feed_hooks: list[Callable[[Any], None]]
-    stoppers: list[Callable[[], None]]
-    write_hook: Callable[[Any], Any] | None
-    waiting: Any
+    offers: Offers
+    problem_offers: Offers
+    finishers: list[Finish]
+    records_wrappers: list[WrapRecords]
+    write_hook: MakeWriteHook | None
+    feed_hooks: list[FeedHook]
+    stoppers: list[Stop]
+    waiting: Waiting | None
     plugged: dict[str, Any]
+    schemas: list[Schema]
+    records: list[RecordStore]
+    feeds: list[str]
 
-    def on_close(self, closer: Callable[[], None]) -> None: ...
+    def on_close(self, closer: Stop) -> None: ...
+
+    def problem_response(self, req: Request, problem: Problem) -> Response: ...
 
 
 @runtime_checkable
@@ -203,7 +259,7 @@ class Feature(Protocol):
 
     name: str
 
-    def plug(self, app: Hooks, storage: Any, plugged: dict[str, Any]) -> Any:
+    def plug(self, app: Hooks, storage: Storage | None, plugged: dict[str, Any]) -> Any:
         """Put this feature's callables into ``app``'s hooks; return what
         it plugged in (``None``: nothing, its settings asking for nothing)."""
 

@@ -28,8 +28,8 @@ from urllib.parse import quote_plus
 from . import places
 from .problems import Problem
 from .request import Request, Response
-from .storage import MAX_ID, Keyset, keyset
 from .schema import Schema
+from .storage import MAX_ID, Keyset, keyset
 
 if TYPE_CHECKING:
     from . import asking
@@ -55,6 +55,7 @@ class Listing:
     """One page's request: ``limit`` records in ``sort`` order (reversed if
     ``reverse``) from past ``after``, kept by ``filters`` and ``q``."""
 
+    schema: Schema          # the collection's (a cursor names a record by its fields)
     limit: int = DEFAULT_LIMIT
     sort: str = "id"
     reverse: bool = False
@@ -66,7 +67,6 @@ class Listing:
     query: dict[str, list[str]] = field(default_factory=dict)   # as sent
     # What a cursor is bound to: the collection, the order, the filters.
     context: bytes = b""
-    schema: Schema | None = None
 
     @classmethod
     def read(cls, schema: Schema, query: dict[str, list[str]]) -> Listing:

@@ -47,7 +47,8 @@ class Place(NamedTuple):
             return str(self.seq)
         if self.id is None:
             return at(self.seq, self.history)
-        return f"{self.seq}.{self.id}.{'d' if self.version is None else self.version}.{self.history}"
+        version = "d" if self.version is None else self.version     # (d: deleted)
+        return f"{self.seq}.{self.id}.{version}.{self.history}"
 
 
 def read(text: str) -> Place | None:

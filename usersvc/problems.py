@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
 
-from .storage import (Conflict, Contradiction, NotFound, StaleVersion, StoreUnavailable,
-                      WritesFailing)
 from .schema import Invalid
+from .storage import Conflict, Contradiction, NotFound, StaleVersion, StoreUnavailable
+from .storage.errors import WritesFailing
 
 # Each status's reason phrase, from http.HTTPStatus once (asking the enum for one costs
 # a request 15,000 instructions); RFC 9110 renamed two HTTPStatus calls by their old names.

@@ -29,8 +29,7 @@ def status_line(status: int) -> str:
     return f"{status} {TITLES[status]}"
 
 
-def base_url_of(scheme: str, host: str | None, server: str, port: str | None,
-                script: str) -> str:
+def base_url_of(scheme: str, host: str | None, server: str, port: str | None, script: str) -> str:
     """What every URL the app writes starts with, from the request's
     scheme, ``Host`` (``None``: not sent), server name and port, and
     ``SCRIPT_NAME``."""
@@ -81,7 +80,7 @@ class Request:
     @property
     def query_string(self) -> str:
         """The raw query (WSGI's latin-1 str of the bytes received)."""
-        return self.environ.get("QUERY_STRING", "")
+        return self.environ.get("QUERY_STRING", "")  # type: ignore[no-any-return]  # (PEP 3333)
 
     def parameters(self) -> dict[str, list[str]]:
         """The query's parameters, each name with its values in order, as
@@ -115,7 +114,7 @@ class Request:
     @property
     def script_name(self) -> str:
         """Where the app is mounted (``""``: at the root)."""
-        return self.environ.get("SCRIPT_NAME", "")
+        return self.environ.get("SCRIPT_NAME", "")  # type: ignore[no-any-return]  # (PEP 3333)
 
     @property
     def base_url(self) -> str:
@@ -152,7 +151,7 @@ class Request:
     @property
     def request_id(self) -> str:
         """The id ``serving.ops.AccessLog`` gave it (``"-"``: none), for the error log."""
-        return self.environ.get(REQUEST_ID_KEY, "-")
+        return self.environ.get(REQUEST_ID_KEY, "-")  # type: ignore[no-any-return]  # (a str)
 
 
 class Response:
@@ -167,7 +166,8 @@ class Response:
         self.status, self.body, self.vary = status, body, "Accept"
         self.headers = headers if headers is not None else []
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any],
+                 start_response: Callable[..., Any]) -> Iterable[bytes]:
         headers, body = self.headers, self.body
         if self.vary:
             headers.append(("Vary", self.vary))

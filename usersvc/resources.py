@@ -14,19 +14,16 @@ for (``hook.header``: ``Idempotency-Key``) is answered by the hook,
 records of a step of its own; ``respond(record)`` is its answer."""
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from .hooks import Write, WriteHook
 from .listing import REVALIDATE, Listing, parameters, record_query
-from .representation import (DEFAULT, Format, Offers, Representations, etag, read_document,
-                             version_in)
+from .representation import DEFAULT, Offers, Representations, etag, read_document, version_in
+from .representation.json_format import Format
 from .request import Request, Response
+from .schema import Schema
 from .storage import Precondition
 from .storage.protocol import ChangeFeed
-from .schema import Schema
-
-#: ``hook(req, fmt, make, respond)``, and its ``header``: "A write hook" above.
-WriteHook = Any
 
 
 class Resource:
@@ -55,7 +52,7 @@ class Collection(Resource):
             return hook(req, fmt, self._create, lambda record: self._created(req, fmt, record))
         return self._created(req, fmt, self._create(req)(self.records))
 
-    def _create(self, req: Request) -> Callable[[Any], Any]:
+    def _create(self, req: Request) -> Write:
         """The body, read and checked; then ``write(records)`` creates the
         record in ``records`` (the resource's, or a write hook's step's)."""
         fields = self.schema.for_create(read_document(req, self.schema))
@@ -90,7 +87,7 @@ class Item(Resource):
         if req.query_string:        # (a write takes none: one is not passed over)
             record_query(req, self.schema)
 
-        def patch(req: Request) -> Callable[[Any], Any]:
+        def patch(req: Request) -> Write:
             fields = self.schema.for_patch(read_document(req, self.schema), id)
             precondition = _precondition(req, id, self.offers)
             return lambda records: records.update(id, precondition=precondition, **fields)

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 from .representation import DEFAULT, Offers
+from .request import Response
 from .storage import MAX_ID
 
 #: The methods a target may answer, in the order ``Allow`` lists them,
 #: each by its responder: HEAD is GET's (RFC 9110 §9.3.2).
 RESPONDERS = {"GET": "on_get", "HEAD": "on_get", "POST": "on_post", "PUT": "on_put",
               "PATCH": "on_patch", "DELETE": "on_delete"}
-
 _PARAMETER = re.compile(r"\{(\w+):int\}")
 
 
@@ -40,7 +40,7 @@ class Route:
         self.segments: list[tuple[str, bool]] = [
             (m.group(1), True) if (m := _PARAMETER.fullmatch(part)) else (part, False)
             for part in template.split("/")]
-        self.responders: dict[str, Callable[..., Any]] = {
+        self.responders: dict[str, Callable[..., Response]] = {
             method: getattr(target, name) for method, name in RESPONDERS.items()
             if hasattr(target, name)}
         self.allow = ", ".join([*self.responders, "OPTIONS"])
@@ -53,11 +53,11 @@ class Route:
         if it is this route's, else ``None``."""
         params = {}
         for part, (segment, is_parameter) in zip(parts, self.segments, strict=True):
-            if is_parameter:
-                params[segment] = canonical_int(part)
-            elif part != segment:
+            if is_parameter and (value := canonical_int(part)) is not None:
+                params[segment] = value
+            elif is_parameter or part != segment:   # (another path, an id naming nothing: 404)
                 return None
-        return None if None in params.values() else params     # (an id naming nothing: 404)
+        return params
 
 
 class Router:

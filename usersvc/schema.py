@@ -6,7 +6,7 @@ once (``declaration``), and each document sent: every problem it finds
 (``Invalid``), not only the first, so that a client can fix it in one go."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from . import declaration
@@ -31,13 +31,12 @@ class Schema:
     """A kind of record: its names, its fields, and what a store does with
     them (each part: docs/api.md, "Collections declared once").
 
-    ``id`` is every record's first field, assigned by the store; ``fields``
-    maps each other one, in representation order, to its kind. ``optional``
-    fields may be absent, ``unique`` ones belong to one record at most; a
-    page is filtered by ``filters``, ordered by ``sorts`` (then by id), read
-    from an index of its own by ``filtered_sorts``, searched by ``q`` in
-    ``words`` and ``prefixes``. ``timestamps``: read-only ``created`` and
-    ``updated``, set by the store. At a SQL store's open: fields ``renamed``,
+    ``id`` is every record's first field, assigned by the store; ``fields`` maps each other
+    one, in representation order, to its kind. ``optional`` fields may be absent,
+    ``unique`` ones belong to one record at most; a page is filtered by ``filters``,
+    ordered by ``sorts`` (then by id), read from an index of its own by ``filtered_sorts``,
+    searched by ``q`` in ``words`` and ``prefixes``. ``timestamps``: read-only ``created``
+    and ``updated``, set by the store. At a SQL store's open: fields ``renamed``,
     ``dropped``, ``converted``, and ``defaults`` for the ones made required."""
 
     def __init__(self, name: str, plural: str, fields: Mapping[str, Field], *,
@@ -46,8 +45,8 @@ class Schema:
                  words: Iterable[str] = (), prefixes: Iterable[str] = (),
                  filtered_sorts: Mapping[str, Iterable[str]] | None = None,
                  timestamps: bool = False, renamed: Mapping[str, str] | None = None,
-                 dropped: Iterable[str] = (), converted: Mapping[str, Any] | None = None,
-                 defaults: Mapping[str, Any] | None = None) -> None:
+                 dropped: Iterable[str] = (), defaults: Mapping[str, Any] | None = None,
+                 converted: Mapping[str, Callable[[Any], Any]] | None = None) -> None:
         # Each part checked, and what follows made, by ``declaration``. a_name: "a user".
         self.name, self.plural, self.a_name = name, plural, declaration.with_article(name)
         self.fields, self.read_only = declaration.declared_fields(name, plural, fields, timestamps)
@@ -87,7 +86,8 @@ class Schema:
         kept = (None,) * len(self.fields) if old is None else old[1:-1]     # (no id, version)
         values = [fields.get(f, value) for f, value in zip(self.fields, kept, strict=True)]
         if len(values) > len(fields) and None in values:     # (one left out: a required one?)
-            self.check_names({f: v for f, v in zip(self.fields, values) if f in self._required})
+            self.check_names({f: v for f, v in zip(self.fields, values, strict=True)
+                              if f in self._required})
         return values
 
     def check_names(self, fields: dict[str, Any]) -> None:

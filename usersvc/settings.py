@@ -13,9 +13,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .hooks import DEFAULT_FEATURES, KNOWN, named, resolved
+from .hooks import DEFAULT_FEATURES, KNOWN, Feature, named, resolved
+
+if TYPE_CHECKING:       # (imported when a server reads them: ``read_collections``)
+    from .schema import Schema
 
 #: The embedded default, and ``serve.py``'s: a SQLite file in the working directory.
 DEFAULT_STORAGE = "sqlite:///users.db"
@@ -95,12 +98,13 @@ class Settings:
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
     metrics_dir: str | None = None
-    collections: tuple[Any, ...] | None = None   # the schemas to serve (None: users)
-    features: tuple[Any, ...] = DEFAULT_FEATURES
+    collections: tuple[Schema, ...] | None = None   # the schemas to serve (None: users)
+    features: tuple[str | Feature, ...] = DEFAULT_FEATURES
     speedups: bool = True
 
     def __post_init__(self) -> None:
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        def set_(name: str, value: Any) -> None:        # (a frozen dataclass's own field)
+            object.__setattr__(self, name, value)
         if isinstance(self.storage, str) and not self.storage.strip():
             raise SettingError("storage", "must name a store (memory://, sqlite:///FILE, "
                                           "postgresql://...)")
@@ -224,7 +228,7 @@ def read_features(text: str) -> tuple[Any, ...]:
     return tuple(features)
 
 
-def _checked_features(settings: Settings) -> tuple[Any, ...]:
+def _checked_features(settings: Settings) -> tuple[str | Feature, ...]:
     """``settings.features``: known names or features, none twice; a
     setting of a feature left out refused, by name; one given read by its
     feature's ``read_setting``, if it has one (``usersvc.hooks``), so that
@@ -272,7 +276,7 @@ def imported(module_name: str, setting: str, entry: str = "") -> Any:
                                     f"{type(e).__name__}: {e}") from None
 
 
-def read_collections(text: str) -> tuple[Any, ...]:
+def read_collections(text: str) -> tuple[Schema, ...]:
     """The schemas ``module:NAME`` entries name, separated by commas
     (``examples.library:BOOKS``): each NAME a ``Schema``, or a tuple of
     them. Users come first unless the list says otherwise: a tuple is a

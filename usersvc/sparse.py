@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .representation import Format
 from .request import Response
 from .schema import Schema
 
-def render(fmt: Any, schema: Schema, record: Any, names: tuple[str, ...]) -> bytes:
+
+def render(fmt: Format, schema: Schema, record: Any, names: tuple[str, ...]) -> bytes:
     """``record`` in ``fmt``, ``id`` and ``names`` only."""
     return fmt.render(schema, schema.some_of(record, names))
 
@@ -31,7 +33,7 @@ class Fields:
     answers are made, not kept (the kept encodings are whole records'); a
     page's tag is made from its bytes."""
 
-    def __init__(self, fmt: Any, names: tuple[str, ...]) -> None:
+    def __init__(self, fmt: Format, names: tuple[str, ...]) -> None:
         self.fmt, self.names = fmt, names
         self.name, self.media_type = fmt.name, fmt.media_type
         self.tag_suffix = f'{fmt.tag_suffix}.{".".join(names)}'   # "7-3-xml.name"
@@ -46,13 +48,13 @@ class Fields:
                         [("Content-Type", self.fmt.media_type)]), None
 
 
-def view(fmt: Any, names: tuple[str, ...] | None) -> Any:
+def view(fmt: Format, names: tuple[str, ...] | None) -> Format | Fields:
     """``fmt``, or with ``fields=`` (``names``), its ``Fields``, if the
     format has sparse views (``Format.sparse``: the pages' HTML shows whole
     records)."""
     return fmt if names is None or not fmt.sparse else Fields(fmt, names)
 
 
-def page(fmt: Any, schema: Schema, records: list[Any], names: tuple[str, ...]) -> bytes:
+def page(fmt: Format, schema: Schema, records: list[Any], names: tuple[str, ...]) -> bytes:
     """A page of ``records``, ``id`` and ``names`` of each."""
     return fmt.join(schema, [render(fmt, schema, record, names) for record in records])

@@ -20,6 +20,7 @@ threads and connections again in each worker.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -27,10 +28,10 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from . import build_app
+from .app import App
 from .serving.granian_server import WORKERS
 from .serving.mount import Mount
 from .serving.ops import AccessLog
@@ -38,7 +39,7 @@ from .settings import Settings
 from .storage import redact
 
 
-def from_environment(environ: Mapping[str, str]) -> Any:
+def from_environment(environ: Mapping[str, str]) -> App | Mount | AccessLog:
     """The WSGI app the variables describe; ``ValueError`` for a value that
     cannot be used, with one line that names it."""
     settings = Settings.from_environment({k: v for k, v in environ.items() if k != WORKERS})
@@ -65,11 +66,11 @@ def from_environment(environ: Mapping[str, str]) -> Any:
             "use SQLite or PostgreSQL there", os.getpid())
     answer_waiting_when_stopped(app)
     answer_waiting_when_gunicorn_stops(app)
-    wsgi: Any = Mount(settings.prefix, app) if settings.prefix else app
+    wsgi: App | Mount = Mount(settings.prefix, app) if settings.prefix else app
     return AccessLog(wsgi) if settings.access_log else wsgi
 
 
-def answer_waiting_when_stopped(app: Any) -> bool:
+def answer_waiting_when_stopped(app: App) -> bool:
     """Answer the requests waiting for changes as soon as this process is
     told to stop (SIGTERM, SIGINT), so that they do not hold its exit for
     their whole wait; whether it will. A server that stops its workers
@@ -112,7 +113,7 @@ def answer_waiting_when_stopped(app: Any) -> bool:
 WAKE = signal.SIGURG
 
 
-def _main_thread_waker() -> Any:
+def _main_thread_waker() -> Callable[[], None]:
     """A function that makes the main thread run the Python handlers of the
     signals that came. The kernel hands a signal sent to the process to any
     of its threads, and Python runs the handler in the main thread only when
@@ -128,17 +129,15 @@ def _main_thread_waker() -> Any:
     if signal.getsignal(WAKE) != signal.SIG_DFL:
         return lambda: None
     signal.signal(WAKE, lambda signum, frame: None)
-    main = threading.main_thread().ident
+    main = threading.get_ident()        # (this thread's: the main one, as signal.signal asks)
 
     def wake() -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # (the main thread ended: none to wake)
             signal.pthread_kill(main, WAKE)
-        except (OSError, ValueError):           # (the main thread has ended: no one to wake)
-            pass
     return wake
 
 
-def answer_waiting_when_gunicorn_stops(app: Any) -> None:
+def answer_waiting_when_gunicorn_stops(app: App) -> None:
     """The same under gunicorn, whose workers answer SIGTERM themselves
     (``Worker.handle_exit`` turns its ``alive`` off) and tell the app
     nothing: a waiting request or a stream would hold its worker until
@@ -153,7 +152,8 @@ def answer_waiting_when_gunicorn_stops(app: Any) -> None:
             return
         watched[0] = os.getpid()
         worker = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
-        if type(worker).__module__.startswith("gunicorn.workers") and hasattr(worker, "alive"):
+        if worker is not None and type(worker).__module__.startswith("gunicorn.workers") and (
+                hasattr(worker, "alive")):
             def watch() -> None:
                 while worker.alive:
                     time.sleep(0.5)
@@ -187,7 +187,7 @@ def _check_metrics(settings: Settings, environ: Mapping[str, str]) -> None:
                          f"{e.strerror or e}") from None
 
 
-def _load() -> Any:
+def _load() -> App | Mount | AccessLog:
     if not logging.getLogger().handlers:        # the store's lines, as serve.py writes them
         logging.basicConfig(level=logging.INFO,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -8,8 +8,8 @@ never seen before costs what the plain reading costs.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
+from ..request import Request
 from . import plain
 
 #: ``Accept``: WebOb parses ``application/json`` in 34 µs, a browser's in
@@ -29,7 +29,7 @@ good_host = lru_cache(maxsize=256)(plain("usersvc.app:good_host"))
 _KEYS: dict[str, str] = {}
 
 
-def header(self: Any, name: str) -> str | None:
+def header(self: Request, name: str) -> str | None:
     """``Request.header``: the environ's key for ``name`` made once for
     each name (a write hook's, on every POST: 700 instructions a request,
     bench/instructions.py)."""

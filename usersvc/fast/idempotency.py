@@ -8,13 +8,13 @@ from functools import partial
 from typing import Any
 
 from ..features.idempotency import KeyedWrite, keeps_none, replayed
+from ..hooks import Write
 from ..representation import Format
 from ..request import Request, Response
-from ..storage.keys import MemoryKeys
+from ..storage.keys import Key, MemoryKeys
 
 
-def keyed_write(self: KeyedWrite, req: Request, fmt: Format,
-                make: Callable[[Request], Callable[[Any], Any]],
+def keyed_write(self: KeyedWrite, req: Request, fmt: Format, make: Callable[[Request], Write],
                 respond: Callable[[Any], Response]) -> Response:
     """``KeyedWrite.__call__``: on memory no step is made, as one write is
     an atomic step of its own there (its collection's lock; a ``Checked``'s
@@ -25,7 +25,8 @@ def keyed_write(self: KeyedWrite, req: Request, fmt: Format,
     kept = self.kept
     if kept is None:
         raise keeps_none()
-    key = self.keys.key(req, fmt, respond)
+    # (A hook is asked only for a request that sent its header: a key, never None.)
+    key: Key = self.keys.key(req, fmt, respond)  # type: ignore[assignment]
     write = make(req)
     if kept.__class__ is MemoryKeys:
         return replayed(kept.kept(key, partial(write, self.records)))

@@ -18,9 +18,9 @@ from ..storage.memory.walks import ABSENT, NONE, Sorted, walk
 from ..storage.served import Step
 from . import plain
 
-_list = plain("usersvc.storage.memory.bulk:MemoryBulk.list")
+_list: Callable[..., list[Any]] = plain("usersvc.storage.memory.bulk:MemoryBulk.list")
 _get = plain("usersvc.storage.memory.collection:MemoryRecords.get")
-_move = plain("usersvc.storage.memory.collection:Indexes.move")
+_move: Callable[[Any, Any, Any], None] = plain("usersvc.storage.memory.collection:Indexes.move")
 _atomically = plain("usersvc.storage.memory.store:MemoryStorage.atomically")
 
 #: ``Sorted``'s parts of 250 to 1,000 entries (``SortedList``'s: 500 to

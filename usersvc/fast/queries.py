@@ -5,14 +5,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
 from . import plain
 
-_parameters = plain("usersvc.request:Request.parameters")
-_quoted = plain("usersvc.listing:quoted")
+_parameters: Callable[[Any], dict[str, list[str]]] = plain("usersvc.request:Request.parameters")
+_quoted: Callable[[str], str] = plain("usersvc.listing:quoted")
 
 # Pairs of letters, digits and -._~ only, what unquote_plus leaves as it
 # is, but for brackets in names, escaped or not (``due%5Blt%5D``).

@@ -7,12 +7,13 @@ the paths the router hands it (``tests/test_fast_paths.py``).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..routing import canonical_int
 from . import plain
 
-_match = plain("usersvc.routing:Route.match")
+_match: Callable[[Any, list[str]], dict[str, int] | None] = plain("usersvc.routing:Route.match")
 
 
 def match(self: Any, parts: list[str]) -> dict[str, int] | None:

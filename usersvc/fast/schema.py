@@ -2,11 +2,12 @@
 field is given (what nearly every create sends)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from . import plain
 
-_values = plain("usersvc.schema:Schema.values")
+_values: Callable[[Any, dict[str, Any], Any], list[Any]] = plain("usersvc.schema:Schema.values")
 
 
 def values(self: Any, fields: dict[str, Any], old: Any = None) -> list[Any]:

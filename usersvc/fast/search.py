@@ -6,10 +6,12 @@ folding is ``str.lower``, its words are what a table leaves between spaces.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from . import plain
 
-_fold = plain("usersvc.fields:fold")
-_words = plain("usersvc.fields:words")
+_fold: Callable[[str], str] = plain("usersvc.fields:fold")
+_words: Callable[[str], list[str]] = plain("usersvc.fields:words")
 
 #: Each ASCII character as ``words`` reads it: itself if a letter or a
 #: digit, else a space.

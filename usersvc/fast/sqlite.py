@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as WaitedTooLong
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..storage.errors import StoreUnavailable
 from ..storage.served import Step
@@ -44,7 +44,8 @@ from . import plain
 T = TypeVar("T")
 log = logging.getLogger("usersvc.storage")
 
-_page = plain("usersvc.storage.sql.bulk:SQLBulk._page")
+_page: Callable[[Any, Any, dict[str, Any]], list[Any]] = plain(
+    "usersvc.storage.sql.bulk:SQLBulk._page")
 _atomically = plain("usersvc.storage.sqlite.store:SQLiteStorage.atomically")
 
 
@@ -78,7 +79,7 @@ def _answers(db: Any) -> dict[Any, Any]:
     commits (every write is made on another: ``Connections.writes``)."""
     version = db.execute("PRAGMA data_version").fetchone()[0]
     try:
-        kept = db.kept
+        kept: tuple[int, dict[Any, Any]] | None = db.kept
     except AttributeError:      # (its first read: not yet an attribute, as the docstring says)
         kept = None
     if kept is None or kept[0] != version:
@@ -88,7 +89,15 @@ def _answers(db: Any) -> dict[Any, Any]:
 
 # -- the writer thread: writes committed in groups ---------------------------
 
-def commit(self: Connections, op: Callable[[sqlite3.Connection], T]) -> T:
+if TYPE_CHECKING:
+    class _Connections(Connections):
+        """``Connections`` as this module keeps its writer on them: ``writer``,
+        set at the first write (``_writer``; until then, an ``AttributeError``)."""
+
+        writer: Writer | None
+
+
+def commit(self: _Connections, op: Callable[[sqlite3.Connection], T]) -> T:
     """``Connections.commit``: ``op(db)`` made by the file's writer thread,
     with the writes waiting beside it, in one transaction (a private
     in-memory database has no writer: the plain commit)."""
@@ -102,7 +111,7 @@ def commit(self: Connections, op: Callable[[sqlite3.Connection], T]) -> T:
     return writer.commit(op)
 
 
-def _writer(connections: Connections) -> Writer | None:
+def _writer(connections: _Connections) -> Writer | None:
     """The writer of ``connections``, made at its first write (in this
     process: a forked one starts its own), stopped when they close; a
     private in-memory database has none (``None``)."""
@@ -145,7 +154,8 @@ class Writer:
         self._pid = os.getpid()
         self.db: Connection | None = None   # opened by the first group (again after
                                             # one found the file read-only)
-        self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = (
+            queue.SimpleQueue())
         self._thread = threading.Thread(target=self._run, name="usersvc-sqlite-writer", daemon=True)
         self._thread.start()
         # What the groups were, for the log (this process's, the writer's to add).
@@ -283,7 +293,7 @@ def _step_on(storage: Any, db: Connection) -> Step:
     """A step with nothing to undo on ``db``: the same for every step on
     one connection (the writer's)."""
     try:
-        last = storage.last_step
+        last: Step | None = storage.last_step
     except AttributeError:      # (its first step: not yet an attribute, as the docstring says)
         last = None
     if last is None or last.db is not db:

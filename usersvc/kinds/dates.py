@@ -72,7 +72,7 @@ class DateTime(Field):
         except FieldError as e:
             raise FieldError(str(e).replace("+", "%2B")) from None
 
-    def input_value(self, value: Any) -> str:
+    def input_value(self, value: str) -> str:
         return value[:-1]       # datetime-local has no offset: the page shows UTC
 
     def collate(self, value: str) -> int:

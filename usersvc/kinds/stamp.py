@@ -18,7 +18,7 @@ class Stamp(DateTime):
     three fraction digits (``2026-11-25T20:57:01.120Z``), ordered as
     written (every instant's text is as long: it orders as the instant)."""
 
-    collate = Field.collate         # type: ignore[assignment]
+    collate = Field.collate
     collated_type = "text"
 
     def is_collated(self, value: Any) -> bool:

@@ -1,13 +1,12 @@
-"""Bytes on the wire: the only layer that knows them. Here: the media types
-a route offers (``Offers``) and the format ``Accept`` picks from them (RFC
-9110 §12.5.1, or 406; a tie goes to the offer listed first, so JSON wins);
-the format ``Content-Type`` names to read a body (or 415); each record's
-encodings, kept while it is unchanged, and the ETags that name them.
-"""
+"""Bytes on the wire: the only layer that knows them. Here: the media types a route offers
+(``Offers``) and the format ``Accept`` picks from them (RFC 9110 §12.5.1, or 406; a tie goes
+to the offer listed first, so JSON wins); the format ``Content-Type`` names to read a body (or
+415); each record's encodings, kept while it is unchanged, and the ETags that name them."""
 from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from webob.acceptparse import Accept
@@ -19,6 +18,10 @@ from .json_format import JSON, JSON_TYPE, XML_TYPE, Format
 from .lists import KeptPages
 from .xml_format import XML
 
+__all__ = ["BODY_TYPES", "DEFAULT", "JSON", "JSON_TYPE", "PATCH_TYPES", "PROBLEMS", "XML",
+           "XML_TYPE", "Format", "Offers", "Representations", "best_offer", "body_format",
+           "etag", "negotiate", "problem_format", "read_document", "version_in"]
+
 
 class Offers:
     """The media types a route answers in, with their formats, the first
@@ -26,7 +29,7 @@ class Offers:
     parameters; ``tag_suffixes``: what a record's ETag may have after its
     version in one of these formats (``Format.tag_suffix``, for ``version_in``)."""
 
-    def __init__(self, offers: dict[str, Format]) -> None:
+    def __init__(self, offers: Mapping[str, Format]) -> None:
         self.types = tuple(offers)
         self.formats = tuple(offers.values())
         #: Each type as ``best_offer`` compares it: its type/subtype, its
@@ -36,29 +39,28 @@ class Offers:
         self.available = [t for t in self.types if ";" not in t]
         self.tag_suffixes = frozenset(fmt.tag_suffix for fmt in self.formats)
 
-    def plus(self, offers: dict[str, Format]) -> Offers:
+    def plus(self, offers: Mapping[str, Format]) -> Offers:
         """These offers, and then more (a tie goes to the first listed)."""
-        return Offers({**dict(zip(self.types, self.formats)), **offers})
+        return Offers({**dict(zip(self.types, self.formats, strict=True)), **offers})
 
 
 # Charset names are case-insensitive (RFC 9110 §8.3.2); parameter values
 # are compared exactly, so spell UTF-8 one way before they are.
 _UTF8_PARAMETER = re.compile(r'charset\s*=\s*"?utf-?8"?', re.IGNORECASE)
-# RFC 9110's grammar of Accept, as WebOb writes it: the whole field; one
-# media range with its parameters and weight; a parameter.
-_ACCEPT = Accept.accept_compiled_re
-_RANGE = Accept.media_range_n_accept_params_compiled_re
-_PARAMETER = Accept.parameters_compiled_re
+# RFC 9110's grammar of Accept, as WebOb writes it (types-WebOb's stubs leave these out):
+# the whole field; one media range with its parameters and weight; a parameter.
+_ACCEPT = Accept.accept_compiled_re  # type: ignore[attr-defined]
+_RANGE = Accept.media_range_n_accept_params_compiled_re  # type: ignore[attr-defined]
+_PARAMETER = Accept.parameters_compiled_re  # type: ignore[attr-defined]
 _ESCAPED = re.compile(r"\\(.)")
 
 
 def best_offer(header: str, offers: Offers) -> int | None:
-    """The index of the type ``header`` prefers among ``offers``, or
-    ``None`` if it accepts none of them (RFC 9110 §12.5.1): each type takes
-    the weight of the most specific range that matches it (the type with
-    its parameters, the type, ``type/*``, ``*/*``), and the heaviest above
-    0 wins, a tie going to the first listed. No ``Accept``, an empty one,
-    or one that breaks the grammar accepts anything: the first type."""
+    """The index of the type ``header`` prefers among ``offers``, or ``None`` if it accepts
+    none of them (RFC 9110 §12.5.1): each type takes the weight of the most specific range
+    that matches it (the type with its parameters, the type, ``type/*``, ``*/*``), and the
+    heaviest above 0 wins, a tie going to the first listed. No ``Accept``, an empty one, or
+    one that breaks the grammar accepts anything: the first type."""
     header = header.strip()
     if ";" in header:       # (a parameter to spell one way)
         header = _UTF8_PARAMETER.sub("charset=utf-8", header)
@@ -73,9 +75,9 @@ def best_offer(header: str, offers: Offers) -> int | None:
     # The first weight each range is given with its parameters, and (None) with any (type/*).
     weights: dict[tuple[str, Any], float] = {}
     for found in _RANGE.finditer(header):
-        media_range, weight = found.group(1).lower(), float(found.group(3) or 1)
-        weights.setdefault((media_range, _parameters(found.group(2))), weight)
-        weights.setdefault((media_range, None), weight)
+        media_range, q = found.group(1).lower(), float(found.group(3) or 1)
+        weights.setdefault((media_range, _parameters(found.group(2))), q)
+        weights.setdefault((media_range, None), q)
     best, heaviest = None, 0.0
     for index, (media_type, star, parameters) in enumerate(offers.ranges):
         weight = weights.get((media_type, parameters), weights.get((media_type, ())))
@@ -151,9 +153,8 @@ def body_format(content_type: str | None, *, patch: bool = False) -> Format | No
 
 
 def read_document(req: Request, schema: Schema) -> Any:
-    """Parse a request's body into a document for ``schema`` to check; a 415
-    names what is read (``Accept-Post``, ``Accept-Patch``: RFC 9110
-    §15.5.16, RFC 5789 §3.1)."""
+    """Parse a request's body into a document for ``schema`` to check; a 415 names what
+    is read (``Accept-Post``, ``Accept-Patch``: RFC 9110 §15.5.16, RFC 5789 §3.1)."""
     patch = req.method == "PATCH"
     fmt = body_format(req.content_type, patch=patch)
     if fmt is None:
@@ -172,10 +173,9 @@ def read_document(req: Request, schema: Schema) -> Any:
 
 
 class Representations:
-    """The kept encodings of one collection's records, each used again only
-    for an equal record (same id, fields and version): at most ``size`` per
-    format (when full, all let go and kept again as asked for); and its last
-    ``pages`` pages (``lists.KeptPages``)."""
+    """The kept encodings of one collection's records, each used again only for an equal
+    record (same id, fields and version): at most ``size`` per format (when full, all let
+    go and kept again as asked for); and its last ``pages`` pages (``lists.KeptPages``)."""
 
     def __init__(self, schema: Schema, size: int = 100_000, pages: int = 64) -> None:
         self.schema, self.size = schema, size
@@ -185,7 +185,7 @@ class Representations:
 
     def one(self, record: Any, fmt: Format) -> bytes:
         """A record's representation."""
-        return self.encoding(record, fmt)[1]
+        return self.encoding(record, fmt)[1]  # type: ignore[no-any-return]  # (its bytes)
 
     def encoding(self, record: Any, fmt: Format) -> list[Any]:
         """A record's kept encoding, made now if none is kept for it."""

@@ -1,11 +1,10 @@
 """What every wire format is (``Format``), and JSON (RFC 8259), both ways:
 a record is an object of its fields, a list an array of records; a body is
-read strictly (``_object``, ``no_constant``; numbers too long, a 400).
-"""
+read strictly (``_object``, ``no_constant``; numbers too long, a 400)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..problems import Problem, not_json
@@ -20,20 +19,20 @@ XML_TYPE = "application/xml"
 
 
 class Format(Protocol):
-    """One wire format: its media types, its bytes both ways, and the
-    answers that carry them (here: the bytes as they are). Its bytes:
-    ``render(schema, record)``, a record's fields by name, in order; ``join(schema,
-    rendered)``, a list of them; ``render_problem(problem)``, an RFC 9457 problem;
-    ``render_change(schema, seq, id, rendered)``, a feed entry (``rendered``
-    ``None``: deleted), and ``join_changes``; ``parse(text, schema)``, a body
-    as a document for ``schema`` (400 for bad syntax, 422 for the wrong shape)."""
+    """One wire format: its media types, its bytes both ways (``parse``: 400 for bad
+    syntax, 422 for the wrong shape; a feed's entries: ``changes.FeedFormat``), and
+    the answers that carry them (here: the bytes as they are)."""
 
     name: str
     media_type: str        # Content-Type of a record or a list
     problem_type: str      # Content-Type of a problem document
     #: Whether ``fields=`` answers some of each record's fields in it
     #: (``sparse.view``): a page for a person (HTML) shows whole records.
-    sparse = True
+    sparse: bool = True
+    def render(self, schema: Schema, record: dict[str, Any]) -> bytes: ...  # fields, in order
+    def join(self, schema: Schema, rendered: list[bytes]) -> bytes: ...  # a list of them
+    def render_problem(self, problem: dict[str, Any]) -> bytes: ...     # an RFC 9457 problem
+    def parse(self, text: str, schema: Schema) -> Any: ...  # a body, a document for ``schema``
 
     @property
     def tag_suffix(self) -> str:
@@ -57,7 +56,7 @@ class Format(Protocol):
         body, tag = representations.pages.of(records, self)
         return Response(200, body, [("Content-Type", self.media_type)]), tag
 
-    def answer_problem(self, req: Request, problem: Mapping[str, Any],
+    def answer_problem(self, req: Request, problem: dict[str, Any],
                        schemas: Sequence[Schema]) -> Response:
         """A problem document's answer (``schemas``: what the app serves)."""
         return Response(problem["status"], self.render_problem(problem),
@@ -93,23 +92,23 @@ class JSONFormat(Format):
     media_type = JSON_TYPE
     problem_type = "application/problem+json"
 
-    def render(self, schema, record):
+    def render(self, schema: Schema, record: dict[str, Any]) -> bytes:
         return _ENCODER.encode(record).encode()
 
-    def render_record(self, schema, record):     # (the version, last, has no member)
-        return self.render(schema, schema.as_dict(record))
+    def render_record(self, schema: Schema, record: Any) -> bytes:
+        return self.render(schema, schema.as_dict(record))     # (the version, last, has no member)
 
-    def join(self, schema, rendered):
+    def join(self, schema: Schema, rendered: list[bytes]) -> bytes:
         return b"[" + b",".join(rendered) + b"]"
 
-    def render_change(self, schema, seq, record_id, rendered):
+    def render_change(self, schema: Schema, seq: int, id: int, rendered: bytes | None) -> bytes:
         key, value = (b"deleted", b"true") if rendered is None else (schema.name.encode(), rendered)
-        return b'{"seq":%d,"id":%d,"%s":%s}' % (seq, record_id, key, value)
+        return b'{"seq":%d,"id":%d,"%s":%s}' % (seq, id, key, value)
 
-    def join_changes(self, rendered):
+    def join_changes(self, rendered: list[bytes]) -> bytes:
         return b"[" + b",".join(rendered) + b"]"
 
-    def render_problem(self, problem):
+    def render_problem(self, problem: dict[str, Any]) -> bytes:
         # ASCII escapes: a problem may quote client input that cannot be
         # encoded as UTF-8 (a lone surrogate in a field's name).
         return json.dumps(problem, separators=(",", ":")).encode()
@@ -118,7 +117,7 @@ class JSONFormat(Format):
         """The value a JSON text holds, strictly (``_object``, ``no_constant``)."""
         return _DECODER.decode(text)
 
-    def parse(self, text, schema):
+    def parse(self, text: str, schema: Schema) -> Any:
         try:
             return self.decode(text)
         except RecursionError:

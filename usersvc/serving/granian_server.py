@@ -28,7 +28,6 @@ from ..settings import Settings, as_variable
 from ..storage import redact
 from .limits import waiting_threads
 
-
 #: Seconds a worker has to stop after SIGTERM before it is killed (granian
 #: would wait for ever; a worker told while it starts can miss the signal).
 KILL_AFTER = 10
@@ -134,7 +133,8 @@ def serve(args: argparse.Namespace, settings: Settings, collections: Iterable[Sc
 def _free_port(host: str) -> int:
     """A port free now on ``host`` (``--port 0``: granian binds the number it is given)."""
     with socket.create_server((host, 0)) as probe:
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]     # (an IPv4 or IPv6 address's: its port)
+        return port
 
 
 __all__ = ["WORKERS", "environment", "refused", "serve"]

@@ -16,6 +16,7 @@ from typing import Any
 from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer
 from waitress.task import ErrorTask
+from waitress.utilities import Error
 
 from .. import asking
 from ..fields import EMAIL_MAX_LENGTH, Email
@@ -87,12 +88,13 @@ class ProblemErrors(ErrorTask):
     since its header fields may be what was refused."""
 
     def execute(self) -> None:
-        error = self.request.error
+        # (types-waitress says a task's request is an Error: it is the parser, this its error.)
+        error: Error = self.request.error  # type: ignore[attr-defined]
         body = json.dumps({"type": "about:blank", "title": error.reason, "status": error.code,
                            "detail": error.body}, separators=(",", ":")).encode()
         self.status = f"{error.code} {error.reason}"
-        self.response_headers += [("Content-Type", "application/problem+json"),
-                                  ("X-Content-Type-Options", "nosniff")]
+        self.response_headers += [  # type: ignore[operator]  # (a list; the stubs: a Sequence)
+            ("Content-Type", "application/problem+json"), ("X-Content-Type-Options", "nosniff")]
         self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)

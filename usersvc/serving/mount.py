@@ -7,6 +7,7 @@ no hook, it wraps (``usersvc.Mount``; its old name,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..app import App
 from ..problems import Problem
@@ -24,7 +25,8 @@ class Mount:
         self.prefix = "/" + prefix.strip("/")
         self.app = app
 
-    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any],
+                 start_response: Callable[..., Any]) -> Iterable[bytes]:
         req = Request(environ)
         if moved_under(req, self.prefix):
             return self.app(environ, start_response)

@@ -53,7 +53,7 @@ class RequestIds:
 
     def __call__(self, req: Request) -> str:
         """The client's ``X-Request-ID`` if it is sane, else a new one."""
-        given = req.environ.get("HTTP_X_REQUEST_ID")
+        given: str | None = req.environ.get("HTTP_X_REQUEST_ID")
         if given and _SANE_ID.fullmatch(given):
             return given
         if self._pid != os.getpid():    # forked (uWSGI forks without Python's fork hooks)
@@ -92,7 +92,8 @@ class AccessLog:
         self._lines = _Lines(stream, delay) if stream is not None else None
         self._new_id = RequestIds()
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any],
+                 start_response: Callable[..., Any]) -> Iterable[bytes]:
         started = time.perf_counter()
         req = Request(environ)
         rid = environ[REQUEST_ID_KEY] = self._new_id(req)

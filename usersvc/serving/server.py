@@ -19,16 +19,30 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-import waitress
+from waitress.server import create_server
 
 from .. import USER, Schema, build_app
 from ..release import VERSION, install_hint
-from ..settings import (DEFAULT_IDEMPOTENCY_TTL, DEFAULT_MAX_BATCH, DEFAULT_MAX_BODY_SIZE,
-                        DEFAULT_STORAGE, DEFAULT_STREAM_SECONDS, SettingError, Settings,
-                        as_option)
+from ..settings import (
+    DEFAULT_IDEMPOTENCY_TTL,
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_BODY_SIZE,
+    DEFAULT_STORAGE,
+    DEFAULT_STREAM_SECONDS,
+    SettingError,
+    Settings,
+    as_option,
+)
 from ..storage import redact
-from .limits import (SERVER_BODY_CAP, SERVER_LIMITS, answer_errors_as_problems, server_limits,
-                     waiting_threads, waits, warn_if_no_waiting)
+from .limits import (
+    SERVER_BODY_CAP,
+    SERVER_LIMITS,
+    answer_errors_as_problems,
+    server_limits,
+    waiting_threads,
+    waits,
+    warn_if_no_waiting,
+)
 from .mount import Mount
 from .ops import AccessLog
 
@@ -47,15 +61,18 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
     the help names the ``usersvc`` command's subcommands too)."""
     if commands:
         p = argparse.ArgumentParser(
-            prog="usersvc", usage="usersvc [serve] [options]\n       usersvc copy SOURCE_URL DEST_URL",
+            prog="usersvc",
+            usage="usersvc [serve] [options]\n       usersvc copy SOURCE_URL DEST_URL",
             description="Commands: serve (the default) serves the users API (and any "
                         "collections declared beside it) with the options below; copy moves "
                         "every collection from one store to another (usersvc copy --help).")
     else:
         p = argparse.ArgumentParser(description="Serve usersvc: the users API, and any "
                                                 "collections declared beside it.")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    p.add_argument("--port", type=int, default=8080, help="port to listen on; 0 picks a free one (default: %(default)s)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default: %(default)s)")
+    p.add_argument("--port", type=int, default=8080,
+                   help="port to listen on; 0 picks a free one (default: %(default)s)")
     p.add_argument("--storage", default=DEFAULT_STORAGE, metavar="URL",
                    help="memory://, sqlite://, sqlite:///relative.db, sqlite:////absolute.db or "
                         "postgresql://user@host/dbname (default: %(default)s)")
@@ -74,7 +91,8 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
                    help="processes, each with --threads threads (granian) (default: %(default)s)")
     p.add_argument("--max-body-size", default=str(DEFAULT_MAX_BODY_SIZE), metavar="BYTES",
                    help="largest request body accepted; larger gets 413 (default: %(default)s)")
-    p.add_argument("--prefix", default="", metavar="PATH", help="serve under this path, e.g. /v1 (default: none)")
+    p.add_argument("--prefix", default="", metavar="PATH",
+                   help="serve under this path, e.g. /v1 (default: none)")
     p.add_argument("--trusted-proxy", default=None, metavar="ADDR",
                    help="the address of a reverse proxy whose X-Forwarded-Proto, -Host and -For "
                         "headers are believed (default: none; '*' trusts any)")
@@ -163,7 +181,8 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         print(f"usersvc: {e}", file=sys.stderr)
         return 2
     settings: Settings = args.settings
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     warn_if_no_waiting(settings)
     if args.server == "granian":
         from .granian_server import serve
@@ -198,7 +217,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)
         # Waiting requests get threads of their own: the others keep --threads.
         threads = args.threads + waiting_threads(settings)
-        server = answer_errors_as_problems(waitress.create_server(
+        server = answer_errors_as_problems(create_server(
             wsgi, host=args.host, port=args.port, threads=threads,
             max_request_body_size=max(SERVER_BODY_CAP, 4 * settings.max_body_size),
             ident="usersvc", **{**server_limits(app.schemas), "connection_limit": max(
@@ -212,7 +231,8 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
     metrics = app.plugged.get("metrics")
     if metrics is not None:
         try:
-            socket.getaddrinfo(settings.metrics_host, settings.metrics_port, type=socket.SOCK_STREAM)
+            socket.getaddrinfo(settings.metrics_host, settings.metrics_port,
+                               type=socket.SOCK_STREAM)
             metrics_server = metrics.serve(settings.metrics_host, settings.metrics_port)
         except (OSError, ValueError) as e:
             server.close()

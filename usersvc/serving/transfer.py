@@ -16,10 +16,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from ..settings import SettingError, imported
 from ..storage import RecordStore, Storage, StoreError, open_store, redact
+from ..storage.protocol import ChangeFeed
 
 BATCH = 1000
 
@@ -28,7 +29,17 @@ class DestinationNotEmpty(StoreError):
     """``copy`` writes only into a store without records."""
 
 
-def copy_store(source: Storage, dest: Storage, *, batch: int = BATCH,
+class FedRecords(RecordStore, ChangeFeed, Protocol):
+    """One collection's records with their change feed, which the copy walks."""
+
+
+class FedStorage(Storage, Protocol):
+    """A store whose collections keep a change feed: each of usersvc's does."""
+
+    def __getitem__(self, plural: str) -> FedRecords: ...
+
+
+def copy_store(source: FedStorage, dest: FedStorage, *, batch: int = BATCH,
                progress: Callable[[int, int, int], None] | None = None) -> dict[str, int]:
     """Copy every collection of ``source``; how many records of each."""
     for schema in source.schemas:
@@ -39,7 +50,7 @@ def copy_store(source: Storage, dest: Storage, *, batch: int = BATCH,
                                    progress=progress) for s in source.schemas}
 
 
-def copy_records(source: RecordStore, dest: RecordStore, *, batch: int = BATCH,
+def copy_records(source: FedRecords, dest: FedRecords, *, batch: int = BATCH,
                  progress: Callable[[int, int, int], None] | None = None) -> int:
     """Copy every record of one collection; returns how many.
     ``progress(copied, id, last_id)`` is called after each batch."""
@@ -79,12 +90,13 @@ def main(argv: Sequence[str] | None = None, *, stderr: TextIO | None = None) -> 
     except SettingError as e:
         print(f"usersvc copy: --kinds {e.problem}", file=err)
         return 2
-    stores: list[Storage] = []
+    stores: list[FedStorage] = []
     try:
         for url, create in ((args.source, False), (args.dest, True)):
             try:
                 collections = None if not stores else stores[0].schemas
-                stores.append(open_store(url, collections, create=create))
+                # (open_store's stores are usersvc's: each collection keeps a feed)
+                stores.append(open_store(url, collections, create=create))  # type: ignore[arg-type]
             except Exception as e:
                 print(f"usersvc copy: cannot open {redact(url)}: {e}", file=err)
                 return 2
