@@ -18,8 +18,7 @@ import uuid
 import pytest
 from books import BOOKS
 from conftest import LINT_EXEMPT, Client, lint_exchange, problem
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from usersvc import USER, Mount, Schema, make_app, text
 

@@ -17,8 +17,7 @@ import uuid
 
 import pytest
 from conftest import POSTGRES_REQUIRED, POSTGRES_URL, with_search_path
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from usersvc import Schema, choice, integer, text
 from usersvc.storage import open_store

@@ -15,8 +15,7 @@ from urllib.parse import quote_plus, urlencode
 import pytest
 from every_kind import THINGS, thing_maker
 from helpers import race
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from sortedcontainers import SortedList
 
 from usersvc import USER, Schema, fast, make_app, ref, text

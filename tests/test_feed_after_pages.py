@@ -34,8 +34,7 @@ import pytest
 from conftest import STORES, Client
 from every_kind import THINGS, thing_maker
 from helpers import DEADLINE, link_to, within
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from usersvc import USER, make_app
 from usersvc.listing import FEED_RELATION

@@ -16,8 +16,7 @@ from helpers import Served, call, race
 from webob import Request
 
 from usersvc import make_app
-from usersvc.storage import StoreUnavailable, open_store
-from usersvc.storage import keys as store_keys
+from usersvc.storage import StoreUnavailable, keys as store_keys, open_store
 from usersvc.storage.sql.collection import SQLRecords
 
 KEY = "8e03978e-40d5-43e8-bc93-6894a57f9324"

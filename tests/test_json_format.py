@@ -6,8 +6,7 @@ import json
 import sys
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from usersvc import USER, Schema, boolean, integer, number, text
 from usersvc.representation import JSON

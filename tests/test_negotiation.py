@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import BEFORE_THE_STORE, judged_before_the_store, problem, snapshot
 from helpers import ADA
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from usersvc.representation import DEFAULT, PROBLEMS, best_offer
 

@@ -167,8 +167,7 @@ def test_the_document_imports_no_feature_left_out(tmp_path):
 @pytest.mark.parametrize("field", USER.fields)
 @pytest.mark.parametrize("in_xml", [False, True])
 def test_the_field_patterns_say_what_the_rules_accept(field, in_xml):
-    from hypothesis import given
-    from hypothesis import strategies as st
+    from hypothesis import given, strategies as st
 
     rule = USER.fields[field]
     pattern = re.compile(rule.describe(in_xml)["pattern"])

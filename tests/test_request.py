@@ -5,8 +5,7 @@ import io
 from urllib.parse import parse_qsl
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from usersvc.problems import Problem
 from usersvc.request import Request

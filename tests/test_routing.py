@@ -6,8 +6,7 @@ import re
 
 import pytest
 from conftest import problem
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from usersvc.routing import Router, canonical_int
 from usersvc.storage import MAX_ID

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import Client
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from usersvc.fields import text, words
 from usersvc.schema import USER, Invalid, Schema, pointer

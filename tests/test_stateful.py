@@ -22,8 +22,7 @@ import uuid
 import pytest
 from conftest import POSTGRES_URL, Client, with_search_path
 from helpers import DEADLINE, Listener, link_to, seq_of, within
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     invariant,

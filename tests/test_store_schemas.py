@@ -12,8 +12,7 @@ from contextlib import contextmanager
 
 import pytest
 from conftest import POSTGRES_REQUIRED, POSTGRES_URL, with_search_path
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from usersvc import Schema, integer, text
 from usersvc.schema import Invalid

@@ -11,7 +11,7 @@ from ..features.idempotency import KeyedWrite, keeps_none, replayed
 from ..hooks import Write
 from ..representation import Format
 from ..request import Request, Response
-from ..storage.keys import Key, MemoryKeys
+from ..storage.keys import MemoryKeys
 
 
 def keyed_write(self: KeyedWrite, req: Request, fmt: Format, make: Callable[[Request], Write],
@@ -25,8 +25,7 @@ def keyed_write(self: KeyedWrite, req: Request, fmt: Format, make: Callable[[Req
     kept = self.kept
     if kept is None:
         raise keeps_none()
-    # (A hook is asked only for a request that sent its header: a key, never None.)
-    key: Key = self.keys.key(req, fmt, respond)  # type: ignore[assignment]
+    key = self.keys.key(req, fmt, respond)
     write = make(req)
     if kept.__class__ is MemoryKeys:
         return replayed(kept.kept(key, partial(write, self.records)))

@@ -30,8 +30,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as WaitedTooLong
+from concurrent.futures import Future, TimeoutError as WaitedTooLong
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..storage.errors import StoreUnavailable

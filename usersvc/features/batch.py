@@ -31,8 +31,7 @@ from ..request import Request, Response
 from ..resources import Resource
 from ..schema import Invalid, pointer
 from ..storage.protocol import Atomic
-from .idempotency import ENVIRON as KEY_ENVIRON
-from .idempotency import Idempotency, replayed
+from .idempotency import ENVIRON as KEY_ENVIRON, Idempotency, replayed
 
 PATH = "/batch"
 #: What a batch's request may be, and the headers it may carry (their

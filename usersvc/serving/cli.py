@@ -17,8 +17,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return copy(args[1:])
     if args[:1] == ["serve"]:
         args = args[1:]
-    from .server import main as serve
-    from .server import parser
+    from .server import main as serve, parser
     if args and not args[0].startswith("-"):
         # Neither an option nor a command: argparse's usage line and error, exit 2.
         close = difflib.get_close_matches(args[0], COMMANDS, n=1)

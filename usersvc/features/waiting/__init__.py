@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...changes import Changes
+from ...changes import Changes, FeedFormat
 from ...listing import whole_number
 from ...representation.json_format import JSON, Format
 from ...request import Request, Response
@@ -71,7 +71,7 @@ class Waits:
             changes.answers[fmt] = self.page
         changes.offer({events.EVENT_STREAM: events.EVENTS}, self.stream)
 
-    def page(self, req: Request, fmt: Format, one: dict[str, str], limit: int,
+    def page(self, req: Request, fmt: FeedFormat, one: dict[str, str], limit: int,
              names: tuple[str, ...] | None) -> Response:
         """A page of the feed (``Changes.page``), held up to ``wait``
         seconds when it would be empty; at once without threads."""
