@@ -264,7 +264,8 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
               f"{redact(settings.storage)}{metrics_at}", flush=True)
         server.run()                # (until a signal's SystemExit, which it catches)
     finally:
-        if metrics_server is not None:
+        if metrics_server is not None:      # (its thread done with a scrape in hand first:
+            metrics_server.task_dispatcher.shutdown()   # its end pulls what close closes)
             metrics_server.close()
         app.close()
         if access_log is not None:

@@ -224,8 +224,9 @@ def serve(registry: CollectorRegistry, host: str, port: int,
     """Serve ``GET /metrics`` from ``registry`` at ``host:port`` (or on
     ``sockets``, listening already), from a thread of its own, under
     waitress (one thread: a scrape is rare and quick); any other path is a
-    404. The server, started: its ``effective_port``, and ``close()``.
-    Raises ``OSError`` for an address it cannot listen on."""
+    404. The server (waitress's), started: its ``effective_port``, its
+    ``task_dispatcher`` (shut down before ``close()``: a scrape's end pulls
+    the trigger ``close`` closes). ``OSError`` for an address it cannot listen on."""
     exposition = make_wsgi_app(registry)
 
     def metrics(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
