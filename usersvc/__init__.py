@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .app import App
 from .fields import email, text
@@ -33,6 +33,12 @@ from .settings import (
     Settings,
 )
 from .storage import RecordStore, Storage, open_store
+
+if TYPE_CHECKING:    # (what ``__getattr__`` gives, as a checker sees it: imported when asked)
+    from .kinds import boolean, choice, date, datetime, number, ref, url
+    from .kinds.integers import integer
+    from .release import VERSION as __version__
+    from .serving.mount import Mount
 
 __all__ = ["__version__", "make_app", "App", "Mount", "Schema", "USER", "text", "email", "integer",
            "boolean", "number", "date", "datetime", "choice", "url", "ref",

@@ -81,7 +81,7 @@ def asked_parameters(schema: Schema) -> tuple[str, ...]:
 def read(schema: Schema, name: str, text: str) -> Condition:
     """The condition of the query parameter ``name`` (``due[lt]``) with the
     value ``text``; else a 400 naming it and saying what it takes."""
-    field, op = ASKED.fullmatch(name).groups()      # type: ignore[union-attr]
+    field, op = ASKED.fullmatch(name).groups()      # type: ignore[union-attr]  # (matched before: known names)
     ops = takes(schema, field)
     if op not in ops:
         what = (f"{field} takes {field}[{'|'.join(ops)}]" if ops else

@@ -35,7 +35,7 @@ def record_type(schema: Any) -> type:
     a field added to a schema never shifts another's value. The stores make
     theirs from rows in this order with ``_make``."""
     name = schema.name.title().replace("_", "")
-    base = namedtuple(name, ("id", *schema.fields, "version"))      # type: ignore[misc]
+    base = namedtuple(name, ("id", *schema.fields, "version"))      # type: ignore[misc]  # (a name made at run time)
     absent = dict.fromkeys(schema.optional)
 
     def __new__(cls: type, **values: Any) -> Any:

@@ -106,9 +106,9 @@ class Field:
 class Folded(Field):
     """A text kind, compared and ordered case-folded (``str.casefold``)."""
 
-    collate = staticmethod(str.casefold)        # type: ignore[assignment]
+    collate = staticmethod(str.casefold)        # type: ignore[assignment]  # (a function as the kind's method)
     # Any text matches or not (control characters, SQL's NUL too: refused by asking.query_value).
-    from_query = staticmethod(str)          # type: ignore[assignment]
+    from_query = staticmethod(str)          # type: ignore[assignment]  # (a function as the kind's method)
 
     def is_collated(self, value: Any) -> bool:
         return type(value) is str and not _NOT_PLAIN.search(value)

@@ -210,7 +210,8 @@ class WriteHook(Protocol):
     PATCH that carries ``header``; ``make(req)`` reads the body and gives
     the write, ``respond(record)`` the answer (``resources``, "A write hook")."""
 
-    header: str
+    @property
+    def header(self) -> str: ...
 
     def __call__(self, req: Request, fmt: Format, make: Callable[[Request], Write],
                  respond: Callable[[Any], Response]) -> Response: ...
@@ -255,13 +256,17 @@ class Hooks(Protocol):
 
 @runtime_checkable
 class Feature(Protocol):
-    """Something that plugs into an app through the hooks above."""
+    """Something that plugs into an app through the hooks above (its
+    ``name`` read only: a class attribute, a frozen dataclass's field)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def plug(self, app: Hooks, storage: Storage | None, plugged: dict[str, Any]) -> Any:
-        """Put this feature's callables into ``app``'s hooks; return what
-        it plugged in (``None``: nothing, its settings asking for nothing)."""
+        """Put this feature's callables into ``app``'s hooks (``app``: the
+        ``App`` being built, typed as ``Hooks``, what a feature may use of
+        it); return what it plugged in (``None``: nothing, its settings
+        asking for nothing)."""
 
 
 def name_of(feature: Any) -> str:

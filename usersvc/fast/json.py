@@ -13,7 +13,7 @@ from typing import Any
 
 from ..representation import json_format
 
-_SCAN = json_format._DECODER.scan_once       # type: ignore[attr-defined]
+_SCAN = json_format._DECODER.scan_once       # type: ignore[attr-defined]  # (json's C scanner, unstubbed)
 _WHITE = re.compile(r"[ \t\n\r]*")
 _STRING = json.encoder.encode_basestring     # "..." with JSON escapes (the C one)
 
@@ -22,12 +22,12 @@ def decode(self: Any, text: str) -> Any:
     """``JSONFormat.decode``: the decoder's scanner called directly, without
     the Python layers of ``JSONDecoder.decode`` around it (1.6 µs a user,
     not 3.1): the same value, the same errors."""
-    start = 0 if text[:1] == "{" else _WHITE.match(text).end()     # type: ignore[union-attr]
+    start = 0 if text[:1] == "{" else _WHITE.match(text).end()     # type: ignore[union-attr]  # (matches any text)
     try:
         value, end = _SCAN(text, start)
     except StopIteration as e:
         raise json.JSONDecodeError("Expecting value", text, e.value) from None
-    end = _WHITE.match(text, end).end()                               # type: ignore[union-attr]
+    end = _WHITE.match(text, end).end()                               # type: ignore[union-attr]  # (matches any text)
     if end != len(text):
         raise json.JSONDecodeError("Extra data", text, end)
     return value

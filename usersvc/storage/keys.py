@@ -297,4 +297,4 @@ def _encode_headers(headers: tuple[tuple[str, str], ...]) -> str:
 
 
 def _headers(text: str) -> tuple[tuple[str, str], ...]:
-    return tuple(tuple(line.split(": ", 1)) for line in text.split("\n") if line)  # type: ignore[misc]
+    return tuple(tuple(line.split(": ", 1)) for line in text.split("\n") if line)  # type: ignore[misc]  # (two parts: written so)

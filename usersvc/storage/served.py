@@ -146,7 +146,7 @@ class Checked:
             # for a write that names the record, and the look then sees it.
             step.raw(self.schema.plural).delete(record_id, precondition=precondition)
             for referrer, field in self.referrers:      # (``field``: a filter, not q or where)
-                if step.raw(referrer.plural).count(**{field: record_id}):  # type: ignore[arg-type]
+                if step.raw(referrer.plural).count(**{field: record_id}):  # type: ignore[arg-type]  # (a filter's keyword, by name)
                     raise Referred(self.schema, record_id, referrer, field)
         return self._step(run)
 

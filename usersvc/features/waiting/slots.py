@@ -62,7 +62,7 @@ class Slots:
         try:
             self._count(-1, stream, nudge)
         finally:
-            self._slots.release()           # type: ignore[union-attr]
+            self._slots.release()           # type: ignore[union-attr]  # (set whenever a slot was taken)
 
     @contextmanager
     def slot(self) -> Iterator[None]:

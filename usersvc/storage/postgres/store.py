@@ -271,7 +271,7 @@ class PostgresBulk(SQLBulk):
         def position_and_page(db: psycopg.Connection[Any]) -> tuple[int, list[Any]]:
             first = db.execute(*pages.page(**full, columns=columns)).fetchall()
             if not first:       # (the position: an aggregate's one row)
-                position = db.execute(pages.position).fetchone()[0]  # type: ignore[index]
+                position = db.execute(pages.position).fetchone()[0]  # type: ignore[index]  # (an aggregate: one row)
                 return int(position), self._page(db, full)
             rows = self._rows(db, full, columns, first)
             return int(first[0][-1]), [self._make(row[:-1]) for row in rows]
