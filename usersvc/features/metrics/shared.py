@@ -275,7 +275,7 @@ def serve_from_any(registry: CollectorRegistry, host: str, port: int) -> None:
         threading.Thread(target=claim, name="usersvc-metrics-claim", daemon=True).start()
 
     try:
-        import uwsgi  # type: ignore[import-untyped]   # only inside uWSGI: no stubs here
+        import uwsgi  # (only inside uWSGI; its types: types-uWSGI)
     except ImportError:
         start()
         os.register_at_fork(after_in_child=start)
