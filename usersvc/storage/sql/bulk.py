@@ -1,16 +1,13 @@
-"""What a SQL store does with many records at once: the statements of its
-pages and counts, of the feed and a restore (``PageQueries``, a
-``Table``'s ``pages``), made once per shape, and the reads that run them
-(``SQLBulk``, a ``SQLRecords``'s ``bulk``).
+"""What a SQL store does with many records at once: the statements of its pages and counts, of the
+feed and a restore (``PageQueries``, a ``Table``'s ``pages``), made once per shape, and the reads
+that run them (``SQLBulk``, a ``SQLRecords``'s ``bulk``).
 
-A page in any order is a walk of one index (``ddl``: one on ``(<field>__key,
-id, version)`` for each sort and filter) from the last page's keyset
-(keyset paging): O(log N + limit); a search starts from the words that
-match (``q <= word < prefix_end(q)``) and sorts only those. In an
-optional sort's order, a page walks its values, and then, if it is not
-full, its records without one, in id order, in a second statement
-(``rest``); one in the union of both walks read both whole, and sorted
-them: 1.8 times a page in a required sort's order on SQLite.
+A page in any order is a walk of one index (``ddl``: one on ``(<field>__key, id, version)`` for each
+sort and filter) from the last page's keyset (keyset paging): O(log N + limit); a search starts from
+the words that match (``q <= word < prefix_end(q)``) and sorts only those. In an optional sort's
+order, a page walks its values, and then, if it is not full, its records without one, in id order,
+in a second statement (``rest``); one in the union of both walks read both whole, and sorted them:
+1.8 times a page in a required sort's order on SQLite.
 """
 from __future__ import annotations
 
@@ -25,17 +22,24 @@ from ..feed import Change, Listener, Listeners, Stop
 from ..protocol import Keyset
 from ..stored import check_fresh_ids
 
-if TYPE_CHECKING:
-    from .collection import Table
+if TYPE_CHECKING:       # (``collection``'s ``Table``, held to it; that module imports this one)
+    from . import ddl
+
+    class Table(ddl.Table, Protocol):     # (what ``ddl`` asks of one, and what these ask)
+        columns: str
+        written: list[str]
+        stored_as: tuple[str, ...]
+        pages: PageQueries
+
+        def row(self, values: Sequence[Any]) -> builtins.list[Any]: ...
 
 T = TypeVar("T")
 
 
 class SQLStorage(Protocol):
-    """What a SQL store's collections ask of the store (``SQLiteStorage``,
-    ``PostgresStorage``, which make them, and so are held to it): what its
-    driver raises for a unique value taken, its feed's history token, its
-    listeners and ``announce_commits``, its writes' health, and a write
+    """What a SQL store's collections ask of the store (``SQLiteStorage``, ``PostgresStorage``,
+    which make them, and so are held to it): what its driver raises for a unique value taken, its
+    feed's history token, its listeners and ``announce_commits``, its writes' health, and a write
     transaction of its own (a restore's)."""
 
     @property
@@ -88,9 +92,8 @@ def _sendable(param: Any) -> Any:
 
 
 class PageQueries:
-    """The statements of many records at once, made once for one ``Table``
-    (its ``pages``): ``RecordStore.list``'s and ``count``'s, made once per
-    shape, the feed's and a restore's."""
+    """The statements of many records at once, made once for one ``Table`` (its ``pages``):
+    ``RecordStore.list``'s and ``count``'s, made once per shape, the feed's and a restore's."""
 
     def __init__(self, table: Table) -> None:
         s, m, t, c = table.schema, table.dialect.mark, table.name, table.changes_table

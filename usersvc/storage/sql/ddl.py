@@ -18,14 +18,30 @@ commit, so positions follow commit order, and announces the change (``CHANNEL``)
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from ...fields import COLUMN_TYPES, Field
 from ...schema import Schema
 from .dialects import SQLITE, Dialect
 
-if TYPE_CHECKING:       # (a name only: ``collection`` imports this module, for its statements)
-    from .collection import Table
+if TYPE_CHECKING:       # (``collection``'s ``Table``, held to it; that module imports this one)
+    class Compared(Protocol):
+        def compared(self, field: str) -> str: ...
+
+    class Table(Protocol):
+        """What the tables, indexes and triggers are made from: a ``Table``'s
+        names and columns, its schema and dialect, its ``pages.compared``."""
+
+        schema: Schema
+        dialect: Dialect
+        name: str
+        collated: tuple[str, ...]
+        words_table: str
+        owner: str
+        changes_table: str
+
+        @property
+        def pages(self) -> Compared: ...
 
 
 class Statements(NamedTuple):

@@ -12,7 +12,7 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...schema import Schema
 from ..sql.collection import Table
@@ -20,8 +20,17 @@ from ..sql.dialects import SQLITE
 from ..sql.layout import LAYOUT, declared, layout, opened, read_history
 from ..stored import apply, references_of
 
-if TYPE_CHECKING:       # (a name only: ``connections`` imports this module)
-    from .connections import Connections
+if TYPE_CHECKING:       # (``connections``'s, held to it; that module imports this one)
+    from contextlib import AbstractContextManager
+
+    class Connections(Protocol):
+        """What ``prepare`` asks of a file's ``Connections``."""
+
+        one: Connection | None
+
+        def session(self) -> AbstractContextManager[Connection]: ...
+
+        def transaction(self) -> AbstractContextManager[Connection]: ...
 
 
 class Connection(sqlite3.Connection):

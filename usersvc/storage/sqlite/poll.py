@@ -19,10 +19,30 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Protocol
 
-if TYPE_CHECKING:       # (a name only: the store imports this module when it is first listened to)
-    from .store import SQLiteStorage
+if TYPE_CHECKING:       # (the store's, held to it: it imports this module when first listened to)
+    from collections.abc import Iterable
+
+    from ..feed import Listeners
+
+    class Forking(Protocol):      # (its ``Connections``: the busy timeout; told of a fork)
+        busy_timeout: float
+        forked: list[Callable[[], None]]
+
+    class SQLiteStorage(Protocol):
+        """What the look for other processes' commits asks of a ``SQLiteStorage``."""
+
+        path: str
+        poller: Poller | Literal[False] | None
+        polling: threading.Lock
+        commits: Listeners
+
+        @property
+        def connections(self) -> Forking: ...
+
+        @property
+        def collections(self) -> Iterable[str]: ...
 
 log = logging.getLogger("usersvc.storage")
 
