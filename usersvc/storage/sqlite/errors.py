@@ -11,11 +11,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
 from ..errors import StoreUnavailable, WriteHealth
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 #: SQLite's primary result codes for a cause outside the store that lasts
@@ -81,7 +82,7 @@ def unavailable(error: sqlite3.Error, health: WriteHealth | None) -> StoreUnavai
     return meant
 
 
-def retrying(open_: Callable[..., T], busy_timeout: float, *args: Any) -> T:
+def retrying(open_: Callable[P, T], busy_timeout: float, *args: P.args, **kw: P.kwargs) -> T:
     """``open_(*args)``, run again until it does not find the file busy, or
     the busy timeout passes. Processes opening a new file together can find it
     locked without SQLite calling the busy handler (``StoreUnavailable``)."""
@@ -89,7 +90,7 @@ def retrying(open_: Callable[..., T], busy_timeout: float, *args: Any) -> T:
     pause = 0.001
     while True:
         try:
-            return open_(*args)
+            return open_(*args, **kw)
         except StoreUnavailable as e:
             # Only a busy file is worth waiting for: one that cannot be
             # opened at all (a folder it may not write, /proc) is said at once.
