@@ -156,8 +156,28 @@ if TYPE_CHECKING:       # (only named: the core imports this module)
     from .request import Request, Response
     from .routing import Route, Router
     from .schema import Schema
-    from .settings import Settings
     from .storage import RecordStore, Storage
+
+    class Read(Protocol):
+        """An app's settings as its features read them (``settings.Settings`` is
+        one: the settings import this module, for ``KNOWN``); read only."""
+
+        @property
+        def tokens(self) -> Any: ...
+        @property
+        def cors_origins(self) -> frozenset[str]: ...
+        @property
+        def max_waiting(self) -> int: ...
+        @property
+        def stream_seconds(self) -> int: ...
+        @property
+        def idempotency_ttl(self) -> int: ...
+        @property
+        def max_batch(self) -> int: ...
+        @property
+        def metrics(self) -> bool: ...
+        @property
+        def metrics_dir(self) -> str | None: ...
 
 #: The features usersvc has, by name: where each is (``module:attribute``,
 #: imported only when an app plugs it in) and the settings that are its.
@@ -230,7 +250,8 @@ class Hooks(Protocol):
     has them (here by their shape, so that this module needs none of the
     core's: the core imports it, for ``KNOWN``), and what it may read."""
 
-    settings: Settings
+    @property
+    def settings(self) -> Read: ...     # (read only: ``App.settings``, a ``Settings``)
     starters: list[Start]
     router: Router
     checks: list[Check]

@@ -17,8 +17,8 @@ import logging
 import operator
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...schema import Schema
 from ..errors import Conflict
@@ -27,8 +27,33 @@ from ..protocol import Keyset
 from ..stored import check_fresh_ids
 from .walks import NONE, bounded, bounds, chosen, matches, past, ranked, walk
 
-if TYPE_CHECKING:
-    from .collection import Contents, Indexes
+if TYPE_CHECKING:       # (the checker's alone: ``collection`` imports this module)
+    from .walks import Indexes as Walked, Sorted
+
+    class Indexes(Walked, Protocol):
+        """A collection's indexes as ``bulk`` reads them (``collection.Indexes`` is one):
+        walked, and a record's entries moved (a batch's undo)."""
+        def move(self, old: Any, new: Any) -> None: ...
+
+    class Contents(Protocol):
+        """What one collection holds, as ``bulk`` reads and writes it
+        (``collection.Contents`` is one)."""
+        records: dict[int, Any]
+        seqs: Sorted
+        seq_of: dict[int, int]
+        undo: Undo | None
+        last_id: int
+        seq: int
+        last: int
+        make: Callable[[Any], Any]
+
+        @property
+        def lock(self) -> AbstractContextManager[Any]: ...
+
+        @property
+        def indexes(self) -> Indexes: ...
+
+        def put(self, old: Any, new: Any) -> None: ...
 
 Where = Sequence[Any]                   # a page's conditions (``asking.Condition``)
 _log = logging.getLogger("usersvc.storage")

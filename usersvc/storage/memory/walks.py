@@ -15,16 +15,13 @@ import itertools
 import operator
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sortedcontainers import SortedDict, SortedList
 
 from ... import fields
 from ...schema import Schema
 from ..protocol import Keyset, keyset
-
-if TYPE_CHECKING:
-    from .collection import Indexes
 
 _SECOND = operator.itemgetter(1)      # the id of a (key, id) keyset
 Bound = tuple[Any, bool]       # an index entry, and whether it is in
@@ -54,6 +51,18 @@ class Sorted(SortedList):  # type: ignore[misc]  # (sortedcontainers has no type
 #: An index per value of a field (a filter's, a filtered sort's): collated
 #: values to a ``Sorted``, made when a write first asks for one.
 PerValue = defaultdict[Any, Sorted]
+
+if TYPE_CHECKING:       # (the checker's alone: ``collection`` imports this module)
+    class Indexes(Protocol):
+        """A collection's indexes as the walks read them (``collection.Indexes``
+        is one): its schema, and each index ``laid_out`` makes."""
+        schema: Schema
+        ids: Sorted
+        unique: dict[str, dict[Any, int]]
+        filtered: dict[str, PerValue]
+        orders: dict[str, Sorted]
+        within: dict[tuple[str, str], PerValue]
+        named: Any      # (a ``SortedDict``: term -> ids)
 
 
 class _Absent:
