@@ -206,7 +206,8 @@ KNOWN: dict[str, tuple[str, tuple[str, ...]]] = {
     "waiting": ("usersvc.features.waiting:FEATURE", ("max_waiting", "stream_seconds")),
     "metrics": ("usersvc.features.metrics:FEATURE",
                 ("metrics_port", "metrics_dir", "metrics_host", "metrics")),
-    "webhooks": ("usersvc.features.webhooks:FEATURE", ()),
+    "webhooks": ("usersvc.features.webhooks:FEATURE",
+                 ("webhooks_allow_private", "webhooks_retries", "webhooks_timeout")),
 }
 
 #: What ``make_app()`` serves unless told otherwise: every feature, in the
