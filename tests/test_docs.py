@@ -324,14 +324,17 @@ def usersvc_commands() -> list[str]:
 
 def test_every_command_the_docs_show_is_run_or_said_why_not():
     """A WSGI server's command is run as written from a clone's root by
-    test_wsgi_servers; usersvc's by the test below; the rest are in
-    ``NOT_RUN``, each with its reason."""
+    test_wsgi_servers; usersvc's by the test below; the README's webhook
+    receiver's by test_readme_webhooks; the rest are in ``NOT_RUN``, each
+    with its reason."""
     sys.path.insert(0, str(ROOT / "tests"))
+    from test_readme_webhooks import shown_commands as webhooks_commands
     from test_wsgi_servers import shown_commands
     servers = {c for server in ("gunicorn", "uwsgi", "granian") for c in shown_commands(server)}
+    run = servers | set(webhooks_commands())
     shown = [c for page in DOCS for c in block_commands(page)]
     assert len(shown) > 15 and len(usersvc_commands()) >= 4
-    assert [c for c in shown if c not in servers and c not in usersvc_commands()
+    assert [c for c in shown if c not in run and c not in usersvc_commands()
             and c not in NOT_RUN] == []
     assert [c for c in NOT_RUN if c not in shown] == []      # (no reason outlives its command)
 
