@@ -68,7 +68,10 @@ reads the options of ``KNOWN``'s features).
     before anything is judged (metrics start counting). Must not raise.
 ``app.router``: ``app.router.add(path, resource)``: a route, whose
     ``on_get``/``on_post``... answer ``(req, fmt, **params)``; its
-    ``offers`` say what it answers in (``None``: not negotiated).
+    ``offers`` say what it answers in (``None``: not negotiated), its
+    ``accepts`` and ``patches`` the body types a POST and a PATCH read
+    (what ``OPTIONS`` names in ``Accept-Post``, ``Accept-Patch``; the
+    collections' unless it says).
 ``req.route``: not a hook but the core's, read by any: the template of
     the route the request matched (``/users/{id}``; ``""``: none), set by
     ``App.handle`` as soon as it is routed, before the checks, so that an
