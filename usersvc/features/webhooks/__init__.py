@@ -24,6 +24,8 @@ made). A write meets none of it.
 """
 from __future__ import annotations
 
+import atexit
+import weakref
 from typing import Any
 
 from ...request import Request
@@ -72,6 +74,11 @@ class WebhooksFeature:
         app.feed_hooks.append(sender.add_feed)
         app.stoppers.append(sender.stop)
         app.on_close(sender.stop)
+        # A server that stops its workers without telling the app (gunicorn's
+        # workers, uWSGI's) ends them by exiting: stopped then, the leases are
+        # given back, and a restart's processes take the subscriptions at once
+        # rather than after the leases run out. (Weakly: an app closed is freed.)
+        atexit.register(_stop_if_alive, weakref.ref(sender))
         if app.settings.tokens is not None:
             ours = (webhooks.collection, webhooks.item)
 
@@ -83,6 +90,12 @@ class WebhooksFeature:
                     tokens.check(Request(dict(req.environ, REQUEST_METHOD="POST")))
             app.checks.append(write_token)
         return webhooks
+
+
+def _stop_if_alive(sender: weakref.ref[Sender]) -> None:
+    alive = sender()
+    if alive is not None:
+        alive.stop()
 
 
 FEATURE = WebhooksFeature()
