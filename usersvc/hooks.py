@@ -145,7 +145,8 @@ And around the app's life:
     SIGTERM and Ctrl-C): what holds a request open answers it now, and
     every later one at once (waiting for changes ends its long-polls and
     streams). The plain core holds none open. Must not raise.
-``app.on_close(closer)``: ``closer()`` when ``app.close()`` is called.
+``app.on_close(closer)``: ``closer()`` when ``app.close()`` is called, the
+    last added first (a feature's, then the store the app opened).
 ``app.waiting``: ``None``, or, with the waiting feature, its waiting
     places (``features.waiting.slots.Waiting``); their ``watchers``:
     ``watch(n, stream) -> None``, each time a request starts (``n`` 1) or
