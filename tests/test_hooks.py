@@ -239,6 +239,9 @@ def test_features_are_named_in_every_spelling(timing):
     assert Settings.from_environment({"USERSVC_FEATURES": "none"}).features == ()
     assert parse_args(["--features", "default"]).settings.features == DEFAULT_FEATURES
     assert Settings().features == DEFAULT_FEATURES
+    # Each name once: the default ones and one of them again (as a text names them).
+    assert parse_args(["--features", "default,webhooks"]).settings.features == DEFAULT_FEATURES
+    assert Settings(features="health,pages,health").features == ("health", "pages")
 
 
 @pytest.mark.parametrize("features, problem_", [

@@ -41,7 +41,7 @@ from usersvc.settings import SettingError, Settings
 
 #: The longest any wait here may last before the test fails.
 DEADLINE = 20.0
-FEATURES = (*DEFAULT_FEATURES, "webhooks")
+FEATURES = DEFAULT_FEATURES
 WRITER = "webhooks-writer-token-0123"
 READER = "webhooks-reader-token-0123"
 
@@ -399,6 +399,7 @@ def test_a_redirect_is_a_failure_and_is_not_followed(receiver):
 
 def test_a_receiver_that_hangs_holds_no_write_and_the_stop_abandons_it(receiver):
     receiver.answer = lambda delivery, before: None
+    others = set(threading.enumerate())     # (other tests' apps, left open, have theirs)
     with served("memory://") as client:
         subscribe(client, receiver.url())
         create(client, 0)
@@ -411,7 +412,7 @@ def test_a_receiver_that_hangs_holds_no_write_and_the_stop_abandons_it(receiver)
         assert not writer.is_alive() and len(made) == 29
         app = client.app
         app.stop_waiting()              # (served's own stop after it: a second, harmless)
-        assert not [t.name for t in threading.enumerate()
+        assert not [t.name for t in set(threading.enumerate()) - others
                     if t.name.startswith("usersvc-webhook") and t.is_alive()]
 
 
@@ -535,6 +536,15 @@ def test_bodies_and_ids_the_routes_refuse():
         assert problem(client.post("/webhooks", body="{", content_type="application/json"),
                        400)["detail"].startswith("The body is not valid JSON")
         assert problem(client.post("/webhooks", json_body=["x"]), 422)["errors"][0]["pointer"] == ""
+        # Only UTF-8 is read: a body said to be another charset is refused, not misread.
+        latin = client.post("/webhooks", body='{"url": "http://caf\xe9.example/"}'.encode("latin-1"),
+                            content_type="application/json; charset=latin-1")
+        assert problem(latin, 415)["detail"] == "A subscription is application/json, in UTF-8."
+        assert problem(client.post("/webhooks", body=b'{"url": "\xff"}',
+                                   content_type="application/json"), 400)["detail"] == (
+            "The body is not valid UTF-8 (byte 9).")
+        assert problem(client.post("/webhooks", body=b"", content_type="application/json"),
+                       400)["detail"] == "The request needs a body."
         assert problem(client.get("/webhooks/9"), 404)["detail"] == (
             "There is no webhook subscription with this id.")
         assert problem(client.delete("/webhooks/9"), 404)["status"] == 404
@@ -549,15 +559,32 @@ def test_bodies_and_ids_the_routes_refuse():
         assert client.get("/webhooks").json == []
 
 
+def test_options_names_the_bodies_the_routes_read_json_only():
+    """``OPTIONS`` says what a 415 would: JSON, and merge patches for
+    ``PATCH`` (no XML: the collections' types are not the routes')."""
+    with served("memory://") as client:
+        collection = client.request("OPTIONS", "/webhooks")
+        assert collection.headers["Accept-Post"] == "application/json"
+        assert "Accept-Patch" not in collection.headers
+        one = client.request("OPTIONS", "/webhooks/1")
+        assert one.headers["Accept-Patch"] == "application/json, application/merge-patch+json"
+        subscription = subscribe(client, "http://127.0.0.1:9/")
+        refused = client.patch(f"/webhooks/{subscription['id']}", body="<x/>",
+                               content_type="application/xml")
+        assert refused.status_code == 415
+        assert refused.headers["Accept-Patch"] == one.headers["Accept-Patch"]
+
+
 # -- the feature, plugged in by name ------------------------------------------------
 
-def test_webhooks_are_a_feature_named_webhooks_not_among_the_defaults(receiver):
-    assert "webhooks" not in DEFAULT_FEATURES
-    for features in (DEFAULT_FEATURES, ()):
+def test_webhooks_are_a_default_feature_and_the_plain_core_has_none(receiver):
+    assert DEFAULT_FEATURES[-1] == "webhooks"
+    without = tuple(name for name in DEFAULT_FEATURES if name != "webhooks")
+    for features in (without, ()):
         app = make_app("memory://", features=features)
         assert problem(Client(app).get("/webhooks"), 404)["status"] == 404
         app.close()
-    app = make_app("memory://", features=(*DEFAULT_FEATURES, "webhooks"))
+    app = make_app("memory://")
     try:
         client = Client(app)
         assert client.get("/webhooks").json == []
@@ -571,7 +598,7 @@ def test_webhooks_are_a_feature_named_webhooks_not_among_the_defaults(receiver):
 def test_its_settings_are_refused_without_it_or_when_they_cannot_be_used():
     with pytest.raises(SettingError, match="webhooks_timeout is a setting of the webhooks "
                                            "feature, which is not among the features"):
-        make_app("memory://", webhooks_timeout=1)
+        make_app("memory://", features=("pages",), webhooks_timeout=1)
     with pytest.raises(SettingError, match="webhooks_timeot is not a setting of usersvc's"):
         make_app("memory://", features=FEATURES, webhooks_timeot=1)
     for name, value, said in [("webhooks_timeout", 0, "more than 0 seconds"),
@@ -600,7 +627,7 @@ def test_its_settings_are_a_server_s_options_and_variables_too():
     with pytest.raises(SettingError, match="^--webhooks-timeout cannot be used: must be more"):
         parse_args(["--features", "default,webhooks", "--webhooks-timeout", "0"])
     with pytest.raises(SettingError, match="^--webhooks-retries is a setting of the webhooks"):
-        parse_args(["--features", "default", "--webhooks-retries", "1"])
+        parse_args(["--features", "pages,openapi", "--webhooks-retries", "1"])
     help_text = " ".join(parser().format_help().split())
     assert "--webhooks-allow-private let webhooks deliver" in help_text
     assert "--webhooks-retries SECONDS,..." in help_text and "27.7 hours" in help_text
@@ -612,13 +639,40 @@ def test_its_settings_are_a_server_s_options_and_variables_too():
         Settings.from_environment({**environ, "USERSVC_WEBHOOKS_ALLOW_PRIVATE": "maybe"})
 
 
-def test_a_store_with_nowhere_to_keep_subscriptions_is_refused():
+def test_a_store_with_nowhere_to_keep_subscriptions_has_no_webhooks():
+    """One collection's records served alone: nowhere to keep a
+    subscription, so the feature plugs in nothing (it is a default one)."""
     storage = open_store("memory://")
     try:
-        with pytest.raises(ValueError, match="the webhooks feature needs a store"):
-            make_app(storage["users"], features=FEATURES)
+        app = make_app(storage["users"], features=FEATURES)
+        assert app.plugged["webhooks"] is None
+        assert problem(Client(app).get("/webhooks"), 404)["status"] == 404
     finally:
         storage.close()
+
+
+def test_nothing_is_written_nor_started_until_the_app_serves(tmp_path):
+    """Built, an app on SQLite has made no table of the feature's and
+    started no thread (a server's master builds it, serves nothing and
+    forks); its first request starts the sender, a route's first use of
+    the store makes the tables; a read-only store serves all the same."""
+    import sqlite3
+    path = tmp_path / "users.db"
+    others = set(threading.enumerate())
+    app = make_app(f"sqlite:///{path}")
+    try:
+        tables = {name for (name,) in sqlite3.connect(path).execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert not {"usersvc_webhooks", "usersvc_webhook_positions"} & tables
+        assert not [t for t in set(threading.enumerate()) - others
+                    if t.name == "usersvc-webhooks"]
+        client = Client(app)
+        assert client.get("/webhooks").json == []
+        until(lambda: [t for t in set(threading.enumerate()) - others
+                       if t.name == "usersvc-webhooks"], "the sender started")
+    finally:
+        app.stop_waiting()
+        app.close()
 
 
 def test_every_webhooks_route_needs_a_write_token():

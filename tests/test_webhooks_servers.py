@@ -386,17 +386,12 @@ def _installed(kind: str) -> bool:
     return kind == "waitress" or program.exists()
 
 
-#: Where the app is made in a master process and then forked (gunicorn's
-#: --preload, uWSGI without --lazy-apps), the master's webhooks threads run
-#: on: a fork made while one writes to SQLite leaves the worker with the
-#: write held (SQLite's per-process lock state, and the store's Python lock,
-#: copied mid-write): its writes hang or are 503 "busy" (seen under uWSGI
-#: at start, under --preload after a restart). Marked until that is fixed.
-FORKED = pytest.mark.xfail(reason="webhooks' threads in a preloading master: a fork made "
-                                  "mid-write leaves a worker's SQLite writes held", strict=False)
-SERVERS = ["waitress", "granian", "gunicorn-gthread",
-           pytest.param("gunicorn-gthread-preload", marks=FORKED),
-           pytest.param("gunicorn-sync-preload", marks=FORKED), pytest.param("uwsgi", marks=FORKED)]
+#: Each server, and those that build the app in a master and fork their
+#: workers from it (``--preload``, uWSGI): the sender starts in the
+#: process that serves, never in the master (copied mid-write, its
+#: threads left a worker's SQLite writes held).
+SERVERS = ["waitress", "granian", "gunicorn-gthread", "gunicorn-gthread-preload",
+           "gunicorn-sync-preload", "uwsgi"]
 
 
 @pytest.mark.parametrize("kind", SERVERS)

@@ -90,8 +90,9 @@ class App:
         self._closers.append(closer)
 
     def close(self) -> None:
-        """Close the stores this app opened."""
-        for closer in self._closers:
+        """Close the stores this app opened, and what its features ask: the
+        last added first (a feature's sender before the store it writes to)."""
+        for closer in reversed(self._closers):
             closer()
 
     def stop_waiting(self) -> None:

@@ -145,7 +145,8 @@ And around the app's life:
     SIGTERM and Ctrl-C): what holds a request open answers it now, and
     every later one at once (waiting for changes ends its long-polls and
     streams). The plain core holds none open. Must not raise.
-``app.on_close(closer)``: ``closer()`` when ``app.close()`` is called.
+``app.on_close(closer)``: ``closer()`` when ``app.close()`` is called, the
+    last added first (a feature's, then the store the app opened).
 ``app.waiting``: ``None``, or, with the waiting feature, its waiting
     places (``features.waiting.slots.Waiting``); their ``watchers``:
     ``watch(n, stream) -> None``, each time a request starts (``n`` 1) or
@@ -215,10 +216,12 @@ KNOWN: dict[str, tuple[str, tuple[str, ...]]] = {
 
 #: What ``make_app()`` serves unless told otherwise: every feature, in the
 #: order a request meets them (metrics the last to see an answer, and
-#: after waiting, whose places it counts). CORS, tokens and metrics plug
-#: in nothing unless their settings ask.
+#: after waiting, whose places it counts), webhooks the last (its routes,
+#: and a starter that starts its sender once this process serves). CORS,
+#: tokens and metrics plug in nothing unless their settings ask.
 DEFAULT_FEATURES: tuple[str | Feature, ...] = ("pages", "openapi", "health", "cors", "tokens",
-                                                "idempotency", "batch", "waiting", "metrics")
+                                                "idempotency", "batch", "waiting", "metrics",
+                                                "webhooks")
 
 # Each hook's type, by the name the text above gives it: what ``App``
 # declares and a feature's (an embedder's) checker holds its callables to.

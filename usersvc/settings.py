@@ -228,7 +228,8 @@ def parse_origins(origins: Iterable[str]) -> frozenset[str]:
 
 def read_features(text: str) -> tuple[Any, ...]:
     """The features a text names, separated by commas: ``hooks.KNOWN``'s, ``default``'s,
-    none (``none``: the plain core), and ``module:NAME``, a ``Feature`` of yours."""
+    none (``none``: the plain core), and ``module:NAME``, a ``Feature`` of yours;
+    each name once (``default,webhooks``: the default ones, webhooks among them)."""
     features: list[Any] = []
     for entry in (e.strip() for e in text.split(",")):
         module_name, colon, name = entry.partition(":")
@@ -237,8 +238,10 @@ def read_features(text: str) -> tuple[Any, ...]:
             if feature is None:
                 raise SettingError("features", f"cannot be used: {module_name} has no {name}")
             features.append(feature)
-        elif entry != "none":
-            features += DEFAULT_FEATURES if entry == "default" else (entry,)
+        elif entry == "default":
+            features += [name for name in DEFAULT_FEATURES if name not in features]
+        elif entry != "none" and entry not in features:
+            features.append(entry)
     return tuple(features)
 
 

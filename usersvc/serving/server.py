@@ -249,6 +249,9 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
             print(f"usersvc: cannot serve metrics on {settings.metrics_host} port "
                   f"{settings.metrics_port}: {_reason(e)}", file=sys.stderr)
             return 2
+    webhooks = app.plugged.get("webhooks")      # (a feature's, asked as metrics' is)
+    if webhooks is not None:        # delivering from the start, not from the first request
+        webhooks.sender.serving()
     _warn_if_open(args.host, settings)
     if metrics_server is not None and not loopback(settings.metrics_host):
         log.warning("serving metrics on %s: anyone who can reach this address can read "

@@ -42,7 +42,7 @@ def keeping(storage: Any) -> Kept:
     store's steps), or a dict (a store whose steps have no ``db``:
     memory). A ``ValueError`` for a store that has no steps, or does not
     say what they are: the feature would keep nothing across a restart
-    there, and says so rather than lose subscriptions quietly."""
+    there (and plugs in nothing)."""
     if not isinstance(storage, Atomic) or not isinstance(storage, Transactional):
         raise ValueError("the webhooks feature needs a store it can keep subscriptions in "
                          "(memory://, sqlite:..., postgresql://...), not a collection's "
@@ -63,15 +63,22 @@ class WebhooksFeature:
         """One of its settings as given (``options.read``)."""
         return options.read(name, value)
 
-    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Webhooks:
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Webhooks | None:
+        """Its routes and its sender; nothing (``None``) for an app whose
+        store has nowhere to keep subscriptions (``keeping``): one
+        collection's records served alone, a store of one's own without
+        atomic steps."""
         settings = Options.of(app.settings)
-        kept = keeping(storage)
-        kept.prepare()
+        try:
+            kept = keeping(storage)
+        except ValueError:
+            return None
         sender = Sender(kept, settings, storage)
         webhooks = Webhooks(kept, sender, settings)
         app.router.add(PATH, webhooks.collection)
         app.router.add(PATH + "/{id:int}", webhooks.item)
         app.feed_hooks.append(sender.add_feed)
+        app.starters.append(sender.serving)
         app.stoppers.append(sender.stop)
         app.on_close(sender.stop)
         # A server that stops its workers without telling the app (gunicorn's

@@ -9,7 +9,7 @@ records reach its feed, pages and metrics, and a secret must reach none).
   ``step.db``; the SQL its ``dialect`` speaks): ``usersvc_webhooks``, one
   row a subscription, and ``usersvc_webhook_positions``, one row a
   subscription and collection, the last position delivered. Made when the
-  feature plugs in (``prepare``). Every change a commit.
+  feature first uses the store (``prepare``). Every change a commit.
 
 Several processes on one store share its subscriptions: each is held by
 one at a time (``holder``, until ``lease``, Unix time), taken by a
@@ -70,7 +70,6 @@ class Kept(Protocol):
     #: store finds them), or only this one's routes (which tell the sender).
     shared: bool
 
-    def prepare(self) -> None: ...
     def create(self, made: Subscription) -> Subscription: ...
     def get(self, subscription_id: int) -> Subscription | None: ...
     def all(self) -> list[Subscription]: ...
@@ -98,9 +97,6 @@ class MemoryKept:
         self._lock = threading.Lock()
         self._kept: dict[int, Subscription] = {}
         self._last_id = 0
-
-    def prepare(self) -> None:
-        pass
 
     def create(self, made: Subscription) -> Subscription:
         with self._lock:
@@ -173,6 +169,7 @@ class SQLKept:
 
     def __init__(self, storage: Any, mark: str, postgres: bool) -> None:
         self.storage, self.postgres = storage, postgres
+        self.prepared = False       # (its tables: made when first used)
         m = mark
         self.m = m
         self.select = f"SELECT {', '.join(COLUMNS)} FROM usersvc_webhooks"
@@ -196,21 +193,29 @@ class SQLKept:
     # -- making the tables -------------------------------------------------
 
     def prepare(self) -> None:
-        """The feature's tables, made if the store has none yet (a look
-        first, in a read: most starts find them; on
-        PostgreSQL under a lock, so that processes starting at once wait
-        for the first rather than race in its catalogue)."""
-        found = ("SELECT to_regclass('usersvc_webhook_positions') IS NOT NULL" if self.postgres
-                 else "SELECT count(*) FROM sqlite_master WHERE name = 'usersvc_webhook_positions'")
-        if self._step(lambda db: db.execute(found).fetchone()[0]):
-            return          # (made before: an app's start writes nothing)
+        """The feature's tables, made if the store has none yet, when a
+        route first uses the store (not as the app is built, nor by the
+        sender, which finds no subscription in tables not made: a store
+        that is read-only serves all the same; on PostgreSQL under a lock,
+        so that processes starting at once wait for the first rather than
+        race in its catalogue)."""
+        if not self.found():
+            def made(db: Any) -> None:
+                if self.postgres:
+                    db.execute("SELECT pg_advisory_xact_lock(hashtext('usersvc_webhooks'))")
+                for statement in tables(self.postgres):
+                    db.execute(statement)
+            self._atomically(made, reads_only=False)
+            self.prepared = True
 
-        def made(db: Any) -> None:
-            if self.postgres:
-                db.execute("SELECT pg_advisory_xact_lock(hashtext('usersvc_webhooks'))")
-            for statement in tables(self.postgres):
-                db.execute(statement)
-        self._step(made, reads_only=False)
+    def found(self) -> bool:
+        """Whether the tables are there (looked at in a read until they are)."""
+        if not self.prepared:
+            self.prepared = bool(self._atomically(lambda db: db.execute(
+                "SELECT to_regclass('usersvc_webhook_positions') IS NOT NULL" if self.postgres
+                else "SELECT count(*) FROM sqlite_master "
+                     "WHERE name = 'usersvc_webhook_positions'").fetchone()[0]))
+        return self.prepared
 
     # -- the routes' ----------------------------------------------------------
 
@@ -269,6 +274,8 @@ class SQLKept:
         all it has until ``lease``), giving back the disabled ones. A look
         that would change nothing (the usual one: no subscription, or all
         held and no renewal due) writes nothing: it reads."""
+        if not self.found():
+            return []       # (no table yet: no subscription)
         m = self.m
         to_do = (f"SELECT count(*) FROM usersvc_webhooks WHERE (holder = {m} AND "
                  f"(enabled = 0 OR {m} = 1)) OR (enabled = 1 AND (holder IS NULL OR lease < {m}))")
@@ -334,7 +341,13 @@ class SQLKept:
 
     def _step(self, run: Callable[[Any], T], reads_only: bool = True) -> T:
         """``run(db)`` in a step of the store's (``reads_only``: it reads,
-        then makes one write at most, so the store need keep nothing to undo)."""
+        then makes one write at most, so the store need keep nothing to
+        undo), the tables made first if this is the first."""
+        if not self.prepared:
+            self.prepare()
+        return self._atomically(run, reads_only)
+
+    def _atomically(self, run: Callable[[Any], T], reads_only: bool = True) -> T:
         result: T = self.storage.atomically((), lambda step: run(step.db),
                                             nothing_to_undo=reads_only)
         return result

@@ -101,11 +101,18 @@ class Sender:
     # -- as the app is built and served ---------------------------------------
 
     def add_feed(self, changes: Changes) -> None:
-        """A feed the app serves (``App.feed_hooks``): deliverable from now;
-        the first starts the scheduler where other processes may make
-        subscriptions (else the first subscription made here does)."""
+        """A feed the app serves (``App.feed_hooks``): deliverable from now."""
         self.feeds[changes.schema.plural] = changes
-        if self.kept.shared:
+
+    def serving(self, req: Any = None) -> None:
+        """This process serves (``App.starters``: each request; or a server
+        that says so as it starts): the first time, the scheduler starts
+        where other processes may make subscriptions (else the first
+        subscription made here starts it). Not as the app is built: a
+        server's master (gunicorn's ``--preload``, uWSGI) builds it, serves
+        nothing and forks its workers, which would be copied from it
+        mid-write to the store."""
+        if self._thread is None and self.kept.shared:
             self._start()
 
     def poke(self) -> None:
