@@ -62,9 +62,9 @@ def test_a_browser_sees_each_subscription_and_its_state_never_its_secret(store_u
         assert "<h1>Webhook subscriptions</h1>" in listing and "3 subscriptions." in listing
         seen = rows(listing)
         assert seen[str(good["id"])] == [
-            "1", receiver.url("/good"), "every collection", "yes", "users 3 · up to date", "0",
+            str(good["id"]), receiver.url("/good"), "every collection", "yes", "users 3 · up to date", "0",
             "none", "none"]
-        one, url, collections, enabled, delivered, failures, next_at, last = seen[
+        _, url, collections, enabled, delivered, failures, next_at, last = seen[
             str(failing["id"])]
         assert (url, collections, enabled, failures) == (receiver.url("/failing"), "users",
                                                          "yes", "1")
@@ -74,8 +74,8 @@ def test_a_browser_sees_each_subscription_and_its_state_never_its_secret(store_u
         assert last.startswith("HTTP 500 ") and last.endswith(" UTC")
         assert seen[str(gone["id"])][3] == "no the receiver answered 410 Gone"
         assert f'<a href="/webhooks/{good["id"]}">{receiver.url("/good")}</a>' in listing
-        assert '<tr data-id="2" class="failing">' in listing
-        assert '<tr data-id="3" class="disabled">' in listing
+        assert f'<tr data-id="{failing["id"]}" class="failing">' in listing
+        assert f'<tr data-id="{gone["id"]}" class="disabled">' in listing
 
         text = page(client.get(f"/webhooks/{failing['id']}", headers={"Accept": BROWSER}))
         assert f"<h1>Webhook subscription {failing['id']}</h1>" in text
