@@ -573,3 +573,36 @@ def test_settings_read_the_tokens_with_the_tokens_feature_when_it_is_in(tmp_path
     assert Settings(tokens=read).tokens is read
     with pytest.raises(SettingError, match="^USERSVC_TOKENS_FILE cannot be used: .*No such file"):
         Settings.from_environment({"USERSVC_TOKENS_FILE": str(tmp_path / "none")})
+
+
+class Levelled:
+    """A feature of one's own with a setting of its own (``usersvc.hooks``,
+    "Its settings"): ``level``, a whole number from 1 to 5, read from a
+    value or a text; what it was given is in ``app.settings.own``."""
+
+    name = "levelled"
+    options = {"levelled_level": ("N", "how level (1 to 5)")}
+
+    def read_setting(self, name, value):
+        level = int(value)
+        if not 1 <= level <= 5:
+            raise ValueError(f"must be from 1 to 5, not {value!r}")
+        return level
+
+    def plug(self, app, storage, plugged):
+        return app.settings.own.get("levelled_level", 3)
+
+
+def test_a_feature_of_your_own_has_settings_of_its_own_as_make_app_keywords():
+    app = make_app("memory://", features=(Levelled(),), levelled_level="4")
+    assert app.settings.own == {"levelled_level": 4}
+    assert app.plugged["levelled"] == 4
+    assert make_app("memory://", features=(Levelled(),)).plugged["levelled"] == 3
+    with pytest.raises(SettingError, match="^levelled_level cannot be used: must be from 1 to 5"):
+        make_app("memory://", features=(Levelled(),), levelled_level=9)
+    for features in ((), DEFAULT_FEATURES):     # (nobody's, then: not one a feature given has)
+        with pytest.raises(SettingError, match="^levelled_level is not a setting of usersvc's "
+                                               "or of a feature's"):
+            make_app("memory://", features=features, levelled_level=4)
+    with pytest.raises(SettingError, match="^max_batch is not a setting of usersvc's"):
+        Settings("memory://", own={"max_batch": 3})     # (a field is given as a field)

@@ -35,8 +35,9 @@ from helpers import ADA
 from standardwebhooks import Webhook
 
 from usersvc import DEFAULT_FEATURES, USER, build_app, make_app, open_store
-from usersvc.features.webhooks import WebhooksSettings, targets
-from usersvc.settings import SettingError
+from usersvc.features.webhooks import Options, targets
+from usersvc.serving.server import parse_args, parser
+from usersvc.settings import SettingError, Settings
 
 #: The longest any wait here may last before the test fails.
 DEADLINE = 20.0
@@ -138,7 +139,8 @@ def served(storage: Any, collections: Any = None, **settings: Any) -> Iterator[C
     settings.setdefault("webhooks_allow_private", True)
     settings.setdefault("webhooks_retries", "0.05,0.1")
     settings.setdefault("features", FEATURES)
-    app = build_app(WebhooksSettings(storage, **settings), collections)
+    own = {name: settings.pop(name) for name in list(settings) if name.startswith("webhooks_")}
+    app = build_app(Settings(storage, **settings, own=own), collections)
     try:
         yield Client(app)
     finally:
@@ -569,17 +571,45 @@ def test_webhooks_are_a_feature_named_webhooks_not_among_the_defaults(receiver):
 def test_its_settings_are_refused_without_it_or_when_they_cannot_be_used():
     with pytest.raises(SettingError, match="webhooks_timeout is a setting of the webhooks "
                                            "feature, which is not among the features"):
-        WebhooksSettings("memory://", webhooks_timeout=1)
+        make_app("memory://", webhooks_timeout=1)
+    with pytest.raises(SettingError, match="webhooks_timeot is not a setting of usersvc's"):
+        make_app("memory://", features=FEATURES, webhooks_timeot=1)
     for name, value, said in [("webhooks_timeout", 0, "more than 0 seconds"),
                               ("webhooks_retries", "5,soon", "seconds"),
                               ("webhooks_retries", [-1], "0 seconds or more"),
                               ("webhooks_allow_private", "perhaps", "true or false")]:
         with pytest.raises(SettingError, match=f"{name} cannot be used: .*{said}"):
-            WebhooksSettings("memory://", features=FEATURES, **{name: value})
-    read = WebhooksSettings("memory://", features=FEATURES, webhooks_retries="1, 2.5",
-                            webhooks_timeout="3", webhooks_allow_private="on")
-    assert (read.webhooks_retries, read.webhooks_timeout, read.webhooks_allow_private) == (
-        (1.0, 2.5), 3.0, True)
+            make_app("memory://", features=FEATURES, **{name: value})
+    read = Settings("memory://", features=FEATURES, own={
+        "webhooks_retries": "1, 2.5", "webhooks_timeout": "3", "webhooks_allow_private": "on"})
+    assert read.own == {"webhooks_retries": (1.0, 2.5), "webhooks_timeout": 3.0,
+                        "webhooks_allow_private": True}
+    assert Options.of(read) == Options(True, (1.0, 2.5), 3.0)
+    assert Options.of(Settings("memory://", features=FEATURES)) == Options()
+
+
+def test_its_settings_are_a_server_s_options_and_variables_too():
+    """Spelt as every setting is by its source: ``--webhooks-retries``,
+    ``USERSVC_WEBHOOKS_RETRIES``; a switch without a value; each shown in
+    ``--help`` with its default; a value refused in one line that names it."""
+    args = parse_args(["--features", "default,webhooks", "--webhooks-allow-private",
+                       "--webhooks-retries", "1,2", "--webhooks-timeout", "4"])
+    assert Options.of(args.settings) == Options(True, (1.0, 2.0), 4.0)
+    assert args.given["webhooks_allow_private"] == "1"      # (handed on as text: granian)
+    assert Options.of(parse_args(["--features", "default,webhooks"]).settings) == Options()
+    with pytest.raises(SettingError, match="^--webhooks-timeout cannot be used: must be more"):
+        parse_args(["--features", "default,webhooks", "--webhooks-timeout", "0"])
+    with pytest.raises(SettingError, match="^--webhooks-retries is a setting of the webhooks"):
+        parse_args(["--features", "default", "--webhooks-retries", "1"])
+    help_text = " ".join(parser().format_help().split())
+    assert "--webhooks-allow-private let webhooks deliver" in help_text
+    assert "--webhooks-retries SECONDS,..." in help_text and "27.7 hours" in help_text
+    assert "--webhooks-timeout SECONDS" in help_text and "(default: 10)" in help_text
+    environ = {"USERSVC_FEATURES": "default,webhooks", "USERSVC_WEBHOOKS_ALLOW_PRIVATE": "1",
+               "USERSVC_WEBHOOKS_RETRIES": "3", "USERSVC_WEBHOOKS_TIMEOUT": "2.5"}
+    assert Options.of(Settings.from_environment(environ)) == Options(True, (3.0,), 2.5)
+    with pytest.raises(SettingError, match="^USERSVC_WEBHOOKS_ALLOW_PRIVATE cannot be used"):
+        Settings.from_environment({**environ, "USERSVC_WEBHOOKS_ALLOW_PRIVATE": "maybe"})
 
 
 def test_a_store_with_nowhere_to_keep_subscriptions_is_refused():

@@ -62,8 +62,8 @@ def test_a_browser_sees_each_subscription_and_its_state_never_its_secret(store_u
         assert "<h1>Webhook subscriptions</h1>" in listing and "3 subscriptions." in listing
         seen = rows(listing)
         assert seen[str(good["id"])] == [
-            str(good["id"]), receiver.url("/good"), "every collection", "yes", "users 3 · up to date", "0",
-            "none", "none"]
+            str(good["id"]), receiver.url("/good"), "every collection", "yes",
+            "users 3 · up to date", "0", "none", "none"]
         _, url, collections, enabled, delivered, failures, next_at, last = seen[
             str(failing["id"])]
         assert (url, collections, enabled, failures) == (receiver.url("/failing"), "users",

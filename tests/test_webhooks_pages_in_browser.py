@@ -20,8 +20,7 @@ import test_webhooks
 from helpers import call, serve, stop
 from test_webhooks import FEATURES, READER, WRITER, verified
 
-from usersvc import build_app
-from usersvc.features.webhooks import WebhooksSettings
+from usersvc import make_app
 
 chromium.require()
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -36,9 +35,8 @@ AUTH = {"Authorization": f"Bearer {WRITER}"}
 def service(receiver):
     """A server with webhooks (a retry a minute away: a failure stays in
     sight) and tokens, on 127.0.0.1; and its address."""
-    app = build_app(WebhooksSettings("memory://", features=FEATURES, webhooks_allow_private=True,
-                                     webhooks_retries="60",
-                                     tokens={WRITER: "write", READER: "read"}))
+    app = make_app("memory://", features=FEATURES, webhooks_allow_private=True,
+                   webhooks_retries="60", tokens={WRITER: "write", READER: "read"})
     server = serve(app)
     yield f"http://127.0.0.1:{server.effective_port}", ("127.0.0.1", server.effective_port)
     stop(server)

@@ -81,7 +81,7 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
              idempotency_ttl: int = DEFAULT_IDEMPOTENCY_TTL, max_batch: int = DEFAULT_MAX_BATCH,
              metrics: bool = False,
              features: Iterable[str | Feature] = DEFAULT_FEATURES,
-             speedups: bool = True) -> App:
+             speedups: bool = True, **own: Any) -> App:
     """A WSGI app serving each of ``collections`` (default: ``USER`` alone)
     at ``/<plural>``, from ``storage``: a URL (``memory://``,
     ``sqlite:///users.db``, ``postgresql://...``) for a store the app opens
@@ -113,12 +113,15 @@ def make_app(storage: str | Storage | RecordStore = DEFAULT_STORAGE, *,
     serves the plain core. A value it cannot use, or a setting of a feature
     left out, is a ``ValueError`` (``usersvc.settings.SettingError``) that names it.
     ``speedups=False``: every plain definition, no fast path (``usersvc.fast``:
-    what a reader learns from; the process's, as the last app built asks)."""
+    what a reader learns from; the process's, as the last app built asks).
+    ``own``: a feature's settings of its own, by name (the webhooks
+    feature's ``webhooks_allow_private``, ``webhooks_retries``,
+    ``webhooks_timeout``: ``usersvc.features.webhooks.options``)."""
     given = features if isinstance(features, str) else tuple(features)    # (a text: names)
     settings = Settings(storage, max_body_size=max_body_size, tokens=tokens,
                         max_waiting=max_waiting, stream_seconds=stream_seconds,
                         idempotency_ttl=idempotency_ttl, max_batch=max_batch, metrics=metrics,
-                        speedups=speedups,
+                        speedups=speedups, own=own,
                         # (read as the settings are made: a frozenset, a tuple of features)
                         cors_origins=cors_origins, features=given)  # type: ignore[arg-type]
     return build_app(settings, collections)

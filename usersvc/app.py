@@ -145,7 +145,7 @@ class App:
         route, params = found
         if req.method == "OPTIONS":             # the methods, and the bodies they read
             bodies = {"POST": ("Accept-Post", getattr(route.target, "accepts", BODY_TYPES)),
-                      "PATCH": ("Accept-Patch", PATCH_TYPES)}
+                      "PATCH": ("Accept-Patch", getattr(route.target, "patches", PATCH_TYPES))}
             return Response(204, headers=[("Allow", route.allow)] + [
                 (name, ", ".join(types)) for method, (name, types) in bodies.items()
                 if method in route.responders])

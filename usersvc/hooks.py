@@ -50,13 +50,28 @@ as a server's option or variable spells it). The tokens feature reads
 ``tokens`` (a mapping, or a tokens file's ``Path`` from ``--tokens-file``)
 into ``Tokens`` so: the core's settings never import a feature.
 
+A setting ``Settings`` has no field for is the feature's own (the
+webhooks feature's three): given as ``make_app``'s keyword
+(``webhooks_timeout=2``), a server's option (``--webhooks-timeout 2``) or
+variable (``USERSVC_WEBHOOKS_TIMEOUT=2``), read by ``read_setting`` (from
+a value or a text), and kept in ``app.settings.own`` by name (what was
+not given is not there: the feature's default). A server shows each as
+the feature's ``options`` say: ``{name: (metavar, help)}``, a metavar of
+``None`` for a switch that takes no value (given as ``"1"``); it imports
+the feature to ask. A feature object of yours may have settings of its
+own too, named in its ``options``: ``make_app``'s keywords only (a server
+reads the options of ``KNOWN``'s features).
+
 **The hooks** (in the order a request meets them):
 
 ``app.starters``: ``start(req) -> None``, each request as it comes,
     before anything is judged (metrics start counting). Must not raise.
 ``app.router``: ``app.router.add(path, resource)``: a route, whose
     ``on_get``/``on_post``... answer ``(req, fmt, **params)``; its
-    ``offers`` say what it answers in (``None``: not negotiated).
+    ``offers`` say what it answers in (``None``: not negotiated), its
+    ``accepts`` and ``patches`` the body types a POST and a PATCH read
+    (what ``OPTIONS`` names in ``Accept-Post``, ``Accept-Patch``; the
+    collections' unless it says).
 ``req.route``: not a hook but the core's, read by any: the template of
     the route the request matched (``/users/{id}``; ``""``: none), set by
     ``App.handle`` as soon as it is routed, before the checks, so that an
@@ -146,7 +161,7 @@ with one is made each time it is sent.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:       # (only named: the core imports this module)
@@ -178,6 +193,8 @@ if TYPE_CHECKING:       # (only named: the core imports this module)
         def metrics(self) -> bool: ...
         @property
         def metrics_dir(self) -> str | None: ...
+        @property
+        def own(self) -> Mapping[str, Any]: ...
 
 #: The features usersvc has, by name: where each is (``module:attribute``,
 #: imported only when an app plugs it in) and the settings that are its.
@@ -192,7 +209,8 @@ KNOWN: dict[str, tuple[str, tuple[str, ...]]] = {
     "waiting": ("usersvc.features.waiting:FEATURE", ("max_waiting", "stream_seconds")),
     "metrics": ("usersvc.features.metrics:FEATURE",
                 ("metrics_port", "metrics_dir", "metrics_host", "metrics")),
-    "webhooks": ("usersvc.features.webhooks:FEATURE", ()),
+    "webhooks": ("usersvc.features.webhooks:FEATURE",
+                 ("webhooks_allow_private", "webhooks_retries", "webhooks_timeout")),
 }
 
 #: What ``make_app()`` serves unless told otherwise: every feature, in the

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +82,10 @@ class Settings:
     server reads as ``module:NAME`` entries (``read_collections``).
     ``features``: what plugs into the core (``usersvc.hooks``; as text,
     ``read_features``); a setting of a feature left out is refused;
-    ``speedups``, the fast paths (``usersvc.fast``; as text, on or off)."""
+    ``speedups``, the fast paths (``usersvc.fast``; as text, on or off).
+    ``own``: a feature's settings of its own, those the core has no field
+    for, by name (``{"webhooks_timeout": 2.0}``), each read by its feature
+    (``usersvc.hooks``, "Its settings")."""
 
     storage: Any = DEFAULT_STORAGE           # a URL, or an open store
     max_body_size: int = DEFAULT_MAX_BODY_SIZE
@@ -101,6 +104,7 @@ class Settings:
     collections: tuple[Schema, ...] | None = None   # the schemas to serve (None: users)
     features: tuple[str | Feature, ...] = DEFAULT_FEATURES
     speedups: bool = True
+    own: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         def set_(name: str, value: Any) -> None:        # (a frozen dataclass's own field)
@@ -158,6 +162,8 @@ class Settings:
                     values[name] = read_features(text)
                 elif name in _LEAST or name == "metrics_port":
                     values[name] = _whole(name, text)
+                elif name not in FIELDS:    # a feature's own: its feature reads the text
+                    values.setdefault("own", {})[name] = text
                 else:
                     values[name] = text
             return cls(**values)
@@ -169,7 +175,7 @@ class Settings:
     def from_environment(cls, environ: Mapping[str, str]) -> Settings:
         """Settings from ``USERSVC_*`` variables; any other ``USERSVC_``
         variable (but the tests' ``USERSVC_TEST_*``) is refused by name."""
-        known = {as_variable(name): name for name in READ_FROM_TEXT}
+        known = {as_variable(name): name for name in (*READ_FROM_TEXT, *own_settings())}
         unknown = sorted(k for k in environ if k.startswith("USERSVC_") and k not in known
                          and not k.startswith("USERSVC_TEST_"))
         if unknown:
@@ -185,6 +191,14 @@ READ_FROM_TEXT = ("storage", "tokens_file", "cors_origins", "max_body_size", "pr
                   "max_waiting", "stream_seconds", "access_log", "idempotency_ttl", "max_batch",
                   "collections", "features", "speedups", "metrics_port", "metrics_host",
                   "metrics_dir")
+
+
+def own_settings() -> dict[str, str]:
+    """The settings of ``hooks.KNOWN``'s features that are their own (no
+    field of ``Settings``'s), each with its feature's name: read from text
+    as the others are (``--webhooks-timeout``, ``USERSVC_WEBHOOKS_TIMEOUT``)."""
+    return {setting: name for name, (_, owned) in KNOWN.items() for setting in owned
+            if setting not in FIELDS}
 
 
 _SWITCHES = {"access_log": ("0", "1"), "speedups": ("on", "off")}     # (one of two words)
@@ -230,30 +244,48 @@ def read_features(text: str) -> tuple[Any, ...]:
 
 def _checked_features(settings: Settings) -> tuple[str | Feature, ...]:
     """``settings.features``: known names or features, none twice; a
-    setting of a feature left out refused, by name; one given read by its
-    feature's ``read_setting``, if it has one (``usersvc.hooks``), so that
-    a value it cannot use is refused as the settings are made."""
+    setting of a feature left out refused, by name, as one no feature has;
+    one given read by its feature's ``read_setting``, if it has one
+    (``usersvc.hooks``), so that a value it cannot use is refused as the
+    settings are made. A feature's own settings (``settings.own``) are
+    ``KNOWN``'s, or those a feature object of yours names in its ``options``."""
     given = settings.features
     features = read_features(given) if isinstance(given, str) else tuple(given)
     try:
         names = named(features)
     except ValueError as e:
         raise SettingError("features", f"cannot be used: {e}") from None
-    for name, (_, owned) in KNOWN.items():
-        for setting in owned:
-            value = getattr(settings, setting)
-            if value == Settings.__dataclass_fields__[setting].default:
-                continue
-            if name not in names:
-                raise SettingError(setting, f"is a setting of the {name} feature, which is "
-                                            f"not among the features")
-            read = getattr(resolved([features[names.index(name)]])[0], "read_setting", None)
-            try:        # the feature reads its own (``usersvc.hooks``: tokens)
-                read_value = value if read is None else read(setting, value)
-            except ValueError as e:
-                raise SettingError(setting, f"cannot be used: {e}") from None
+    owner = {setting: name for name, (_, owned) in KNOWN.items() for setting in owned}
+    for name, feature in zip(names, features, strict=True):
+        if name not in KNOWN:       # a feature of yours: the settings it names its own
+            owner |= dict.fromkeys(getattr(feature, "options", None) or (), name)
+    given_values = {setting: getattr(settings, setting) for setting in owner
+                    if setting in FIELDS
+                    and getattr(settings, setting) != FIELDS[setting].default}
+    for setting in settings.own:
+        if setting in FIELDS or setting not in owner:
+            raise SettingError(setting, "is not a setting of usersvc's or of a feature's")
+    own = dict(settings.own)
+    for setting, value in (given_values | own).items():
+        name = owner[setting]
+        if name not in names:
+            raise SettingError(setting, f"is a setting of the {name} feature, which is "
+                                        f"not among the features")
+        read = getattr(resolved([features[names.index(name)]])[0], "read_setting", None)
+        try:        # the feature reads its own (``usersvc.hooks``: tokens)
+            read_value = value if read is None else read(setting, value)
+        except ValueError as e:
+            raise SettingError(setting, f"cannot be used: {e}") from None
+        if setting in own:
+            own[setting] = read_value
+        else:
             object.__setattr__(settings, setting, read_value)
+    object.__setattr__(settings, "own", own)
     return features
+
+
+#: ``Settings``' fields, by name.
+FIELDS = Settings.__dataclass_fields__
 
 
 def imported(module_name: str, setting: str, entry: str = "") -> Any:

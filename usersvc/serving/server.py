@@ -22,6 +22,7 @@ from typing import Any
 from waitress.server import create_server
 
 from .. import USER, Schema, build_app
+from ..hooks import DEFAULT_FEATURES, KNOWN, name_of, resolved
 from ..release import VERSION, install_hint
 from ..settings import (
     DEFAULT_IDEMPOTENCY_TTL,
@@ -32,6 +33,7 @@ from ..settings import (
     SettingError,
     Settings,
     as_option,
+    own_settings,
 )
 from ..storage import redact
 from .limits import (
@@ -125,9 +127,15 @@ def parser(commands: bool = False) -> argparse.ArgumentParser:
                         "or a tuple (default: users)")
     p.add_argument("--features", default=None, metavar="NAMES",
                    help="what plugs into the core, separated by commas: default, none (the "
-                        "plain core), names (pages, openapi, health, cors, tokens, idempotency, "
-                        "batch, waiting, metrics), MODULE:NAME for one of yours "
-                        "(default: default)")
+                        f"plain core), names ({', '.join(KNOWN)}), MODULE:NAME for one of "
+                        f"yours (default: {','.join(map(name_of, DEFAULT_FEATURES))})")
+    for name, feature in own_settings().items():     # (the features' own: webhooks)
+        # (``options``: what a feature with settings of its own has, not a Feature's member)
+        metavar, said = resolved([feature])[0].options[name]    # type: ignore[attr-defined]
+        if metavar is None:     # a switch: given as "1", as its variable would be
+            p.add_argument(as_option(name), action="store_const", const="1", help=said)
+        else:
+            p.add_argument(as_option(name), metavar=metavar, help=said)
     p.add_argument("--speedups", default=None, choices=("on", "off"),
                    help="the fast paths, or every plain definition (usersvc.fast; default: on)")
     p.add_argument("--version", action="version", version=f"usersvc {VERSION}")
@@ -152,7 +160,8 @@ def parse_args(argv: Sequence[str] | None, commands: bool = False) -> argparse.N
     #: The app's settings as given in text (``granian_server`` hands them on).
     args.given = {name: text for name in ("storage", "max_body_size", "prefix", "tokens_file",
                                           "max_waiting", "idempotency_ttl", "max_batch",
-                                          "stream_seconds", "collections", "features", "speedups")
+                                          "stream_seconds", "collections", "features", "speedups",
+                                          *own_settings())
                   if (text := getattr(args, name)) is not None}
     args.settings = Settings.from_text(
         args.given, as_option,

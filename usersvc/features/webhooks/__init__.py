@@ -13,7 +13,7 @@ its receiver acknowledges (``sender``: a thread beside the server's
 workers). The routes (``routes``): ``/webhooks``, ``/webhooks/{id}``,
 needing a ``write`` token when tokens are on. Targets are checked at
 subscribe and at each attempt (``targets``), messages signed (``signing``).
-Its settings (``options``): ``webhooks_allow_private``,
+Its settings (``options``), its own (``usersvc.hooks``): ``webhooks_allow_private``,
 ``webhooks_retries``, ``webhooks_timeout``.
 
 What it plugs into: ``app.router`` (its routes), ``app.feed_hooks`` (to
@@ -32,7 +32,7 @@ from ...request import Request
 from ...storage.protocol import Atomic, Transactional
 from . import options
 from .kept import Kept, MemoryKept, SQLKept
-from .options import Options, WebhooksSettings
+from .options import OPTIONS, Options
 from .routes import PATH, Webhooks
 from .sender import Sender
 
@@ -57,6 +57,7 @@ class WebhooksFeature:
     """Subscriptions, their routes, and their deliveries."""
 
     name = "webhooks"
+    options = OPTIONS       # its settings, as a server shows them (``usersvc.hooks``)
 
     def read_setting(self, name: str, value: Any) -> Any:
         """One of its settings as given (``options.read``)."""
@@ -93,5 +94,4 @@ class WebhooksFeature:
 
 FEATURE = WebhooksFeature()
 
-__all__ = ["FEATURE", "Options", "PATH", "Webhooks", "WebhooksFeature", "WebhooksSettings",
-           "keeping"]
+__all__ = ["FEATURE", "Options", "PATH", "Webhooks", "WebhooksFeature", "keeping"]

@@ -66,6 +66,10 @@ class Subscription:
 class Kept(Protocol):
     """What the sender and the routes ask of where subscriptions are kept."""
 
+    #: Whether other processes may make subscriptions here (a look at the
+    #: store finds them), or only this one's routes (which tell the sender).
+    shared: bool
+
     def prepare(self) -> None: ...
     def create(self, made: Subscription) -> Subscription: ...
     def get(self, subscription_id: int) -> Subscription | None: ...
@@ -87,6 +91,8 @@ def _copy(subscription: Subscription) -> Subscription:
 class MemoryKept:
     """Subscriptions in this process, for an app on ``memory://``: held by
     its one sender (``claim`` gives every enabled one)."""
+
+    shared = False
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -163,6 +169,8 @@ class SQLKept:
     (``storage.atomically``; ``mark``: its driver's placeholder;
     ``postgres``: which of the two it is)."""
 
+    shared = True
+
     def __init__(self, storage: Any, mark: str, postgres: bool) -> None:
         self.storage, self.postgres = storage, postgres
         m = mark
@@ -188,9 +196,15 @@ class SQLKept:
     # -- making the tables -------------------------------------------------
 
     def prepare(self) -> None:
-        """The feature's tables, made if the store has none yet (on
+        """The feature's tables, made if the store has none yet (a look
+        first, in a read: most starts find them; on
         PostgreSQL under a lock, so that processes starting at once wait
         for the first rather than race in its catalogue)."""
+        found = ("SELECT to_regclass('usersvc_webhook_positions') IS NOT NULL" if self.postgres
+                 else "SELECT count(*) FROM sqlite_master WHERE name = 'usersvc_webhook_positions'")
+        if self._step(lambda db: db.execute(found).fetchone()[0]):
+            return          # (made before: an app's start writes nothing)
+
         def made(db: Any) -> None:
             if self.postgres:
                 db.execute("SELECT pg_advisory_xact_lock(hashtext('usersvc_webhooks'))")
@@ -252,8 +266,15 @@ class SQLKept:
     def claim(self, holder: str, now: float, lease: float, renew: bool) -> list[Subscription]:
         """The subscriptions ``holder`` holds, after taking each enabled one
         nobody holds or whose lease ran out (and, with ``renew``, holding
-        all it has until ``lease``), giving back the disabled ones."""
+        all it has until ``lease``), giving back the disabled ones. A look
+        that would change nothing (the usual one: no subscription, or all
+        held and no renewal due) writes nothing: it reads."""
         m = self.m
+        to_do = (f"SELECT count(*) FROM usersvc_webhooks WHERE (holder = {m} AND "
+                 f"(enabled = 0 OR {m} = 1)) OR (enabled = 1 AND (holder IS NULL OR lease < {m}))")
+        if not self._step(lambda db: db.execute(to_do, (holder, int(renew), now)).fetchone()[0]):
+            return self._step(lambda db: self._read(db, f"WHERE holder = {m} ORDER BY id",
+                                                    (holder,)))
 
         def run(db: Any) -> list[Subscription]:
             db.execute(f"UPDATE usersvc_webhooks SET holder = NULL, lease = 0 "

@@ -4,19 +4,16 @@ or a server's text (``read``), and where an app's are found (``of``).
 ``webhooks_allow_private`` (targets on loopback and private networks
 allowed), ``webhooks_retries`` (the seconds before each retry after a
 failure; after the last, the subscription is disabled), ``webhooks_timeout``
-(seconds an attempt may take). The core's ``Settings`` has no field of
-theirs yet (docs/decisions.md, "Webhooks: the feed is the outbox"):
-``WebhooksSettings`` adds them, checked as the core checks its own.
+(seconds an attempt may take). They are the feature's own (``Settings``
+has no field of theirs: ``usersvc.hooks``, "Its settings"): given as
+``make_app(webhooks_timeout=2)``, ``--webhooks-timeout 2`` or
+``USERSVC_WEBHOOKS_TIMEOUT=2``, read here, found in ``settings.own``.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, NamedTuple
-
-from ...hooks import named, resolved
-from ...settings import SettingError, Settings
 
 #: The default schedule: the first retry within seconds, the whole at
 #: least a day (27.7 hours), as the contract asks.
@@ -27,6 +24,19 @@ MOST_RETRIES = 100
 LONGEST_TIMEOUT = 300.0
 
 NAMES = ("webhooks_allow_private", "webhooks_retries", "webhooks_timeout")
+#: How a server shows each (``usersvc.hooks``): its metavar (``None``: a switch), its help.
+OPTIONS = {
+    "webhooks_allow_private": (None, "let webhooks deliver to targets on loopback, private, "
+                                     "link-local or reserved addresses (an internal network, "
+                                     "a test; default: refused)"),
+    "webhooks_retries": ("SECONDS,...", "the seconds before each retry of a failed webhook "
+                                        "delivery; after the last, the subscription is "
+                                        "disabled (default: "
+                                        + ",".join(f"{d:g}" for d in DEFAULT_RETRIES)
+                                        + ", 27.7 hours in all)"),
+    "webhooks_timeout": ("SECONDS", f"how long one webhook delivery may take before it is "
+                                    f"tried again (default: {DEFAULT_TIMEOUT:g})"),
+}
 _SWITCH = {"1": True, "on": True, "true": True, "0": False, "off": False, "false": False}
 
 
@@ -39,11 +49,10 @@ class Options(NamedTuple):
 
     @classmethod
     def of(cls, settings: Any) -> Options:
-        """An app's: its settings' fields where it has them (read again:
-        reading is idempotent), the defaults where it has none."""
-        found = [getattr(settings, name, None) for name in NAMES]
-        return cls(*(cls._field_defaults[name.removeprefix("webhooks_")] if value is None
-                     else read(name, value) for name, value in zip(NAMES, found, strict=True)))
+        """An app's: those its settings were given (``settings.own``, read
+        as they were made), the defaults for the rest."""
+        return cls(**{name.removeprefix("webhooks_"): settings.own[name]
+                      for name in NAMES if name in settings.own})
 
 
 def read(name: str, value: Any) -> Any:
@@ -81,33 +90,3 @@ def _numbers(values: Iterable[Any], name: str) -> tuple[float, ...]:
         raise ValueError(f"must be seconds (a number, or numbers separated by commas), "
                          f"not {values!r}")
     return found
-
-
-@dataclass(frozen=True)
-class WebhooksSettings(Settings):
-    """``Settings`` with the webhooks feature's three, until the core has
-    them: ``build_app(WebhooksSettings(storage, features=(..., "webhooks"),
-    webhooks_allow_private=True))``. Each one given (not its default) is
-    read (``read``), and refused if the feature is not among the features,
-    as the core refuses a setting of a feature left out."""
-
-    webhooks_allow_private: Any = False
-    webhooks_retries: Any = DEFAULT_RETRIES
-    webhooks_timeout: Any = DEFAULT_TIMEOUT
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        names = named(self.features)
-        for name in NAMES:
-            value = getattr(self, name)
-            if value == type(self).__dataclass_fields__[name].default:
-                continue
-            if "webhooks" not in names:
-                raise SettingError(name, "is a setting of the webhooks feature, which is not "
-                                         "among the features")
-            feature = resolved([self.features[names.index("webhooks")]])[0]
-            reader = getattr(feature, "read_setting", read)
-            try:
-                object.__setattr__(self, name, reader(name, value))
-            except ValueError as e:
-                raise SettingError(name, f"cannot be used: {e}") from None

@@ -72,9 +72,9 @@ class Webhooks:
         if req.query_string:        # (a write takes none: one is not passed over)
             parameters(req.parameters(), [], f"{req.method} {PATH}")
         media_type = (req.content_type or "").partition(";")[0].strip().lower()
-        if media_type not in ((JSON_TYPE, MERGE_PATCH) if patch else (JSON_TYPE,)):
-            header = ("Accept-Patch", f"{JSON_TYPE}, {MERGE_PATCH}") if patch else (
-                "Accept-Post", JSON_TYPE)
+        accepted = OneSubscription.patches if patch else Subscriptions.accepts
+        if media_type not in accepted:
+            header = ("Accept-Patch" if patch else "Accept-Post", ", ".join(accepted))
             raise Problem(415, f"A subscription is {JSON_TYPE}, in UTF-8.", headers=[header])
         if not req.body:
             raise Problem(400, "The request needs a body.")
@@ -259,6 +259,7 @@ class OneSubscription:
     it (PATCH), its end (DELETE)."""
 
     offers = OFFERS
+    patches = (JSON_TYPE, MERGE_PATCH)      # what PATCH reads (OPTIONS: Accept-Patch)
 
     def __init__(self, hooks: Webhooks) -> None:
         self.hooks = hooks

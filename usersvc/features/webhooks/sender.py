@@ -39,6 +39,9 @@ log = logging.getLogger("usersvc.webhooks")
 #: looks at its feeds when nothing woke it); between two renewals of the
 #: leases held; the shortest lease.
 LOOK = 1.0
+#: Seconds between two looks while this sender holds no subscription: one
+#: made by another process is taken within them (this one's routes say so at once).
+IDLE_LOOK = 5.0
 RENEW = 5.0
 SHORTEST_LEASE = 30.0
 #: Seconds a stop waits for the threads to end.
@@ -99,18 +102,24 @@ class Sender:
 
     def add_feed(self, changes: Changes) -> None:
         """A feed the app serves (``App.feed_hooks``): deliverable from now;
-        the first starts the scheduler."""
+        the first starts the scheduler where other processes may make
+        subscriptions (else the first subscription made here does)."""
         self.feeds[changes.schema.plural] = changes
-        with self._lock:
-            if self._thread is None and not self.stopping:
-                self._thread = threading.Thread(target=self._schedule, daemon=True,
-                                                name="usersvc-webhooks")
-                self._thread.start()
+        if self.kept.shared:
+            self._start()
 
     def poke(self) -> None:
         """A subscription was made or changed here: look now."""
         self._poked = True
         self._wake.set()
+        self._start()
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None and not self.stopping:
+                self._thread = threading.Thread(target=self._schedule, daemon=True,
+                                                name="usersvc-webhooks")
+                self._thread.start()
 
     def stop(self) -> None:
         """The server stops, or the app closes (``App.stoppers``,
@@ -168,6 +177,8 @@ class Sender:
                     if renew:
                         renewed, self.valid_until = now, now + self.lease
                     self._hold(held, look)
+                    if not held:
+                        next_look = clock + IDLE_LOOK
             deadline = self._end_overdue()
             self._wake.wait(max(0.0, min(next_look, deadline) - time.monotonic()))
         self._end()
