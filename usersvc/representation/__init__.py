@@ -163,13 +163,17 @@ def read_document(req: Request, schema: Schema) -> Any:
         header = {"POST": "Accept-Post", "PATCH": "Accept-Patch"}.get(req.method)
         raise Problem(415, f"The body must be {readable}, in UTF-8.",
                       headers=[(header, accepted)] if header else [])
+    return fmt.parse(body_text(req), schema)
+
+
+def body_text(req: Request) -> str:
+    """A request's body as text: a 400 for none, or for one not UTF-8."""
     if not req.body:
         raise Problem(400, "The request needs a body.")
     try:
-        text = req.body.decode("utf-8")
+        return req.body.decode("utf-8")
     except UnicodeDecodeError as e:
         raise Problem(400, f"The body is not valid UTF-8 (byte {e.start}).") from None
-    return fmt.parse(text, schema)
 
 
 class Representations:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...listing import parameters
 from ...problems import Problem, not_json
-from ...representation import Offers
+from ...representation import Offers, body_format, body_text
 from ...representation.json_format import JSON, JSON_TYPE, Format
 from ...request import Request, Response
 from ...schema import Invalid, pointer
@@ -73,15 +73,10 @@ class Webhooks:
             parameters(req.parameters(), [], f"{req.method} {PATH}")
         media_type = (req.content_type or "").partition(";")[0].strip().lower()
         accepted = OneSubscription.patches if patch else Subscriptions.accepts
-        if media_type not in accepted:
+        if media_type not in accepted or body_format(req.content_type, patch=patch) is not JSON:
             header = ("Accept-Patch" if patch else "Accept-Post", ", ".join(accepted))
             raise Problem(415, f"A subscription is {JSON_TYPE}, in UTF-8.", headers=[header])
-        if not req.body:
-            raise Problem(400, "The request needs a body.")
-        try:
-            text = req.body.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise Problem(400, f"The body is not valid UTF-8 (byte {e.start}).") from None
+        text = body_text(req)
         try:
             found = JSON.decode(text)
         except RecursionError:
