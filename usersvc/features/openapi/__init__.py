@@ -55,7 +55,8 @@ class ServiceRoot:
         links.append({"rel": "service-desc", "href": base + OPENAPI_PATH, "type": JSON_TYPE})
         if fmt is self.app.plugged.get("pages"):    # the pages' HTML format
             from ..pages import root_page
-            response = root_page(req, schemas)
+            # (linking to the other features' pages too: the pages' ``places``)
+            response = root_page(req, schemas, self.app.plugged["pages"].places)
             response.headers.append(("Link", f'<{base}{OPENAPI_PATH}>; rel="service-desc"'))
             return revalidated(req, response)
         if fmt is XML:

@@ -1,6 +1,7 @@
 """Pages for people: the HTML representation of ``/``, a collection, a
 record and every problem, a format the app offers once ``plug`` adds it
-(docs/api.md, "Pages for people").
+(docs/api.md, "Pages for people"); and the pages of features that ask for
+them: the webhooks' subscriptions (``webhooks``), linked from ``/``.
 
 The parts of a page that come from data are the format's (``HTMLFormat``):
 a record is a table row, a list the rows, a problem its lines; they know
@@ -84,12 +85,18 @@ def page(req: Request, status: int, title: str, main: Html,
                                             ("Content-Security-Policy", CSP)])
 
 
-def root_page(req: Request, schemas: Sequence[Schema]) -> Response:
+def root_page(req: Request, schemas: Sequence[Schema],
+              places: Sequence[tuple[str, str]] = ()) -> Response:
+    """``/``: a link to each collection, and to the other features' pages
+    (``places``: ``HTMLFormat.places``)."""
     base = _base(req)
     items = Html("".join(
         f'<li><a href="{escape(base)}/{escape(s.plural)}">{escape(s.plural)}</a></li>\n'
         for s in schemas))
-    return page(req, 200, "usersvc", fill("root", collections=items), schemas)
+    more = Html("" if not places else '<h2>Also here</h2>\n<ul class="places">\n' + "".join(
+        f'<li><a href="{escape(base)}{escape(path)}">{escape(title)}</a></li>\n'
+        for path, title in places) + "</ul>\n")
+    return page(req, 200, "usersvc", fill("root", collections=items, places=more), schemas)
 
 
 def collection_page(req: Request, schema: Schema, rows: bytes, count: int,
@@ -144,11 +151,13 @@ def record_page(req: Request, schema: Schema, record: Any, tag: str,
 def problem_page(req: Request, problem: Mapping[str, Any],
                  schemas: Sequence[Schema] = ()) -> Response:
     """A problem document for a person: status, title, sentence, the field
-    errors beside their fields; and on a 401 the form to enter a token."""
+    errors beside their fields; and on a 401 the form to enter a token, on
+    a 403 to enter another (a page a ``read`` token may not see: the
+    webhooks' need a ``write`` one; a write refused is the script's, in its form)."""
     status = problem["status"]
     main = fill("problem", status=status, title=problem["title"], base=_base(req),
                 lines=Html(HTML.render_problem(problem).decode()),
-                token=fill("token") if status == 401 else Html(""))
+                token=fill("token") if status in (401, 403) else Html(""))
     return page(req, status, f"{status} {problem['title']}", main, schemas)
 
 
@@ -174,7 +183,9 @@ class HTMLFormat(Format):
     """HTML, for people in browsers: every value through ``html.escape``
     (a name ``<script>`` is the text ``&lt;script&gt;``). Each page's nav
     links to ``collections`` (an app's list, so those added later are
-    there too), or to the page's own collection."""
+    there too), or to the page's own collection. ``places``: the pages
+    other features serve, which the root page links to, as ``(path,
+    title)``: a feature plugged in after the pages adds its own (webhooks)."""
 
     name = "html"           # its ETag: "7-3-html" (``Format.tag_suffix``)
     media_type = "text/html; charset=utf-8"
@@ -184,6 +195,7 @@ class HTMLFormat(Format):
     def __init__(self, collections: Sequence[Schema] = (),
                  offered: Offered | None = None) -> None:
         self.collections, self.offered = collections, offered
+        self.places: list[tuple[str, str]] = []
 
     def render(self, schema: Schema, record: Mapping[str, Any]) -> bytes:
         """One row: each field, the id and the first other field linking

@@ -21,7 +21,7 @@ OFFERED = 100
 _TEMPLATES = {name: Template(files(__package__).joinpath(f"{name}.html")
                              .read_text(encoding="utf-8"))
               for name in ("layout", "root", "collection", "search", "record", "field", "select",
-                           "problem", "token")}
+                           "problem", "token", "webhooks", "webhook")}
 
 
 class Html(str):

@@ -20,7 +20,9 @@ What it plugs into: ``app.router`` (its routes), ``app.feed_hooks`` (to
 learn each feed, and start delivering once the app serves one),
 ``app.stoppers`` and ``app.on_close`` (to stop), ``app.checks`` (tokens,
 when on), and the store's ``announce_commits`` (to wake when a commit is
-made). A write meets none of it.
+made). A write meets none of it. With the pages plugged in before it,
+its list and each subscription are pages too (``routes``), and the
+service root links to them (the pages' ``places``).
 """
 from __future__ import annotations
 
@@ -74,7 +76,12 @@ class WebhooksFeature:
         except ValueError:
             return None
         sender = Sender(kept, settings, storage)
-        webhooks = Webhooks(kept, sender, settings)
+        # The pages (plugged in before, as in DEFAULT_FEATURES + ("webhooks",)):
+        # the routes answer a browser's GET with a page too, and / links to the list.
+        pages = plugged.get("pages")
+        webhooks = Webhooks(kept, sender, settings, pages)
+        if pages is not None:
+            pages.places.append((PATH, "Webhook subscriptions"))
         app.router.add(PATH, webhooks.collection)
         app.router.add(PATH + "/{id:int}", webhooks.item)
         app.feed_hooks.append(sender.add_feed)

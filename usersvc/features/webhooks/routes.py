@@ -10,13 +10,20 @@ shows one with its state, never its secret; ``PATCH`` (merge patch) may
 change ``url``, ``collections`` (``null``: every one) and ``enabled``;
 ``DELETE`` ends it. What is wrong with a body is a 422 pointing at each
 member, as for records; every answer is ``no-store``.
+
+With the pages plugged in (before this feature), a browser's ``GET``
+(``Accept: text/html``) gets the list, or one subscription, as a page
+(``usersvc.features.pages.webhooks``, made from what ``shown`` gives:
+no secret). The routes offer the pages' HTML after JSON, so JSON wins a
+tie (``*/*``), and a client that asks for JSON gets what it got without
+the pages; a write answers in JSON whatever it asks for.
 """
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...listing import parameters
 from ...problems import Problem, not_json
@@ -28,6 +35,9 @@ from . import signing, targets
 from .kept import Kept, Subscription
 from .options import Options
 from .sender import Sender, rfc3339
+
+if TYPE_CHECKING:       # (the pages' module is imported only when they are plugged in)
+    from ..pages import HTMLFormat
 
 PATH = "/webhooks"
 MERGE_PATCH = "application/merge-patch+json"
@@ -44,9 +54,16 @@ class Webhooks:
     """The two routes' targets (``collection``, ``item``), over ``kept``,
     telling ``sender`` of each change."""
 
-    def __init__(self, kept: Kept, sender: Sender, options: Options) -> None:
+    def __init__(self, kept: Kept, sender: Sender, options: Options,
+                 pages: HTMLFormat | None = None) -> None:
         self.kept, self.sender, self.options = kept, sender, options
         self.collection, self.item = Subscriptions(self), OneSubscription(self)
+        #: The pages' HTML format, if they are plugged in: what a GET may be answered in too.
+        self.pages = pages
+        if pages is not None:
+            from ..pages import HTML_TYPE
+            self.collection.offers = self.item.offers = OFFERS.plus(
+                {HTML_TYPE: pages, f"{HTML_TYPE};charset=utf-8": pages})
 
     # -- reading a body ----------------------------------------------------------
 
@@ -114,6 +131,17 @@ class Webhooks:
         body = json.dumps(value, separators=(",", ":")).encode()
         return Response(status, body, [("Content-Type", JSON_TYPE), _NO_STORE, *headers])
 
+    def shown_in(self, req: Request, fmt: Format, value: Any) -> Response:
+        """``value`` (the list, or one subscription, as ``shown`` makes
+        them) in JSON, or as the pages' page when they chose ``fmt``."""
+        pages = self.pages
+        if pages is None or fmt is not pages:
+            return self.answer(200, value)
+        from ..pages.webhooks import subscription_page, subscriptions_page
+        if isinstance(value, list):
+            return subscriptions_page(req, pages, value, self.ends())
+        return subscription_page(req, pages, value, self.ends())
+
     def found(self, subscription_id: int) -> Subscription:
         found = self.kept.get(subscription_id)
         if found is None:
@@ -160,10 +188,14 @@ def _unknown(name: str, allowed: tuple[str, ...]) -> tuple[str, str]:
     return (pointer(name), f"{said} (it takes {', '.join(allowed)})")
 
 
+#: What the routes answer in (and the pages' HTML too, when they are plugged in).
+OFFERS = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON})
+
+
 class Subscriptions:
     """``/webhooks``: the list (GET), and a new subscription (POST)."""
 
-    offers = Offers({JSON_TYPE: JSON, f"{JSON_TYPE};charset=utf-8": JSON})
+    offers = OFFERS
     accepts = (JSON_TYPE,)
 
     def __init__(self, hooks: Webhooks) -> None:
@@ -171,7 +203,7 @@ class Subscriptions:
 
     def on_get(self, req: Request, fmt: Format) -> Response:
         parameters(req.parameters(), [], f"GET {PATH}")
-        return self.hooks.answer(200, [shown(s) for s in self.hooks.kept.all()])
+        return self.hooks.shown_in(req, fmt, [shown(s) for s in self.hooks.kept.all()])
 
     def on_post(self, req: Request, fmt: Format) -> Response:
         hooks = self.hooks
@@ -221,7 +253,7 @@ class OneSubscription:
     """``/webhooks/{id}``: one subscription, its state (GET), a change of
     it (PATCH), its end (DELETE)."""
 
-    offers = Subscriptions.offers
+    offers = OFFERS
     patches = (JSON_TYPE, MERGE_PATCH)      # what PATCH reads (OPTIONS: Accept-Patch)
 
     def __init__(self, hooks: Webhooks) -> None:
@@ -229,7 +261,7 @@ class OneSubscription:
 
     def on_get(self, req: Request, fmt: Format, id: int) -> Response:
         parameters(req.parameters(), [], f"GET {PATH}/{{id}}")
-        return self.hooks.answer(200, shown(self.hooks.found(id)))
+        return self.hooks.shown_in(req, fmt, shown(self.hooks.found(id)))
 
     def on_patch(self, req: Request, fmt: Format, id: int) -> Response:
         hooks = self.hooks
