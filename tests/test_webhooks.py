@@ -405,9 +405,16 @@ def test_a_receiver_that_hangs_holds_no_write_and_the_stop_abandons_it(store_url
     several threads at once (made, changed, deleted) each answer within
     the deadline, the attempt still hanging; the app's stop and its close
     each end within the deadline, and end the feature's threads."""
-    receiver.answer = lambda delivery, before: None
+    held = threading.Event()
+
+    def hangs(delivery: Delivery, before: int) -> None:
+        held.wait(4 * DEADLINE)         # (until the test ends, however long the writes take)
+        return None                     # (and the receiver's own hold after it)
+
+    receiver.answer = hangs
     ours = {t for t in threading.enumerate() if t.name.startswith("usersvc-webhook")}
-    with served(store_url, webhooks_timeout=300) as client:
+    with contextlib.ExitStack() as ending, served(store_url, webhooks_timeout=300) as client:
+        ending.callback(held.set)
         subscription = subscribe(client, receiver.url())
         create(client, 0)
         receiver.wait_for(lambda got: len(got) == 1, "an attempt hanging")
