@@ -13,18 +13,22 @@ collection, so does what the stream has sent, its positions only rising,
 and positions never go back. (Features verified one at a time broke where they met: a batch
 beside single writes deadlocked, two batches left a dangling reference.)
 
-In some runs (a third), webhook subscriptions beside the writes (the
-webhooks feature, plugged in on every run): subscribed to one collection
-or both, from the feed's end or from 0, their collections changed, turned
-off and on, deleted, each heard by a receiver of its own (a path of
-``test_webhooks.Receiver``, answering 200, verifying with the
-``standardwebhooks`` package). At the end each one's receiver has heard
-its collections' feeds from where it started, in order, each entry the
-feed holds equal to what was heard of it (an entry heard and gone from the
-feed since is one whose record changed again: a store keeps one entry a
-record), nothing outside what it covered, each ``webhook-id`` the
-entry's; the same delivery twice only across a restart or a subscription
-turned on again (an acknowledgement lost).
+In the runs whose steps subscribe (the webhooks feature is plugged in
+on every run; two subscriptions at most, few deliveries), webhook
+subscriptions beside the writes: to one collection or both, from the
+feeds' ends or from 0, their collections changed, turned off and on,
+deleted, each heard at a path of its own by one receiver
+(``test_webhooks.Receiver``, answering 200; every delivery verified with
+the ``standardwebhooks`` package). At the end (``teardown``, each
+subscription on delivered to the feeds' ends first, within a deadline)
+each one's receiver has heard its collections' feeds from where it
+started, in order, each entry the feed holds equal to what was heard of
+it (an entry heard and gone from the feed since is one whose record
+changed again: a store keeps one entry a record), nothing outside what it
+covered (but the one change a PATCH that drops a collection may still let
+through: ``_heard``), each ``webhook-id`` the entry's; the same delivery
+twice only across a restart or a subscription turned on again (an
+acknowledgement lost).
 """
 from __future__ import annotations
 
