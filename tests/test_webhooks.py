@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import pytest
 from books import BOOKS
 from conftest import Client, problem
-from helpers import ADA
+from helpers import ADA, race, within
 from standardwebhooks import Webhook
 
 from usersvc import DEFAULT_FEATURES, USER, build_app, make_app, open_store
@@ -397,23 +397,51 @@ def test_a_redirect_is_a_failure_and_is_not_followed(receiver):
         assert state(client, subscription)["last_failure"]["status"] == 302
 
 
-def test_a_receiver_that_hangs_holds_no_write_and_the_stop_abandons_it(receiver):
-    receiver.answer = lambda delivery, before: None
-    others = set(threading.enumerate())     # (other tests' apps, left open, have theirs)
-    with served("memory://") as client:
-        subscribe(client, receiver.url())
+#: Threads writing at once beside a receiver that hangs, and each one's writes.
+WRITERS, WRITES = 4, 6
+
+
+def test_a_receiver_that_hangs_holds_no_write_and_the_stop_abandons_it(store_url, receiver):
+    """On every store: with an attempt hanging (the receiver holds the
+    connection and never answers; the longest time-out, 300 s), writes from
+    several threads at once (made, changed, deleted) each answer within
+    the deadline, the attempt still hanging; the app's stop and its close
+    each end within the deadline, and end the feature's threads."""
+    held = threading.Event()
+
+    def hangs(delivery: Delivery, before: int) -> None:
+        held.wait(4 * DEADLINE)         # (until the test ends, however long the writes take)
+        return None                     # (and the receiver's own hold after it)
+
+    receiver.answer = hangs
+    ours = {t for t in threading.enumerate() if t.name.startswith("usersvc-webhook")}
+    with contextlib.ExitStack() as ending, served(store_url, webhooks_timeout=300) as client:
+        ending.callback(held.set)
+        subscription = subscribe(client, receiver.url())
         create(client, 0)
         receiver.wait_for(lambda got: len(got) == 1, "an attempt hanging")
-        made = []
-        writer = threading.Thread(target=lambda: made.extend(create(client, n)
-                                                             for n in range(1, 30)))
-        writer.start()
-        writer.join(DEADLINE)
-        assert not writer.is_alive() and len(made) == 29
+
+        def writes(i: int) -> list[int]:
+            statuses = []
+            for n in range(WRITES):
+                made = create(client, 1000 * (i + 1) + n)
+                statuses.append(client.patch(f"/users/{made['id']}",
+                                             json_body={"name": "Changed"}).status_code)
+                if n % 2:
+                    statuses.append(client.delete(f"/users/{made['id']}").status_code)
+            return statuses
+
+        # (race: each thread joined within the deadline, a hang failing the test)
+        answers = race(WRITERS, writes, deadline=DEADLINE)
+        assert answers == [[200, 200, 204] * (WRITES // 2)] * WRITERS, answers
+        assert len(feed(client)) == 1 + WRITERS * WRITES       # (each written, kept)
+        assert len(receiver.deliveries) == 1            # all of it beside the one attempt
+        assert state(client, subscription)["delivered"] == {"users": 0}
         app = client.app
-        app.stop_waiting()              # (served's own stop after it: a second, harmless)
-        assert not [t.name for t in set(threading.enumerate()) - others
-                    if t.name.startswith("usersvc-webhook") and t.is_alive()]
+        within(DEADLINE, app.stop_waiting)
+        within(DEADLINE, app.close)             # (served's own after them: harmless)
+        assert not [t.name for t in threading.enumerate()
+                    if t.name.startswith("usersvc-webhook") and t.is_alive() and t not in ours]
 
 
 # -- the secret, shown once ---------------------------------------------------------

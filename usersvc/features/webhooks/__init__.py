@@ -76,7 +76,7 @@ class WebhooksFeature:
         except ValueError:
             return None
         sender = Sender(kept, settings, storage)
-        # The pages (plugged in before, as in DEFAULT_FEATURES + ("webhooks",)):
+        # The pages (plugged in before, as in DEFAULT_FEATURES):
         # the routes answer a browser's GET with a page too, and / links to the list.
         pages = plugged.get("pages")
         webhooks = Webhooks(kept, sender, settings, pages)

@@ -135,8 +135,8 @@ class MemoryKept:
                   reset: bool) -> bool:
         with self._lock:
             found = self._kept.get(subscription_id)
-            if found is None or not found.enabled:      # (not held: as SQL's holder says)
-                return False
+            if found is None or not found.enabled or not found.covers(plural):
+                return False        # (not held, as SQL's holder says; or no longer covered)
             found.delivered[plural] = max(found.delivered.get(plural, seq), seq)
             if reset:
                 found.failures, found.next_attempt = 0, None
@@ -297,13 +297,17 @@ class SQLKept:
     def delivered(self, subscription_id: int, holder: str, plural: str, seq: int,
                   reset: bool) -> bool:
         """``seq`` delivered to the subscription in ``plural`` (never
-        going back), if ``holder`` still holds it; ``reset``: its failures
+        going back), if ``holder`` still holds it and it still covers
+        ``plural`` (a PATCH may have dropped it since the sender last
+        looked: its position is not written back); ``reset``: its failures
         forgotten too. Whether it still held it."""
         m = self.m
 
         def run(db: Any) -> bool:
-            if db.execute(f"SELECT 1 FROM usersvc_webhooks WHERE id = {m} AND holder = {m}",
-                          (subscription_id, holder)).fetchone() is None:
+            found = db.execute(f"SELECT collections FROM usersvc_webhooks "
+                               f"WHERE id = {m} AND holder = {m}",
+                               (subscription_id, holder)).fetchone()
+            if found is None or (found[0] is not None and plural not in json.loads(found[0])):
                 return False
             db.execute(self.advance, (subscription_id, plural, seq))
             if reset:
