@@ -18,7 +18,7 @@ from conftest import Client, problem
 from test_pages import BROWSER, loads, page
 from test_webhooks import FEATURES, READER, WRITER, create, served, state, subscribe, until
 
-from usersvc import make_app
+from usersvc import DEFAULT_FEATURES, make_app
 
 receiver = test_webhooks.receiver
 HTML = {"Accept": "text/html"}
@@ -129,7 +129,7 @@ def test_the_root_page_links_to_the_list_when_the_feature_is_plugged():
         assert '<li><a href="/webhooks">Webhook subscriptions</a></li>' in root
         listing = page(client.get("/webhooks", headers=HTML))
         assert "No subscriptions yet." in listing and "<tbody>\n</tbody>" in listing
-    app = make_app("memory://")                 # (the defaults: no webhooks)
+    app = make_app("memory://", features=[n for n in DEFAULT_FEATURES if n != "webhooks"])
     try:
         assert "/webhooks" not in page(Client(app).get("/", headers=HTML))
     finally:
