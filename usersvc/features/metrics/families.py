@@ -50,12 +50,6 @@ HELP = {
     "usersvc_postgres_pool_connections_max": "The most PostgreSQL connections the pool "
                                              "may hold.",
     "usersvc_postgres_pool_requests_waiting": "Requests waiting for a PostgreSQL connection.",
-    "usersvc_webhook_deliveries": "Attempts to deliver a change to a webhook subscription's "
-                                  "receiver, by outcome: delivered (2xx), failed (tried "
-                                  "again), gone (410: disabled), exhausted (the last retry "
-                                  "failed: disabled).",
-    "usersvc_webhook_lag": "Positions of the change feeds a webhook subscription covers past "
-                           "the last its receiver acknowledged, summed over them.",
 }
 #: The pool's gauges: each name, and the field of ``pool_use()`` it shows.
 POOL_GAUGES = {"usersvc_postgres_pool_connections": "size",
@@ -107,8 +101,8 @@ class Collector:
 
 
 def webhook_families(found: Any) -> Iterator[Any]:
-    """The webhooks' families (``webhooks.families``, imported only when an
-    app has the webhooks feature: ``found`` is not ``None``)."""
+    """The webhooks' families (``webhooks.families_of``, imported only when
+    an app has the webhooks feature: ``found`` is not ``None``)."""
     if found is not None:
         from .webhooks import families_of
         yield from families_of(found)

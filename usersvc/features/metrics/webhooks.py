@@ -23,11 +23,18 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from .families import HELP
-
 log = logging.getLogger("usersvc")
 
 DELIVERIES, LAG = "usersvc_webhook_deliveries", "usersvc_webhook_lag"
+#: What each is (as ``families.HELP`` says the others'; kept here, so that
+#: ``families`` imports this module, and not the other way round).
+HELP = {
+    DELIVERIES: "Attempts to deliver a change to a webhook subscription's receiver, by "
+                "outcome: delivered (2xx), failed (tried again), gone (410: disabled), "
+                "exhausted (the last retry failed: disabled).",
+    LAG: "Positions of the change feeds a webhook subscription covers past the last its "
+         "receiver acknowledged, summed over them.",
+}
 
 
 def lags(webhooks: Any) -> dict[str, int] | None:

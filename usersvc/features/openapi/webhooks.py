@@ -138,7 +138,7 @@ def webhook_paths(plurals: list[str], secured: bool, schemas: dict[str, Any]) ->
                 "description": "Each subscription with its state, without its secret. "
                                "JSON only; no query parameters (one is a 400).",
                 "responses": operation_responses(400, 406, 503, s200={
-                    "description": "Every subscription, oldest first.", "headers": answer,
+                    "description": "Every subscription, in id order.", "headers": answer,
                     "content": {JSON_TYPE: {"schema": _ref("WebhookSubscriptionList")}}}),
             },
             "head": head("headWebhooks", {"200": answer}, (), (400, 406, 503)),
@@ -189,7 +189,8 @@ def webhook_paths(plurals: list[str], secured: bool, schemas: dict[str, Any]) ->
             },
             "delete": {
                 "operationId": "deleteWebhook", "summary": "End a subscription.",
-                "description": "Nothing more is sent to it, an attempt under way aside.",
+                "description": "Nothing more is sent to it once its sender has seen it "
+                               "go, at once (an attempt already under way ends as it will).",
                 "responses": operation_responses(400, 403, 404, 406, 503, s204={
                     "description": "Ended.", "headers": answer}),
             },
