@@ -97,6 +97,15 @@ class Collector:
             yield _histogram(name, [], bounds, found, lambda: [])
         for name, value in source.pools().items():
             yield GaugeMetricFamily(name, HELP[name], value=value)
+        yield from webhook_families(source.webhooks())
+
+
+def webhook_families(found: Any) -> Iterator[Any]:
+    """The webhooks' families (``webhooks.families_of``, imported only when
+    an app has the webhooks feature: ``found`` is not ``None``)."""
+    if found is not None:
+        from .webhooks import families_of
+        yield from families_of(found)
 
 
 def _histogram(name: str, labels: list[str], bounds: tuple[float, ...],

@@ -65,6 +65,7 @@ class Metrics:
         self._observed: list[Any] = []
         # app.records, filled as it adds them; the waiting places.
         self._collections, self._waiting = collections, waiting
+        self._plugged: dict[str, Any] = {}              # app.plugged, once plugged in
         self.registry = CollectorRegistry()
         self.registry.register(Collector(self, version))
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
@@ -77,6 +78,7 @@ class Metrics:
         app.starters.append(self.begin)
         app.finishers.append(self.end)
         app.records_wrappers.append(self.measured)
+        self._plugged = app.plugged
         return self
 
     def serve(self, host: str, port: int) -> Any:
@@ -133,6 +135,15 @@ class Metrics:
     def commits(self) -> tuple[dict[Any, Totals], dict[Any, Totals]] | None:
         """SQLite's commits (their seconds, their writes), once a store tells them."""
         return self._commits and (self._commits[0].totals(), self._commits[1].totals())
+
+    def webhooks(self) -> tuple[dict[str, float], dict[str, int] | None] | None:
+        """The webhooks' attempts by outcome (as their sender counts them)
+        and each subscription's lag; ``None``: no webhooks feature."""
+        found = self._plugged.get("webhooks")
+        if found is None:
+            return None
+        from .webhooks import lags
+        return dict(found.sender.outcomes), lags(found)
 
     def pools(self) -> dict[str, int]:
         """``POOL_GAUGES``, over the PostgreSQL stores' pools (none: none)."""

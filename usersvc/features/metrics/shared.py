@@ -53,6 +53,7 @@ _REQUEST_SIZE, _OPERATION_SIZE = len(REQUEST_BUCKETS) + 2, len(OPERATION_BUCKETS
 _FIRST_REQUEST, _FIRST_OPERATION = REQUEST_BUCKETS[0], OPERATION_BUCKETS[0]
 WAITING, LIMIT = "usersvc_feed_waiting_requests", "usersvc_feed_waiting_requests_limit"
 STREAMS = "usersvc_feed_streams"
+DELIVERIES = "usersvc_webhook_deliveries"
 #: Each thread's one number for active requests: the method it serves now
 #: (0: none), in its own series, so a start and an end each write it once.
 SERVING = "serving"
@@ -77,6 +78,7 @@ class SharedMetrics:
         self._commits = False               # whether a store tells its commits
         self._reader = Reader(directory)
         self._reading = threading.Lock()    # (the reader's files: one scrape at a time)
+        self._plugged: dict[str, Any] = {}  # app.plugged, once plugged in
 
     def _waited(self, n: int, stream: bool) -> None:
         """A request (a stream) began or ended waiting for changes."""
@@ -92,7 +94,22 @@ class SharedMetrics:
         app.finishers.append(self.end)
         app.records_wrappers.append(self.measured)
         app.on_close(self._reader.close)
+        app.feed_hooks.append(self._feed_added)
+        self._plugged = app.plugged
         return self
+
+    def _feed_added(self, changes: Any) -> None:
+        """A feed added: every feature is plugged in by then (collections
+        are added after), the webhooks feature too, which plugs in after
+        this one. Its sender tells each attempt's outcome from then on."""
+        webhooks = self._plugged.get("webhooks")
+        if webhooks is not None and self._delivered not in webhooks.sender.watchers:
+            webhooks.sender.watchers.append(self._delivered)
+
+    def _delivered(self, outcome: str) -> None:
+        """An attempt to deliver a webhook came to ``outcome`` (told from
+        this process's sender's threads), counted in this process's files."""
+        self.counts.add(self.counts.part(), DELIVERIES, (outcome,), 1)
 
     def serve(self, host: str, port: int) -> None:
         """Serve ``registry`` at ``http://host:port/metrics`` from whichever
@@ -180,7 +197,8 @@ class SharedMetrics:
             if len(alive) < len(files):         # some have ended: folded first
                 fold_ended(self._reader, _alive)     # (asked again: one may have started since)
                 files = files_in(self.directory)
-            return Scraped(self._reader.read(files), alive, self._commits)
+            return Scraped(self._reader.read(files), alive, self._commits,
+                           self._plugged.get("webhooks"))
 
 
 class Scraped:
@@ -189,10 +207,11 @@ class Scraped:
     gauges over those alive."""
 
     def __init__(self, found: list[tuple[int, dict[tuple[str, tuple[Any, ...]], list[float]]]],
-                 alive: set[int], commits: bool) -> None:
+                 alive: set[int], commits: bool, webhooks: Any = None) -> None:
         self._found = found
         self._alive = alive          # the processes running (0, those folded, is not)
         self._commits = commits      # whether the stores have SQLite's commits to tell
+        self._webhooks = webhooks    # the webhooks feature, if plugged in
 
     def requests(self) -> dict[Any, Totals]:
         return self._histogram(REQUESTS, REQUEST_BUCKETS)
@@ -218,6 +237,21 @@ class Scraped:
     def pools(self) -> dict[str, int]:
         return {name: int(found[()]) for name in POOL_GAUGES
                 if () in (found := self._gauge(name))}
+
+    def webhooks(self) -> tuple[dict[str, float], dict[str, int] | None] | None:
+        """The webhooks' attempts by outcome, over every process that ever
+        ran (a counter, as the histograms); each subscription's lag, read
+        from the store by this process (the same whichever process asks:
+        not added up)."""
+        if self._webhooks is None:
+            return None
+        from .webhooks import lags
+        outcomes = dict.fromkeys(self._webhooks.sender.outcomes, 0.0)   # (each, 0 at first)
+        for _, series in self._found:
+            for (name, labels), numbers in series.items():
+                if name == DELIVERIES:
+                    outcomes[labels[0]] = outcomes.get(labels[0], 0.0) + numbers[0]
+        return outcomes, lags(self._webhooks)
 
     def _histogram(self, metric: str, bounds: Sequence[float]) -> dict[Any, Totals]:
         return totals([{labels: numbers for (name, labels), numbers in series.items()

@@ -108,7 +108,8 @@ class OpenAPIDocument:
                        idempotency_ttl=None if keys is None else app.settings.idempotency_ttl,
                        batch_keys=batch is not None and batch.keys is not None,
                        waits=plugged.get("waiting") is not None, health=health,
-                       html="text/html" in app.offers.types, assets=assets)
+                       html="text/html" in app.offers.types, assets=assets,
+                       webhooks=getattr(plugged.get("webhooks"), "options", None))
 
 
 class OpenAPIFeature:

@@ -43,7 +43,7 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
             feeds: Collection[str] = (), idempotency_ttl: float | None = None,
             max_batch: int | None = None, waits: bool = True, health: str | None = None,
             html: bool = False, assets: Mapping[str, str] | None = None,
-            batch_keys: bool = False) -> dict[str, Any]:
+            batch_keys: bool = False, webhooks: Any = None) -> dict[str, Any]:
     """The OpenAPI 3.1 document for a service of these collections, served
     under ``base``: what the arguments say it serves, and nothing more.
     ``secured``: bearer tokens are on; ``feeds``: the collections (by
@@ -54,7 +54,10 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
     ``waits``: the feeds take ``wait`` and stream (the waiting feature);
     ``health``: the health check's path (``None``: not served); ``html``: records and problems are
     offered as HTML pages; ``assets``: the files the pages load (path ->
-    media type)."""
+    media type); ``webhooks``: the webhooks feature's options (its
+    ``retries`` and ``timeout``; ``None``: not served), for ``/webhooks``
+    and the top-level ``webhooks`` object, one entry a collection with a
+    feed."""
     cached = {"ETag": BODY_ETAG, "Vary": VARY, "Cache-Control": CACHE}
     root_headers = {**cached, "Link": header('`<.../openapi.json>; rel="service-desc"`')}
     paths: dict[str, Any] = {
@@ -106,15 +109,25 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
         from .batch import batch_paths  # (the batch feature's: imported when it is plugged)
         paths.update(batch_paths(schemas, max_batch, idempotency_ttl if batch_keys else None,
                                  components["schemas"]))
+    delivered: dict[str, Any] = {}
+    if webhooks is not None:
+        from .webhooks import deliveries, webhook_paths  # (the webhooks feature's)
+        fed = [s for s in schemas if s.plural in feeds]
+        paths.update(webhook_paths([s.plural for s in fed], secured, components["schemas"]))
+        delivered = {"webhooks": deliveries(fed, webhooks.retries, webhooks.timeout,
+                                            components["schemas"])}
     tags = [{"name": "service", "description": "The service root, this document, and what "
                                                "the features serve beside the collections."},
             *({"name": s.plural, "description": f"The {s.plural} collection and each {s.name}."}
-              for s in schemas)]
+              for s in schemas),
+            *([{"name": "webhooks", "description": "Subscriptions to the changes, and what "
+                                                   "each subscriber is sent."}]
+              if delivered else [])]
     for path, item in paths.items():
         tag = next((s.plural for s in schemas if path.startswith(f"/{s.plural}")), "service")
         for method, operation in item.items():
             if method != "parameters":
-                operation["tags"] = [tag]
+                operation.setdefault("tags", [tag])
     extra: dict[str, Any] = {"security": []}      # open: no credentials, and said so
     if secured:
         secure(paths, components)
@@ -138,6 +151,7 @@ def openapi(schemas: Sequence[Schema], base: str = "/", *, secured: bool = False
         "tags": tags,
         **extra,
         "paths": paths,
+        **delivered,
         "components": components,
     }
 

@@ -22,6 +22,7 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ...changes import Changes
@@ -46,6 +47,11 @@ RENEW = 5.0
 SHORTEST_LEASE = 30.0
 #: Seconds a stop waits for the threads to end.
 STOP_WAIT = 3.0
+#: What an attempt came to, as ``Sender.outcomes`` counts it (the metrics
+#: show them): ``delivered`` (2xx), ``failed`` (to be tried again),
+#: ``gone`` (a 410: the subscription disabled), ``exhausted`` (the last
+#: retry failed: disabled). An attempt abandoned as the server stops is none.
+OUTCOMES = ("delivered", "failed", "gone", "exhausted")
 
 
 def rfc3339(when: float) -> str:
@@ -97,6 +103,10 @@ class Sender:
         self._poked = True                          # a look asked for now
         self._thread: threading.Thread | None = None
         self._stop_listening: Any = None
+        #: Attempts made by this process, by outcome (``OUTCOMES``), and
+        #: who is told of each (``counted``): what the metrics read.
+        self.outcomes = dict.fromkeys(OUTCOMES, 0)
+        self.watchers: list[Callable[[str], None]] = []
 
     # -- as the app is built and served ---------------------------------------
 
@@ -245,6 +255,17 @@ class Sender:
 
     # -- attempts ------------------------------------------------------------------
 
+    def counted(self, outcome: str) -> None:
+        """An attempt's outcome, counted and told to each watcher (a
+        watcher that fails stops no delivery)."""
+        with self._lock:
+            self.outcomes[outcome] += 1
+        for watcher in self.watchers:
+            try:
+                watcher(outcome)
+            except Exception:
+                log.debug("webhooks: a watcher of outcomes failed", exc_info=True)
+
     def may_attempt(self) -> bool:
         """Whether an attempt begun now ends within the leases held."""
         return time.time() + self.options.timeout + RENEW < self.valid_until
@@ -362,6 +383,7 @@ class Runner:
         sender, state = self.sender, self.state
         now = time.time()
         if outcome.delivered:
+            sender.counted("delivered")
             reset = state.failures > 0 or state.next_attempt is not None
             if not sender.kept.delivered(self.id, sender.holder, message.plural, message.seq,
                                          reset):
@@ -375,10 +397,13 @@ class Runner:
         said = f"HTTP {outcome.status}" if outcome.status is not None else outcome.error
         retries = sender.options.retries
         if outcome.status == 410:
+            sender.counted("gone")
             self.disable("the receiver answered 410 Gone")
         elif state.failures > len(retries):
+            sender.counted("exhausted")
             self.disable(f"{state.failures} attempts in a row failed, the last: {said}")
         else:
+            sender.counted("failed")
             delay = max(retries[state.failures - 1], outcome.retry_after or 0.0)
             state.next_attempt = now + delay
             log.info("webhook %d: %s not delivered (%s); next attempt in %g s",
