@@ -122,7 +122,8 @@ def test_attempts_are_counted_by_outcome_and_each_subscriptions_lag_shown(store_
 
 
 def test_without_the_webhooks_feature_the_scrape_has_no_webhook_metrics():
-    app = make_app("memory://", features=DEFAULT_FEATURES, metrics=True)
+    without = tuple(name for name in DEFAULT_FEATURES if name != "webhooks")
+    app = make_app("memory://", features=without, metrics=True)
     try:
         Request.blank("/users").get_response(app)
         text = generate_latest(app.plugged["metrics"].registry).decode()
@@ -138,11 +139,10 @@ WORKER = """
 import json, sys, threading, time
 from webob import Request
 from usersvc import build_app
-from usersvc.features.webhooks import WebhooksSettings
+from usersvc.settings import Settings
 path, directory, url, features = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-app = build_app(WebhooksSettings(f"sqlite:///{path}", features=tuple(features),
-                                 metrics_dir=directory, webhooks_allow_private=True,
-                                 webhooks_retries="0.05,0.1"))
+app = build_app(Settings(f"sqlite:///{path}", features=tuple(features), metrics_dir=directory,
+                         own={"webhooks_allow_private": True, "webhooks_retries": "0.05,0.1"}))
 def send(method, target, body=None):
     request = Request.blank(target, method=method)
     if body is not None:
