@@ -240,7 +240,7 @@ def test_features_are_named_in_every_spelling(timing):
     assert parse_args(["--features", "default"]).settings.features == DEFAULT_FEATURES
     assert Settings().features == DEFAULT_FEATURES
     # Each name once: the default ones and one of them again (as a text names them).
-    assert parse_args(["--features", "default,webhooks"]).settings.features == DEFAULT_FEATURES
+    assert parse_args(["--features", "default,pages"]).settings.features == DEFAULT_FEATURES
     assert Settings(features="health,pages,health").features == ("health", "pages")
 
 

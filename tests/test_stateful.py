@@ -50,7 +50,7 @@ from hypothesis.stateful import (
 )
 from test_webhooks import Receiver, until, verified
 
-from usersvc import USER, Schema, boolean, make_app, ref, text
+from usersvc import DEFAULT_FEATURES, USER, Schema, boolean, make_app, ref, text
 from usersvc.storage import open_store
 
 TASKS = Schema("task", "tasks", {"title": text(20), "done": boolean, "owner": ref("users")},
@@ -181,9 +181,9 @@ class Together(RuleBasedStateMachine):
         collection's changes: from the start, or (after a restart) from the
         last event it sent, as a browser's ``EventSource`` resumes."""
         self.storage = open_store(self.url, (USER, TASKS))
-        # (the webhooks feature in every run, a default one: it delivers in those that subscribe)
-        self.app = make_app(self.storage, webhooks_allow_private=True,
-                            webhooks_retries="0.05,0.1")
+        # (the webhooks feature in every run: it delivers in those that subscribe)
+        self.app = make_app(self.storage, features=(*DEFAULT_FEATURES, "webhooks"),
+                            webhooks_allow_private=True, webhooks_retries="0.05,0.1")
         self.client = Client(self.app)
         if not hasattr(self, "heard"):
             self.heard = {plural: (0, {}) for plural in ("users", "tasks")}

@@ -33,7 +33,8 @@ from typing import Any
 from ...request import Request
 from ...storage.protocol import Atomic, Transactional
 from . import options
-from .kept import Kept, MemoryKept, SQLKept
+from .kept import Kept, SQLKept
+from .memory import MemoryKept
 from .options import OPTIONS, Options
 from .routes import PATH, Webhooks
 from .sender import Sender

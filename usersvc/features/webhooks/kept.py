@@ -20,7 +20,6 @@ and only its holder writes where its deliveries are (``delivered``,
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
@@ -85,74 +84,6 @@ class Kept(Protocol):
 
 def _copy(subscription: Subscription) -> Subscription:
     return replace(subscription, delivered=dict(subscription.delivered))
-
-
-class MemoryKept:
-    """Subscriptions in this process, for an app on ``memory://``: held by
-    its one sender (``claim`` gives every enabled one)."""
-
-    shared = False
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._kept: dict[int, Subscription] = {}
-        self._last_id = 0
-
-    def create(self, made: Subscription) -> Subscription:
-        with self._lock:
-            self._last_id += 1
-            made = self._kept[self._last_id] = replace(_copy(made), id=self._last_id)
-            return _copy(made)
-
-    def get(self, subscription_id: int) -> Subscription | None:
-        with self._lock:
-            found = self._kept.get(subscription_id)
-            return None if found is None else _copy(found)
-
-    def all(self) -> list[Subscription]:
-        with self._lock:
-            return [_copy(s) for s in self._kept.values()]
-
-    def change(self, subscription_id: int,
-               change: Callable[[Subscription], Subscription]) -> Subscription | None:
-        with self._lock:
-            found = self._kept.get(subscription_id)
-            if found is None:
-                return None
-            changed = change(_copy(found))
-            changed.version = found.version + 1
-            self._kept[subscription_id] = changed
-            return _copy(changed)
-
-    def delete(self, subscription_id: int) -> bool:
-        with self._lock:
-            return self._kept.pop(subscription_id, None) is not None
-
-    def claim(self, holder: str, now: float, lease: float, renew: bool) -> list[Subscription]:
-        return [s for s in self.all() if s.enabled]
-
-    def delivered(self, subscription_id: int, holder: str, plural: str, seq: int,
-                  reset: bool) -> bool:
-        with self._lock:
-            found = self._kept.get(subscription_id)
-            if found is None or not found.enabled or not found.covers(plural):
-                return False        # (not held, as SQL's holder says; or no longer covered)
-            found.delivered[plural] = max(found.delivered.get(plural, seq), seq)
-            if reset:
-                found.failures, found.next_attempt = 0, None
-            return True
-
-    def failed(self, subscription_id: int, holder: str, state: Subscription) -> bool:
-        with self._lock:
-            found = self._kept.get(subscription_id)
-            if found is None or not found.enabled:
-                return False
-            for name in _FAILURE:
-                setattr(found, name, getattr(state, name))
-            return True
-
-    def release(self, holder: str) -> None:
-        pass
 
 
 #: What ``failed`` writes of a subscription's state.

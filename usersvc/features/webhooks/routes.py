@@ -33,8 +33,9 @@ from ...request import Request, Response
 from ...schema import Invalid, pointer
 from . import signing, targets
 from .kept import Kept, Subscription
+from .messages import rfc3339
 from .options import Options
-from .sender import Sender, rfc3339
+from .sender import Sender
 
 if TYPE_CHECKING:       # (the pages' module is imported only when they are plugged in)
     from ..pages import HTMLFormat

@@ -23,15 +23,14 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from ...changes import Changes
-from ...representation.json_format import JSON
 from ...storage.errors import StoreUnavailable
-from ...storage.feed import Change
 from ...storage.protocol import CommitsAnnounced
 from . import signing, targets
 from .kept import Kept, Subscription
+from .messages import Pending, pending
 from .options import Options
 
 log = logging.getLogger("usersvc.webhooks")
@@ -54,41 +53,14 @@ STOP_WAIT = 3.0
 OUTCOMES = ("delivered", "failed", "gone", "exhausted")
 
 
-def rfc3339(when: float) -> str:
-    """A Unix time as RFC 3339 UTC, to the millisecond."""
-    milliseconds = int(when * 1000)
-    seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(milliseconds // 1000))
-    return f"{seconds}.{milliseconds % 1000:03d}Z"
-
-
-class Pending(NamedTuple):
-    """A change being delivered: its collection and position, its
-    ``webhook-id`` and its body, made once and sent as made on each retry."""
-
-    plural: str
-    seq: int
-    message_id: str
-    body: bytes
-
-
-def pending(changes: Changes, change: Change) -> Pending:
-    """The message for one feed entry: ``{"type", "timestamp", "data"}``,
-    ``data`` the entry as ``GET /<plural>/changes`` gives it."""
-    schema, plural = changes.schema, changes.schema.plural
-    kind = "deleted" if change.record is None else "changed"
-    body = b'{"type":"%s.%s","timestamp":"%s","data":%s}' % (
-        schema.name.encode(), kind.encode(), rfc3339(time.time()).encode(),
-        changes.entry(JSON, change, None))
-    return Pending(plural, change.seq, f"{plural}.{change.seq}.{changes.records.history}", body)
-
-
 class Sender:
     """One app's deliveries: ``kept`` where subscriptions are, ``options``
     its settings, ``storage`` the store whose commits wake it."""
 
     def __init__(self, kept: Kept, options: Options, storage: Any) -> None:
         self.kept, self.options, self.storage = kept, options, storage
-        self.holder = secrets.token_hex(8)          # this sender, as a lease names it
+        self.holder = ""        # this sender, as a lease names it: made as it starts, in
+        #                         the process that serves (a master's forked workers share none)
         self.lease = max(SHORTEST_LEASE, 2 * options.timeout + 2 * RENEW)
         self.feeds: dict[str, Changes] = {}         # each collection's, as the app adds it
         self.held: dict[int, Subscription] = {}     # as the last look read them
@@ -134,6 +106,7 @@ class Sender:
     def _start(self) -> None:
         with self._lock:
             if self._thread is None and not self.stopping:
+                self.holder = secrets.token_hex(8)
                 self._thread = threading.Thread(target=self._schedule, daemon=True,
                                                 name="usersvc-webhooks")
                 self._thread.start()
