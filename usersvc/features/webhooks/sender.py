@@ -14,7 +14,8 @@ the new position; otherwise the failure and when to try again
 (``options``' schedule, or ``Retry-After``), or disables the subscription
 (``410 Gone``, the schedule exhausted). Runners wake on the store's
 announcements of commits (``CommitsAnnounced``), and look anyway every
-``LOOK`` seconds.
+``LOOK`` seconds. An announcement (on the thread that committed, a
+request's perhaps) sets a flag and wakes the scheduler, which wakes them.
 """
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ class Sender:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._poked = True                          # a look asked for now
+        self._committed = False                     # a commit announced: runners to wake
         self._thread: threading.Thread | None = None
         self._stop_listening: Any = None
         #: Attempts made by this process, by outcome (``OUTCOMES``), and
@@ -133,10 +135,16 @@ class Sender:
 
     def _told(self, plural: str | None) -> None:
         """The store's announcement: a commit changed ``plural`` (``None``:
-        the store closed). Quick: wakes runners, nothing more."""
+        the store closed), on the committing thread. Quick: a flag, and the
+        scheduler woken (if it is not awake already) to wake the runners."""
         if plural is None:
             self._stopping()
             return
+        self._committed = True
+        if not self._wake.is_set():     # (set already: the scheduler is to look at the flag)
+            self._wake.set()
+
+    def _wake_runners(self) -> None:        # (a commit was announced)
         with self._lock:
             runners = list(self._runners.values())
         for runner in runners:
@@ -148,6 +156,9 @@ class Sender:
         next_look, renewed, failing = 0.0, 0.0, False
         while not self.stopping:
             self._wake.clear()      # (a wake from now on ends the wait below at once)
+            if self._committed:     # (read after the clear: a commit's wake is never lost)
+                self._committed = False
+                self._wake_runners()
             now, clock = time.time(), time.monotonic()
             if self._poked or clock >= next_look:
                 self._poked, next_look = False, clock + LOOK
