@@ -317,10 +317,11 @@ def serve(url: str, port_file: str) -> None:
     import waitress
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)    # ("Task queue depth")
 
-    from usersvc import Settings, build_app
+    from usersvc import DEFAULT_FEATURES, Settings, build_app
     from usersvc.storage import open_store
     store = open_store(url)
-    app = build_app(Settings(store, own={"webhooks_allow_private": True}))     # (the defaults')
+    app = build_app(Settings(store, features=(*DEFAULT_FEATURES, "webhooks"),
+                             own={"webhooks_allow_private": True}))
     server = waitress.create_server(app, host="127.0.0.1", port=0, threads=4)
     signal.signal(signal.SIGTERM, lambda *_: server.close())
     Path(port_file).write_text(str(server.effective_port))  # type: ignore[union-attr]
