@@ -81,7 +81,10 @@ class Receiver:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                if len(body) < length:      # (an attempt abandoned mid-send, as the app
+                    return                  # stops: no request came whole, none heard)
                 delivery = Delivery(self.path, {k.lower(): v for k, v in self.headers.items()},
                                     body)
                 with receiver.changed:
