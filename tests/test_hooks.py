@@ -607,5 +607,5 @@ def test_a_feature_of_your_own_has_settings_of_its_own_as_make_app_keywords():
         with pytest.raises(SettingError, match="^levelled_level is not a setting of usersvc's "
                                                "or of a feature's"):
             make_app("memory://", features=features, levelled_level=4)
-    with pytest.raises(SettingError, match="^max_batch is not a setting of usersvc's"):
-        Settings("memory://", own={"max_batch": 3})     # (a field is given as a field)
+    with pytest.raises(SettingError, match="^prefix is a field of Settings, not a feature's own"):
+        make_app("memory://", prefix="/v1")     # (a server's: a field, given to Settings)

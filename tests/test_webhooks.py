@@ -669,14 +669,11 @@ def test_its_settings_are_a_server_s_options_and_variables_too():
         Settings.from_environment({**environ, "USERSVC_WEBHOOKS_ALLOW_PRIVATE": "maybe"})
 
 
-def test_a_store_with_nowhere_to_keep_subscriptions_has_no_webhooks():
-    """One collection's records served alone: nowhere to keep a
-    subscription, so the feature plugs in nothing (it is a default one)."""
+def test_a_store_with_nowhere_to_keep_subscriptions_is_refused():
     storage = open_store("memory://")
     try:
-        app = make_app(storage["users"], features=FEATURES)
-        assert app.plugged["webhooks"] is None
-        assert problem(Client(app).get("/webhooks"), 404)["status"] == 404
+        with pytest.raises(ValueError, match="the webhooks feature needs a store"):
+            make_app(storage["users"], features=FEATURES)
     finally:
         storage.close()
 

@@ -40,7 +40,8 @@ It returns what it plugged in (for the features after it, and
 ``plugged``), or ``None`` when its settings ask for nothing (CORS with no
 origins).
 
-**Its settings** are ``KNOWN``'s: ``Settings`` holds them, and refuses
+**Its settings** are ``KNOWN``'s: ``Settings`` holds them (as fields, or
+in ``own``: below), and refuses
 one given while its feature is left out. A feature may read its own as
 the settings are made: ``read_setting(name, value) -> value``, asked for
 each one given (not its default), its module imported then; the value it
@@ -198,7 +199,8 @@ if TYPE_CHECKING:       # (only named: the core imports this module)
         def own(self) -> Mapping[str, Any]: ...
 
 #: The features usersvc has, by name: where each is (``module:attribute``,
-#: imported only when an app plugs it in) and the settings that are its.
+#: imported only when an app plugs it in, or a server asks one with settings
+#: of its own how to show them) and the settings that are its.
 KNOWN: dict[str, tuple[str, tuple[str, ...]]] = {
     "pages": ("usersvc.features.pages:FEATURE", ()),
     "openapi": ("usersvc.features.openapi:FEATURE", ()),

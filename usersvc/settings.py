@@ -266,7 +266,10 @@ def _checked_features(settings: Settings) -> tuple[str | Feature, ...]:
                     if setting in FIELDS
                     and getattr(settings, setting) != FIELDS[setting].default}
     for setting in settings.own:
-        if setting in FIELDS or setting not in owner:
+        if setting in FIELDS:   # (``make_app`` has no keyword of a server's: ``prefix``...)
+            raise SettingError(setting, "is a field of Settings, not a feature's own: give it "
+                                        "to Settings (build_app), not make_app")
+        if setting not in owner:
             raise SettingError(setting, "is not a setting of usersvc's or of a feature's")
     own = dict(settings.own)
     for setting, value in (given_values | own).items():

@@ -17,10 +17,11 @@ Its settings (``options``), its own (``usersvc.hooks``): ``webhooks_allow_privat
 ``webhooks_retries``, ``webhooks_timeout``.
 
 What it plugs into: ``app.router`` (its routes), ``app.feed_hooks`` (to
-learn each feed, and start delivering once the app serves one),
+learn each feed), ``app.starters`` (the first request this process serves
+starts the sender: one attribute looked at a request, then),
 ``app.stoppers`` and ``app.on_close`` (to stop), ``app.checks`` (tokens,
 when on), and the store's ``announce_commits`` (to wake when a commit is
-made). A write meets none of it. With the pages plugged in before it,
+made: a flag set on the committing thread). With the pages plugged in before it,
 its list and each subscription are pages too (``routes``), and the
 service root links to them (the pages' ``places``).
 """
@@ -45,7 +46,7 @@ def keeping(storage: Any) -> Kept:
     store's steps), or a dict (a store whose steps have no ``db``:
     memory). A ``ValueError`` for a store that has no steps, or does not
     say what they are: the feature would keep nothing across a restart
-    there (and plugs in nothing)."""
+    there, and says so rather than lose subscriptions quietly."""
     if not isinstance(storage, Atomic) or not isinstance(storage, Transactional):
         raise ValueError("the webhooks feature needs a store it can keep subscriptions in "
                          "(memory://, sqlite:..., postgresql://...), not a collection's "
@@ -66,16 +67,11 @@ class WebhooksFeature:
         """One of its settings as given (``options.read``)."""
         return options.read(name, value)
 
-    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Webhooks | None:
-        """Its routes and its sender; nothing (``None``) for an app whose
-        store has nowhere to keep subscriptions (``keeping``): one
-        collection's records served alone, a store of one's own without
-        atomic steps."""
+    def plug(self, app: Any, storage: Any, plugged: dict[str, Any]) -> Webhooks:
+        """Its routes and its sender; a ``ValueError`` for an app whose
+        store has nowhere to keep subscriptions (``keeping``)."""
         settings = Options.of(app.settings)
-        try:
-            kept = keeping(storage)
-        except ValueError:
-            return None
+        kept = keeping(storage)
         sender = Sender(kept, settings, storage)
         # The pages (plugged in before, as in DEFAULT_FEATURES):
         # the routes answer a browser's GET with a page too, and / links to the list.

@@ -256,7 +256,10 @@ class SQLKept:
             *values, holder if state.enabled else None, subscription_id, holder)).rowcount))
 
     def release(self, holder: str) -> None:
-        """Every subscription ``holder`` holds, given back (it stops)."""
+        """Every subscription ``holder`` holds, given back (it stops; no
+        table yet: none held, and none made now)."""
+        if not self.found():
+            return
         self._step(lambda db: db.execute(
             f"UPDATE usersvc_webhooks SET holder = NULL, lease = 0 WHERE holder = {self.m}",
             (holder,)))
