@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 from webob import Request  # noqa: E402
 
 import usersvc  # noqa: E402
-from usersvc import Mount, make_app  # noqa: E402
+from usersvc import DEFAULT_FEATURES, Mount, make_app  # noqa: E402
 from usersvc.storage import open_store  # noqa: E402
 
 DURATION = "http_server_request_duration_seconds"
@@ -445,8 +445,11 @@ def test_the_documented_metrics_queries_and_alert_name_what_a_scrape_holds(tmp_p
     """Every metric and label the section's table, queries and alert name is
     in a real scrape (of a SQLite app, after a write): the page cannot name
     one that does not exist, or one that has been renamed."""
-    app = make_app(f"sqlite:///{tmp_path}/users.db", metrics=True)
+    app = make_app(f"sqlite:///{tmp_path}/users.db", metrics=True,   # (webhooks' too: one
+                   features=(*DEFAULT_FEATURES, "webhooks"),          # subscription, its lag)
+                   webhooks_allow_private=True)
     try:
+        Client(app).request("POST", "/webhooks", json_body={"url": "http://127.0.0.1:9/"})
         Client(app).request("POST", "/users", json_body=ADA)
         found = samples(generate_latest(app.plugged["metrics"].registry).decode())
     finally:
