@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 import schemathesis
+import test_webhooks
 from books import BOOKS
 from hypothesis import HealthCheck, given, settings
 from openapi_spec_validator import validate
@@ -24,7 +25,6 @@ from referencing.jsonschema import DRAFT202012
 from test_webhooks import (
     FEATURES,
     WRITER,
-    Receiver,
     create,
     served,
     state,
@@ -39,11 +39,7 @@ from usersvc import DEFAULT_FEATURES, USER, make_app
 DOCUMENT = "urn:usersvc:openapi"
 
 
-@pytest.fixture
-def receiver():
-    served_here = Receiver()
-    yield served_here
-    served_here.close()
+receiver = test_webhooks.receiver      # (the fixture: a receiver, closed after)
 
 
 def described(client, token: str | None = None) -> dict[str, Any]:

@@ -15,8 +15,9 @@ import sys
 from typing import Any
 
 import pytest
+import test_webhooks
 from helpers import ROOT
-from test_webhooks import DEADLINE, FEATURES, Receiver, create, served, state, subscribe, until
+from test_webhooks import DEADLINE, FEATURES, create, served, state, subscribe, until
 
 pytest.importorskip("prometheus_client", reason="pip install -e '.[metrics]'")
 from prometheus_client import generate_latest  # noqa: E402
@@ -29,11 +30,7 @@ DELIVERIES = "usersvc_webhook_deliveries_total"
 LAG = "usersvc_webhook_lag"
 
 
-@pytest.fixture
-def receiver():
-    served_here = Receiver()
-    yield served_here
-    served_here.close()
+receiver = test_webhooks.receiver      # (the fixture: a receiver, closed after)
 
 
 def scrape(app: Any) -> tuple[str, dict[str, float], dict[str, float]]:

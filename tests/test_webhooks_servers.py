@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_webhooks
 from helpers import GRANIAN, GUNICORN, Gunicorn, Served, call, kill_group, until_it_catches
 from test_webhooks import Delivery, Receiver, verified
 
@@ -51,11 +52,7 @@ UWSGI = GUNICORN.with_name("uwsgi")
 
 # -- the receiver ---------------------------------------------------------------
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    served = Receiver()
-    yield served
-    served.close()
+receiver = test_webhooks.receiver      # (the fixture: a receiver, closed after)
 
 
 def until_delivered(receiver: Receiver, check: Callable[[list[Delivery]], bool], what: str,
