@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Lint the OpenAPI document usersvc serves, in open and in token mode, and
-# with examples/tasks.py's tasks (every kind of field), with
+# Lint the OpenAPI document usersvc serves, in open and in token mode,
+# with examples/tasks.py's tasks (every kind of field), and with the
+# webhooks feature plugged (its paths and the top-level `webhooks`), with
 # two linters nobody here wrote, at the versions pinned in tools/package.json
 # (and package-lock.json): Redocly CLI with its `recommended` rules and
 # Spectral with `spectral:oas`. Any error or warning from either fails.
@@ -16,7 +17,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 .venv/bin/python tools/openapi_documents.py "$out"
 status=0
-for mode in open tokens tasks; do
+for mode in open tokens tasks webhooks; do
     document="$out/openapi-$mode.json"
     echo "== $mode mode"
     (cd tools && npx --no-install redocly --version | sed 's/^/redocly /')
