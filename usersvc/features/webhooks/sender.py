@@ -19,7 +19,9 @@ request's perhaps) sets a flag and wakes the scheduler, which wakes them.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
 import secrets
 import threading
 import time
@@ -72,7 +74,7 @@ class Sender:
         self._ended: dict[int, int] = {}            # a runner's end: looks begun by then
         self._attempts: set[targets.Attempt] = set()
         self._lock = threading.Lock()
-        self._wake = threading.Event()
+        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()    # a put ends its wait
         self._poked = True                          # a look asked for now
         self._committed = False                     # a commit announced: runners to wake
         self._thread: threading.Thread | None = None
@@ -102,7 +104,7 @@ class Sender:
     def poke(self) -> None:
         """A subscription was made or changed here: look now."""
         self._poked = True
-        self._wake.set()
+        self._wake.put(None)
         self._start()
 
     def _start(self) -> None:
@@ -125,7 +127,7 @@ class Sender:
 
     def _stopping(self) -> None:
         self.stopping = True
-        self._wake.set()
+        self._wake.put(None)
         with self._lock:
             runners, attempts = list(self._runners.values()), list(self._attempts)
         for runner in runners:
@@ -135,30 +137,27 @@ class Sender:
 
     def _told(self, plural: str | None) -> None:
         """The store's announcement: a commit changed ``plural`` (``None``:
-        the store closed), on the committing thread. Quick: a flag, and the
-        scheduler woken (if it is not awake already) to wake the runners."""
+        the store closed), on the committing thread (a request's, perhaps).
+        Quick: a flag raised, and the scheduler woken (one call in C) if it was down."""
         if plural is None:
             self._stopping()
-            return
-        self._committed = True
-        if not self._wake.is_set():     # (set already: the scheduler is to look at the flag)
-            self._wake.set()
-
-    def _wake_runners(self) -> None:        # (a commit was announced)
-        with self._lock:
-            runners = list(self._runners.values())
-        for runner in runners:
-            runner.nudge()
+        elif not self._committed:
+            self._committed = True
+            self._wake.put(None)
 
     # -- the scheduler ----------------------------------------------------------
 
     def _schedule(self) -> None:
         next_look, renewed, failing = 0.0, 0.0, False
         while not self.stopping:
-            self._wake.clear()      # (a wake from now on ends the wait below at once)
-            if self._committed:     # (read after the clear: a commit's wake is never lost)
+            while not self._wake.empty():   # (a wake from now on ends the wait below at once)
+                self._wake.get()
+            if self._committed:     # (read after: a commit's wake is never lost)
                 self._committed = False
-                self._wake_runners()
+                with self._lock:
+                    runners = list(self._runners.values())
+                for runner in runners:
+                    runner.nudge()
             now, clock = time.time(), time.monotonic()
             if self._poked or clock >= next_look:
                 self._poked, next_look = False, clock + LOOK
@@ -181,7 +180,8 @@ class Sender:
                     if not held:
                         next_look = clock + IDLE_LOOK
             deadline = self._end_overdue()
-            self._wake.wait(max(0.0, min(next_look, deadline) - time.monotonic()))
+            with contextlib.suppress(queue.Empty):
+                self._wake.get(timeout=max(0.0, min(next_look, deadline) - time.monotonic()))
         self._end()
 
     def _hold(self, held: list[Subscription], look: int) -> None:
@@ -262,7 +262,7 @@ class Sender:
             if self.stopping:
                 return targets.Outcome(None, "stopping")
             self._attempts.add(attempt)
-        self._wake.set()            # (the scheduler's next wake: this deadline, if sooner)
+        self._wake.put(None)        # (the scheduler's next wake: this deadline, if sooner)
         try:
             stamp = int(time.time())
             headers = signing.headers(signing.key_of(subscription.secret), message.message_id,
