@@ -386,6 +386,33 @@ def test_410_disables_the_subscription_and_enabling_it_resumes_from_that_change(
         assert [p["data"]["seq"] for p in verified(deliveries, subscription["secret"])] == [1, 1, 2]
 
 
+def test_a_patch_that_disables_lets_only_the_attempt_in_flight_land(store_url, receiver):
+    """On every store: the subscription disabled by a PATCH while its
+    receiver holds one attempt and the next change waits: once answered,
+    the attempt in flight lands and nothing more is sent (its runner ends
+    with nothing else attempted); enabled again, the rest follows."""
+    hold = threading.Event()
+    hold.set()
+    receiver.answer = lambda delivery, before: None if hold.is_set() else (200, {})
+    with served(store_url) as client:
+        subscription = subscribe(client, receiver.url())
+        create(client, 1)
+        receiver.wait_for(lambda got: len(got) == 1, "the first attempt, held")
+        create(client, 2)       # (waits behind it)
+        off = client.patch(f"/webhooks/{subscription['id']}", json_body={"enabled": False})
+        assert off.status_code == 200 and off.json["enabled"] is False
+        hold.clear()
+        receiver.released.set()         # (the held attempt answered 200)
+        name = f"usersvc-webhook-{subscription['id']}"
+        until(lambda: not [t for t in threading.enumerate() if t.name == name and t.is_alive()],
+              "the runner ended")
+        assert [d.payload["data"]["id"] for d in receiver.deliveries] == [1]
+        client.patch(f"/webhooks/{subscription['id']}", json_body={"enabled": True})
+        deliveries = receiver.wait_for(lambda got: got[-1].payload["data"]["id"] == 2, "resumed")
+        ids = [p["data"]["id"] for p in verified(deliveries, subscription["secret"])]
+        assert ids in ([1, 2], [1, 1, 2])       # (1 again if its 200 came after the PATCH)
+
+
 def test_a_redirect_is_a_failure_and_is_not_followed(receiver):
     receiver.answer = lambda delivery, before: (
         (302, {"Location": receiver.url("/elsewhere")}) if before < 2 else (200, {}))

@@ -279,7 +279,7 @@ class OneSubscription:
         changed = hooks.kept.change(id, _changing(document, url, collections, hooks.ends()))
         if changed is None:
             raise _missing()
-        hooks.sender.poke()
+        hooks.sender.changed(id, changed)
         return hooks.answer(200, shown(changed))
 
     def on_delete(self, req: Request, fmt: Format | None, id: int) -> Response:
@@ -287,7 +287,7 @@ class OneSubscription:
             parameters(req.parameters(), [], f"DELETE {PATH}/{{id}}")
         if not self.hooks.kept.delete(id):
             raise _missing()
-        self.hooks.sender.poke()
+        self.hooks.sender.changed(id, None)
         return Response(204, headers=[_NO_STORE])
 
 

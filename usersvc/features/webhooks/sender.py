@@ -6,7 +6,7 @@ until its receiver answers 2xx, on threads beside the server's workers
 every ``LOOK`` seconds, or at once when a route changed a subscription,
 it takes the subscriptions nobody holds (``Kept.claim``), renews its
 lease on those it holds every ``RENEW`` seconds, and starts a ``Runner``
-for each it holds; it also ends any attempt past its deadline. A
+for each it holds (``runner``); it also ends any attempt past its deadline. A
 ``Runner`` (a thread a subscription) reads the next entry past its
 position in each collection the subscription covers, in turn, POSTs it
 (``targets.post``, signed: ``signing``) and, once answered 2xx, writes
@@ -29,21 +29,19 @@ from collections.abc import Callable
 from typing import Any
 
 from ...changes import Changes
-from ...storage.errors import StoreUnavailable
 from ...storage.protocol import CommitsAnnounced
 from . import signing, targets
-from .kept import Kept, Subscription
-from .messages import Pending, pending
+from .kept import Kept, Subscription, _copy
+from .messages import Pending
 from .options import Options
+from .runner import LOOK, Runner
 
 log = logging.getLogger("usersvc.webhooks")
 
-#: Seconds between two looks for subscriptions to take (and a runner's
-#: looks at its feeds when nothing woke it); between two renewals of the
-#: leases held; the shortest lease.
-LOOK = 1.0
-#: Seconds between two looks while this sender holds no subscription: one
-#: made by another process is taken within them (this one's routes say so at once).
+#: Seconds between two looks while this sender holds subscriptions
+#: (``LOOK``, a runner's too); between two looks while this sender holds no subscription: one
+#: made by another process is taken within them (this one's routes say so
+#: at once); between two renewals of the leases held; the shortest lease.
 IDLE_LOOK = 5.0
 RENEW = 5.0
 SHORTEST_LEASE = 30.0
@@ -72,6 +70,7 @@ class Sender:
         self._runners: dict[int, Runner] = {}
         self._looks = 0                             # looks begun
         self._ended: dict[int, int] = {}            # a runner's end: looks begun by then
+        self._changed: dict[int, int] = {}          # a route's change here: looks begun by then
         self._attempts: set[targets.Attempt] = set()
         self._lock = threading.Lock()
         self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()    # a put ends its wait
@@ -106,6 +105,24 @@ class Sender:
         self._poked = True
         self._wake.put(None)
         self._start()
+
+    def changed(self, subscription_id: int, now: Subscription | None) -> None:
+        """A route here changed a subscription (``now``; ``None``: deleted
+        it). If this sender holds it, its runner takes the change in before
+        its next attempt (only an attempt begun already may still land);
+        a look is made at once (``poke``), and none begun before the change
+        puts back what it read (``_hold``). Held by another process, that
+        one learns of it at its next look, within ``LOOK`` seconds."""
+        with self._lock:
+            self._changed[subscription_id] = self._looks
+            if subscription_id in self.held:
+                held = dict(self.held)
+                if now is None or not now.enabled:
+                    del held[subscription_id]
+                else:
+                    held[subscription_id] = _copy(now)
+                self.held = held
+        self.poke()
 
     def _start(self) -> None:
         with self._lock:
@@ -189,12 +206,21 @@ class Sender:
         read them: a runner for each, each told to look again (a route may
         have changed its subscription); none started again from a look
         begun before its last runner ended (that one disabled it, perhaps:
-        the look may have read it before)."""
-        self.held = {s.id: s for s in held}
+        the look may have read it before), and a subscription a route here
+        changed after the look began kept as the route left it (``changed``)."""
         if held and self._stop_listening is None and isinstance(self.storage, CommitsAnnounced):
             self._stop_listening = self.storage.announce_commits(self._told)
         with self._lock:
-            for subscription in held:
+            fresh = {s.id: s for s in held}
+            for changed_id, begun in list(self._changed.items()):
+                if begun < look:            # (this look read the change)
+                    del self._changed[changed_id]
+                elif changed_id in self.held:
+                    fresh[changed_id] = self.held[changed_id]
+                else:
+                    fresh.pop(changed_id, None)
+            self.held = fresh
+            for subscription in fresh.values():
                 runner = self._runners.get(subscription.id)
                 if runner is None and self._ended.get(subscription.id, 0) >= look:
                     continue
@@ -272,129 +298,3 @@ class Sender:
         finally:
             with self._lock:
                 self._attempts.discard(attempt)
-
-
-class Runner:
-    """One subscription's deliveries, in order, on a thread of its own,
-    while its sender holds it and it is enabled."""
-
-    def __init__(self, sender: Sender, subscription: Subscription) -> None:
-        self.sender, self.id = sender, subscription.id
-        self.state, self.version = subscription, subscription.version
-        self.message: Pending | None = None     # being delivered: made once, retried as made
-        self.turn = 0                           # the collection to look at first next time
-        self._woken = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True,
-                                       name=f"usersvc-webhook-{subscription.id}")
-
-    def nudge(self) -> None:
-        self._woken.set()
-
-    def run(self) -> None:
-        try:
-            self.deliver()
-        except StoreUnavailable as e:   # (busy, down: the next look starts it again)
-            if not self.sender.stopping:
-                log.warning("webhook %d: the store cannot be written now (%s); delivering "
-                            "goes on at the next look", self.id, e)
-        except Exception:       # a bug's (or the store closing): the next look starts it again
-            if not self.sender.stopping:
-                log.exception("webhook %d: delivering failed", self.id)
-        finally:
-            self.sender.gone(self)
-
-    def deliver(self) -> None:
-        sender = self.sender
-        while not sender.stopping and self.refresh():
-            self._woken.clear()     # (a nudge from now on ends the next wait)
-            if self.message is None:
-                self.message = self.next_message()
-            message = self.message
-            wait = (self.state.next_attempt or 0.0) - time.time()
-            if message is None or wait > 0 or not sender.may_attempt():
-                self._woken.wait(min(wait, LOOK) if wait > 0 else LOOK)
-                continue
-            outcome = sender.send(self.state, message)
-            if sender.stopping and not outcome.delivered:
-                return          # (abandoned as the server stops: not the receiver's failure)
-            if not self.settle(message, outcome):
-                return
-
-    def refresh(self) -> bool:
-        """The subscription as the scheduler last read it, if this sender
-        still holds it and it is enabled; a change made to it (a ``PATCH``:
-        its ``version``) taken in, positions never going back."""
-        current = self.sender.held.get(self.id)
-        if current is None or not current.enabled:
-            return False
-        if current.version != self.version:
-            mine = self.state
-            delivered = {plural: max(seq, mine.delivered.get(plural, seq))
-                         for plural, seq in current.delivered.items()}
-            if current.failures or current.next_attempt is not None:    # (not reset: ours)
-                current.failures, current.next_attempt = mine.failures, mine.next_attempt
-            current.delivered, self.state, self.version = delivered, current, current.version
-            if self.message is not None and not current.covers(self.message.plural):
-                self.message = None
-        return True
-
-    def next_message(self) -> Pending | None:
-        """The next change to deliver: the first past the position in the
-        collections covered, taken in turn from ``turn``; a collection
-        covered and never delivered from (every collection's, served
-        since) starts at its end, recorded. ``None``: nothing to deliver."""
-        sender, state = self.sender, self.state
-        plurals = [plural for plural in sender.feeds if state.covers(plural)]
-        for n in range(len(plurals)):
-            plural = plurals[(self.turn + n) % len(plurals)]
-            changes = sender.feeds[plural]
-            after = state.delivered.get(plural)
-            if after is None:
-                after = changes.records.position()
-                if not sender.kept.delivered(self.id, sender.holder, plural, after, False):
-                    return None
-                state.delivered[plural] = after
-            found = changes.records.changes(after=after, limit=1)
-            if found:
-                self.turn = (self.turn + n + 1) % len(plurals)
-                return pending(changes, found[0])
-        return None
-
-    def settle(self, message: Pending, outcome: targets.Outcome) -> bool:
-        """The outcome of an attempt to deliver ``message`` written: the
-        position moved on, or the failure, the next attempt's time, the
-        subscription disabled. Whether to go on (still held, still enabled)."""
-        sender, state = self.sender, self.state
-        now = time.time()
-        if outcome.delivered:
-            sender.counted("delivered")
-            reset = state.failures > 0 or state.next_attempt is not None
-            if not sender.kept.delivered(self.id, sender.holder, message.plural, message.seq,
-                                         reset):
-                return False
-            state.delivered[message.plural] = message.seq
-            state.failures, state.next_attempt, self.message = 0, None, None
-            return True
-        state.failures += 1
-        state.failed_status, state.failed_error, state.failed_at = (
-            outcome.status, outcome.error, now)
-        said = f"HTTP {outcome.status}" if outcome.status is not None else outcome.error
-        retries = sender.options.retries
-        if outcome.status == 410:
-            sender.counted("gone")
-            self.disable("the receiver answered 410 Gone")
-        elif state.failures > len(retries):
-            sender.counted("exhausted")
-            self.disable(f"{state.failures} attempts in a row failed, the last: {said}")
-        else:
-            sender.counted("failed")
-            delay = max(retries[state.failures - 1], outcome.retry_after or 0.0)
-            state.next_attempt = now + delay
-            log.info("webhook %d: %s not delivered (%s); next attempt in %g s",
-                     self.id, message.message_id, said, delay)
-        return sender.kept.failed(self.id, sender.holder, state) and state.enabled
-
-    def disable(self, reason: str) -> None:
-        self.state.enabled, self.state.next_attempt = False, None
-        self.state.disabled_reason = reason
-        log.warning("webhook %d: disabled: %s", self.id, reason)
