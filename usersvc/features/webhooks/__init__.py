@@ -17,8 +17,8 @@ Its settings (``options``), its own (``usersvc.hooks``): ``webhooks_allow_privat
 ``webhooks_retries``, ``webhooks_timeout``.
 
 What it plugs into: ``app.router`` (its routes), ``app.feed_hooks`` (to
-learn each feed), ``app.starters`` (the first request this process serves
-starts the sender: one attribute looked at a request, then),
+learn each feed), ``app.starters`` (on SQLite and PostgreSQL: the first request this
+process serves starts the sender, and drops the starter),
 ``app.stoppers`` and ``app.on_close`` (to stop), ``app.checks`` (tokens,
 when on), and the store's ``announce_commits`` (to wake when a commit is
 made: a flag set on the committing thread). With the pages plugged in before it,
@@ -82,7 +82,13 @@ class WebhooksFeature:
         app.router.add(PATH, webhooks.collection)
         app.router.add(PATH + "/{id:int}", webhooks.item)
         app.feed_hooks.append(sender.add_feed)
-        app.starters.append(sender.serving)
+        if kept.shared:         # (memory's subscriptions are made here: a route starts it)
+            def serving(req: Request) -> None:
+                """The first request starts the sender, and the starter is
+                dropped (the list replaced: the one being walked goes on)."""
+                sender.serving()
+                app.starters = [start for start in app.starters if start is not serving]
+            app.starters.append(serving)
         app.stoppers.append(sender.stop)
         app.on_close(sender.stop)
         # A server that stops its workers without telling the app (gunicorn's

@@ -89,9 +89,9 @@ class Sender:
         """A feed the app serves (``App.feed_hooks``): deliverable from now."""
         self.feeds[changes.schema.plural] = changes
 
-    def serving(self, req: Any = None) -> None:
-        """This process serves (``App.starters``: each request; or a server
-        that says so as it starts): the first time, the scheduler starts
+    def serving(self) -> None:
+        """This process serves (the feature's starter: its first request; or
+        a server that says so as it starts): the first time, the scheduler starts
         where other processes may make subscriptions (else the first
         subscription made here starts it). Not as the app is built: a
         server's master (gunicorn's ``--preload``, uWSGI) builds it, serves
