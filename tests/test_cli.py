@@ -55,6 +55,14 @@ def test_a_storage_url_it_cannot_open_is_one_line(tmp_path, url, says):
     assert list(tmp_path.iterdir()) == []       # nothing made on the way
 
 
+@pytest.mark.parametrize("command", [SERVE, USERSVC], ids=["serve.py", "usersvc"])
+def test_webhooks_named_before_the_pages_is_one_line(tmp_path, command):
+    one_line(run(command, tmp_path, "--port", "0", "--storage", "memory://",
+                 "--features", "webhooks,default"),
+             "usersvc: --features must name webhooks after pages (its pages are theirs): "
+             "default,webhooks")
+
+
 def another_database(url: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path="/usersvc_no_such_database"))
 

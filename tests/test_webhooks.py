@@ -658,6 +658,9 @@ def test_its_settings_are_refused_without_it_or_when_they_cannot_be_used():
         make_app("memory://", features=("pages",), webhooks_timeout=1)
     with pytest.raises(SettingError, match="webhooks_timeot is not a setting of usersvc's"):
         make_app("memory://", features=FEATURES, webhooks_timeot=1)
+    # Named before the pages, it would have none of theirs: said, not served without.
+    with pytest.raises(SettingError, match="features must name webhooks after pages"):
+        make_app("memory://", features=("webhooks", *DEFAULT_FEATURES))
     for name, value, said in [("webhooks_timeout", 0, "more than 0 seconds"),
                               ("webhooks_retries", "5,soon", "seconds"),
                               ("webhooks_retries", [-1], "0 seconds or more"),

@@ -209,6 +209,9 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
             print(f"usersvc: --metrics-port needs prometheus_client: {install_hint('metrics')}",
                   file=sys.stderr)
             return 2
+        if isinstance(e, SettingError):     # (a feature's, judged as it is plugged)
+            print(f"usersvc: {e.said(as_option)}", file=sys.stderr)
+            return 2
         print(f"usersvc: cannot open storage {redact(settings.storage)}: {e}", file=sys.stderr)
         return 2
     wsgi: Any = Mount(settings.prefix, app) if settings.prefix else app

@@ -31,7 +31,9 @@ import atexit
 import weakref
 from typing import Any
 
+from ...hooks import named
 from ...request import Request
+from ...settings import SettingError
 from ...storage.protocol import Atomic, Transactional
 from . import options
 from .kept import Kept, SQLKept
@@ -76,6 +78,9 @@ class WebhooksFeature:
         # The pages (plugged in before, as in DEFAULT_FEATURES):
         # the routes answer a browser's GET with a page too, and / links to the list.
         pages = plugged.get("pages")
+        if pages is None and "pages" in named(app.settings.features):
+            raise SettingError("features", "must name webhooks after pages (its pages are "
+                                           "theirs): default,webhooks")
         webhooks = Webhooks(kept, sender, settings, pages)
         if pages is not None:
             pages.places.append((PATH, "Webhook subscriptions"))
