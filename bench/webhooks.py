@@ -3,7 +3,7 @@
 outbox").
 
     .venv/bin/python bench/webhooks.py [--subscriptions 1,10] [--postgres URL]
-                                       [--only instructions|delivery]
+                                       [--only instructions|delivery] [--repeat 1]
                                        [--rate 200] [--seconds 10] [--backlog 3000]
                                        [--no-verify]
 
@@ -19,7 +19,11 @@ outbox").
    subscriptions each delivery's position too: the writer is shared), and
    the feature's threads (the scheduler and a runner a subscription: the
    deliveries, off the write path) and the store's look for other
-   processes' commits (SQLite, made for the first listener). Before the
+   processes' commits (SQLite, made for the first listener). With other
+   threads at work the requests' count is not the same in every run
+   (the interpreter's caches, its collections and its lock shared with
+   them): ``--repeat N`` counts each N times and shows the median, with
+   the lowest and highest ratio. Before the
    counted POSTs, 20 more, and a wait (on a thread not counted) until every
    subscription has delivered them; after, until every one has delivered
    all: each run's deliveries are all in it.
@@ -289,21 +293,26 @@ def instructions(args: argparse.Namespace) -> None:
     parts = ("requests", "writer", "webhooks", "poll")
     print("Instructions a POST (callgrind; each thread apart; "
           f"({MANY} - {FEW} POSTs) / {MANY - FEW}):\n")
-    print("| store | webhooks | " + " | ".join(parts) + " | requests' ratio |")
-    print("|---|---|" + "---:|" * (len(parts) + 1))
+    print("| store | webhooks | " + " | ".join(parts) + " | requests' ratio | lowest, highest |")
+    print("|---|---|" + "---:|" * (len(parts) + 2))
     with receiver(verify=False) as hooks:
         url = f"http://127.0.0.1:{hooks.port}/hook/"
         for kind in ("memory", "SQLite file"):
             base = None
             for n in (-1, *args.subscriptions):
-                many, few = (counted(kind, c, n, url) for c in (MANY, FEW))
-                each = {part: (many.get(part, 0) - few.get(part, 0)) / (MANY - FEW)
-                        for part in parts}
+                runs = []
+                for _ in range(args.repeat):
+                    many, few = (counted(kind, c, n, url) for c in (MANY, FEW))
+                    runs.append({part: (many.get(part, 0) - few.get(part, 0)) / (MANY - FEW)
+                                 for part in parts})
+                each = {part: statistics.median(run[part] for run in runs) for part in parts}
                 base = base or each["requests"]
                 said = "not plugged" if n < 0 else f"{n} subscription{'s' * (n != 1)}"
+                ratios = sorted(run["requests"] / base for run in runs)
                 print(f"| {kind} | {said} | "
                       + " | ".join(f"{each[p]:,.0f}" for p in parts)
-                      + f" | {each['requests'] / base:.3f} |", flush=True)
+                      + f" | {each['requests'] / base:.3f} | {ratios[0]:.3f}, {ratios[-1]:.3f} |",
+                      flush=True)
 
 
 # -- 2. delivery ------------------------------------------------------------------
@@ -475,6 +484,8 @@ def main() -> int:
                         type=lambda s: [int(n) for n in s.split(",")],
                         help="how many subscriptions, each figure (default 1,10)")
     parser.add_argument("--only", choices=("instructions", "delivery"))
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="count each figure of instructions this many times (the median)")
     parser.add_argument("--rate", type=float, default=200.0, help="writes a second")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--backlog", type=int, default=3000)
