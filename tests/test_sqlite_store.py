@@ -2,11 +2,14 @@
 versions and migrations, query plans, and races between processes."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import multiprocessing
 import os
+import select
 import shutil
+import signal
 import sqlite3
 import threading
 from contextlib import closing
@@ -655,6 +658,35 @@ def test_a_forked_process_writes_through_a_writer_of_its_own(tmp_path):
     assert os.read(read, 100).decode() == "2 0"
     assert [u.email for u in storage["users"].list()] == ["ada@example.org", "bea@example.org"]
     storage.close()
+
+
+@FAST
+def test_a_process_forked_while_the_parent_takes_the_write_lock_writes_all_the_same(tmp_path):
+    """As a worker forked after --preload while a thread of the master held
+    the file's write lock (its first write under way, its writer not made
+    yet): the child's first write takes a lock of its own, not the copy of
+    the one held, which no thread of the child would ever release."""
+    storage = open_store(f"sqlite:///{tmp_path}/f.db")
+    connections = storage.connections
+    read, write = os.pipe()
+    with connections.writing:       # (held at the fork, as by another thread)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                made = storage["users"].create(name="Bea", email="bea@example.org")
+                os.write(write, str(made.id).encode())
+            finally:
+                os._exit(0)
+    try:
+        ready, _, _ = select.select([read], [], [], 20)
+        assert ready, "the child's first write waited for the parent's lock"
+        assert os.read(read, 100) == b"1"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(read), os.close(write)
+        storage.close()
 
 
 # -- opening: what is waited for --------------------------------------------

@@ -114,6 +114,7 @@ def _writer(connections: _Connections) -> Writer | None:
     """The writer of ``connections``, made at its first write (in this
     process: a forked one starts its own), stopped when they close; a
     private in-memory database has none (``None``)."""
+    connections._own()      # (forked: a write lock of this process's, not one held at the fork)
     with connections.writing:       # (two first writes at once make one)
         if connections.closed:
             raise StoreUnavailable("The store is closed.")
