@@ -553,6 +553,91 @@ def test_a_target_is_checked_again_at_each_attempt(receiver, monkeypatch):
     assert receiver.deliveries == []
 
 
+class Persistent:
+    """A receiver that speaks HTTP/1.1 and keeps connections open (or, with
+    ``drops``, closes each after its answer without saying so, as a server
+    whose idle time-out is over): which connection (the client's port)
+    brought each ``webhook-id``."""
+
+    def __init__(self, drops: bool = False) -> None:
+        self.got: list[tuple[int, str]] = []
+        self.changed = threading.Condition()
+        got, changed = self.got, self.changed
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with changed:
+                    got.append((self.client_address[1], self.headers["webhook-id"]))
+                    changed.notify_all()
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                self.close_connection = drops
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/hook"
+
+    def wait_for(self, n: int) -> list[tuple[int, str]]:
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.got) >= n, DEADLINE), self.got
+            return list(self.got)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(DEADLINE)
+
+
+def test_a_receiver_that_keeps_the_connection_open_gets_a_backlog_on_one():
+    """Ten changes waiting, delivered one after the other: one TCP
+    connection (HTTP/1.1's persistent connection), the address checked at
+    each attempt all the same."""
+    receiver = Persistent()
+    try:
+        with served("memory://") as client:
+            for n in range(10):
+                create(client, n)
+            subscription = subscribe(client, receiver.url(), after=0)
+            got = receiver.wait_for(10)
+            assert [message_id.split(".")[1] for _, message_id in got] == [
+                str(n) for n in range(1, 11)]
+            assert len({port for port, _ in got}) == 1
+            until(lambda: state(client, subscription)["delivered"] == {"users": 10}, "recorded")
+    finally:
+        receiver.close()
+
+
+def test_a_connection_the_receiver_closed_meanwhile_is_made_again_not_a_failure():
+    """A receiver that closes each connection after its answer without
+    saying so: the next attempt finds the kept one closed and sends on a
+    new one, in the same attempt (no failure recorded, nothing skipped)."""
+    receiver = Persistent(drops=True)
+    try:
+        with served("memory://") as client:
+            for n in range(5):
+                create(client, n)
+            subscription = subscribe(client, receiver.url(), after=0)
+            got = receiver.wait_for(5)
+            assert [message_id.split(".")[1] for _, message_id in got] == ["1", "2", "3", "4", "5"]
+            assert len({port for port, _ in got}) == 5
+            until(lambda: state(client, subscription)["delivered"] == {"users": 5}, "recorded")
+            assert state(client, subscription)["failures"] == 0
+            assert state(client, subscription)["last_failure"] is None
+    finally:
+        receiver.close()
+
+
 def test_address_kinds():
     ip = ipaddress.ip_address
     assert targets.refusal(ip("93.184.215.14"), False) is None

@@ -37,6 +37,7 @@ class Runner:
         self.state, self.version = subscription, subscription.version
         self.message: Pending | None = None     # being delivered: made once, retried as made
         self.turn = 0                           # the collection to look at first next time
+        self.line = targets.Line()              # its connection, kept while it is busy
         self._woken = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True,
                                        name=f"usersvc-webhook-{subscription.id}")
@@ -55,6 +56,7 @@ class Runner:
             if not self.sender.stopping:
                 log.exception("webhook %d: delivering failed", self.id)
         finally:
+            self.line.close()
             self.sender.gone(self)
 
     def deliver(self) -> None:
@@ -66,11 +68,12 @@ class Runner:
             message = self.message
             wait = (self.state.next_attempt or 0.0) - time.time()
             if message is None or wait > 0 or not sender.may_attempt():
-                self._woken.wait(min(wait, LOOK) if wait > 0 else LOOK)
+                if not self._woken.wait(min(wait, LOOK) if wait > 0 else LOOK):
+                    self.line.close()       # (a whole look idle: its connection closed)
                 continue
             if not self.refresh() or self.message is not message:
                 continue        # (changed by a route since: looked at again)
-            outcome = sender.send(self.state, message)
+            outcome = sender.send(self.state, message, self.line)
             if sender.stopping and not outcome.delivered:
                 return          # (abandoned as the server stops: not the receiver's failure)
             if not self.settle(message, outcome):

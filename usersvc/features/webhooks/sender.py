@@ -280,9 +280,11 @@ class Sender:
         """Whether an attempt begun now ends within the leases held."""
         return time.time() + self.options.timeout + RENEW < self.valid_until
 
-    def send(self, subscription: Subscription, message: Pending) -> targets.Outcome:
+    def send(self, subscription: Subscription, message: Pending,
+             line: targets.Line) -> targets.Outcome:
         """One attempt to deliver ``message``, signed now, within the
-        time-out (the scheduler abandons it past its deadline)."""
+        time-out (the scheduler abandons it past its deadline), on
+        ``line``'s connection if it has one there (``targets.post``)."""
         attempt = targets.Attempt(time.monotonic() + self.options.timeout)
         with self._lock:
             if self.stopping:
@@ -294,7 +296,7 @@ class Sender:
             headers = signing.headers(signing.key_of(subscription.secret), message.message_id,
                                       stamp, message.body)
             return targets.post(subscription.url, message.body, headers,
-                                self.options.allow_private, self.options.timeout, attempt)
+                                self.options.allow_private, self.options.timeout, attempt, line)
         finally:
             with self._lock:
                 self._attempts.discard(attempt)

@@ -17,6 +17,10 @@ check still use the name.
 most ``READ_LIMIT`` bytes of the answer read; the whole attempt's
 deadline is the caller's to enforce (``Attempt.abandon`` shuts the socket:
 the scheduler does, for an attempt past it, and when the server stops).
+A subscription's connection is kept for its next attempt (``Line``) while
+the receiver keeps it open and the answer was read whole, and taken
+again only to the same scheme, host, port and address, that address
+checked again first.
 """
 from __future__ import annotations
 
@@ -201,13 +205,45 @@ class Attempt:
                 raise TimeoutError("abandoned")
 
 
+#: Where a kept connection goes: the scheme, the host, the port, the address.
+Key = tuple[str, str, int, Address]
+
+
+class Line:
+    """One subscription's connection between its attempts (HTTP/1.1's
+    persistent connections, RFC 9112 §9.3), used by one thread at a time:
+    a TCP connection (and TLS handshake) a delivery saved, for the receiver
+    and for the sender."""
+
+    def __init__(self) -> None:
+        self.key: Key | None = None
+        self.connection: _Pinned | None = None
+
+    def take(self, key: Key) -> _Pinned | None:
+        """The connection kept, if it goes where ``key`` says (any other, closed)."""
+        connection, kept = self.connection, self.key
+        self.connection = self.key = None
+        if connection is not None and kept != key:
+            connection.close()
+            connection = None
+        return connection
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = self.key = None
+
+
 _TLS = ssl.create_default_context()
 
 
 def post(url: str, body: bytes, headers: dict[str, str], allow_private: bool, timeout: float,
-         attempt: Attempt) -> Outcome:
+         attempt: Attempt, line: Line) -> Outcome:
     """One POST of ``body`` to ``url``, its host resolved and checked now,
-    to the first checked address that takes the connection."""
+    to the first checked address that takes the connection: ``line``'s,
+    kept from the last attempt, if it goes there (and a new one if the
+    receiver has closed it meanwhile), which keeps it again afterwards if
+    the receiver did and the answer was read whole."""
     parts = urlsplit(url)
     host, port = parts.hostname or "", port_of(parts)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -217,24 +253,37 @@ def post(url: str, body: bytes, headers: dict[str, str], allow_private: bool, ti
         return Outcome(None, f"refused: {e}")
     error = "no address took the connection"
     for address in addresses:
-        connection = (_PinnedTLS(host, port, address, timeout, _TLS) if parts.scheme == "https"
-                      else _Pinned(host, port, address, timeout))
-        try:
-            attempt.using(connection)
-            connection.request("POST", target, body, {
-                **headers, "Content-Type": "application/json", "User-Agent": USER_AGENT})
-            response = connection.getresponse()
-            response.read(READ_LIMIT)
-            return Outcome(response.status, None, retry_after(response.getheader("Retry-After")))
-        except (OSError, http.client.HTTPException) as e:
-            if attempt.abandoned or isinstance(e, TimeoutError):
-                return Outcome(None, "timed out")      # (abandoned: its deadline passed)
-            error = _said(e)
-            if not isinstance(e, ConnectionRefusedError):
-                return Outcome(None, error)
-            # (refused: the next address may listen)
-        finally:
-            connection.close()
+        key = (parts.scheme, host, port, address)
+        kept = line.take(key)
+        while True:
+            reused, keep = kept is not None, False
+            connection = kept or (_PinnedTLS(host, port, address, timeout, _TLS)
+                                  if parts.scheme == "https" else _Pinned(host, port, address,
+                                                                          timeout))
+            kept = None
+            try:
+                attempt.using(connection)
+                connection.request("POST", target, body, {
+                    **headers, "Content-Type": "application/json", "User-Agent": USER_AGENT})
+                response = connection.getresponse()
+                response.read(READ_LIMIT)
+                keep = response.isclosed() and not response.will_close
+                return Outcome(response.status, None,
+                               retry_after(response.getheader("Retry-After")))
+            except (OSError, http.client.HTTPException) as e:
+                if attempt.abandoned or isinstance(e, TimeoutError):
+                    return Outcome(None, "timed out")      # (abandoned: its deadline passed)
+                if reused and isinstance(e, ConnectionError):
+                    continue        # (the receiver closed the one kept: a new connection)
+                error = _said(e)
+                if not isinstance(e, ConnectionRefusedError):
+                    return Outcome(None, error)
+                break               # (refused: the next address may listen)
+            finally:
+                if keep:
+                    line.key, line.connection = key, connection
+                else:
+                    connection.close()
     return Outcome(None, error)
 
 
