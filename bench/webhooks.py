@@ -484,7 +484,7 @@ def main() -> int:
                         type=lambda s: [int(n) for n in s.split(",")],
                         help="how many subscriptions, each figure (default 1,10)")
     parser.add_argument("--only", choices=("instructions", "delivery"))
-    parser.add_argument("--repeat", type=int, default=1,
+    parser.add_argument("--repeat", type=lambda s: max(1, int(s)), default=1,
                         help="count each figure of instructions this many times (the median)")
     parser.add_argument("--rate", type=float, default=200.0, help="writes a second")
     parser.add_argument("--seconds", type=float, default=10.0)

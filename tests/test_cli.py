@@ -55,7 +55,8 @@ def test_a_storage_url_it_cannot_open_is_one_line(tmp_path, url, says):
     assert list(tmp_path.iterdir()) == []       # nothing made on the way
 
 
-@pytest.mark.parametrize("command", [SERVE, USERSVC], ids=["serve.py", "usersvc"])
+@pytest.mark.parametrize("command", [SERVE, USERSVC, [*SERVE, "--server", "granian"]],
+                         ids=["serve.py", "usersvc", "granian"])
 def test_webhooks_named_before_the_pages_is_one_line(tmp_path, command):
     one_line(run(command, tmp_path, "--port", "0", "--storage", "memory://",
                  "--features", "webhooks,default"),

@@ -660,32 +660,58 @@ def test_a_forked_process_writes_through_a_writer_of_its_own(tmp_path):
     storage.close()
 
 
-@FAST
-def test_a_process_forked_while_the_parent_takes_the_write_lock_writes_all_the_same(tmp_path):
-    """As a worker forked after --preload while a thread of the master held
-    the file's write lock (its first write under way, its writer not made
-    yet): the child's first write takes a lock of its own, not the copy of
-    the one held, which no thread of the child would ever release."""
-    storage = open_store(f"sqlite:///{tmp_path}/f.db")
-    connections = storage.connections
+def forked_write(storage, lock) -> bytes:
+    """What a child forked while ``lock`` is held (as by another thread of
+    the parent) says of its first write: the new record's id, or its error;
+    failing past the deadline (a write that waits for the copy of the held
+    lock, which no thread of the child would ever release)."""
     read, write = os.pipe()
-    with connections.writing:       # (held at the fork, as by another thread)
+    with lock:
         pid = os.fork()
         if pid == 0:
             try:
-                made = storage["users"].create(name="Bea", email="bea@example.org")
-                os.write(write, str(made.id).encode())
+                os.close(read)
+                try:
+                    said = str(storage["users"].create(name="Bea", email="bea@example.org").id)
+                except Exception as e:
+                    said = f"{type(e).__name__}: {e}"
+                os.write(write, said.encode())
             finally:
                 os._exit(0)
+    os.close(write)
     try:
         ready, _, _ = select.select([read], [], [], 20)
         assert ready, "the child's first write waited for the parent's lock"
-        assert os.read(read, 100) == b"1"
+        return os.read(read, 1000)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        os.close(read), os.close(write)
+        os.close(read)
+
+
+@FAST
+def test_a_process_forked_while_the_parent_takes_the_write_lock_writes_all_the_same(tmp_path):
+    """As a worker forked after --preload while a thread of the master held
+    the file's write lock (its first write under way, its writer not made
+    yet): the child's first write takes a lock of its own."""
+    storage = open_store(f"sqlite:///{tmp_path}/f.db")
+    try:
+        assert forked_write(storage, storage.connections.writing) == b"1"
+    finally:
+        storage.close()
+
+
+@FAST
+def test_a_process_forked_while_the_parent_queues_a_write_writes_all_the_same(tmp_path):
+    """The same with the writer made (the master wrote), forked while a
+    thread of it queued a write (the writer's own lock held): the child's
+    first write starts a writer, and takes a lock, of its own."""
+    storage = open_store(f"sqlite:///{tmp_path}/f.db")
+    try:
+        storage["users"].create(name="Ada", email="ada@example.org")
+        assert forked_write(storage, storage.connections.writer._closing) == b"2"
+    finally:
         storage.close()
 
 

@@ -145,13 +145,13 @@ class Writer:
         self.connections = connections
         self.timeout = timeout      # the longest a write waits to be committed
         self._closing = threading.Lock()    # no write queued after the stop
+        self._forking = threading.Lock()    # a forked process's first writes, one at a time
         self.closed = False
         self._start()
 
     def _start(self) -> None:
         """A queue and the thread, in this process (a forked one, a worker
         after ``--preload``, starts its own at its first write)."""
-        self._pid = os.getpid()
         self.db: Connection | None = None   # opened by the first group (again after
                                             # one found the file read-only)
         self._queue: queue.SimpleQueue[tuple[Callable[..., Any], Future[Any]] | None] = (
@@ -160,17 +160,18 @@ class Writer:
         self._thread.start()
         # What the groups were, for the log (this process's, the writer's to add).
         self.commits, self.writes, self.seconds = 0, 0, 0.0
+        self._pid = os.getpid()     # (last: a write that finds it ours finds the rest ready)
 
     def commit(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """``op(db)`` run in the writer's next transaction, with the writes
         waiting beside it: its result once committed, or ``StoreUnavailable``
         after ``timeout`` seconds."""
         future: Future[T] = Future()
+        if self._pid != os.getpid():
+            self._forked()
         with self._closing:
             if self.closed:
                 raise StoreUnavailable("The store is closed.")
-            if self._pid != os.getpid():
-                self._start()
             self._queue.put((op, future))
         try:
             return future.result(timeout=self.timeout)
@@ -181,13 +182,24 @@ class Writer:
             raise StoreUnavailable(f"The write was not committed within {self.timeout:g} s; "
                                    "it may be yet: read before writing again.") from None
 
+    def _forked(self) -> None:
+        """In a forked process, at its first write: a thread and locks of
+        its own (the parent's ``_closing`` may have been held at the fork,
+        by a thread the child does not have; ``_forking`` never is: the
+        process that made it never takes it)."""
+        with self._forking:
+            if self._pid != os.getpid():
+                self._closing = threading.Lock()
+                self._start()
+
     def stop(self) -> None:
         """Finish the writes queued, then end the thread (a forked process
         that never wrote has none of its own), and log what the groups were."""
+        if self._pid != os.getpid():
+            self.closed = True
+            return
         with self._closing:
             self.closed = True
-            if self._pid != os.getpid():
-                return
             self._queue.put(None)
         self._thread.join()
         if self.db is not None:

@@ -90,7 +90,8 @@ def serve(args: argparse.Namespace, settings: Settings, collections: Iterable[Sc
     try:
         build_app(settings, settings.collections or (USER,)).close()
     except Exception as e:      # a bad URL, an unwritable file, a newer schema...
-        say(f"cannot open storage {redact(settings.storage)}: {e}")
+        from .server import not_built
+        say(not_built(settings, e))
         return 2
     try:
         port = args.port or _free_port(args.host)

@@ -180,6 +180,15 @@ def _did_you_mean(parser: argparse.ArgumentParser, given: str) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+def not_built(settings: Settings, error: Exception) -> str:
+    """Why the app could not be built, in one line (the server's, granian's)."""
+    if isinstance(error, ImportError) and error.name == "prometheus_client":   # (the feature's)
+        return f"--metrics-port needs prometheus_client: {install_hint('metrics')}"
+    if isinstance(error, SettingError):     # (a feature's, judged as it is plugged)
+        return error.said(as_option)
+    return f"cannot open storage {redact(settings.storage)}: {error}"
+
+
 def main(argv: Sequence[str] | None = None, commands: bool = False,
          collections: Iterable[Schema] = (USER,)) -> int:
     """Serve ``collections`` (``examples/library.py`` serves users and
@@ -205,14 +214,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
     try:
         app = build_app(settings, settings.collections or collections)
     except Exception as e:   # a bad URL, an unwritable file, a newer schema...
-        if isinstance(e, ImportError) and e.name == "prometheus_client":   # (the feature's)
-            print(f"usersvc: --metrics-port needs prometheus_client: {install_hint('metrics')}",
-                  file=sys.stderr)
-            return 2
-        if isinstance(e, SettingError):     # (a feature's, judged as it is plugged)
-            print(f"usersvc: {e.said(as_option)}", file=sys.stderr)
-            return 2
-        print(f"usersvc: cannot open storage {redact(settings.storage)}: {e}", file=sys.stderr)
+        print(f"usersvc: {not_built(settings, e)}", file=sys.stderr)
         return 2
     wsgi: Any = Mount(settings.prefix, app) if settings.prefix else app
     access_log = AccessLog(wsgi, stream=sys.stderr) if settings.access_log else None

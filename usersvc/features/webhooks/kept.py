@@ -77,7 +77,7 @@ class Kept(Protocol):
     def delete(self, subscription_id: int) -> bool: ...
     def claim(self, holder: str, now: float, lease: float, renew: bool) -> list[Subscription]: ...
     def delivered(self, subscription_id: int, holder: str, plural: str, seq: int,
-                  reset: bool) -> bool: ...
+                  reset: bool, version: int) -> bool: ...
     def failed(self, subscription_id: int, holder: str, state: Subscription) -> bool: ...
     def release(self, holder: str) -> None: ...
 
@@ -119,7 +119,7 @@ class SQLKept:
                        f"disabled_reason = {m}, version = version + 1 WHERE id = {m}")
         self.fail = ("UPDATE usersvc_webhooks SET "
                      + ", ".join(f"{name} = {m}" for name in _FAILURE)
-                     + f", holder = {m} WHERE id = {m} AND holder = {m}")
+                     + f", holder = {m} WHERE id = {m} AND holder = {m} AND version = {m}")
 
     # -- making the tables -------------------------------------------------
 
@@ -226,34 +226,38 @@ class SQLKept:
         return self._step(run, reads_only=False)
 
     def delivered(self, subscription_id: int, holder: str, plural: str, seq: int,
-                  reset: bool) -> bool:
+                  reset: bool, version: int) -> bool:
         """``seq`` delivered to the subscription in ``plural`` (never
         going back), if ``holder`` still holds it and it still covers
         ``plural`` (a PATCH may have dropped it since the sender last
         looked: its position is not written back); ``reset``: its failures
-        forgotten too. Whether it still held it."""
+        forgotten too. Whether its runner goes on: held, and as it was at
+        ``version`` (no PATCH since: one that disabled it, say)."""
         m = self.m
 
         def run(db: Any) -> bool:
-            found = db.execute(f"SELECT collections FROM usersvc_webhooks "
+            found = db.execute(f"SELECT collections, version FROM usersvc_webhooks "
                                f"WHERE id = {m} AND holder = {m}",
                                (subscription_id, holder)).fetchone()
             if found is None or (found[0] is not None and plural not in json.loads(found[0])):
                 return False
             db.execute(self.advance, (subscription_id, plural, seq))
-            if reset:
+            if reset and found[1] == version:
                 db.execute(f"UPDATE usersvc_webhooks SET failures = 0, next_attempt = NULL "
                            f"WHERE id = {m}", (subscription_id,))
-            return True
+            return bool(found[1] == version)
         return self._step(run, reads_only=not reset)
 
     def failed(self, subscription_id: int, holder: str, state: Subscription) -> bool:
         """A failure's state written (``_FAILURE``'s fields of ``state``),
-        if ``holder`` still holds the subscription; one disabled given back."""
+        if ``holder`` still holds the subscription as it was at
+        ``state.version`` (a PATCH since, one that disabled it say, is not
+        undone); one disabled given back. Whether it was written."""
         values = [getattr(state, name) for name in _FAILURE]
         values[_FAILURE.index("enabled")] = int(state.enabled)
         return bool(self._step(lambda db: db.execute(self.fail, (
-            *values, holder if state.enabled else None, subscription_id, holder)).rowcount))
+            *values, holder if state.enabled else None, subscription_id, holder,
+            state.version)).rowcount))
 
     def release(self, holder: str) -> None:
         """Every subscription ``holder`` holds, given back (it stops; no

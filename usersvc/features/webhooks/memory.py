@@ -54,12 +54,14 @@ class MemoryKept:
         return [s for s in self.all() if s.enabled]
 
     def delivered(self, subscription_id: int, holder: str, plural: str, seq: int,
-                  reset: bool) -> bool:
+                  reset: bool, version: int) -> bool:
         with self._lock:
             found = self._kept.get(subscription_id)
-            if found is None or not found.enabled or not found.covers(plural):
-                return False        # (not held, as SQL's holder says; or no longer covered)
+            if found is None or not found.covers(plural):
+                return False        # (deleted; or no longer covered)
             found.delivered[plural] = max(found.delivered.get(plural, seq), seq)
+            if found.version != version:
+                return False        # (a PATCH since: as SQL's)
             if reset:
                 found.failures, found.next_attempt = 0, None
             return True
@@ -67,8 +69,8 @@ class MemoryKept:
     def failed(self, subscription_id: int, holder: str, state: Subscription) -> bool:
         with self._lock:
             found = self._kept.get(subscription_id)
-            if found is None or not found.enabled:
-                return False
+            if found is None or found.version != state.version:
+                return False        # (deleted, or a PATCH since: as SQL's)
             for name in _FAILURE:
                 setattr(found, name, getattr(state, name))
             return True

@@ -71,9 +71,9 @@ class Runner:
                 if not self._woken.wait(min(wait, LOOK) if wait > 0 else LOOK):
                     self.line.close()       # (a whole look idle: its connection closed)
                 continue
-            if not self.refresh() or self.message is not message:
-                continue        # (changed by a route since: looked at again)
             outcome = sender.send(self.state, message, self.line)
+            if outcome is None:
+                continue        # (not sent: changed by a route since, or stopping)
             if sender.stopping and not outcome.delivered:
                 return          # (abandoned as the server stops: not the receiver's failure)
             if not self.settle(message, outcome):
@@ -110,7 +110,8 @@ class Runner:
             after = state.delivered.get(plural)
             if after is None:
                 after = changes.records.position()
-                if not sender.kept.delivered(self.id, sender.holder, plural, after, False):
+                if not sender.kept.delivered(self.id, sender.holder, plural, after, False,
+                                             self.version):
                     return None
                 state.delivered[plural] = after
             found = changes.records.changes(after=after, limit=1)
@@ -129,7 +130,7 @@ class Runner:
             sender.counted("delivered")
             reset = state.failures > 0 or state.next_attempt is not None
             if not sender.kept.delivered(self.id, sender.holder, message.plural, message.seq,
-                                         reset):
+                                         reset, self.version):
                 return False
             state.delivered[message.plural] = message.seq
             state.failures, state.next_attempt, self.message = 0, None, None

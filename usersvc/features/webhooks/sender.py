@@ -38,10 +38,10 @@ from .runner import LOOK, Runner
 
 log = logging.getLogger("usersvc.webhooks")
 
-#: Seconds between two looks while this sender holds subscriptions
-#: (``LOOK``, a runner's too); between two looks while this sender holds no subscription: one
-#: made by another process is taken within them (this one's routes say so
-#: at once); between two renewals of the leases held; the shortest lease.
+#: Seconds between two looks while this sender holds no subscription (while
+#: it holds some: ``LOOK``, as a runner's): one made by another process is
+#: taken within them (this one's routes say so at once); between two
+#: renewals of the leases held; the shortest lease.
 IDLE_LOOK = 5.0
 RENEW = 5.0
 SHORTEST_LEASE = 30.0
@@ -115,8 +115,9 @@ class Sender:
         one learns of it at its next look, within ``LOOK`` seconds."""
         with self._lock:
             self._changed[subscription_id] = self._looks
-            if subscription_id in self.held:
-                held = dict(self.held)
+            mine = self.held.get(subscription_id)
+            if mine is not None and (now is None or now.version > mine.version):
+                held = dict(self.held)      # (two PATCHes at once: the later one's kept)
                 if now is None or not now.enabled:
                     del held[subscription_id]
                 else:
@@ -213,13 +214,15 @@ class Sender:
         with self._lock:
             fresh = {s.id: s for s in held}
             for changed_id, begun in list(self._changed.items()):
+                mine, read = self.held.get(changed_id), fresh.get(changed_id)
                 if begun < look:            # (this look read the change)
                     del self._changed[changed_id]
-                elif changed_id in self.held:
-                    fresh[changed_id] = self.held[changed_id]
-                else:
+                elif mine is None:          # (deleted, disabled, or not held here)
                     fresh.pop(changed_id, None)
+                elif read is None or read.version <= mine.version:
+                    fresh[changed_id] = mine
             self.held = fresh
+            self._ended = {ended: n for ended, n in self._ended.items() if n >= look}
             for subscription in fresh.values():
                 runner = self._runners.get(subscription.id)
                 if runner is None and self._ended.get(subscription.id, 0) >= look:
@@ -257,7 +260,8 @@ class Sender:
             log.debug("webhooks: the leases could not be given back", exc_info=True)
 
     def gone(self, runner: Runner) -> None:
-        """A runner ended: the next look starts another if it still holds."""
+        """A runner ended: the next look starts another if it still holds
+        (a PATCH since: one with what it says), within ``LOOK`` seconds."""
         with self._lock:
             if self._runners.get(runner.id) is runner:
                 del self._runners[runner.id]
@@ -281,14 +285,18 @@ class Sender:
         return time.time() + self.options.timeout + RENEW < self.valid_until
 
     def send(self, subscription: Subscription, message: Pending,
-             line: targets.Line) -> targets.Outcome:
+             line: targets.Line) -> targets.Outcome | None:
         """One attempt to deliver ``message``, signed now, within the
         time-out (the scheduler abandons it past its deadline), on
-        ``line``'s connection if it has one there (``targets.post``)."""
+        ``line``'s connection if it has one there (``targets.post``);
+        ``None``, not sent, if the server stops or a route here has changed
+        the subscription since ``subscription`` was read (``changed``: under
+        the same lock, so that an attempt begun is one begun before it)."""
         attempt = targets.Attempt(time.monotonic() + self.options.timeout)
         with self._lock:
-            if self.stopping:
-                return targets.Outcome(None, "stopping")
+            held = self.held.get(subscription.id)
+            if self.stopping or held is None or held.version != subscription.version:
+                return None
             self._attempts.add(attempt)
         self._wake.put(None)        # (the scheduler's next wake: this deadline, if sooner)
         try:
