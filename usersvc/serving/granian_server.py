@@ -19,7 +19,7 @@ import shutil
 import socket
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import USER, Schema, build_app
@@ -75,8 +75,9 @@ def refused(args: argparse.Namespace, settings: Settings,
 
 
 def serve(args: argparse.Namespace, settings: Settings, collections: Iterable[Schema],
-          say: Any) -> int:
-    """Serve until SIGTERM or Ctrl-C; 0, or 2 after ``say``-ing why not."""
+          say: Any, not_built: Callable[[Settings, Exception], str]) -> int:
+    """Serve until SIGTERM or Ctrl-C; 0, or 2 after ``say``-ing why not
+    (``not_built``: why the app could not be, as the waitress server says it)."""
     try:
         from granian import Granian
         from granian.constants import Interfaces
@@ -90,7 +91,6 @@ def serve(args: argparse.Namespace, settings: Settings, collections: Iterable[Sc
     try:
         build_app(settings, settings.collections or (USER,)).close()
     except Exception as e:      # a bad URL, an unwritable file, a newer schema...
-        from .server import not_built
         say(not_built(settings, e))
         return 2
     try:

@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None, commands: bool = False,
         from .granian_server import serve
         _warn_if_open(args.host, settings)
         return serve(args, settings, collections,
-                     lambda line: print(f"usersvc: {line}", file=sys.stderr))
+                     lambda line: print(f"usersvc: {line}", file=sys.stderr), not_built)
     # waitress warns "Task queue depth is N" for every request that waits
     # for a thread: under load, a line per request that says only "busy",
     # at a cost in throughput. The access log's durations say it better.
