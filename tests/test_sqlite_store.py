@@ -672,7 +672,8 @@ def forked_write(storage, lock) -> bytes:
             try:
                 os.close(read)
                 try:
-                    said = str(storage["users"].create(name="Bea", email="bea@example.org").id)
+                    said = str(storage["users"].create(name="Bea",
+                                                       email=f"bea{os.getpid()}@example.org").id)
                 except Exception as e:
                     said = f"{type(e).__name__}: {e}"
                 os.write(write, said.encode())
@@ -711,6 +712,8 @@ def test_a_process_forked_while_the_parent_queues_a_write_writes_all_the_same(tm
     try:
         storage["users"].create(name="Ada", email="ada@example.org")
         assert forked_write(storage, storage.connections.writer._closing) == b"2"
+        # ... or while one opened a connection (the child's writer opens its own)
+        assert forked_write(storage, storage.connections.opened._lock) == b"3"
     finally:
         storage.close()
 

@@ -187,6 +187,7 @@ class Writer:
         its own (the parent's ``_closing`` may have been held at the fork,
         by a thread the child does not have; ``_forking`` never is: the
         process that made it never takes it)."""
+        self.connections._own()      # (its connections, and their locks, this process's)
         with self._forking:
             if self._pid != os.getpid():
                 self._closing = threading.Lock()

@@ -230,22 +230,24 @@ class SQLKept:
         """``seq`` delivered to the subscription in ``plural`` (never
         going back), if ``holder`` still holds it and it still covers
         ``plural`` (a PATCH may have dropped it since the sender last
-        looked: its position is not written back); ``reset``: its failures
-        forgotten too. Whether its runner goes on: held, and as it was at
-        ``version`` (no PATCH since: one that disabled it, say)."""
+        looked: its position is not written back), and it is as it was at
+        ``version`` (no PATCH since, one that disabled it say: the change
+        is then sent again, and a collection's start is not moved on);
+        ``reset``: its failures forgotten too. Whether it was written: the
+        runner goes on."""
         m = self.m
 
         def run(db: Any) -> bool:
-            found = db.execute(f"SELECT collections, version FROM usersvc_webhooks "
-                               f"WHERE id = {m} AND holder = {m}",
-                               (subscription_id, holder)).fetchone()
+            found = db.execute(f"SELECT collections FROM usersvc_webhooks "
+                               f"WHERE id = {m} AND holder = {m} AND version = {m}",
+                               (subscription_id, holder, version)).fetchone()
             if found is None or (found[0] is not None and plural not in json.loads(found[0])):
                 return False
             db.execute(self.advance, (subscription_id, plural, seq))
-            if reset and found[1] == version:
+            if reset:
                 db.execute(f"UPDATE usersvc_webhooks SET failures = 0, next_attempt = NULL "
                            f"WHERE id = {m}", (subscription_id,))
-            return bool(found[1] == version)
+            return True
         return self._step(run, reads_only=not reset)
 
     def failed(self, subscription_id: int, holder: str, state: Subscription) -> bool:

@@ -57,11 +57,9 @@ class MemoryKept:
                   reset: bool, version: int) -> bool:
         with self._lock:
             found = self._kept.get(subscription_id)
-            if found is None or not found.covers(plural):
-                return False        # (deleted; or no longer covered)
+            if found is None or found.version != version or not found.covers(plural):
+                return False        # (deleted, a PATCH since, no longer covered: as SQL's)
             found.delivered[plural] = max(found.delivered.get(plural, seq), seq)
-            if found.version != version:
-                return False        # (a PATCH since: as SQL's)
             if reset:
                 found.failures, found.next_attempt = 0, None
             return True

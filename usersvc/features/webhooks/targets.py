@@ -204,6 +204,14 @@ class Attempt:
             if self.abandoned:
                 raise TimeoutError("abandoned")
 
+    def done(self) -> bool:
+        """The attempt no longer uses its connection (an ``abandon`` from now
+        on shuts nothing: the next attempt may be using it); whether it was
+        abandoned."""
+        with self._lock:
+            self.connection = None
+            return self.abandoned
+
 
 #: Where a kept connection goes: the scheme, the host, the port, the address.
 Key = tuple[str, str, int, Address]
@@ -280,10 +288,10 @@ def post(url: str, body: bytes, headers: dict[str, str], allow_private: bool, ti
                     return Outcome(None, error)
                 break               # (refused: the next address may listen)
             finally:
-                if keep:
-                    line.key, line.connection = key, connection
-                else:
+                if attempt.done() or not keep:
                     connection.close()
+                else:
+                    line.key, line.connection = key, connection
     return Outcome(None, error)
 
 
