@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 from helpers import (
@@ -176,6 +177,11 @@ def test_ctrl_c_answers_a_stream_and_a_long_poll_and_stops_at_once(store_url, se
         assert stream.next()["retry"] == "2000"
         poll, polled = long_poll(served.address, 30)
         until_waiting(served.metrics_address, 2)   # the stream and the poll
+        if server == "granian":     # every worker started (one still starting as the
+            end = time.monotonic() + STREAM_DEADLINE    # signal comes: granian's own abort)
+            while served.log().count("Started worker") < int(workers):
+                assert time.monotonic() < end, served.log()
+                time.sleep(0.05)
         served.signalled = True
         os.killpg(served.process.pid, signal.SIGINT)        # as a terminal's Ctrl-C
         try:
